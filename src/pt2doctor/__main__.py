@@ -1,0 +1,3 @@
+from pt2doctor.cli import main
+
+main()

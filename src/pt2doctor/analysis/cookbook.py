@@ -1,0 +1,96 @@
+"""The graph-break cookbook: common causes, and the rewrite that removes each.
+
+Contract: `advice_for(graph_break)` returns the first matching `Recipe` (or None). Recipes are data:
+a matcher over the break's type, explanation and source line, a cause in one line and a
+"do this instead" rewrite. Torch's own registry hints are kept next to them, never replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pt2doctor.model import GraphBreak
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    name: str
+    pattern: re.Pattern[str]
+    cause: str
+    rewrite: str
+    config: str | None = None
+
+
+def _p(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.I | re.S)
+
+
+RECIPES: tuple[Recipe, ...] = (
+    Recipe("print", _p(r"builtin operator `print`|\bprint\(|reorderable_logging"),
+           "print() inside the compiled function splits the graph",
+           "move the print out of the compiled code, or log after the call; to keep it, add "
+           "`torch._dynamo.config.reorderable_logging_functions.add(print)` (printed after the graph runs)",
+           "torch._dynamo.config.reorderable_logging_functions"),
+    Recipe("logging", _p(r"\blogging\b|\blogger\.|\blog\.(info|debug|warning)"),
+           "a logging call inside the compiled function splits the graph",
+           "log outside the compiled region, or add the logger method to "
+           "`torch._dynamo.config.reorderable_logging_functions`",
+           "torch._dynamo.config.reorderable_logging_functions"),
+    Recipe("item", _p(r"\.item\(\)|Tensor\.item|scalar output|capture_scalar_outputs|Unsupported Tensor\.item"),
+           "`.item()` turns a tensor into a Python number, which Dynamo cannot keep in the graph",
+           "keep the value as a 0-d tensor (e.g. `t.sum()` instead of `t.sum().item()`), or set "
+           "`torch._dynamo.config.capture_scalar_outputs = True`",
+           "torch._dynamo.config.capture_scalar_outputs"),
+    Recipe("data_dependent_branch", _p(r"Data-dependent branching|generic_jump|data dependent"),
+           "an `if`/`while` on a tensor's value needs the value on the host",
+           "compute both sides and select: `x = torch.where(cond, a, b)`; for real control flow use "
+           "`torch.cond(pred, true_fn, false_fn, (x,))`"),
+    Recipe("dynamic_shape_op", _p(r"dynamic shape operator|dynamic output shape|capture_dynamic_output_shape_ops|"
+                                  r"aten\.(nonzero|unique|masked_select)"),
+           "an op whose output shape depends on data (nonzero, unique, boolean masking)",
+           "use a fixed-shape form (`torch.where(mask, x, 0)` instead of `x[mask]`), or set "
+           "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`",
+           "torch._dynamo.config.capture_dynamic_output_shape_ops"),
+    Recipe("numpy", _p(r"numpy|\bnp\.|\.numpy\(\)"),
+           "a NumPy call or `.numpy()` leaves the tensor world",
+           "use the torch equivalent (`torch.from_numpy` once, outside; `torch.*` ops inside); "
+           "`.numpy()` / `.tolist()` always break the graph"),
+    Recipe("tolist", _p(r"\.tolist\(\)|Tensor\.tolist"),
+           "`.tolist()` copies tensor data to Python",
+           "keep the data as a tensor; index or reduce with torch ops instead of Python lists"),
+    Recipe("skipped_function", _p(r"marked as skipped|skip_files|Attempted to call function marked|"
+                                  r"call_function.*skip|disallowed"),
+           "the call goes into code Dynamo will not trace (a C extension or a skipped library)",
+           "wrap it with `torch.compiler.disable` to run it eagerly on purpose, or, if it is a pure tensor "
+           "function, `torch._dynamo.allow_in_graph(fn)`"),
+    Recipe("builtin", _p(r"Failed to trace builtin operator|builtin"),
+           "a Python builtin Dynamo cannot model with these argument types",
+           "use the torch equivalent of the builtin, or move the call outside the compiled function"),
+    Recipe("container_mutation", _p(r"\b(list|dict|set)\b.*(mutat|append|pop|update|side effect)|"
+                                    r"(mutat|side effect).*\b(list|dict|set)\b"),
+           "a list/dict that escapes the function is mutated in a way Dynamo cannot replay",
+           "build a new container and return it instead of mutating one that outlives the call"),
+    Recipe("tensor_print", _p(r"__repr__|__str__|format|tensor printing"),
+           "formatting a tensor as text needs its values on the host",
+           "format after the compiled call returns"),
+)
+
+
+def advice_for(graph_break: GraphBreak) -> Recipe | None:
+    text = "\n".join((graph_break.break_type, graph_break.explanation, graph_break.reason, graph_break.code))
+    return next((r for r in RECIPES if r.pattern.search(text)), None)
+
+
+def with_advice(graph_break: GraphBreak) -> GraphBreak:
+    recipe = advice_for(graph_break)
+    if recipe is None:
+        return graph_break
+    line = f"pt2doctor: {recipe.rewrite}"
+    return graph_break if line in graph_break.hints else _replace_hints(graph_break, (line, *graph_break.hints))
+
+
+def _replace_hints(graph_break: GraphBreak, hints: tuple[str, ...]) -> GraphBreak:
+    from dataclasses import replace
+
+    return replace(graph_break, hints=hints)

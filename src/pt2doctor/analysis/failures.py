@@ -1,0 +1,102 @@
+"""Classify each failure into one category of issue #2.
+
+Contract: `classify(failure) -> Category` is a pure function of the failure's facts (origin,
+exception type, the exception chain, where it was raised). Rules are a table tried in order; the
+first that matches wins. `user_error` here means "raised by the script, not by the compiler stack";
+`diagnose` confirms it by re-running with compilation disabled.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from pt2doctor.model import Category, Failure, Session
+
+_KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|CompilationError|"
+                     r"ptxas|nvrtc|error: |torchinductor_.*\.(cpp|py)", re.I)
+_CUDA = re.compile(r"CUDA error|illegal memory access|device-side assert|cudaError|CUBLAS_STATUS|out of memory", re.I)
+_ACCURACY = re.compile(r"accuracy|Tensor-likes are not (close|equal)|Mismatched elements|allclose|not close", re.I)
+_COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
+
+
+def _text(f: Failure) -> str:
+    return "\n".join((f.exception, f.message, *f.chain))
+
+
+def _short(f: Failure) -> str:
+    return f.exception.rsplit(".", 1)[-1]
+
+
+def _timeout(f: Failure) -> bool:
+    return f.origin == "timeout"
+
+
+def _signal(f: Failure) -> bool:
+    return f.origin == "signal" or bool(_CUDA.search(_text(f)))
+
+
+def _recompilation(f: Failure) -> bool:
+    return _short(f) in ("FailOnRecompileLimitHit", "RecompileError", "RecompileLimitExceeded") or (
+        "recompile limit" in f.message.lower())
+
+
+def _graph_break(f: Failure) -> bool:
+    return _short(f) in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "torch._dynamo" in (
+        f.exception + f.traceback) or (f.origin == "compile" and _short(f) == "Unsupported")
+
+
+def _kernel(f: Failure) -> bool:
+    in_backend = _short(f) in ("BackendCompilerFailed", "InductorError", "CppCompileError", "LoweringException")
+    return bool(_KERNEL.search(_text(f))) and (in_backend or "torchinductor_" in f.traceback)
+
+
+def _backend(f: Failure) -> bool:
+    return _short(f) in ("BackendCompilerFailed", "InductorError", "LoweringException", "InvalidBackend")
+
+
+def _dynamo_internal(f: Failure) -> bool:
+    return _short(f) in ("InternalTorchDynamoError", "TorchRuntimeError", "InternalError") or (
+        f.exception.startswith("torch._dynamo.exc."))
+
+
+def _accuracy(f: Failure) -> bool:
+    return _short(f) in ("AccuracyError",) or (
+        _short(f) == "AssertionError" and bool(_ACCURACY.search(_text(f)))) or bool(
+        re.search(r"Tensor-likes are not close|Mismatched elements", _text(f)))
+
+
+def _inside_compiler(f: Failure) -> bool:
+    return any(part in f.traceback for part in _COMPILER_FRAMES)
+
+
+def _user(f: Failure) -> bool:
+    return f.origin == "exception" and not _inside_compiler(f)
+
+
+_RULES: tuple[tuple[Category, Callable[[Failure], bool]], ...] = (
+    (Category.TIMEOUT, _timeout),
+    (Category.RUNTIME_CRASH, _signal),
+    (Category.RECOMPILATION, _recompilation),
+    (Category.GRAPH_BREAK, _graph_break),
+    (Category.KERNEL_FAILURE, _kernel),
+    (Category.BACKEND_FAILURE, _backend),
+    (Category.ACCURACY, _accuracy),
+    (Category.DYNAMO_INTERNAL, _dynamo_internal),
+    (Category.USER_ERROR, _user),
+)
+
+
+def classify(failure: Failure) -> Category:
+    if failure.origin == "interrupt":
+        return Category.UNCLASSIFIED
+    for category, rule in _RULES:
+        if rule(failure):
+            return category
+    return Category.DYNAMO_INTERNAL if _inside_compiler(failure) else Category.UNCLASSIFIED
+
+
+def classify_failures(session: Session) -> Session:
+    failures = tuple(replace(f, category=classify(f)) for f in session.failures)
+    return replace(session, failures=failures)

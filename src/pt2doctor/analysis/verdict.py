@@ -1,0 +1,63 @@
+"""The one-line verdict of a run and the process exit code that mirrors it.
+
+Exit codes (documented in the README): 0 the script succeeded; the script's own code when it exited
+non-zero; 128+N when it died of signal N; 124 on timeout; 130 when interrupted. pt2doctor's own
+usage errors exit 64 and an unreadable input under --strict exits 65.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pt2doctor.model import Category, Session
+
+EXIT_TIMEOUT = 124
+EXIT_INTERRUPTED = 130
+EXIT_USAGE = 64
+EXIT_DATA = 65
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    ok: bool
+    headline: str
+    exit_code: int
+    category: Category | None = None
+
+
+def exit_code(session: Session) -> int:
+    e = session.exit
+    if e.timed_out:
+        return EXIT_TIMEOUT
+    if e.interrupted:
+        return EXIT_INTERRUPTED
+    if e.signal:
+        return 128 + e.signal
+    return e.code if e.code is not None else 0
+
+
+def verdict_for(session: Session) -> Verdict:
+    code = exit_code(session)
+    from_trace = session.exit.code is None and session.exit.signal is None and not session.exit.timed_out
+    failed = not session.exit.ok and not from_trace
+    failure = session.failures[0] if session.failures and (failed or from_trace) else None
+    if failure is not None:
+        where = f" at {failure.file}:{failure.line}" if failure.file else ""
+        first = (failure.message.strip().splitlines() or [""])[0][:160]
+        headline = f"FAILED ({failure.category.value}): {failure.exception.rsplit('.', 1)[-1]}{where}: {first}"
+        return Verdict(False, headline, code, failure.category)
+    if failed:
+        return Verdict(False, f"FAILED: the script exited with code {code}", code, None)
+    if not session.compiles:
+        why = "the script never called a torch.compile'd function" if session.extras.get("torch_imported") \
+            else "the script never imported torch"
+        return Verdict(True, f"OK, but nothing was compiled: {why}", code)
+    notes = []
+    if session.graph_breaks:
+        notes.append(f"{session.graph_break_count} graph break(s)")
+    if session.recompiles:
+        notes.append(f"{len(session.recompiles)} recompile(s)")
+    if session.limit_hits:
+        notes.append("recompile limit hit")
+    tail = f" with {', '.join(notes)}" if notes else ", no graph breaks or recompiles"
+    return Verdict(True, f"OK: compiled {session.graphs} graph(s) in {session.compile_time_s:.2f} s{tail}", code)

@@ -1,0 +1,168 @@
+"""The child's side of a run, turned into facts: paths in a run dir, the sidecar, crash stacks.
+
+Contract: reads what `capture.child` and faulthandler wrote and never raises for a missing or
+half-written file (a crashed child leaves exactly that). Failures come out unclassified; analysis
+decides their category.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import re
+import signal
+import sys
+import sysconfig
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.model import Category, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
+
+_FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
+_NOT_USER = tuple(
+    str(Path(p).resolve())
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+              str(Path(__file__).resolve().parents[1])}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def trace_dir(self) -> Path:
+        return self.root / "trace"
+
+    @property
+    def meta(self) -> Path:
+        return self.root / "child.json"
+
+    @property
+    def faulthandler(self) -> Path:
+        return self.root / "crash-stack.txt"
+
+    @property
+    def graphs_dir(self) -> Path:
+        return self.root / "graphs"
+
+    @property
+    def session(self) -> Path:
+        return self.root / "session.json"
+
+    def clear(self) -> None:
+        """Remove the outputs of an earlier run in the same directory, so no stale fact survives."""
+        for path in (self.meta, self.faulthandler, self.session):
+            path.unlink(missing_ok=True)
+        if self.trace_dir.exists():
+            for file in self.trace_dir.glob("*.log"):
+                file.unlink()
+
+
+def is_user_file(path: str) -> bool:
+    if not path or path.startswith("<"):
+        return False
+    try:
+        resolved = str(Path(path).resolve())
+    except OSError:
+        return False
+    return not resolved.startswith(_NOT_USER)
+
+
+def read_meta(paths: RunPaths) -> dict[str, Any]:
+    try:
+        value = json.loads(paths.meta.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def failures(meta: dict[str, Any], exit_info: ExitInfo, compile_failures: Iterable[Failure], paths: RunPaths,
+             timeout_s: float | None) -> list[Failure]:
+    out: list[Failure] = []
+    exc = meta.get("exception")
+    if isinstance(exc, dict):
+        out.append(_from_exception(exc, list(compile_failures)))
+    elif exit_info.timed_out:
+        out.append(_stack_failure("timeout", "Timeout", f"still running after {timeout_s:g} s; stopped", paths))
+    elif exit_info.signal:
+        name = _signal_name(exit_info.signal)
+        out.append(_stack_failure("signal", name, f"the process died with {name}", paths))
+    elif exit_info.interrupted:
+        out.append(_stack_failure("interrupt", "KeyboardInterrupt", "interrupted (Ctrl-C)", paths))
+    matched = {f.compile_id for f in out if f.compile_id is not None}
+    out.extend(f for f in compile_failures if f.compile_id not in matched and not _is_same(f, out))
+    return out
+
+
+def _is_same(failure: Failure, known: list[Failure]) -> bool:
+    return any(k.exception.rsplit(".", 1)[-1] == failure.exception and k.file == failure.file for k in known)
+
+
+def _from_exception(exc: dict[str, Any], compile_failures: list[Failure]) -> Failure:
+    frames = tuple(SourceLoc(f["file"], int(f["line"]), f.get("function", ""), f.get("code", ""))
+                   for f in exc.get("frames", ()))
+    user = tuple(f for f in frames if is_user_file(f.file))
+    where = user[-1] if user else None
+    short = str(exc.get("type", "Exception")).rsplit(".", 1)[-1]
+    match = next((f for f in compile_failures if f.exception == short), None)
+    if match is not None and match.file and where is None:
+        where = SourceLoc(match.file, match.line or 0)
+    return Failure(
+        category=Category.UNCLASSIFIED, exception=str(exc.get("type", "Exception")),
+        message=str(exc.get("message", "")), file=where.file if where else None, line=where.line if where else None,
+        origin="exception", compile_id=match.compile_id if match else None, user_frames=user,
+        chain=tuple(exc.get("chain", ())), traceback=str(exc.get("traceback", "")),
+    )
+
+
+def _stack_failure(origin: str, exception: str, message: str, paths: RunPaths) -> Failure:
+    frames = crash_frames(paths)
+    user = tuple(f for f in frames if is_user_file(f.file))
+    where = user[0] if user else None
+    return Failure(category=Category.UNCLASSIFIED, exception=exception, message=message,
+                   file=where.file if where else None, line=where.line if where else None,
+                   origin=origin, user_frames=user, traceback=_read(paths.faulthandler))  # type: ignore[arg-type]
+
+
+def crash_frames(paths: RunPaths) -> tuple[SourceLoc, ...]:
+    """Frames of the main thread from faulthandler's dump, innermost first (its own order)."""
+    text = _read(paths.faulthandler)
+    block = text.split("\n\n")
+    current = next((b for b in block if "most recent call first" in b and "Current thread" in b), text)
+    out = []
+    for line in current.splitlines():
+        m = _FAULT_FRAME.match(line)
+        if m:
+            out.append(SourceLoc(m["file"], int(m["line"]), m["fn"], linecache.getline(m["file"], int(m["line"])).strip()))
+    return tuple(out)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def environment(meta: dict[str, Any], torch_version: str | None) -> Environment:
+    env = meta.get("environment") or {}
+    return Environment(
+        torch=env.get("torch") or torch_version, python=env.get("python") or sys.version.split()[0],
+        platform=env.get("platform"), cuda=env.get("cuda"), gpu=env.get("gpu"), compiler=env.get("compiler"),
+        config_diff={str(k): str(v) for k, v in (env.get("config_diff") or {}).items()},
+    )
+
+
+def with_code(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
+    """Fill each break's source line from the user's file when the trace did not carry it."""
+    return [b if b.code else replace(b, code=linecache.getline(b.file, b.line).strip()) for b in breaks]

@@ -1,0 +1,195 @@
+"""Run a user's script in a child interpreter with structured tracing on, and survive whatever it does.
+
+Contract: `run_script(options, reporter)` always returns a `Session`, also when the script raises,
+exits non-zero, aborts, segfaults, hangs past the timeout or is interrupted with Ctrl-C; it writes
+`session.json` and keeps the raw trace in `options.out_dir`. It does not classify failures or
+advise (that is analysis): the session it returns holds facts only, with `Category.UNCLASSIFIED`.
+The child runs in its own process group so a timeout can end it and every compile worker it started.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol
+
+from pt2doctor.capture import process_meta
+from pt2doctor.capture.trace_reader import TraceCounters, read_trace
+from pt2doctor.capture.session_builder import build_session
+from pt2doctor.model import SCHEMA, ExitInfo, Session, TraceStats
+from pt2doctor.model.serialize import dumps
+
+_STDERR_TAIL = 64 * 1024
+_GRACE_S = 5.0
+
+
+class Reporter(Protocol):
+    """Where progress goes; the CLI hands in a terminal one, tests a silent one."""
+
+    def status(self, text: str) -> None: ...
+
+
+class SilentReporter:
+    def status(self, text: str) -> None:
+        return None
+
+
+class ScriptError(Exception):
+    """The script cannot be run at all (missing, a directory, unreadable): a usage error."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    script: Path
+    args: tuple[str, ...] = ()
+    out_dir: Path = Path("pt2doctor-runs/latest")
+    timeout_s: float | None = None
+    record_graphs: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    stdout_to_stderr: bool = False
+    strict: bool = False
+    label: str = "run"
+
+
+def check_script(script: Path) -> None:
+    if not script.exists():
+        raise ScriptError(f"no such script: {script}")
+    if script.is_dir():
+        raise ScriptError(f"{script} is a directory; give the Python script to run")
+    if not os.access(script, os.R_OK):
+        raise ScriptError(f"{script} is not readable")
+
+
+def run_script(options: RunOptions, reporter: Reporter | None = None) -> Session:
+    reporter = reporter or SilentReporter()
+    check_script(options.script)
+    out = options.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    paths = process_meta.RunPaths(out)
+    paths.clear()
+    command = (sys.executable, "-m", "pt2doctor.capture.child", str(options.script), *options.args)
+    reporter.status(f"running {shlex.join([str(options.script), *options.args])}")
+    started = time.time()
+    exit_info, stderr_tail = _supervise(command, _child_env(options, paths), options)
+    wall = time.time() - started
+    reporter.status("reading the trace")
+    session = assemble(paths, options, exit_info, stderr_tail, started, wall)
+    save(session, paths.session)
+    return session
+
+
+def _child_env(options: RunOptions, paths: process_meta.RunPaths) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(options.env)
+    env["TORCH_TRACE"] = str(paths.trace_dir)
+    env["PT2DOCTOR_META"] = str(paths.meta)
+    env["PT2DOCTOR_FAULTHANDLER"] = str(paths.faulthandler)
+    if options.timeout_s:
+        env["PT2DOCTOR_TIMEOUT"] = str(options.timeout_s)
+    if options.record_graphs:
+        env["PT2DOCTOR_RECORD"] = str(paths.graphs_dir)
+    src = str(Path(__file__).resolve().parents[2])  # so the child finds pt2doctor even if not installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
+    stdout: IO[bytes] | int | None = sys.stderr.buffer if options.stdout_to_stderr else None
+    proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True)
+    tail = _Tail()
+    pump = threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)
+    pump.start()
+    timed_out = interrupted = False
+    try:
+        proc.wait(timeout=options.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _stop(proc, signal.SIGTERM)
+    except KeyboardInterrupt:
+        interrupted = True
+        _stop(proc, signal.SIGINT)
+    pump.join(timeout=_GRACE_S)
+    code = proc.returncode
+    sig = -code if code is not None and code < 0 else None
+    return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted), tail.text()
+
+
+def _stop(proc: subprocess.Popen[bytes], first: signal.Signals) -> None:
+    """Ask the child's process group to stop, then make sure it did (a hung compile ignores SIGTERM)."""
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=_GRACE_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:
+            continue
+    if proc.returncode is None:
+        proc.wait()
+
+
+class _Tail:
+    """Tee the child's stderr to ours while keeping its last bytes for classification."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def pump(self, stream: IO[bytes] | None) -> None:
+        if stream is None:
+            return
+        out = sys.stderr.buffer
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            try:
+                out.write(chunk)
+                out.flush()
+            except (OSError, ValueError):
+                pass
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            while self._size > _STDERR_TAIL and len(self._chunks) > 1:
+                self._size -= len(self._chunks.pop(0))
+
+    def text(self) -> str:
+        return b"".join(self._chunks)[-_STDERR_TAIL:].decode("utf-8", "replace")
+
+
+def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitInfo, stderr_tail: str,
+             started: float, wall: float) -> Session:
+    counters = TraceCounters()
+    facts = build_session(read_trace(paths.trace_dir, counters, strict=options.strict)) if paths.trace_dir.exists() \
+        else build_session(())
+    meta = process_meta.read_meta(paths)
+    failures = process_meta.failures(meta, exit_info, facts.compile_failures, paths, options.timeout_s)
+    environment = process_meta.environment(meta, facts.torch_version)
+    return Session(
+        schema=SCHEMA, torch_version=environment.torch or facts.torch_version,
+        command=(str(options.script), *options.args), exit=exit_info, compiles=tuple(facts.compiles),
+        graph_breaks=tuple(process_meta.with_code(facts.graph_breaks)), recompiles=tuple(facts.recompiles),
+        failures=tuple(failures), limit_hits=tuple(facts.limit_hits), cwd=os.getcwd(), started_at=started,
+        wall_s=wall, trace=_trace_stats(counters), environment=environment, stderr_tail=stderr_tail,
+        run_dir=str(paths.root), extras={"torch_imported": bool(meta.get("torch_imported", bool(facts.compiles)))},
+    )
+
+
+def _trace_stats(c: TraceCounters) -> TraceStats:
+    return TraceStats(files=tuple(c.files), lines=c.lines, events=c.events, unreadable=c.unreadable,
+                      unknown=c.unknown, ranks=tuple(sorted(c.ranks)))
+
+
+def save(session: Session, path: Path) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(dumps(session, pretty=True))
+    os.replace(tmp, path)

@@ -1,0 +1,215 @@
+"""Fold trace events into a `Session`: compiles, graph breaks, recompiles, limit hits, failures.
+
+Contract: `build_session(events, ...)` is a pure fold over `capture.events` values (no I/O of its
+own beyond lazily read payloads) and returns the trace-derived parts of a `Session`. Graph breaks
+are deduplicated by (break type, user file:line) across frames, compiles and ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgspec
+
+from pt2doctor.capture import events as ev
+from pt2doctor.capture.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.model import (
+    Category,
+    Compile,
+    CompileId,
+    Failure,
+    GraphBreak,
+    LimitHit,
+    Phases,
+    Recompile,
+    SourceLoc,
+)
+
+_LIMIT_MARK = "recompile limit exceeded"
+
+
+@dataclass(slots=True)
+class TraceFacts:
+    """What a trace says, before it is combined with what the child process reported."""
+
+    compiles: list[Compile] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    limit_hits: list[LimitHit] = field(default_factory=list)
+    compile_failures: list[Failure] = field(default_factory=list)
+    torch_version: str | None = None
+    artifacts: list[ev.Artifact] = field(default_factory=list)
+
+
+def build_session(events: Iterable[ev.Event], *, keep_artifacts: bool = False) -> TraceFacts:
+    fold = _Fold(keep_artifacts)
+    for event in events:
+        handler = _DISPATCH.get(type(event))
+        if handler is not None:
+            handler(fold, event)
+    return fold.finish()
+
+
+@dataclass(slots=True)
+class _Fold:
+    keep_artifacts: bool
+    facts: TraceFacts = field(default_factory=TraceFacts)
+    starts: dict[tuple[int | None, CompileId], SourceLoc] = field(default_factory=dict)
+    breaks: dict[tuple[str, str, int], GraphBreak] = field(default_factory=dict)
+    reasons: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    compiles: dict[tuple[int | None, CompileId], Compile] = field(default_factory=dict)
+
+    def finish(self) -> TraceFacts:
+        self.facts.compiles = sorted(self.compiles.values(), key=lambda c: (c.start_s or 0.0, c.compile_id))
+        self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
+        return self.facts
+
+
+def _on_start(fold: _Fold, event: ev.DynamoStart) -> None:
+    if event.compile_id is not None and event.stack:
+        fold.starts[(event.rank, _frame_key(event.compile_id))] = event.stack[-1]
+
+
+def _frame_key(cid: CompileId) -> CompileId:
+    return CompileId(cid.frame, cid.frame_compile)
+
+
+def _on_break(fold: _Fold, event: ev.GraphBreakReason) -> None:
+    _add_break(fold, event.text, event.compile_id, fatal=False)
+
+
+def _add_break(fold: _Fold, text: str, cid: CompileId | None, *, fatal: bool, where: SourceLoc | None = None) -> None:
+    parsed = parse_break_text(text)
+    loc = where or parsed.where or SourceLoc("<unknown>", 0)
+    function = loc.function or (parsed.user_stack[-1].function if parsed.user_stack else "")
+    key = (parsed.break_type or parsed.reason, loc.file, loc.line)
+    ids = (_frame_key(cid),) if cid is not None else ()
+    known = fold.breaks.get(key)
+    if known is not None:
+        new_ids = known.compile_ids + tuple(i for i in ids if i not in known.compile_ids)
+        fold.breaks[key] = replace(known, count=known.count + 1, compile_ids=new_ids, fatal=known.fatal or fatal)
+        return
+    fold.breaks[key] = GraphBreak(
+        reason=parsed.reason, file=loc.file, line=loc.line, function=function, count=1, hints=parsed.hints,
+        break_type=parsed.break_type, explanation=parsed.explanation, code=loc.code, gb_id=parsed.gb_id,
+        compile_ids=ids, user_stack=parsed.user_stack, fatal=fatal,
+    )
+
+
+def _on_reasons(fold: _Fold, event: ev.RecompileReasons) -> None:
+    if event.compile_id is not None:
+        fold.reasons[(event.rank, _frame_key(event.compile_id))] = event.reasons
+
+
+def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
+    m, cid = event.metrics, event.compile_id
+    if cid is None or m.get("is_runtime"):
+        return
+    key = (event.rank, _frame_key(cid))
+    start = fold.starts.get(key)
+    function = m.get("co_name") or (start.function if start else "?")
+    file = m.get("co_filename") or (start.file if start else "?")
+    line = int(m.get("co_firstlineno") or (start.line if start else 0))
+    fail_type, fail_reason = m.get("fail_type"), m.get("fail_reason")
+    if fail_reason and _LIMIT_MARK in fail_reason.lower():
+        _on_limit_hit(fold, key, function, file, line, fail_reason)
+        return
+    known = fold.compiles.get(key)
+    if known is not None and m.get("is_forward") is False:
+        fold.compiles[key] = _add_backward(known, m)
+        return
+    fold.compiles[key] = _compile(cid, function, file, line, m)
+    if fail_type:
+        _on_compile_failure(fold, cid, m, fail_type, fail_reason or "", function)
+    recompile_reason = m.get("recompile_reason")
+    if cid.frame_compile > 0 or recompile_reason:
+        reasons = fold.reasons.get(key) or ((recompile_reason,) if recompile_reason else ())
+        failures = tuple(parse_guard_failure(r) for r in reasons)
+        fold.facts.recompiles.append(
+            Recompile(function, file, line, _frame_key(cid), reasons[0] if reasons else "", failures))
+
+
+def _compile(cid: CompileId, function: str, file: str, line: int, m: dict[str, Any]) -> Compile:
+    status = "failed" if m.get("fail_type") else ("ok" if m.get("graph_op_count") else "empty")
+    hits = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"))
+    misses = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count"))
+    return Compile(
+        compile_id=_frame_key(cid), function=function, file=file, line=line, ops=m.get("graph_op_count"),
+        time_s=m.get("entire_frame_compile_time_s"), status=status, phases=_phases(m), start_s=m.get("start_time"),
+        graph_breaks=len(m.get("restart_reasons") or ()), fail_type=m.get("fail_type"),
+        fail_reason=m.get("fail_reason"), cache_hits=hits, cache_misses=misses,
+    )
+
+
+def _phases(m: dict[str, Any]) -> Phases:
+    """Exclusive phase times from torch's nested cumulative ones (dynamo > aot > inductor > codegen)."""
+    us = [float(m.get(k) or 0) / 1e6 for k in (
+        "dynamo_cumulative_compile_time_us", "aot_autograd_cumulative_compile_time_us",
+        "inductor_cumulative_compile_time_us", "inductor_code_gen_cumulative_compile_time_us")]
+    total = us[0] or float(m.get("entire_frame_compile_time_s") or 0)
+    aot, ind, gen = us[1], us[2], us[3]
+    return Phases(dynamo=max(total - aot, 0.0), aot=max(aot - ind, 0.0), inductor=max(ind - gen, 0.0), codegen=gen)
+
+
+def _add_backward(known: Compile, m: dict[str, Any]) -> Compile:
+    extra = _phases(m)
+    phases = Phases(known.phases.dynamo, known.phases.aot + extra.dynamo + extra.aot,
+                    known.phases.inductor + extra.inductor, known.phases.codegen + extra.codegen)
+    time = (known.time_s or 0.0) + float(m.get("entire_frame_compile_time_s") or 0.0)
+    return replace(known, phases=phases, time_s=time)
+
+
+def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason: str) -> None:
+    start = fold.starts.get(key)
+    same_frame = [c for (rank, cid), c in fold.compiles.items() if rank == key[0] and cid.frame == key[1].frame]
+    if same_frame:
+        function, file, line = same_frame[0].function, same_frame[0].file, same_frame[0].line
+    elif start is not None:
+        function, file, line = start.function, start.file, start.line
+    limit = "accumulated_recompile_limit" if "accumulated" in reason else "recompile_limit"
+    fold.facts.limit_hits.append(LimitHit(function, file, line, key[1], limit, reason.splitlines()[0]))
+
+
+def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_type: str, reason: str,
+                        function: str) -> None:
+    file, line = m.get("fail_user_frame_filename"), m.get("fail_user_frame_lineno")
+    where = SourceLoc(file, int(line), function) if file and line else None
+    if fail_type in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "Explanation:" in reason:
+        _add_break(fold, reason, cid, fatal=True, where=where)
+    first = reason.strip().splitlines()[0] if reason.strip() else fail_type
+    fold.facts.compile_failures.append(Failure(
+        category=Category.UNCLASSIFIED, exception=fail_type, message=first, file=file,
+        line=int(line) if line else None, origin="compile", compile_id=_frame_key(cid),
+        user_frames=(where,) if where else (), traceback=reason,
+    ))
+
+
+def _on_dynamo_error(fold: _Fold, event: ev.DynamoError) -> None:
+    return None
+
+
+def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
+    if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
+        fold.facts.torch_version = _torch_version(event.payload.read())
+    if fold.keep_artifacts and event.kind != "chromium_event":
+        fold.facts.artifacts.append(event)
+
+
+def _torch_version(text: str) -> str | None:
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text.strip().strip('"') or None
+    return str(value.get("pytorch_version")) if isinstance(value, dict) else str(value)
+
+
+_DISPATCH = {
+    ev.DynamoStart: _on_start,
+    ev.CompilationMetrics: _on_metrics,
+    ev.GraphBreakReason: _on_break,
+    ev.RecompileReasons: _on_reasons,
+    ev.DynamoError: _on_dynamo_error,
+    ev.Artifact: _on_artifact,
+}

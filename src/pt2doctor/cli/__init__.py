@@ -1,0 +1,56 @@
+"""The `pt2doctor` command: parsing and dispatch only; one small module per subcommand.
+
+Exit codes are documented in `analysis/verdict.py` and the README. Usage errors exit 64 (not click's
+2, which a script may well use itself); pt2doctor never ends in a traceback: an internal error is
+reported in one line, with the run directory kept, and exits 70.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pt2doctor.analysis.verdict import EXIT_USAGE
+
+EXIT_INTERNAL = 70
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pt2doctor")
+def cli() -> None:
+    """Diagnose torch.compile problems: graph breaks, recompiles, compile time, crashes."""
+
+
+def _register() -> None:
+    from pt2doctor.cli.demo import demo_command
+    from pt2doctor.cli.report import report_command
+    from pt2doctor.cli.run import run_command
+
+    for command in (run_command, report_command, demo_command):
+        cli.add_command(command)
+    try:
+        from pt2doctor.cli.minify import minify_command
+    except ImportError:
+        return
+    cli.add_command(minify_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    _register()
+    try:
+        code = cli.main(args=argv, prog_name="pt2doctor", standalone_mode=False)
+    except click.exceptions.Abort:
+        code = 130
+    except click.UsageError as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        code = 130
+    except Exception as exc:  # the tool itself never dies with a traceback
+        click.echo(f"pt2doctor: internal error: {type(exc).__name__}: {exc}", err=True)
+        code = EXIT_INTERNAL
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,31 @@
+"""`pt2doctor report PATH`: re-render a saved run, or explain any TORCH_TRACE file or directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pt2doctor.analysis.verdict import EXIT_DATA
+from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.cli.output import emit
+from pt2doctor.report.document import ReportInputError, load_session
+
+
+@click.command("report")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the summary.")
+@click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
+@click.argument("path", type=click.Path(path_type=Path))
+def report_command(as_json: bool, strict: bool, path: Path) -> int:
+    """Render PATH: a run directory, a session.json, or a TORCH_TRACE file/directory."""
+    try:
+        session = load_session(path, strict=strict)
+    except ReportInputError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except TraceError as exc:
+        click.echo(f"pt2doctor: unreadable trace (--strict): {exc}", err=True)
+        return EXIT_DATA
+    emit(session, as_json=as_json)
+    if strict and session.trace.unreadable:
+        return EXIT_DATA
+    return 0

@@ -1,0 +1,40 @@
+"""`pt2doctor run [--out DIR] [--timeout S] [--json] SCRIPT [ARGS...]`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from pt2doctor.capture.runner import RunOptions, ScriptError, run_script
+from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.cli.output import emit
+from pt2doctor.cli.progress import TerminalReporter
+
+
+def default_out_dir(script: Path, label: str = "run") -> Path:
+    return Path("pt2doctor-runs") / f"{script.stem}-{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace).")
+@click.option("--timeout", type=float, default=None, help="Stop the script after this many seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the session JSON instead of the summary.")
+@click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
+@click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
+@click.argument("script", type=click.Path(path_type=Path))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool,
+                script: Path, args: tuple[str, ...]) -> int:
+    """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
+    options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
+                         record_graphs=record, stdout_to_stderr=as_json, strict=strict)
+    try:
+        session = run_script(options, TerminalReporter(quiet=False))
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except TraceError as exc:
+        raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
+    report = emit(session, as_json=as_json, save_to=options.out_dir / "session.json")
+    return report.verdict.exit_code

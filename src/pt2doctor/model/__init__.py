@@ -1,0 +1,26 @@
+"""pt2doctor's data model: frozen values, no torch, no other pt2doctor imports."""
+
+from pt2doctor.model.findings import Finding, Severity
+from pt2doctor.model.ids import CompileId, SourceLoc
+from pt2doctor.model.session import (
+    SCHEMA,
+    Category,
+    Compile,
+    Environment,
+    ExitInfo,
+    Failure,
+    GraphBreak,
+    GuardFailure,
+    GuardKind,
+    LimitHit,
+    Phases,
+    Recompile,
+    Session,
+    TraceStats,
+)
+
+__all__ = [
+    "SCHEMA", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Failure", "Finding",
+    "GraphBreak", "GuardFailure", "GuardKind", "LimitHit", "Phases", "Recompile", "Session",
+    "Severity", "SourceLoc", "TraceStats",
+]

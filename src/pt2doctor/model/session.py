@@ -1,0 +1,233 @@
+"""The session: everything pt2doctor learned about one run, as frozen, serializable values.
+
+Contract: this package imports nothing of torch and nothing else of pt2doctor's; every later stage
+(analysis, reduce, report) takes a `Session` and never re-runs the program to re-render it
+(pyinstrument's session.py). The JSON form is documented in the README under "session.json";
+`SCHEMA` names its version and changes when a field changes meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from pt2doctor.model.ids import CompileId, SourceLoc
+
+SCHEMA = "pt2doctor.session/1"
+
+
+class Category(str, Enum):
+    """What kind of failure a run ended in; one per failure (the categories of issue #2)."""
+
+    GRAPH_BREAK = "graph_break"
+    BACKEND_FAILURE = "backend_failure"
+    RECOMPILATION = "recompilation"
+    ACCURACY = "accuracy"
+    DYNAMO_INTERNAL = "dynamo_internal"
+    RUNTIME_CRASH = "runtime_crash"
+    KERNEL_FAILURE = "kernel_failure"
+    USER_ERROR = "user_error"
+    TIMEOUT = "timeout"
+    UNCLASSIFIED = "unclassified"
+
+
+class GuardKind(str, Enum):
+    """Which property of a guarded value changed between calls."""
+
+    SIZE = "size"
+    DTYPE = "dtype"
+    STRIDE = "stride"
+    RANK = "rank"
+    REQUIRES_GRAD = "requires_grad"
+    DEVICE = "device"
+    VALUE = "value"
+    GLOBAL = "global"
+    TYPE = "type"
+    IDENTITY = "identity"
+    DISPATCH_KEYS = "dispatch_keys"
+    SYMBOLIC = "symbolic"
+    OTHER = "other"
+
+
+FailureOrigin = Literal["exception", "signal", "timeout", "compile", "interrupt"]
+CompileStatus = Literal["ok", "failed", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExitInfo:
+    code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and not self.timed_out and self.signal is None
+
+
+@dataclass(frozen=True, slots=True)
+class Phases:
+    """Exclusive seconds per compiler phase of one frame compile (they add up to the total)."""
+
+    dynamo: float = 0.0
+    aot: float = 0.0
+    inductor: float = 0.0
+    codegen: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Compile:
+    """One compile of one frame (a `compilation_metrics` event)."""
+
+    compile_id: CompileId
+    function: str
+    file: str
+    line: int
+    ops: int | None
+    time_s: float | None
+    status: CompileStatus
+    phases: Phases = Phases()
+    start_s: float | None = None
+    graph_breaks: int = 0
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GraphBreak:
+    """A graph break, deduplicated by (break type, user file:line) across every compile."""
+
+    reason: str
+    file: str
+    line: int
+    function: str
+    count: int
+    hints: tuple[str, ...] = ()
+    break_type: str = ""
+    explanation: str = ""
+    code: str = ""
+    gb_id: str | None = None
+    compile_ids: tuple[CompileId, ...] = ()
+    user_stack: tuple[SourceLoc, ...] = ()
+    fatal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GuardFailure:
+    """One failed guard, in plain words, with what torch said verbatim."""
+
+    kind: GuardKind
+    subject: str
+    text: str
+    raw: str
+    dim: int | None = None
+    expected: str | None = None
+    actual: str | None = None
+    failed_entry: CompileId | None = None
+    source: SourceLoc | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recompile:
+    """A compile of a frame that already had cache entries, and why they did not match."""
+
+    function: str
+    file: str
+    line: int
+    compile_id: CompileId
+    reason: str
+    guard_failures: tuple[GuardFailure, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LimitHit:
+    """A frame that hit `recompile_limit` (or the accumulated limit) and fell back to eager."""
+
+    function: str
+    file: str
+    line: int
+    compile_id: CompileId
+    limit: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Something that went wrong: a raised exception, a signal, a timeout, or a failed compile."""
+
+    category: Category
+    exception: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    origin: FailureOrigin = "exception"
+    compile_id: CompileId | None = None
+    user_frames: tuple[SourceLoc, ...] = ()
+    chain: tuple[str, ...] = ()
+    traceback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStats:
+    files: tuple[str, ...] = ()
+    lines: int = 0
+    events: int = 0
+    unreadable: int = 0
+    unknown: int = 0
+    ranks: tuple[int, ...] = ()
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    torch: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    cuda: str | None = None
+    gpu: str | None = None
+    compiler: str | None = None
+    config_diff: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    schema: str
+    torch_version: str | None
+    command: tuple[str, ...]
+    exit: ExitInfo
+    compiles: tuple[Compile, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    recompiles: tuple[Recompile, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    limit_hits: tuple[LimitHit, ...] = ()
+    cwd: str = ""
+    started_at: float | None = None
+    wall_s: float | None = None
+    trace: TraceStats = TraceStats()
+    environment: Environment = Environment()
+    stderr_tail: str = ""
+    run_dir: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def compile_time_s(self) -> float:
+        return sum(c.time_s or 0.0 for c in self.compiles)
+
+    @property
+    def frames(self) -> int:
+        return len({c.compile_id.frame for c in self.compiles})
+
+    @property
+    def graphs(self) -> int:
+        return sum(1 for c in self.compiles if c.status == "ok" and (c.ops or 0) > 0)
+
+    @property
+    def ops(self) -> int:
+        return sum(c.ops or 0 for c in self.compiles if c.status == "ok")
+
+    @property
+    def graph_break_count(self) -> int:
+        return sum(b.count for b in self.graph_breaks)

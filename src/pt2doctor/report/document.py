@@ -1,0 +1,74 @@
+"""The report document: a session plus what analysis concluded, as one value renderers format.
+
+Contract: `build_report(session)` enriches and analyzes (pure); `to_json_bytes` writes the session
+schema (README "session.json") with `findings` and `verdict` added; `load_report(path)` accepts a
+saved session.json, a run directory, or a raw TORCH_TRACE file/directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pt2doctor.analysis import Verdict, analyze, enrich, verdict_for
+from pt2doctor.model import Finding, Session
+from pt2doctor.model.serialize import dumps, loads, to_builtins
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    session: Session
+    findings: tuple[Finding, ...]
+    verdict: Verdict
+
+
+class ReportInputError(Exception):
+    """The path given to `report` is neither a session nor a trace."""
+
+
+def build_report(session: Session) -> Report:
+    session = enrich(session)
+    return Report(session, tuple(analyze(session)), verdict_for(session))
+
+
+def to_builtins_document(report: Report) -> dict[str, Any]:
+    doc = to_builtins(report.session)
+    doc["findings"] = to_builtins(list(report.findings))
+    doc["verdict"] = {"ok": report.verdict.ok, "headline": report.verdict.headline,
+                      "exit_code": report.verdict.exit_code,
+                      "category": report.verdict.category.value if report.verdict.category else None}
+    return doc
+
+
+def to_json_bytes(report: Report) -> bytes:
+    return msgspec.json.format(dumps(to_builtins_document(report)), indent=2)
+
+
+def save_report(report: Report, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(to_json_bytes(report))
+    tmp.replace(path)
+
+
+def load_session(path: Path, *, strict: bool = False) -> Session:
+    if not path.exists():
+        raise ReportInputError(f"no such file or directory: {path}")
+    session_file = path / "session.json" if path.is_dir() else path
+    if session_file.suffix == ".json" and session_file.exists():
+        try:
+            return loads(session_file.read_bytes(), Session)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ReportInputError(f"{session_file} is not a pt2doctor session: {exc}") from exc
+    return _session_from_trace(path, strict)
+
+
+def _session_from_trace(path: Path, strict: bool = False) -> Session:
+    from pt2doctor.capture.trace_import import session_from_trace
+
+    session = session_from_trace(path, strict=strict)
+    if not session.trace.files:
+        raise ReportInputError(f"{path} holds no session.json and no TORCH_TRACE *.log files")
+    return session

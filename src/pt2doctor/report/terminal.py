@@ -1,0 +1,115 @@
+"""Render a report for the terminal: verdict first, then breaks, recompiles, compile time, failures.
+
+Contract: `render_terminal(report, color=..., width=...) -> str`; no printing, no progress here.
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from pt2doctor.analysis.compile_time import phase_totals
+from pt2doctor.analysis.recompiles import fix_for
+from pt2doctor.model import Session
+from pt2doctor.report.document import Report
+
+
+def render_terminal(report: Report, *, color: bool = False, width: int = 110) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, color_system="standard" if color else None,
+                      highlight=False, soft_wrap=False)
+    for part in _sections(report):
+        console.print(part)
+    return buffer.getvalue()
+
+
+def _sections(report: Report) -> list[object]:
+    s = report.session
+    style = "green" if report.verdict.ok else "red"
+    parts: list[object] = [Panel(Text(report.verdict.headline, style=f"bold {style}"), title="pt2doctor", expand=False)]
+    parts.append(_summary(s))
+    parts += _failures(s) + _breaks(s) + _recompiles(s) + _compile_time(s)
+    if s.trace.unreadable:
+        parts.append(Text(f"note: {s.trace.unreadable} unreadable trace line(s) skipped (truncated or corrupted)",
+                          style="yellow"))
+    if s.run_dir:
+        parts.append(Text(f"run directory: {s.run_dir}  (re-render: pt2doctor report {s.run_dir})", style="dim"))
+    return parts
+
+
+def _summary(s: Session) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_row("frames compiled", str(s.frames), "graphs", str(s.graphs), "ops", str(s.ops))
+    table.add_row("graph breaks", str(s.graph_break_count), "recompilations", str(len(s.recompiles)),
+                  "compile time", f"{s.compile_time_s:.2f} s")
+    return table
+
+
+def _failures(s: Session) -> list[object]:
+    out: list[object] = []
+    for f in s.failures:
+        body = Text()
+        body.append(f"{f.category.value}", style="bold red")
+        body.append(f"  {f.exception}\n")
+        if f.file:
+            body.append(f"at {f.file}:{f.line}\n", style="cyan")
+        body.append((f.message.strip() or "(no message)")[:1500])
+        out.append(Panel(body, title="failure", title_align="left", border_style="red"))
+    return out
+
+
+def _breaks(s: Session) -> list[object]:
+    if not s.graph_breaks:
+        return []
+    out: list[object] = [Text(f"\nGraph breaks ({len(s.graph_breaks)} distinct, {s.graph_break_count} total)",
+                              style="bold")]
+    for i, gb in enumerate(s.graph_breaks, 1):
+        head = Text(f"{i}. ", style="bold")
+        head.append(f"{gb.file}:{gb.line}", style="cyan")
+        head.append(f" in {gb.function}  x{gb.count}" + ("  (fatal: fullgraph=True)" if gb.fatal else ""))
+        out.append(head)
+        if gb.code:
+            out.append(Text(f"     > {gb.code}", style="yellow"))
+        out.append(Text(f"     {gb.reason[:300]}"))
+        for hint in gb.hints[:4]:
+            out.append(Text(f"     - {hint[:300]}", style="green" if hint.startswith("pt2doctor:") else "dim"))
+    return out
+
+
+def _recompiles(s: Session) -> list[object]:
+    if not s.recompiles and not s.limit_hits:
+        return []
+    out: list[object] = [Text(f"\nRecompilations ({len(s.recompiles)})", style="bold")]
+    for r in s.recompiles:
+        line = Text(f"  [{r.compile_id}] ", style="dim")
+        line.append(f"{r.function}", style="bold")
+        line.append(f" ({r.file}:{r.line})", style="cyan")
+        out.append(line)
+        for g in r.guard_failures[:3]:
+            out.append(Text(f"     {g.text}" + (f"   <- {g.source}" if g.source else "")))
+        if r.guard_failures:
+            out.append(Text(f"     fix: {fix_for(r.guard_failures[0])}", style="green"))
+    for h in s.limit_hits:
+        out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: later new inputs run eagerly",
+                        style="bold red"))
+    return out
+
+
+def _compile_time(s: Session) -> list[object]:
+    if not s.compiles:
+        return []
+    totals = phase_totals(s)
+    table = Table(title="Compile time", title_justify="left", title_style="bold", box=None, pad_edge=False)
+    for col in ("id", "function", "time (s)", "dynamo", "aot", "inductor", "codegen", "ops", "status"):
+        table.add_column(col, justify="right" if col not in ("function", "status") else "left")
+    for c in sorted(s.compiles, key=lambda c: -(c.time_s or 0.0))[:15]:
+        p = c.phases
+        table.add_row(str(c.compile_id), escape(c.function[:40]), f"{c.time_s or 0:.3f}", f"{p.dynamo:.3f}",
+                      f"{p.aot:.3f}", f"{p.inductor:.3f}", f"{p.codegen:.3f}", str(c.ops or 0), c.status)
+    table.add_row("", "total", f"{s.compile_time_s:.3f}", *(f"{totals[k]:.3f}" for k in totals), str(s.ops), "")
+    return [Text(""), table]
