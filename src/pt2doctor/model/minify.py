@@ -1,0 +1,115 @@
+"""Minifier values: what a graph's inputs look like, how it failed, and what the reduction found.
+
+Contract: frozen, torch-free values shared by the graph recorder (capture), the reducer (reduce)
+and the reports. `TensorSpec`/`ScalarSpec` describe inputs by metadata only (values are random
+in repros unless a saved-values file is named); dtypes and devices are torch's own spellings
+(`"float32"`, `"cpu"`). `FailureSignature.text` is already normalised (see
+`reduce.signature`), so two failures are "the same" exactly when their signatures are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal, Union
+
+
+class Stage(str, Enum):
+    """Which graph a repro compiles: the one Dynamo hands the backend, or the one AOT hands Inductor."""
+
+    DYNAMO = "dynamo"
+    AOT = "aot"
+
+
+class FailureKind(str, Enum):
+    EXCEPTION = "exception"
+    SIGNAL = "signal"
+    ACCURACY = "accuracy"
+
+
+@dataclass(frozen=True, slots=True)
+class FailureSignature:
+    """How a graph fails: `kind` plus normalised `text` (`Type: message`, `SIGSEGV`, `accuracy`)."""
+
+    kind: FailureKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A tensor input by metadata; `dynamic` lists the dims that were symbolic (pytorch#114296)."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str = "float32"
+    device: str = "cpu"
+    requires_grad: bool = False
+    dynamic: tuple[int, ...] = ()
+    kind: Literal["tensor"] = "tensor"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSpec:
+    """A Python scalar input (a SymInt when `dynamic`), or None."""
+
+    value: int | float | bool | None
+    dynamic: bool = False
+    kind: Literal["scalar"] = "scalar"
+
+
+InputSpec = Union[TensorSpec, ScalarSpec]
+
+
+class BackendKind(str, Enum):
+    NAMED = "named"  # a registered backend: torch.compile(backend="name")
+    SOURCE = "source"  # a callable from the user's script whose source we have
+    STUB = "stub"  # a callable whose source is unavailable: a stub raising the recorded error
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSpec:
+    kind: BackendKind
+    name: str
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MinifyResult:
+    """What `pt2doctor minify` reports (written as minify.json)."""
+
+    graph: str
+    stage: Stage
+    signature: FailureSignature
+    nodes_before: int
+    nodes_after: int
+    ops: tuple[str, ...]
+    culprit_ops: tuple[str, ...]
+    queries: int
+    cache_hits: int
+    time_s: float
+    verified: bool
+    repro_path: str
+    stopped_early: str | None = None
+    passes: tuple[tuple[str, int], ...] = ()
+    outcomes: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def minimal(self) -> bool:
+        """Only a verified repro that ran to a fixed point is presented as minimal."""
+        return self.verified and self.stopped_early is None
+
+
+_SPEC_TYPES: dict[str, type] = {"tensor": TensorSpec, "scalar": ScalarSpec}
+
+
+def input_spec_from_dict(data: dict) -> InputSpec:
+    """Inverse of `msgspec.to_builtins(spec)` (msgspec cannot decode a union of dataclasses)."""
+    fields = dict(data)
+    kind = _SPEC_TYPES[fields.pop("kind", "tensor")]
+    for name in ("shape", "stride", "dynamic"):
+        if isinstance(fields.get(name), list):
+            fields[name] = tuple(fields[name])
+    return kind(**fields)

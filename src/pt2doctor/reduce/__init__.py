@@ -1,0 +1,1 @@
+"""pt2doctor.reduce"""

@@ -1,0 +1,258 @@
+"""FX graphs as reduction candidates: a shared `FxBase` plus which nodes are cut and returned.
+
+Contract:
+- `FxBase` is a graph whose inputs are all placeholders (get_attr constants are lifted to inputs)
+  with `InputSpec` metadata for every node that yields a tensor or a scalar, found by fake-tensor
+  propagation: no real compute, devices and dtypes preserved.
+- `FxCase(base, cuts, outputs)` is the graph that returns `outputs`, where each node in `cuts` is
+  replaced by a new input with the same metadata, and everything not needed is dropped (unused
+  inputs too). `build_case` derives the graph, its code and its input specs once; the canonical
+  key is `(code, inputs)`, so two ways of reaching the same graph share one cache entry.
+- `rebase(case, specs)` re-propagates metadata for new input specs (shape or dtype changes) and
+  returns None when the graph is invalid for them, so invalid shapes never cost a query.
+- Dims whose size equals a symbolic input dim stay symbolic in new inputs (pytorch#114296).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
+
+CALL_OPS = ("call_function", "call_method", "call_module")
+_DTYPE_COST = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
+
+
+@dataclass(frozen=True, eq=False)
+class FxBase:
+    graph: torch.fx.Graph
+    specs: dict[str, InputSpec]  # node name -> metadata, for every tensor/scalar-valued node
+    order: dict[str, int]
+    symbolic_sizes: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, eq=False)
+class FxCase:
+    base: FxBase
+    cuts: frozenset[str]
+    outputs: tuple[str, ...]
+    graph: torch.fx.Graph = field(repr=False)
+    code: str = field(repr=False)
+    prelude: tuple[str, ...] = ()
+    inputs: tuple[InputSpec, ...] = ()
+
+    @property
+    def call_nodes(self) -> list[torch.fx.Node]:
+        return [n for n in self.graph.nodes if n.op in CALL_OPS]
+
+    @property
+    def node_count(self) -> int:
+        return len(self.call_nodes)
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(op_name(n) for n in self.call_nodes)
+
+
+def case_key(case: FxCase) -> tuple[str, tuple[InputSpec, ...]]:
+    return case.code, case.inputs
+
+
+def case_sort_key(case: FxCase) -> tuple[int, ...]:
+    tensors = [s for s in case.inputs if isinstance(s, TensorSpec)]
+    numel = sum(_numel(s.shape) for s in tensors)
+    dtype_cost = sum(_DTYPE_COST.get(s.dtype, 1) for s in tensors)
+    return (case.node_count, len(case.outputs), len(case.inputs), numel, dtype_cost, len(case.code))
+
+
+def op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__qualname__", None) and _qualified(target) or str(target)
+
+
+def _qualified(target: object) -> str:
+    name = str(target) if isinstance(target, torch._ops.OpOverload) else ""
+    return name or f"{getattr(target, '__module__', '') or ''}.{target.__qualname__}".lstrip(".")  # type: ignore[attr-defined]
+
+
+def _numel(shape: Sequence[int]) -> int:
+    out = 1
+    for size in shape:
+        out *= size
+    return out
+
+
+# --- building bases ---------------------------------------------------------------------------
+
+def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase | None:
+    """A base from a graph module and its input specs; None when fake propagation fails."""
+    graph = _lift_get_attrs(gm)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    specs: dict[str, InputSpec] = dict(zip((p.name for p in placeholders), inputs))
+    for p in placeholders[len(inputs):]:
+        specs[p.name] = spec_of(p.meta["lifted_value"]) or ScalarSpec(None)
+    inputs = [specs[p.name] for p in placeholders]
+    symbolic = frozenset(s.shape[d] for s in inputs if isinstance(s, TensorSpec) for d in s.dynamic)
+    symbolic |= frozenset(int(s.value) for s in inputs if isinstance(s, ScalarSpec) and s.dynamic and isinstance(s.value, int))
+    values = propagate(graph, inputs)
+    if values is None:
+        return None
+    for node in graph.nodes:
+        if node.op in CALL_OPS and node.name in values:
+            spec = spec_of(values[node.name], symbolic)
+            if spec is not None:
+                specs[node.name] = spec
+    order = {n.name: i for i, n in enumerate(graph.nodes)}
+    return FxBase(graph, specs, order, symbolic - {0, 1})
+
+
+def _lift_get_attrs(gm: torch.fx.GraphModule) -> torch.fx.Graph:
+    """Copy the graph, turning get_attr constants into placeholders (their values become inputs)."""
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = graph.node_copy(node, env.__getitem__)
+    for node in attrs:
+        env[node] = graph.placeholder(node.name)
+        env[node].meta["lifted_value"] = getattr(gm, str(node.target))
+    for node in gm.graph.nodes:
+        if node.op not in ("placeholder", "get_attr"):
+            env[node] = graph.node_copy(node, env.__getitem__)
+    return graph
+
+
+def propagate(graph: torch.fx.Graph, inputs: Sequence[InputSpec]) -> dict[str, object] | None:
+    """Fake-run the graph on inputs with these specs; node name -> fake value, or None if invalid."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    values: dict[str, object] = {}
+    try:
+        with mode:
+            args = [_fake_input(spec) for spec in inputs]
+            interpreter = _Recorder(gm, values)
+            interpreter.run(*args)
+    except Exception:
+        return None
+    return values
+
+
+class _Recorder(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule, values: dict[str, object]) -> None:
+        super().__init__(gm)
+        self.values = values
+
+    def run_node(self, n: torch.fx.Node) -> object:
+        result = super().run_node(n)
+        self.values[n.name] = result
+        return result
+
+
+def _fake_input(spec: InputSpec) -> object:
+    if isinstance(spec, ScalarSpec):
+        return spec.value
+    return torch.empty_strided(spec.shape, spec.stride, dtype=getattr(torch, spec.dtype), device=spec.device)
+
+
+def spec_of(value: object, symbolic: Iterable[int] = ()) -> InputSpec | None:
+    """Metadata of a (fake or real) value; None for values a graph input cannot be."""
+    if isinstance(value, torch.Tensor):
+        shape = tuple(int(s) for s in value.shape)
+        symbolic = set(symbolic) - {0, 1}
+        return TensorSpec(
+            shape, tuple(int(s) for s in value.stride()), str(value.dtype).removeprefix("torch."),
+            str(value.device), bool(value.requires_grad),
+            tuple(d for d, s in enumerate(value.shape) if isinstance(s, torch.SymInt) or int(s) in symbolic),
+        )
+    if isinstance(value, torch.SymInt):
+        return ScalarSpec(int(value), dynamic=True)
+    if isinstance(value, (int, float, bool)) or value is None:
+        return ScalarSpec(value)
+    return None
+
+
+# --- deriving cases ---------------------------------------------------------------------------
+
+def initial_case(base: FxBase) -> FxCase:
+    output = next(n for n in base.graph.nodes if n.op == "output")
+    names: list[str] = []
+    torch.fx.node.map_arg(output.args, lambda n: names.append(n.name))
+    return build_case(base, frozenset(), tuple(dict.fromkeys(n for n in names if n in base.specs)))
+
+
+def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> FxCase:
+    """The graph returning `outputs`, with `cuts` replaced by inputs; only what is needed is kept."""
+    nodes = {n.name: n for n in base.graph.nodes}
+    needed = _needed(nodes, cuts, outputs)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    inputs: list[InputSpec] = []
+    for node in base.graph.nodes:
+        if node.name not in needed:
+            continue
+        if node.op == "placeholder" or node.name in cuts:
+            env[node] = graph.placeholder(node.name)
+            inputs.append(base.specs[node.name])
+        else:
+            env[node] = graph.node_copy(node, env.__getitem__)
+    ordered = sorted(outputs, key=base.order.__getitem__)
+    graph.output(tuple(env[nodes[name]] for name in ordered))
+    python = graph.python_code("self")
+    return FxCase(base, cuts & needed, tuple(ordered), graph, python.src, render_prelude(python.globals), tuple(inputs))
+
+
+def _needed(nodes: dict[str, torch.fx.Node], cuts: frozenset[str], outputs: Sequence[str]) -> set[str]:
+    needed: set[str] = set()
+    stack = list(outputs)
+    while stack:
+        name = stack.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        node = nodes[name]
+        if name not in cuts:
+            stack.extend(n.name for n in node.all_input_nodes)
+    return needed
+
+
+_PRELUDE_FIXED = {
+    "inf": 'inf = float("inf")',
+    "nan": 'nan = float("nan")',
+    "NoneType": "NoneType = type(None)",
+    "device": "device = torch.device",
+    "fx_pytree": "import torch.fx._pytree as fx_pytree",
+    "pytree": "import torch.utils._pytree as pytree",
+}
+
+
+def render_prelude(globals_: dict[str, object]) -> tuple[str, ...]:
+    """Lines defining the names FX code refers to, beyond `torch` itself."""
+    lines = []
+    for name, obj in sorted(globals_.items()):
+        if name in ("torch", "builtins"):
+            continue
+        if name in _PRELUDE_FIXED:
+            lines.append(_PRELUDE_FIXED[name])
+        elif getattr(obj, "__name__", None) == name and hasattr(obj, "__spec__"):
+            lines.append(f"import {name}")
+        else:
+            module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+            if not module or "." in qualname or "<" in qualname:
+                raise ValueError(f"graph refers to {name}={obj!r}, which a standalone script cannot import")
+            lines.append(f"from {module} import {qualname} as {name}")
+    return tuple(lines)
+
+
+def rebase(case: FxCase, inputs: Sequence[InputSpec]) -> FxCase | None:
+    """The same graph with new input specs, metadata re-propagated; None when invalid for them."""
+    base = make_base(torch.fx.GraphModule(torch.nn.Module(), case.graph), inputs)
+    return None if base is None else initial_case(base)

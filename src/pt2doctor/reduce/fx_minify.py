@@ -1,0 +1,100 @@
+"""The FX minifier driver: reproduce in isolation, reduce to a fixed point, write and verify repro.py.
+
+Contract: `minify_case(initial, context, options, reporter)`
+1. runs the initial graph once in the pool; the failure seen there is the target signature (it
+   must equal `options.expected` when one was recorded, else `CannotReproduce`);
+2. reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
+   best so far (`MinifyResult.stopped_early` says why);
+3. writes `repro.py` and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
+   interpreter and reports `verified` only if it failed with the target signature.
+Nothing here prints: progress goes to the reporter.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pt2doctor.model.minify import FailureSignature, MinifyResult
+from pt2doctor.model.serialize import dumps
+from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
+from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
+from pt2doctor.reduce.fx_passes import FX_PASSES
+from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
+from pt2doctor.reduce.pool import RunResult, WorkerPool
+from pt2doctor.reduce.repro import render
+from pt2doctor.reduce.verify import Verification, verify
+
+
+@dataclass(frozen=True, slots=True)
+class MinifyOptions:
+    out_dir: Path
+    jobs: int = os.cpu_count() or 1
+    timeout_s: float = 120.0
+    deadline_s: float | None = None
+    expected: FailureSignature | None = None
+    graph_name: str = "graph"
+    verify: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MinifyOutcome:
+    result: MinifyResult
+    case: FxCase
+    repro_text: str
+    verification: Verification | None
+
+
+class CannotReproduce(RuntimeError):
+    def __init__(self, message: str, seen: RunResult) -> None:
+        super().__init__(message)
+        self.seen = seen
+
+
+def find_target(pool: WorkerPool, case: FxCase, context: ReproContext, expected: FailureSignature | None) -> FailureSignature:
+    (result,) = pool.run([render(script_for(case, context))])
+    seen = signature_of(result)
+    if seen is None or seen.text.startswith("InvalidRepro"):
+        raise CannotReproduce(f"the graph does not fail in isolation ({result.status}: {result.text})", result)
+    if expected is not None and seen != expected:
+        raise CannotReproduce(f"in isolation the graph fails with {seen}, not the recorded {expected}", result)
+    return seen
+
+
+def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, reporter: Reporter | None = None) -> MinifyOutcome:
+    started = time.monotonic()
+    with WorkerPool(options.jobs, options.timeout_s) as pool:
+        target = find_target(pool, initial, context, options.expected)
+        problem = ReductionProblem(
+            initial, FxOracle(pool, context, target), key=case_key, sort_key=case_sort_key,
+            size=lambda c: c.node_count, jobs=options.jobs, reporter=reporter, deadline_s=options.deadline_s,
+        )
+        stopped = None
+        try:
+            best = reduce(problem, FX_PASSES)
+        except ReductionStopped as stop:
+            best, stopped = stop.best, stop.reason  # type: ignore[assignment]
+    return _finish(initial, best, problem, target, context, options, stopped, time.monotonic() - started)
+
+
+def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], target: FailureSignature,
+            context: ReproContext, options: MinifyOptions, stopped: str | None, elapsed: float) -> MinifyOutcome:
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    repro_path = options.out_dir / "repro.py"
+    text = render(script_for(best, context))
+    repro_path.write_text(text)
+    verification = verify(repro_path, target, timeout_s=max(options.timeout_s, 60.0)) if options.verify else None
+    stats = problem.stats
+    result = MinifyResult(
+        graph=options.graph_name, stage=context.stage, signature=target,
+        nodes_before=initial.node_count, nodes_after=best.node_count, ops=best.ops,
+        culprit_ops=best.ops if best.node_count <= 3 else (), queries=stats.queries,
+        cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
+        verified=bool(verification and verification.verified), repro_path=str(repro_path),
+        stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
+        outcomes=tuple(sorted(stats.outcomes.items())),
+    )
+    (options.out_dir / "minify.json").write_bytes(dumps(result, pretty=True))
+    return MinifyOutcome(result, best, text, verification)

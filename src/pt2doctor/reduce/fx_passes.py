@@ -1,0 +1,118 @@
+"""FX reduction passes, in order of payoff; each is a named function of a `ReductionProblem[FxCase]`.
+
+Contract: passes build candidates with `fx_case.build_case` / `fx_case.rebase` from the
+problem's current case and change it only through the problem's gate (see `reduce.core`).
+- `truncate_outputs`: binary search on the output point; the prefix returns every value that is
+  live at the cut, as torch's minifier does.
+- `truncate_inputs`: binary search on the input point; everything before it becomes new inputs
+  with the same metadata.
+- `ddmin_nodes`: delta debugging over the nodes that stay computed; the others become inputs.
+- `drop_outputs`: delta debugging over the returned values (unused inputs vanish with them).
+- `shrink_shapes`: halve one distinct size at a time (every input dim of that size, and equal
+  int inputs, together, so symbolic relations survive); `simplify_dtypes`: fp64/fp16/bf16 -> fp32.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+
+from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
+from pt2doctor.reduce.core import ReductionProblem
+from pt2doctor.reduce.fx_case import FxCase, build_case, rebase
+from pt2doctor.reduce.passes import bisect_cut, ddmin
+
+Problem = ReductionProblem[FxCase]
+
+
+def _live_at(case: FxCase, k: int) -> tuple[list[str], list[str]]:
+    """Split the current call nodes at `k`: (prefix names, prefix values used after the cut)."""
+    nodes = case.call_nodes
+    prefix = {n.name for n in nodes[:k]}
+    live = [
+        n.name for n in nodes[:k]
+        if n.name in case.base.specs
+        and (n.name in case.outputs or any(u.name not in prefix for u in n.users))
+    ]
+    return [n.name for n in nodes[:k]], live
+
+
+def _prefix_case(case: FxCase, k: int) -> FxCase:
+    _, live = _live_at(case, k)
+    return build_case(case.base, case.cuts, live) if live else case
+
+
+def _suffix_case(case: FxCase, m: int) -> FxCase:
+    nodes = case.call_nodes
+    _, live = _live_at(case, len(nodes) - m)
+    return build_case(case.base, case.cuts | frozenset(live), case.outputs)
+
+
+def truncate_outputs(problem: Problem) -> None:
+    bisect_cut(problem, 1, problem.current.node_count, functools.partial(_prefix_case, problem.current))
+
+
+def truncate_inputs(problem: Problem) -> None:
+    bisect_cut(problem, 1, problem.current.node_count, functools.partial(_suffix_case, problem.current))
+
+
+def _keep_nodes(case: FxCase, kept: Sequence[str]) -> FxCase:
+    keep = set(kept)
+    dropped = frozenset(n.name for n in case.call_nodes if n.name not in keep and n.name in case.base.specs)
+    outputs = [o for o in case.outputs if o not in dropped]
+    return build_case(case.base, case.cuts | dropped, outputs) if outputs else case
+
+
+def ddmin_nodes(problem: Problem) -> None:
+    case = problem.current
+    ddmin(problem, [n.name for n in case.call_nodes if n.name in case.base.specs], functools.partial(_keep_nodes, case))
+
+
+def _keep_outputs(case: FxCase, kept: Sequence[str]) -> FxCase:
+    return build_case(case.base, case.cuts, kept) if kept else case
+
+
+def drop_outputs(problem: Problem) -> None:
+    case = problem.current
+    ddmin(problem, case.outputs, functools.partial(_keep_outputs, case))
+
+
+def _resize(spec: InputSpec, old: int, new: int) -> InputSpec:
+    if isinstance(spec, ScalarSpec):
+        return dataclasses.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
+    shape = tuple(new if s == old else s for s in spec.shape)
+    return dataclasses.replace(spec, shape=shape, stride=_restride(spec, shape))
+
+
+def _restride(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Dense strides for `shape`, keeping the memory order the old strides implied."""
+    order = sorted(range(len(shape)), key=lambda d: (spec.stride[d], spec.shape[d]))
+    stride, step = [0] * len(shape), 1
+    for d in order:
+        stride[d] = step
+        step *= max(shape[d], 1)
+    return tuple(stride)
+
+
+def shrink_shapes(problem: Problem) -> None:
+    sizes = sorted({s for spec in problem.current.inputs if isinstance(spec, TensorSpec) for s in spec.shape if s > 1}, reverse=True)
+    for size in sizes:
+        for new in (1, size // 2):
+            case = problem.current
+            candidate = rebase(case, [_resize(s, size, new) for s in case.inputs])
+            if candidate is not None and problem.consider(candidate):
+                break
+
+
+def simplify_dtypes(problem: Problem) -> None:
+    for dtype in ("float64", "float16", "bfloat16"):
+        case = problem.current
+        specs = [dataclasses.replace(s, dtype="float32") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
+        if specs != list(case.inputs):
+            candidate = rebase(case, specs)
+            if candidate is not None:
+                problem.consider(candidate)
+
+
+FX_PASSES = (truncate_outputs, truncate_inputs, ddmin_nodes, drop_outputs, shrink_shapes, simplify_dtypes)

@@ -1,0 +1,73 @@
+"""The FX oracle: turn candidate graphs into repro scripts, run them in the worker pool, judge.
+
+Contract: `FxOracle(cases)` answers one `Outcome` per case, relative to the target signature:
+- the script raised and its normalised description equals the target -> FAILS_SAME;
+- it raised something else (including `InvalidRepro`: eager itself fails) -> FAILS_OTHER;
+- it died of the target signal -> FAILS_SAME; of another signal -> CRASHED;
+- it ran past the per-query timeout -> TIMEOUT; it finished cleanly -> PASSES.
+A candidate therefore fails "the same way" exactly when `python repro.py` on it would print the
+same `PT2DOCTOR REPRO FAILED` line (or die of the same signal), which is what `verify` checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pt2doctor.model.minify import BackendSpec, FailureSignature, Stage
+from pt2doctor.reduce import signature
+from pt2doctor.reduce.core import Outcome
+from pt2doctor.reduce.fx_case import FxCase
+from pt2doctor.reduce.pool import RunResult, WorkerPool
+from pt2doctor.reduce.repro import ReproScript, render
+
+
+@dataclass(frozen=True, slots=True)
+class ReproContext:
+    """Everything about how the failing graph was compiled, besides the graph itself."""
+
+    stage: Stage
+    backend: BackendSpec
+    config_lines: tuple[str, ...] = ()
+    accuracy: bool = False
+    tolerance: float = 1e-4
+    header: tuple[str, ...] = ()
+
+
+def script_for(case: FxCase, context: ReproContext) -> ReproScript:
+    return ReproScript(
+        stage=context.stage, forward_code=case.code, inputs=case.inputs, backend=context.backend,
+        prelude=case.prelude, config_lines=context.config_lines, accuracy=context.accuracy,
+        tolerance=context.tolerance, header=context.header,
+    )
+
+
+def signature_of(result: RunResult) -> FailureSignature | None:
+    """The failure a worker run showed; None when it passed, timed out or broke in the worker."""
+    if result.status == "failed":
+        return signature.from_description(result.text)
+    if result.status == "signal":
+        return signature.from_signal(int(result.text))
+    return None
+
+
+_STATUS = {"ok": Outcome.PASSES, "timeout": Outcome.TIMEOUT, "error": Outcome.FAILS_OTHER}
+
+
+def judge(result: RunResult, target: FailureSignature) -> Outcome:
+    if result.status in _STATUS:
+        return _STATUS[result.status]
+    if signature_of(result) == target:
+        return Outcome.FAILS_SAME
+    return Outcome.CRASHED if result.status == "signal" else Outcome.FAILS_OTHER
+
+
+class FxOracle:
+    def __init__(self, pool: WorkerPool, context: ReproContext, target: FailureSignature) -> None:
+        self.pool = pool
+        self.context = context
+        self.target = target
+
+    def __call__(self, cases: Sequence[FxCase]) -> list[Outcome]:
+        results = self.pool.run([render(script_for(c, self.context)) for c in cases])
+        return [judge(r, self.target) for r in results]

@@ -1,0 +1,189 @@
+"""Repro scripts as data first, then text: `ReproScript` values and the one template that renders them.
+
+Contract: `render(script)` is a pure function of the value and byte-stable (golden-testable). The
+text is a standalone program that needs plain torch only (no pt2doctor import):
+- `check()` builds `Repro` (the graph as an `nn.Module`), makes inputs (random with the recorded
+  metadata, seeded, so every run sees the same values), runs eager first (a candidate whose eager
+  run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
+  compiles the way the failing stage did and runs; in accuracy mode it compares compiled against
+  eager, judged by an fp64 run (`torch._dynamo.utils.same`, as `same_two_models` does).
+- `describe_failure(exc)` is the single definition of how a failure is described; the minifier's
+  workers call it on candidates and `python repro.py` prints it after `PT2DOCTOR REPRO FAILED: `,
+  so a verified repro and the reduction agree on what "the same failure" means.
+- Run as a script it exits 1 on an exception, dies of the signal on a crash, and exits 0 when the
+  bug is gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.reduce.signature import ACCURACY_TYPE, FAILURE_MARKER
+
+
+@dataclass(frozen=True, slots=True)
+class ReproScript:
+    stage: Stage
+    forward_code: str  # "def forward(self, ...):" and its body, unindented
+    inputs: tuple[InputSpec, ...]
+    backend: BackendSpec = BackendSpec(BackendKind.NAMED, "inductor")
+    prelude: tuple[str, ...] = ()  # names the graph code refers to, e.g. "device = torch.device"
+    config_lines: tuple[str, ...] = ()
+    accuracy: bool = False
+    tolerance: float = 1e-4
+    header: tuple[str, ...] = ()  # versions, the failure it reproduces
+
+
+_HELPERS = f'''
+class InvalidRepro(Exception):
+    """Eager itself fails: this program does not show a compiler bug."""
+
+
+class {ACCURACY_TYPE}(Exception):
+    """Compiled and eager results differ beyond the fp64-referenced tolerance."""
+
+
+def make_tensor(shape, stride, dtype, device, requires_grad=False):
+    extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0
+    if dtype.is_floating_point or dtype.is_complex:
+        storage = torch.randn(extent, dtype=dtype, device=device)
+    elif dtype == torch.bool:
+        storage = torch.rand(extent, device=device) > 0.5
+    else:
+        storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
+    return storage.as_strided(shape, stride).requires_grad_(requires_grad)
+
+
+def to_fp64(value):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
+    return value
+
+
+def same_as_fp64_reference(mod, args, expected, actual, tolerance):
+    from torch._dynamo.utils import same
+
+    try:
+        reference = mod(*[to_fp64(a) for a in args])
+    except Exception:
+        reference = None
+    return same(expected, actual, reference, tol=tolerance, equal_nan=True, ignore_non_fp=True)
+
+
+def describe_failure(exc):
+    while getattr(exc, "inner_exception", None) is not None:
+        exc = exc.inner_exception
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return type(exc).__name__ + ": " + (lines[0].strip() if lines else "")
+'''
+
+_COMPILE = {
+    Stage.DYNAMO: '''
+def compile_repro(mod, args):
+    return torch.compile(mod, backend=BACKEND, fullgraph=True)
+''',
+    Stage.AOT: '''
+def compile_repro(mod, args):
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    if DYNAMIC:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        gm = make_fx(mod, tracing_mode="symbolic")(*args)
+        compile_args = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    else:
+        gm, compile_args = torch.fx.symbolic_trace(mod), list(args)
+    compiled = compile_fx_inner(gm, compile_args)
+    return lambda *a: compiled(list(a))
+''',
+}
+
+_CHECK = f'''
+def check():
+    mod = Repro()
+    args = make_inputs()
+    try:
+        expected = mod(*args)
+    except Exception as e:
+        raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
+    actual = compile_repro(mod, args)(*args)
+    if ACCURACY and not same_as_fp64_reference(mod, args, expected, actual, TOLERANCE):
+        raise {ACCURACY_TYPE}("compiled result differs from eager beyond the fp64-referenced tolerance")
+
+
+if __name__ == "__main__":
+    try:
+        check()
+    except Exception as e:
+        traceback.print_exc()
+        print("{FAILURE_MARKER}" + describe_failure(e), file=sys.stderr)
+        sys.exit(1)
+    print("repro passed: the failure did not reproduce")
+'''
+
+
+def render(script: ReproScript) -> str:
+    """The repro program's text; a pure, byte-stable function of `script`."""
+    parts = [
+        _docstring(script),
+        "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n",
+        "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
+        "\n".join(script.prelude) + ("\n" if script.prelude else ""),
+        f"ACCURACY = {script.accuracy!r}\nTOLERANCE = {script.tolerance!r}\n"
+        f"DYNAMIC = {any(s.dynamic for s in script.inputs)!r}\n",
+        _render_backend(script) if script.stage is Stage.DYNAMO else "",
+        _render_module(script.forward_code),
+        _render_inputs(script),
+        _HELPERS,
+        _COMPILE[script.stage],
+        _CHECK,
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _docstring(script: ReproScript) -> str:
+    lines = ["Minimal repro written by pt2doctor; needs plain torch only.", ""]
+    lines += list(script.header)
+    lines += [f"Stage: {script.stage.value}.", "Run `python repro.py`: it exits non-zero while the bug is present."]
+    return '"""' + "\n".join(lines) + '\n"""\n'
+
+
+def _render_backend(script: ReproScript) -> str:
+    backend = script.backend
+    if backend.kind is BackendKind.NAMED:
+        return f"BACKEND = {backend.name!r}\n"
+    if backend.kind is BackendKind.SOURCE:
+        return f"\n{backend.source.rstrip()}\n\n\nBACKEND = {backend.name}\n"
+    return (
+        f"\ndef {backend.name}(gm, example_inputs):\n"
+        f"    # The user's backend; its source was not available when the run was recorded.\n"
+        f"    raise RuntimeError({backend.source!r})\n\n\nBACKEND = {backend.name}\n"
+    )
+
+
+def _render_module(forward_code: str) -> str:
+    body = "\n".join(("    " + line) if line.strip() else "" for line in forward_code.strip().splitlines())
+    return f"\nclass Repro(torch.nn.Module):\n{body}\n"
+
+
+def _render_inputs(script: ReproScript) -> str:
+    lines = ["", "def make_inputs():", "    torch.manual_seed(0)", "    args = ["]
+    lines += [f"        {_render_input(spec, script.stage)}," for spec in script.inputs]
+    lines.append("    ]")
+    if script.stage is Stage.DYNAMO:
+        for index, spec in enumerate(script.inputs):
+            for dim in spec.dynamic if isinstance(spec, TensorSpec) else ():
+                lines.append(f"    torch._dynamo.mark_dynamic(args[{index}], {dim})")
+    lines.append("    return args")
+    return "\n".join(lines) + "\n"
+
+
+def _render_input(spec: InputSpec, stage: Stage) -> str:
+    if isinstance(spec, ScalarSpec):
+        return repr(spec.value)
+    grad = spec.requires_grad and stage is Stage.DYNAMO
+    return (
+        f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
+        + (", requires_grad=True)" if grad else ")")
+    )

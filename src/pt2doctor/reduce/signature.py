@@ -1,0 +1,63 @@
+"""Failure signatures: the normalised text that decides whether two failures are "the same".
+
+Contract: `normalize(text)` is idempotent and keeps the exception type and the first line of the
+message, with what varies between runs masked (addresses, paths, numbers, temp names), so a
+candidate that fails with another message (pytorch#93521: drifting to a different error) does
+not match. Exception texts come from the repro script's own `describe_failure` (the worker and a
+fresh `python repro.py` describe failures with the same code), so this module needs no torch.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+from pt2doctor.model.minify import FailureKind, FailureSignature
+
+ACCURACY_TYPE = "AccuracyMismatch"
+FAILURE_MARKER = "PT2DOCTOR REPRO FAILED: "
+
+_MASKS = (
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-+@]+){2,}/?"), "<path>"),
+    (re.compile(r"\b(?:tmp|torchinductor_)\w+"), "<tmp>"),
+    (re.compile(r"\d+"), "N"),
+    (re.compile(r"\s+"), " "),
+)
+_MAX = 200
+
+
+def normalize(text: str) -> str:
+    """Type and first line of the message, with run-specific parts masked."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    for pattern, replacement in _MASKS:
+        first = pattern.sub(replacement, first)
+    return first[:_MAX].strip()
+
+
+def from_description(text: str) -> FailureSignature:
+    """Signature of a `Type: message` description written by a repro script."""
+    norm = normalize(text)
+    kind = FailureKind.ACCURACY if norm.startswith(ACCURACY_TYPE) else FailureKind.EXCEPTION
+    return FailureSignature(kind, norm)
+
+
+def from_signal(signum: int) -> FailureSignature:
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return FailureSignature(FailureKind.SIGNAL, name)
+
+
+def from_exit(returncode: int, output: str) -> FailureSignature | None:
+    """Signature of a finished `python repro.py`; None when it exited 0."""
+    if returncode < 0:
+        return from_signal(-returncode)
+    for line in reversed(output.splitlines()):
+        if line.startswith(FAILURE_MARKER):
+            return from_description(line[len(FAILURE_MARKER):])
+    if returncode == 0:
+        return None
+    return FailureSignature(FailureKind.EXCEPTION, f"exit status {returncode}")

@@ -1,0 +1,208 @@
+"""The warm worker: import torch once, warm Inductor once, then fork one child per candidate.
+
+Run as `python -m pt2doctor.reduce.zygote JOBS`; spoken to only by `reduce.pool.WorkerPool`.
+Contract:
+- Protocol: length-prefixed pickles on stdin/stdout. In: `("run", job_id, script_text, timeout_s)`
+  or `("quit",)`. Out: `("ready",)` once warm, then `(job_id, status, text)` per job, where status
+  is `ok`, `failed` (text: the script's `describe_failure`), `signal` (text: the number),
+  `timeout` or `error` (a worker-side problem, never a match).
+- Isolation: each candidate runs in a forked child in its own process group, so a crash, abort,
+  hang (killed at its timeout, with any gcc it started) or OOM kills only that candidate. At most
+  JOBS children run at once.
+- The zygote stays single-threaded (torch.set_num_threads(1), Inductor compile_threads=1) because
+  forking a process with live OpenMP or compile-pool threads can deadlock the child.
+- Stdin closing (the parent died) or a signal ends the zygote and kills its children.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import signal
+import struct
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+_HEADER = struct.Struct("!I")
+
+
+def send(fd: int, message: object) -> None:
+    data = pickle.dumps(message)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class FrameReader:
+    """Incremental decoder of length-prefixed pickles read from a non-blocking source."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> list[object]:
+        self.buffer += data
+        out = []
+        while len(self.buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < _HEADER.size + size:
+                break
+            out.append(pickle.loads(self.buffer[_HEADER.size:_HEADER.size + size]))
+            self.buffer = self.buffer[_HEADER.size + size:]
+        return out
+
+
+def warm_up() -> None:
+    """Import and exercise Dynamo and Inductor so children start warm."""
+    import torch
+
+    torch.set_num_threads(1)
+    import torch._dynamo
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx_inner  # noqa: F401
+
+    inductor_config.compile_threads = 1
+    torch.compile(lambda x: (x * 2).sin(), backend="inductor")(torch.randn(8))
+    torch.compile(lambda x: (x + 1).cos(), backend="aot_eager")(torch.randn(8))
+    torch._dynamo.reset()
+
+
+def run_candidate(text: str) -> tuple[str, str]:
+    """In the child: exec the repro script and run its `check()`."""
+    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate", "__file__": "repro.py"}
+    exec(compile(text, "repro.py", "exec"), namespace)
+    try:
+        namespace["check"]()  # type: ignore[operator]
+    except Exception as exc:
+        return "failed", namespace["describe_failure"](exc)  # type: ignore[operator]
+    return "ok", ""
+
+
+@dataclass
+class _Child:
+    job_id: int
+    fd: int
+    deadline: float
+    chunks: list[bytes] = field(default_factory=list)
+
+
+def _fork(job_id: int, text: str, timeout_s: float) -> tuple[int, _Child]:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.setpgid(0, 0)
+        os.close(read_fd)
+        if not os.environ.get("PT2DOCTOR_MINIFY_DEBUG"):
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+        try:
+            result = run_candidate(text)
+        except BaseException as exc:  # an exec'd script can raise anything; report, never hang
+            result = ("error", f"{type(exc).__name__}: {exc}"[:500])
+        os.write(write_fd, pickle.dumps(result))
+        os._exit(0)
+    os.close(write_fd)
+    return pid, _Child(job_id, read_fd, time.monotonic() + timeout_s)
+
+
+class Zygote:
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        self.jobs = jobs
+        self.out_fd = out_fd
+        self.pending: deque[tuple[int, str, float]] = deque()
+        self.children: dict[int, _Child] = {}
+        self.selector = selectors.DefaultSelector()
+        self.reader = FrameReader()
+
+    def serve(self) -> None:
+        self.selector.register(0, selectors.EVENT_READ, None)
+        while True:
+            while self.pending and len(self.children) < self.jobs:
+                pid, child = _fork(*self.pending.popleft())
+                self.children[pid] = child
+                self.selector.register(child.fd, selectors.EVENT_READ, pid)
+            for key, _ in self.selector.select(self._wait_s()):
+                if key.data is None and not self._read_requests():
+                    return
+                if key.data is not None:
+                    self._read_child(key.data)
+            self._expire()
+
+    def _wait_s(self) -> float | None:
+        if not self.children:
+            return None
+        return max(0.0, min(c.deadline for c in self.children.values()) - time.monotonic())
+
+    def _read_requests(self) -> bool:
+        data = os.read(0, 1 << 20)
+        if not data:
+            return False
+        for message in self.reader.feed(data):
+            if message[0] == "quit":
+                return False
+            self.pending.append(message[1:])
+        return True
+
+    def _read_child(self, pid: int) -> None:
+        child = self.children[pid]
+        data = os.read(child.fd, 1 << 16)
+        if data:
+            child.chunks.append(data)
+            return
+        _, status = self._reap(pid)
+        if child.chunks:
+            send(self.out_fd, (child.job_id, *pickle.loads(b"".join(child.chunks))))
+        elif os.WIFSIGNALED(status):
+            send(self.out_fd, (child.job_id, "signal", str(os.WTERMSIG(status))))
+        else:
+            send(self.out_fd, (child.job_id, "error", f"exit status {os.WEXITSTATUS(status)}"))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for pid, child in list(self.children.items()):
+            if child.deadline <= now:
+                _kill_group(pid)
+                self._reap(pid)
+                send(self.out_fd, (child.job_id, "timeout", ""))
+
+    def _reap(self, pid: int) -> tuple[int, int]:
+        child = self.children.pop(pid)
+        self.selector.unregister(child.fd)
+        os.close(child.fd)
+        _kill_group(pid)  # gcc or other grandchildren the candidate left behind
+        return os.waitpid(pid, 0)
+
+    def shutdown(self) -> None:
+        for pid in list(self.children):
+            _kill_group(pid)
+            self._reap(pid)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def main(argv: list[str]) -> int:
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
+    warm_up()
+    send(out_fd, ("ready",))
+    zygote = Zygote(int(argv[1]) if len(argv) > 1 else 1, out_fd)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        zygote.serve()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        zygote.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
