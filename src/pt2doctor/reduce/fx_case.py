@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
+from pt2doctor.capture.torch_compat import qualified_name
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 
 CALL_OPS = ("call_function", "call_method", "call_module")
@@ -70,15 +71,7 @@ def case_sort_key(case: FxCase) -> tuple[int, ...]:
 
 
 def op_name(node: torch.fx.Node) -> str:
-    target = node.target
-    if isinstance(target, str):
-        return target
-    return getattr(target, "__qualname__", None) and _qualified(target) or str(target)
-
-
-def _qualified(target: object) -> str:
-    name = str(target) if isinstance(target, torch._ops.OpOverload) else ""
-    return name or f"{getattr(target, '__module__', '') or ''}.{target.__qualname__}".lstrip(".")  # type: ignore[attr-defined]
+    return qualified_name(node.target)
 
 
 def _numel(shape: Sequence[int]) -> int:

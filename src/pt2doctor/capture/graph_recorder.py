@@ -1,0 +1,213 @@
+"""Record what a minifier needs while the user's program runs: graphs, inputs' metadata, failures.
+
+`install(out_dir)` hooks in (through `torch_compat`) and returns the function that uninstalls.
+Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
+- `index.jsonl`: one JSON object per graph, in compile order:
+  `{"id": "g0003", "stage": "dynamo"|"aot", "compile_id": "0/0", "parent": "g0002"|null,
+    "aot_kind": "forward"|"backward"|"inference"|null, "backend": {"kind", "name", "source"},
+    "config": [code lines], "inputs": [TensorSpec/ScalarSpec as JSON], "nodes": N,
+    "constants": "g0003.constants.pt"|null}`
+- `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
+- `g0003.constants.pt`: get_attr tensors (torch.save), only when the graph has any.
+- `failures.jsonl`: `{"graph": id, "phase": "compile"|"run", "description": "Type: first line"}`.
+- `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running,
+  blank when nothing is. A MAP_SHARED page survives the process dying of a signal without an
+  fsync per call, so after a segfault the parent still knows the culprit graph.
+
+Contract: recording is metadata and code only (no tensor values), so the overhead goal of `run`
+holds when nothing fails. Backends: a registered name is kept as a name; a plain callable from
+the user's script is kept as its source (with the script's top-level imports) via
+`inspect.getsource`, or as a stub naming it when the source is unavailable.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import json
+import mmap
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.capture import torch_compat
+from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, TensorSpec
+from pt2doctor.model.serialize import to_builtins
+
+MARKER_SIZE = 256
+
+
+class GraphRecorder:
+    def __init__(self, out_dir: Path) -> None:
+        self.dir = out_dir / "graphs"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.index = open(self.dir / "index.jsonl", "a", buffering=1)
+        self.failures = open(self.dir / "failures.jsonl", "a", buffering=1)
+        self.counter = itertools.count()
+        self.current_dynamo: str | None = None
+        marker = self.dir / "inflight"
+        marker.write_bytes(b" " * MARKER_SIZE)
+        self._marker_file = open(marker, "r+b")
+        self.marker = mmap.mmap(self._marker_file.fileno(), MARKER_SIZE)
+
+    def mark(self, text: str) -> None:
+        self.marker[:] = text.encode()[:MARKER_SIZE].ljust(MARKER_SIZE)
+
+    def fail(self, graph: str, phase: str, exc: BaseException) -> None:
+        inner = torch_compat.unwrap_backend_exception(exc)
+        lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
+        description = f"{type(inner).__name__}: {lines[0] if lines else ''}"
+        self.failures.write(json.dumps({"graph": graph, "phase": phase, "description": description}) + "\n")
+
+    def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
+        graph_id = f"g{next(self.counter):04d}"
+        (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
+        constants = _save_constants(gm, self.dir / f"{graph_id}.constants.pt")
+        entry = {
+            "id": graph_id, "stage": stage, "compile_id": torch_compat.current_compile_id(),
+            "parent": self.current_dynamo if stage == "aot" else None, "aot_kind": aot_kind,
+            "backend": to_builtins(backend) if backend else None, "config": list(torch_compat.config_lines()),
+            "inputs": [to_builtins(s) for s in input_specs(gm, example_inputs)],
+            "nodes": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")), "constants": constants,
+        }
+        self.index.write(json.dumps(entry) + "\n")
+        return graph_id
+
+    def close(self) -> None:
+        self.mark("")
+        self.marker.close()
+        self._marker_file.close()
+        self.index.close()
+        self.failures.close()
+
+
+def _save_constants(gm: Any, path: Path) -> str | None:
+    names = [str(n.target) for n in gm.graph.nodes if n.op == "get_attr"]
+    if not names:
+        return None
+    import torch
+
+    torch.save({name: getattr(gm, name) for name in names}, path)
+    return path.name
+
+
+def input_specs(gm: Any, example_inputs: Any) -> list[InputSpec]:
+    """Metadata of the example inputs; dims that are SymInts in the placeholders stay dynamic."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    metas = [p.meta.get("example_value", p.meta.get("val")) for p in placeholders]
+    return [_spec(value, meta) for value, meta in zip(example_inputs, metas + [None] * len(example_inputs))]
+
+
+def _spec(value: Any, meta: Any) -> InputSpec:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        sizes = meta.shape if isinstance(meta, torch.Tensor) else value.shape
+        return TensorSpec(
+            tuple(torch_compat.symint_hint(s) for s in value.shape),
+            tuple(torch_compat.symint_hint(s) for s in value.stride()),
+            str(value.dtype).removeprefix("torch."), str(value.device), bool(value.requires_grad),
+            tuple(d for d, s in enumerate(list(sizes) + list(value.shape)[len(sizes):]) if isinstance(s, torch.SymInt)),
+        )
+    if isinstance(value, torch.SymInt):
+        return ScalarSpec(torch_compat.symint_hint(value), dynamic=True)
+    return ScalarSpec(value if isinstance(value, (int, float, bool)) else None)
+
+
+def backend_spec(compiler_fn: Any) -> BackendSpec:
+    chain = torch_compat.backend_chain(compiler_fn)
+    name = getattr(chain[0], "__name__", None) or type(chain[-1]).__name__
+    innermost = chain[-1]
+    registered = torch_compat.registered_backends()
+    if name == "inductor" or registered.get(name) is innermost:
+        return BackendSpec(BackendKind.NAMED, name)
+    return callable_backend_spec(innermost)
+
+
+def callable_backend_spec(fn: Any) -> BackendSpec:
+    """A user callable as source (with its module's top-level imports), or a stub."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return BackendSpec(BackendKind.STUB, name, f"backend {name!r}: source unavailable")
+    return BackendSpec(BackendKind.SOURCE, name, "\n".join(_module_imports(fn)) + "\n\n\n" + textwrap.dedent(source))
+
+
+def _module_imports(fn: Any) -> list[str]:
+    try:
+        tree = ast.parse(Path(inspect.getsourcefile(fn) or "").read_text())
+    except (OSError, TypeError, SyntaxError):
+        return []
+    return [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+def _wrap_runtime(recorder: GraphRecorder, graph_id: str, compiled: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        recorder.mark(f"{graph_id} run")
+        try:
+            return compiled(*args, **kwargs)
+        except Exception as exc:
+            recorder.fail(graph_id, "run", exc)
+            raise
+        finally:
+            recorder.mark("")
+
+    if getattr(compiled, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def install(out_dir: Path) -> Callable[[], None]:
+    """Start recording into `out_dir/graphs/`; returns the uninstall function."""
+    recorder = GraphRecorder(Path(out_dir))
+
+    def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
+        graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
+        outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
+        recorder.mark(f"{graph_id} compile")
+        try:
+            compiled = original(output_graph, gm, example_inputs)
+        except Exception as exc:
+            recorder.fail(graph_id, "compile", exc)
+            raise
+        finally:
+            recorder.current_dynamo = outer
+            recorder.mark("")
+        return _wrap_runtime(recorder, graph_id, compiled)
+
+    def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
+        graph_id = recorder.save("aot", gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
+        recorder.mark(f"{graph_id} compile")
+        try:
+            return original(gm, example_inputs, *args, **kwargs)
+        except Exception as exc:
+            recorder.fail(graph_id, "compile", exc)
+            raise
+        finally:
+            recorder.mark("")
+
+    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile)]
+
+    def uninstall() -> None:
+        for restore in reversed(restores):
+            restore()
+        recorder.close()
+
+    return uninstall
+
+
+def run_script_recorded(script: str, out_dir: str, argv: list[str] | None = None) -> None:
+    """Run `script` as `__main__` with the recorder installed (the entry for a child process)."""
+    import runpy
+    import sys
+
+    uninstall = install(Path(out_dir))
+    sys.argv = [script, *(argv or [])]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        uninstall()
