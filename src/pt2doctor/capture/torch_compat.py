@@ -72,3 +72,172 @@ def reset_dynamo() -> None:
     import torch._dynamo
 
     torch._dynamo.reset()
+
+
+# --- advisor: in-process watch, CompileProfiler, what-if overrides (api/, capture/overrides.py) ---
+
+def interned_strings() -> dict[str, int]:
+    """Structured tracing's string intern table, `text -> id` (`torch._logging.structured.INTERN_TABLE`, 2.13).
+
+    Strings are interned once per process; a watch that starts later must re-emit them so stacks resolve.
+    """
+    from torch._logging import structured
+
+    return dict(getattr(structured, "INTERN_TABLE", {}))
+
+
+def dynamo_config() -> Any:
+    """`torch._dynamo.config` (a ConfigModule: `patch`, attribute get/set) (2.11, 2.13)."""
+    import torch._dynamo.config
+
+    return torch._dynamo.config
+
+
+def config_module(name: str) -> Any:
+    """A torch config module by short name: dynamo, inductor, compiler (`torch.compiler.config`) (2.13)."""
+    import importlib
+
+    modules = {"dynamo": "torch._dynamo.config", "inductor": "torch._inductor.config",
+               "compiler": "torch.compiler.config"}
+    return importlib.import_module(modules[name])
+
+
+def patch_torch_compile(extra_kwargs: dict[str, Any], on_compiled: Callable[[Any], Any] | None = None) -> None:
+    """Replace `torch.compile` so every call gets `extra_kwargs` (overriding the script's own), and pass
+    each compiled callable through `on_compiled`. Only the what-if child calls this, before the script
+    runs; torch has no supported seam for "compile everything with dynamic=True" (2.13).
+    """
+    import functools
+
+    import torch
+
+    original = torch.compile
+
+    def _finish(compiled: Any) -> Any:
+        return on_compiled(compiled) if on_compiled is not None else compiled
+
+    @functools.wraps(original)
+    def compile(model: Any = None, **kwargs: Any) -> Any:
+        kwargs.update(extra_kwargs)
+        if model is None:  # used as `@torch.compile(...)`
+            return lambda fn: _finish(original(fn, **kwargs))
+        return _finish(original(model, **kwargs))
+
+    torch.compile = compile  # type: ignore[assignment]
+
+
+# --- graph recording and minification (capture.graph_recorder, reduce) ------------------------
+
+def patch_backend_call(wrapper: Callable[..., Any]) -> Callable[[], None]:
+    """Route every Dynamo backend call through `wrapper(original, output_graph, gm, example_inputs)`.
+
+    `OutputGraph._call_user_compiler` is the one place every backend (named, registered or a user
+    callable) is called from (2.13). Returns the function that restores the original.
+    """
+    from torch._dynamo.output_graph import OutputGraph
+
+    original = OutputGraph._call_user_compiler
+
+    def patched(self: Any, gm: Any, example_inputs: Any) -> Any:
+        return wrapper(original, self, gm, example_inputs)
+
+    OutputGraph._call_user_compiler = patched  # type: ignore[method-assign]
+
+    def restore() -> None:
+        OutputGraph._call_user_compiler = original  # type: ignore[method-assign]
+
+    return restore
+
+
+def patch_inductor_inner_compile(wrapper: Callable[..., Any]) -> Callable[[], None]:
+    """Route the graphs AOTAutograd hands Inductor through `wrapper(original, gm, inputs, **kw)`.
+
+    `compile_fx_inner` looks `_compile_fx_inner` up as a module global at call time (2.13), the
+    same seam torch's own after-AOT minifier wraps.
+    """
+    from torch._inductor import compile_fx
+
+    original = compile_fx._compile_fx_inner
+
+    def patched(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        return wrapper(original, gm, example_inputs, *args, **kwargs)
+
+    compile_fx._compile_fx_inner = patched  # type: ignore[assignment]
+
+    def restore() -> None:
+        compile_fx._compile_fx_inner = original  # type: ignore[assignment]
+
+    return restore
+
+
+def backend_chain(compiler_fn: Any) -> list[Any]:
+    """The wrappers Dynamo puts around a backend, outermost first (WrapBackendDebug,
+    _TorchCompileWrapper / _TorchCompileInductorWrapper, the user's callable) (2.13)."""
+    chain = []
+    while compiler_fn is not None and len(chain) < 8:
+        chain.append(compiler_fn)
+        compiler_fn = getattr(compiler_fn, "_torchdynamo_orig_backend", None) or getattr(compiler_fn, "compiler_fn", None)
+    return chain
+
+
+def registered_backends() -> dict[str, Any]:
+    """Registered backend name -> compiler function (2.13)."""
+    from torch._dynamo.backends import registry
+
+    registry._lazy_import()
+    return dict(registry._COMPILER_FNS)
+
+
+def current_compile_id() -> str | None:
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    return None if compile_id is None else str(compile_id)
+
+
+def symint_hint(value: Any) -> int:
+    """A SymInt's concrete example value without adding a guard (2.13: `node.hint`)."""
+    hint = getattr(getattr(value, "node", None), "hint", None)
+    return int(hint) if hint is not None else int(value)
+
+
+def fx_module_source(gm: Any) -> str:
+    """Import block plus `forward` code of an FX graph module, as torch's own pickling writes it
+    (`torch.fx.graph_module._format_import_block`, 2.13)."""
+    from torch.fx.graph_module import _format_import_block
+    from torch.package import sys_importer
+
+    python = gm.graph.python_code(root_module="self")
+    return _format_import_block(python.globals, sys_importer) + "\n" + python.src
+
+
+def config_lines() -> tuple[str, ...]:
+    """Non-default Inductor and Dynamo config as code lines (`codegen_config`, 2.13)."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    lines = []
+    for module, name in ((inductor_config, "torch._inductor.config"), (dynamo_config, "torch._dynamo.config")):
+        body = [line for line in module.codegen_config().splitlines() if line.strip()]
+        if body:
+            lines += [f"import {name}", *body]
+    return tuple(lines)
+
+
+def qualified_name(target: Any) -> str:
+    """`torch.relu`, `aten.relu.default`, `operator.add`: how FX names a call target (2.13)."""
+    from torch.fx.node import _get_qualified_name
+
+    if isinstance(target, str):
+        return target
+    try:
+        return _get_qualified_name(target).removeprefix("torch.ops.")
+    except Exception:
+        return str(target)
+
+
+def unwrap_backend_exception(exc: BaseException) -> BaseException:
+    """The backend's own exception inside BackendCompilerFailed / InductorError (2.13)."""
+    while getattr(exc, "inner_exception", None) is not None:
+        exc = exc.inner_exception  # type: ignore[attr-defined]
+    return exc
