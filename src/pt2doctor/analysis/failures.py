@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from pt2doctor.model import Category, Failure, Session
 
-_KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|CompilationError|"
-                     r"ptxas|nvrtc|error: |torchinductor_.*\.(cpp|py)", re.I)
+_KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|triton.*CompilationError|"
+                     r"ptxas|nvrtc|torchinductor_\S+\.(cpp|py)")
 _CUDA = re.compile(r"CUDA error|illegal memory access|device-side assert|cudaError|CUBLAS_STATUS|out of memory", re.I)
 _ACCURACY = re.compile(r"accuracy|Tensor-likes are not (close|equal)|Mismatched elements|allclose|not close", re.I)
 _COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")

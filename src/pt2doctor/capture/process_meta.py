@@ -62,8 +62,8 @@ class RunPaths:
 
 
 def is_user_file(path: str) -> bool:
-    if not path or path.startswith("<"):
-        return False
+    if not path or path.startswith("<") or "/torchinductor_" in path or "/.triton/" in path:
+        return False  # generated kernels and wrappers are the compiler's, not the user's
     try:
         resolved = str(Path(path).resolve())
     except OSError:
@@ -108,7 +108,8 @@ def _from_exception(exc: dict[str, Any], compile_failures: list[Failure]) -> Fai
     where = user[-1] if user else None
     short = str(exc.get("type", "Exception")).rsplit(".", 1)[-1]
     match = next((f for f in compile_failures if f.exception == short), None)
-    if match is not None and match.file and where is None:
+    if match is not None and match.file:
+        # Dynamo knows the line inside the compiled function; the traceback only has the call site.
         where = SourceLoc(match.file, match.line or 0)
     return Failure(
         category=Category.UNCLASSIFIED, exception=str(exc.get("type", "Exception")),

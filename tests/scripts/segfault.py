@@ -1,0 +1,6 @@
+import ctypes
+
+import torch
+
+torch.compile(lambda x: x + 1, backend="eager")(torch.randn(2))
+ctypes.string_at(0)

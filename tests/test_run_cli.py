@@ -1,0 +1,120 @@
+"""`pt2doctor run` end to end: real torch in a child process, through the real CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import SCRIPTS, pt2doctor
+
+EXAMPLES = Path(__file__).parents[1] / "src" / "pt2doctor" / "examples"
+
+
+@pytest.mark.parametrize(
+    ("script", "category", "line", "exit_code"),
+    [
+        ("fullgraph_break.py", "graph_break", 5, 1),
+        ("backend_failure.py", "backend_failure", 5, 1),
+        ("recompile_limit.py", "recompilation", 13, 1),
+        ("user_error.py", "user_error", 9, 1),
+        ("accuracy_assert.py", "accuracy", 9, 1),
+        ("abort.py", "runtime_crash", 6, 134),
+        ("segfault.py", "runtime_crash", 6, 139),
+        ("syntax_error.py", "user_error", 2, 1),
+    ],
+)
+def test_each_failure_is_classified_with_its_user_line(run_json, script, category, line, exit_code):
+    run = run_json(script)
+    assert run.code == exit_code, run.stderr[-2000:]
+    doc = run.doc
+    failure = doc["failures"][0]
+    assert failure["category"] == category
+    assert failure["file"] == str(SCRIPTS / script) and failure["line"] == line
+    assert doc["verdict"]["headline"].startswith(f"FAILED ({category})")
+    assert (run.out_dir / "session.json").exists()
+
+
+def test_fullgraph_break_is_also_listed_as_a_fatal_graph_break(run_json):
+    (gb,) = run_json("fullgraph_break.py").doc["graph_breaks"]
+    assert gb["line"] == 5 and gb["fatal"] and any("reorderable_logging_functions" in h for h in gb["hints"])
+
+
+def test_signal_death_records_the_signal(run_json):
+    doc = run_json("segfault.py").doc
+    assert doc["exit"] == {"code": None, "signal": 11, "timed_out": False, "interrupted": False}
+
+
+def test_timeout_stops_the_script_and_names_the_line_it_hung_on(tmp_path):
+    run = pt2doctor("run", "--json", "--timeout", "8", "--out", str(tmp_path), str(SCRIPTS / "hang.py"))
+    assert run.code == 124
+    doc = run.doc
+    assert doc["exit"]["timed_out"] is True
+    failure = doc["failures"][0]
+    assert failure["category"] == "timeout"
+    assert failure["file"] == str(SCRIPTS / "hang.py") and failure["line"] in (7, 8)  # inside the loop
+
+
+def test_script_exit_code_is_mirrored(run_json):
+    run = run_json("exit3.py")
+    assert run.code == 3 and run.doc["exit"]["code"] == 3
+
+
+def test_kernel_failure_from_inductor_cpp_codegen(run_json):
+    run = run_json("kernel_failure.py")
+    failure = run.doc["failures"][0]
+    assert failure["category"] == "kernel_failure"
+    assert failure["file"] == str(SCRIPTS / "kernel_failure.py")
+
+
+def test_each_recompile_cause_in_plain_words(run_json):
+    doc = run_json("recompile_causes.py").doc
+    texts = {r["function"]: r["guard_failures"][0]["text"] for r in doc["recompiles"]}
+    assert texts["size_fn"] == "input `x`: size at dim 0 changed 4 -> 5"
+    assert texts["dtype_fn"] == "input `x`: dtype changed float32 -> float64"
+    assert "stride at dim 0 changed 4 -> 1" in texts["stride_fn"] and "non-contiguous" in texts["stride_fn"]
+    assert texts["grad_fn"] == "input `x`: requires_grad changed False -> True"
+    assert "`n`" in texts["value_fn"] and "n == 3" in texts["value_fn"]
+    assert "`Config.flag`" in texts["global_fn"]
+    value = next(r for r in doc["recompiles"] if r["function"] == "value_fn")
+    assert value["guard_failures"][0]["source"]["line"] == 25  # `return x * n`
+
+
+def test_toy_example_summary_and_breaks(tmp_path):
+    run = pt2doctor("run", "--out", str(tmp_path), str(EXAMPLES / "toy_example.py"))
+    assert run.code == 0
+    assert run.stdout.splitlines()[:3] == ["woo"] * 3  # the script's own stdout passes through, first
+    assert "graph breaks     2" in run.stdout
+    assert "toy_example.py:7" in run.stdout and "toy_example.py:8" in run.stdout
+    assert "torch.where" in run.stdout
+    again = pt2doctor("report", str(tmp_path))
+    assert again.code == 0 and "toy_example.py:7" in again.stdout
+    raw = pt2doctor("report", "--json", str(tmp_path / "trace"))
+    assert raw.code == 0 and {b["line"] for b in raw.doc["graph_breaks"]} == {7, 8}
+
+
+def test_argv_stdin_and_no_compile_message(tmp_path):
+    run = pt2doctor("run", "--out", str(tmp_path), str(SCRIPTS / "no_compile.py"), "--flag", "x", stdin="hello\n")
+    assert run.code == 0
+    assert "args: ['--flag', 'x']" in run.stdout and "stdin: hello" in run.stdout
+    assert "nothing was compiled: the script never imported torch" in run.stdout
+
+
+@pytest.mark.parametrize("target", ["missing.py", "."])
+def test_bad_script_is_a_usage_error_without_traceback(tmp_path, target):
+    run = pt2doctor("run", "--out", str(tmp_path), target, cwd=tmp_path)
+    assert run.code == 64
+    assert "Traceback" not in run.stderr
+    assert "no such script" in run.stderr or "is a directory" in run.stderr
+
+
+def test_report_rejects_a_path_without_session_or_trace(tmp_path):
+    run = pt2doctor("report", str(tmp_path))
+    assert run.code == 64 and "no session.json" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_report_strict_on_corrupted_trace_exits_65():
+    corrupted = Path(__file__).parent / "fixtures" / "traces" / "corrupted.log"
+    lenient = pt2doctor("report", str(corrupted))
+    assert lenient.code == 0 and "4 unreadable trace line(s) skipped" in lenient.stdout
+    strict = pt2doctor("report", "--strict", str(corrupted))
+    assert strict.code == 65 and "Traceback" not in strict.stderr

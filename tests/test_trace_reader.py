@@ -1,0 +1,59 @@
+"""The trace reader and session fold on real TORCH_TRACE fixtures (see fixtures/traces/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.capture.session_builder import build_session
+from pt2doctor.capture.trace_import import session_from_trace
+from pt2doctor.capture.trace_reader import TraceCounters, TraceError, read_trace
+from pt2doctor.model import GuardKind
+
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def test_real_trace_gives_breaks_recompiles_and_compiles():
+    session = session_from_trace(TRACES / "toy_and_recompiles.log")
+    assert session.trace.unreadable == 0
+    assert session.torch_version == "2.13.0+cpu"
+    by_line = {b.line: b for b in session.graph_breaks}
+    assert set(by_line) == {5, 6}
+    assert by_line[5].function == "toy_example" and by_line[5].count == 1
+    assert "print" in by_line[5].reason and by_line[5].gb_id == "GB0059"
+    assert by_line[6].break_type == "Data-dependent branching"
+    assert [str(r.compile_id) for r in session.recompiles] == ["4/1", "4/2"]
+    first = session.recompiles[0].guard_failures[0]
+    assert (first.kind, first.subject, first.dim, first.expected, first.actual) == (GuardKind.SIZE, "x", 0, "4", "5")
+    assert {g.kind for g in session.recompiles[1].guard_failures} == {GuardKind.VALUE, GuardKind.DTYPE}
+    assert len(session.compiles) == 7 and session.compile_time_s > 0
+
+
+def test_truncated_trace_is_read_as_far_as_it_goes():
+    full = session_from_trace(TRACES / "toy_and_recompiles.log")
+    cut = session_from_trace(TRACES / "truncated.log")
+    assert 0 < len(cut.compiles) < len(full.compiles)
+    assert cut.trace.unreadable <= 1  # at most the half-written last line
+
+
+def test_corrupted_lines_are_counted_and_skipped():
+    counters = TraceCounters()
+    facts = build_session(read_trace(TRACES / "corrupted.log", counters))
+    assert counters.unreadable == 4
+    assert len(facts.graph_breaks) == 2 and len(facts.recompiles) == 2
+
+
+def test_strict_reading_fails_on_the_first_bad_line():
+    with pytest.raises(TraceError, match="unreadable trace line"):
+        list(read_trace(TRACES / "corrupted.log", strict=True))
+
+
+def test_directory_with_several_rank_files(tmp_path: Path):
+    data = (TRACES / "toy_and_recompiles.log").read_bytes()
+    for rank in (0, 1):
+        (tmp_path / f"dedicated_log_torch_trace_rank_{rank}_abc.log").write_bytes(data)
+    session = session_from_trace(tmp_path)
+    assert session.trace.ranks == (0, 1)
+    assert len(session.trace.files) == 2
+    assert {b.line: b.count for b in session.graph_breaks} == {5: 2, 6: 2}
