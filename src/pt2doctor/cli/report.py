@@ -1,4 +1,8 @@
-"""`pt2doctor report PATH`: re-render a saved run, or explain any TORCH_TRACE file or directory."""
+"""`pt2doctor report PATH [--html [-o FILE]]`: re-render a saved run, or explain any TORCH_TRACE file or directory.
+
+`--html` writes one self-contained page: to FILE, else into PATH when PATH is a run directory,
+else `./report.html`.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ from pt2doctor.report.document import ReportInputError, load_session
 @click.command("report")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the summary.")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
+@click.option("--html", "html", is_flag=True, help="Also write an HTML report (see -o).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Where --html writes (implies --html).")
 @click.argument("path", type=click.Path(path_type=Path))
-def report_command(as_json: bool, strict: bool, path: Path) -> int:
+def report_command(as_json: bool, strict: bool, html: bool, output: Path | None, path: Path) -> int:
     """Render PATH: a run directory, a session.json, or a TORCH_TRACE file/directory."""
     try:
         session = load_session(path, strict=strict)
@@ -25,7 +31,15 @@ def report_command(as_json: bool, strict: bool, path: Path) -> int:
     except TraceError as exc:
         click.echo(f"pt2doctor: unreadable trace (--strict): {exc}", err=True)
         return EXIT_DATA
-    emit(session, as_json=as_json)
+    report = emit(session, as_json=as_json)
+    if html or output is not None:
+        from pt2doctor.report.html import write_html_report
+
+        click.echo(f"pt2doctor: wrote {write_html_report(report, output or _html_path(path))}", err=True)
     if strict and session.trace.unreadable:
         return EXIT_DATA
     return 0
+
+
+def _html_path(path: Path) -> Path:
+    return path / "report.html" if (path / "session.json").is_file() else Path("report.html")

@@ -1,4 +1,4 @@
-"""`pt2doctor run [--out DIR] [--timeout S] [--json] SCRIPT [ARGS...]`."""
+"""`pt2doctor run [--out DIR] [--timeout S] [--json] [--html] SCRIPT [ARGS...]`."""
 
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
 @click.option("--json", "as_json", is_flag=True, help="Print the session JSON instead of the summary.")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
+@click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool,
-                script: Path, args: tuple[str, ...]) -> int:
+                html: bool, script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, stdout_to_stderr=as_json, strict=strict)
@@ -37,4 +38,8 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     except TraceError as exc:
         raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
     report = emit(session, as_json=as_json, save_to=options.out_dir / "session.json")
+    if html:
+        from pt2doctor.report.html import write_html_report
+
+        click.echo(f"pt2doctor: wrote {write_html_report(report, options.out_dir / 'report.html')}", err=True)
     return report.verdict.exit_code
