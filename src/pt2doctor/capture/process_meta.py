@@ -27,6 +27,8 @@ _NOT_USER = tuple(
               str(Path(__file__).resolve().parents[1])}
 )
 
+_EXAMPLES = str(Path(__file__).resolve().parents[1] / "examples")  # the demo's scripts are user code
+
 
 @dataclass(frozen=True, slots=True)
 class RunPaths:
@@ -68,7 +70,7 @@ def is_user_file(path: str) -> bool:
         resolved = str(Path(path).resolve())
     except OSError:
         return False
-    return not resolved.startswith(_NOT_USER)
+    return resolved.startswith(_EXAMPLES) or not resolved.startswith(_NOT_USER)
 
 
 def read_meta(paths: RunPaths) -> dict[str, Any]:
