@@ -211,3 +211,20 @@ def run_script_recorded(script: str, out_dir: str, argv: list[str] | None = None
         runpy.run_path(script, run_name="__main__")
     finally:
         uninstall()
+
+
+def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None) -> int:
+    """Run `script` in a child interpreter with the recorder on; returns its exit status.
+
+    A stand-in for `capture.runner.run_script(..., record=True)` so `minify --script` and the
+    tests need no other part of the capture layer.
+    """
+    import subprocess
+    import sys
+
+    code = "import sys; from pt2doctor.capture.graph_recorder import run_script_recorded as r; r(sys.argv[1], sys.argv[2], sys.argv[3:])"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(script), str(run_dir), *(argv or [])],
+        cwd=Path(script).resolve().parent, capture_output=True, timeout=timeout_s,
+    )
+    return proc.returncode

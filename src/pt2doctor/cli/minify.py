@@ -1,0 +1,75 @@
+"""`pt2doctor minify RUN_DIR`: reduce the run's failing graph to a verified minimal repro.
+
+Parsing and dispatch only: loading is `reduce.fx_load`, reducing `reduce.fx_minify`; progress
+goes through `MinifyProgress`, a reporter handed to the reducer. Exit status: 0 verified repro,
+1 repro written but not verified, 3 nothing to minify or the failure does not reproduce.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+
+class MinifyProgress:
+    """Live progress on stderr: pass, nodes left, queries, cache hits."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+        self.status = console.status("starting workers")
+        self.status.start()
+
+    def progress(self, pass_name: str, size: int, queries: int, cache_hits: int) -> None:
+        elapsed = time.monotonic() - self.started
+        self.status.update(f"{pass_name}: {size} nodes left, {queries} queries ({cache_hits} cached), {elapsed:.1f}s")
+
+    def stop(self) -> None:
+        self.status.stop()
+
+
+@click.command("minify")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Where to write repro.py and minify.json (default: RUN_DIR).")
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per query.")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Candidates run in parallel.")
+@click.option("--accuracy", is_flag=True, help="Minify a wrong-result failure (fp64-referenced check).")
+@click.option("--tolerance", type=float, default=1e-4, show_default=True)
+@click.option("--script", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="First run SCRIPT with the graph recorder into RUN_DIR.")
+@click.option("--json", "as_json", is_flag=True, help="Print minify.json to stdout.")
+def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int, accuracy: bool,
+                   tolerance: float, script: Path | None, as_json: bool) -> None:
+    """Reduce RUN_DIR's failing graph to a minimal repro.py, verified in a fresh interpreter."""
+    from pt2doctor.capture.graph_recorder import record_script
+    from pt2doctor.model.serialize import dumps
+    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
+    from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
+
+    console = Console(stderr=True, highlight=False)
+    if script is not None:
+        record_script(script, run_dir)
+    try:
+        recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance)
+        options = MinifyOptions(out or run_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
+        progress = MinifyProgress(console)
+        try:
+            outcome = minify_case(recorded.case, recorded.context, options, progress)
+        finally:
+            progress.stop()
+    except (NothingToMinify, CannotReproduce) as exc:
+        console.print(f"pt2doctor minify: {exc}")
+        sys.exit(3)
+    result = outcome.result
+    word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
+    console.print(
+        f"{result.signature}: {result.nodes_before} -> {result.nodes_after} nodes {list(result.ops)} "
+        f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}"
+    )
+    if as_json:
+        click.echo(dumps(result, pretty=True).decode())
+    sys.exit(0 if result.verified else 1)

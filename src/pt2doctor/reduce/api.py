@@ -1,0 +1,66 @@
+"""The Python API: `minify(gm, inputs, check)` reduces a failing FX graph to a verified repro.
+
+Contract: `check` says how the graph was compiled when it failed: a registered backend name
+(`"inductor"`, `"aot_eager"`, `"relu_compile_error_TESTING_ONLY"`, ...), a backend callable (kept
+as its source, so the repro and the isolated workers can define it), or a full `ReproContext`.
+An aten-level graph (the kind AOTAutograd hands Inductor) with `check="inductor"` is compiled
+the after-AOT way (`compile_fx_inner`); any other graph the after-Dynamo way (`torch.compile`).
+`inputs` are example values (real or fake tensors, ints) or `TensorSpec`/`ScalarSpec`s. The
+result says whether `python repro.py` was verified in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from pt2doctor.capture.graph_recorder import callable_backend_spec, input_specs
+from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.reduce.core import Reporter
+from pt2doctor.reduce.fx_case import initial_case, make_base
+from pt2doctor.reduce.fx_minify import MinifyOptions, MinifyOutcome, minify_case
+from pt2doctor.reduce.oracle import ReproContext
+
+
+def minify(
+    gm: torch.fx.GraphModule,
+    inputs: Sequence[Any],
+    check: str | Callable[..., Any] | ReproContext = "inductor",
+    *,
+    accuracy: bool = False,
+    tolerance: float = 1e-4,
+    config_lines: Sequence[str] = (),
+    jobs: int | None = None,
+    timeout_s: float = 120.0,
+    out_dir: Path | str | None = None,
+    reporter: Reporter | None = None,
+) -> MinifyOutcome:
+    specs = [s if isinstance(s, (TensorSpec, ScalarSpec)) else None for s in inputs]
+    if any(s is None for s in specs):
+        specs = input_specs(gm, inputs)  # type: ignore[assignment]
+    base = make_base(gm, specs)  # type: ignore[arg-type]
+    if base is None:
+        raise ValueError("the graph does not run on inputs with this metadata")
+    context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
+    options = MinifyOptions(
+        out_dir=Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-")),
+        jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s,
+    )
+    return minify_case(initial_case(base), context, options, reporter)
+
+
+def _context(gm: torch.fx.GraphModule, check: str | Callable[..., Any], accuracy: bool, tolerance: float,
+             config_lines: Sequence[str]) -> ReproContext:
+    aten = any(isinstance(n.target, torch._ops.OpOverload) for n in gm.graph.nodes)
+    stage = Stage.AOT if check == "inductor" and aten else Stage.DYNAMO
+    backend = BackendSpec(BackendKind.NAMED, check) if isinstance(check, str) else callable_backend_spec(check)
+    return ReproContext(stage, backend, tuple(config_lines), accuracy, tolerance, (f"torch {torch.__version__}.",))
+
+
+__all__ = ["minify", "MinifyOutcome", "ReproContext", "InputSpec"]

@@ -1,0 +1,36 @@
+"""Failing graphs for the end-to-end minifier tests and the benchmark."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from pt2doctor.model.minify import TensorSpec
+
+
+def torch_chain(n: int, relu_at: int | None = None) -> torch.fx.GraphModule:
+    """A torch-level elementwise chain of `n` ops with one `torch.relu` (what Dynamo hands a backend)."""
+    relu_at = n // 2 if relu_at is None else relu_at
+
+    def f(x):
+        for i in range(n):
+            x = torch.relu(x) if i == relu_at else (torch.sin(x) if i % 2 else x * 1.01)
+        return (x,)
+
+    return torch.fx.symbolic_trace(f)
+
+
+def aten_chain(n: int, relu_at: int | None = None) -> torch.fx.GraphModule:
+    """The same chain at aten level (what AOTAutograd hands Inductor)."""
+    relu_at = n // 2 if relu_at is None else relu_at
+    aten = torch.ops.aten
+
+    def f(x):
+        for i in range(n):
+            x = aten.relu.default(x) if i == relu_at else (aten.sin.default(x) if i % 2 else aten.mul.Tensor(x, 1.01))
+        return (x,)
+
+    return torch.fx.symbolic_trace(f)
+
+
+CHAIN_INPUTS = [TensorSpec((16, 16), (16, 1))]

@@ -1,0 +1,91 @@
+"""End to end from a user script: record with the graph recorder, then `pt2doctor minify RUN_DIR`.
+
+Covers a custom backend defined in the user's script (PyTorch's launcher cannot see it:
+`InvalidBackend`), one that segfaults on one op, and the CLI's exit status and JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.capture.graph_recorder import record_script
+
+RAISES = """
+    import torch
+
+    def picky_backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.relu:
+                raise NotImplementedError("picky_backend: no relu please")
+        return gm
+
+    def f(x, w):
+        for _ in range(4):
+            x = torch.sin(x @ w) * 2
+        x = torch.relu(x)
+        return torch.cos(x).sum(dim=0)
+
+    torch.compile(f, backend=picky_backend)(torch.randn(8, 8), torch.randn(8, 8))
+"""
+
+SEGFAULTS = """
+    import ctypes
+    import torch
+
+    def crashing_backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.tanh:
+                ctypes.string_at(0)
+        return gm
+
+    def f(x):
+        x = torch.sin(x) + 1
+        x = torch.tanh(x * 3)
+        return torch.cos(x) - 2
+
+    torch.compile(f, backend=crashing_backend)(torch.randn(4, 4))
+"""
+
+
+def _minify_script(tmp_path: Path, source: str) -> tuple[int, dict]:
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(source))
+    run_dir = tmp_path / "run"
+    record_script(script, run_dir)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()",
+         str(run_dir), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=600,
+    )
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def test_custom_backend_in_user_script(tmp_path):
+    code, result = _minify_script(tmp_path, RAISES)
+    assert code == 0, result
+    assert result["ops"] == ["torch.relu"]
+    assert result["signature"]["text"] == "NotImplementedError: picky_backend: no relu please"
+    repro = (tmp_path / "run" / "repro.py").read_text()
+    assert "def picky_backend" in repro
+    assert subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "run", capture_output=True).returncode == 1
+
+
+def test_segfaulting_backend(tmp_path):
+    code, result = _minify_script(tmp_path, SEGFAULTS)
+    assert code == 0, result
+    assert result["ops"] == ["torch.tanh"]
+    assert result["signature"] == {"kind": "signal", "text": "SIGSEGV"}
+
+
+def test_nothing_failed_exits_3(tmp_path):
+    script = tmp_path / "ok.py"
+    script.write_text("import torch\ntorch.compile(lambda x: x + 1, backend='eager')(torch.randn(2))\n")
+    record_script(script, tmp_path / "run")
+    proc = subprocess.run([sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3

@@ -1,0 +1,66 @@
+"""FX passes on tiny graphs with an in-process oracle: exact minimal graphs, no workers."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pt2doctor.model.minify import TensorSpec
+from pt2doctor.reduce.core import Outcome, ReductionProblem, reduce
+from pt2doctor.reduce.fx_case import case_key, case_sort_key, initial_case, make_base
+from pt2doctor.reduce.fx_passes import FX_PASSES
+
+
+def _problem(gm, specs, interesting):
+    def oracle(cases):
+        return [Outcome.FAILS_SAME if interesting(c) else Outcome.PASSES for c in cases]
+
+    return ReductionProblem(initial_case(make_base(gm, specs)), oracle, key=case_key, sort_key=case_sort_key, jobs=2)
+
+
+def _has_relu(case):
+    return any(op in ("torch.relu", "aten.relu.default") for op in case.ops)
+
+
+def _chain(ops):
+    def f(x, y):
+        for op in ops:
+            x = {"relu": torch.relu, "sin": torch.sin, "cos": torch.cos}[op](x) + y
+        return (x, x * 2)
+
+    return torch.fx.symbolic_trace(f)
+
+
+SPECS = [TensorSpec((8, 6), (6, 1)), TensorSpec((8, 6), (6, 1))]
+
+
+def test_relu_in_a_chain_reduces_to_the_single_relu_on_a_tiny_input():
+    result = reduce(_problem(_chain(["sin", "cos", "relu", "sin", "cos"]), SPECS, _has_relu), FX_PASSES)
+    assert result.ops == ("torch.relu",)
+    assert result.inputs == (TensorSpec((1, 1), (1, 1)),)
+
+
+def test_dtype_is_simplified_when_the_failure_persists():
+    specs = [TensorSpec((4,), (1,), "float64"), TensorSpec((4,), (1,), "float64")]
+    result = reduce(_problem(_chain(["cos", "relu"]), specs, _has_relu), FX_PASSES)
+    assert [s.dtype for s in result.inputs] == ["float32"]
+
+
+def test_symbolic_dims_stay_symbolic_in_new_inputs():
+    specs = [TensorSpec((8, 6), (6, 1), dynamic=(0,)), TensorSpec((8, 6), (6, 1), dynamic=(0,))]
+    problem = _problem(_chain(["sin", "relu"]), specs, lambda c: _has_relu(c) and c.inputs[0].shape[0] > 1)
+    result = reduce(problem, FX_PASSES)
+    assert result.ops == ("torch.relu",)
+    assert result.inputs[0].dynamic == (0,)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(["sin", "cos", "relu"]), min_size=1, max_size=12).filter(lambda ops: "relu" in ops))
+def test_result_still_fails_and_second_reduction_is_a_no_op(ops):
+    first = reduce(_problem(_chain(ops), SPECS, _has_relu), FX_PASSES)
+    assert _has_relu(first) and first.node_count == 1
+    again = _problem(first.graph.owning_module or torch.fx.GraphModule(torch.nn.Module(), first.graph), list(first.inputs), _has_relu)
+    assert reduce(again, FX_PASSES).code == again.current.code
+    assert again.stats.accepted == {}
