@@ -3,6 +3,8 @@
 Contract: `advice_for(graph_break)` returns the first matching `Recipe` (or None). Recipes are data:
 a matcher over the break's type, explanation and source line, a cause in one line and a
 "do this instead" rewrite. Torch's own registry hints are kept next to them, never replaced.
+`action_items(session)` is the deduplicated action list of `pt2doctor explain`: one item per user
+line, ordered by impact (how many graphs the line splits, then how often it is hit).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pt2doctor.model import GraphBreak
+from pt2doctor.model import GraphBreak, Session, SourceLoc
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,10 @@ RECIPES: tuple[Recipe, ...] = (
            "the call goes into code Dynamo will not trace (a C extension or a skipped library)",
            "wrap it with `torch.compiler.disable` to run it eagerly on purpose, or, if it is a pure tensor "
            "function, `torch._dynamo.allow_in_graph(fn)`"),
+    Recipe("compiler_disable", _p(r"Skip calling `torch.compiler.disable\(\)`d function|disable\(\)d function"),
+           "the call goes to a function wrapped in `torch.compiler.disable`, which always runs eagerly",
+           "if the function is pure tensor code, drop the `torch.compiler.disable`; otherwise keep it and "
+           "call it once, outside the hot compiled loop"),
     Recipe("builtin", _p(r"Failed to trace builtin operator|builtin"),
            "a Python builtin Dynamo cannot model with these argument types",
            "use the torch equivalent of the builtin, or move the call outside the compiled function"),
@@ -94,3 +100,41 @@ def _replace_hints(graph_break: GraphBreak, hints: tuple[str, ...]) -> GraphBrea
     from dataclasses import replace
 
     return replace(graph_break, hints=hints)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionItem:
+    """One user line to change: what breaks there, why, and the rewrite."""
+
+    where: SourceLoc
+    reasons: tuple[str, ...]
+    graphs_split: int
+    hits: int
+    cause: str
+    rewrite: str
+    torch_hints: tuple[str, ...]
+    fatal: bool = False
+
+
+def action_items(session: Session) -> list[ActionItem]:
+    by_line: dict[tuple[str, int], list[GraphBreak]] = {}
+    for gb in session.graph_breaks:
+        by_line.setdefault((gb.file, gb.line), []).append(gb)
+    items = [_item(breaks) for breaks in by_line.values()]
+    return sorted(items, key=lambda i: (not i.fatal, -i.graphs_split, -i.hits, i.where.file, i.where.line))
+
+
+def _item(breaks: list[GraphBreak]) -> ActionItem:
+    first = max(breaks, key=lambda b: b.count)
+    recipe = next((r for r in (advice_for(b) for b in breaks) if r is not None), None)
+    frames = {cid for b in breaks for cid in b.compile_ids}
+    hints = tuple(dict.fromkeys(h for b in breaks for h in b.hints if not h.startswith("pt2doctor:")))
+    return ActionItem(
+        where=SourceLoc(first.file, first.line, first.function, first.code),
+        reasons=tuple(dict.fromkeys(b.reason.splitlines()[0] for b in breaks)),
+        graphs_split=len(frames) or 1, hits=sum(b.count for b in breaks),
+        cause=recipe.cause if recipe else (first.explanation or first.reason.splitlines()[0]),
+        rewrite=recipe.rewrite if recipe else (hints[0] if hints else "see the reason; `torch.compiler.disable` "
+                                               "keeps code that must stay in Python out of the graph on purpose"),
+        torch_hints=hints, fatal=any(b.fatal for b in breaks),
+    )

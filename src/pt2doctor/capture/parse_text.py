@@ -84,7 +84,7 @@ def _user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:
 
 _ENTRY = re.compile(r"^(?P<cid>\d+/\d+(?:_\d+)?): (?P<body>.*)$", re.S)
 _TENSOR = re.compile(
-    r"tensor '(?P<name>[^']+)' (?P<what>size|stride|rank|dtype|device|requires_grad|dispatch key set)"
+    r"tensor '(?P<name>.+?)' (?P<what>size|stride|rank|dtype|device|requires_grad|dispatch key set)"
     r" mismatch(?: at index (?P<dim>\d+))?\.(?: expected (?P<exp>[^,]+?))?(?:, actual (?P<act>.+?))?\s*$"
 )
 _CODE_SUFFIX = re.compile(r"\s+#\s*(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
@@ -133,7 +133,7 @@ def _tensor_text(kind: GuardKind, name: str, dim: int | None, exp: str | None, a
     if kind is GuardKind.SIZE:
         return f"input `{name}`: size at dim {dim} changed {change}"
     if kind is GuardKind.STRIDE:
-        return f"input `{name}`: stride at dim {dim} changed {change} (contiguity/layout changed)"
+        return f"input `{name}`: became non-contiguous or changed layout (stride at dim {dim} changed {change})"
     if kind is GuardKind.RANK:
         return f"input `{name}`: number of dims changed {change}"
     if kind is GuardKind.REQUIRES_GRAD:
@@ -141,6 +141,7 @@ def _tensor_text(kind: GuardKind, name: str, dim: int | None, exp: str | None, a
     return f"input `{name}`: {kind.value} changed {change}"
 
 
+_DICT_CONTAINS = re.compile(r"___dict_contains\('(?P<key>[^']+)',\s*(?P<obj>.+?)\.__dict__\)")
 _EQ = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|\bis not\b|\bis\b)\s*(?P<rhs>.+)$")
 _SIZE_SRC = re.compile(r"(?P<src>.+?)\.(?:size|stride)\(\)\[(?P<dim>\d+)\]")
 
@@ -153,6 +154,12 @@ def _expr_failure(expr: str, raw: str, failed_entry, source) -> GuardFailure:
         subject = _pretty_source(_first_arg(expr))
         return GuardFailure(GuardKind.IDENTITY, subject, f"`{subject}` is a different object than when compiled",
                             raw, None, None, None, failed_entry, source)
+    contains = _DICT_CONTAINS.search(expr)
+    if contains:
+        subject = f"{_pretty_source(contains['obj'])}.{contains['key']}"
+        kind = GuardKind.GLOBAL if "G[" in contains["obj"] or not contains["obj"].startswith("L[") else GuardKind.VALUE
+        return GuardFailure(kind, subject, f"attribute `{subject}` was set or deleted (an object's __dict__ changed)",
+                            raw, None, None, None, failed_entry, source)
     size = _SIZE_SRC.search(expr)
     if size or re.search(r"\b[su]\d+\b", expr) or any(op in expr for op in ("<=", ">=", " < ", " > ")):
         subject = _pretty_source(size["src"]) if size else expr
@@ -164,11 +171,22 @@ def _expr_failure(expr: str, raw: str, failed_entry, source) -> GuardFailure:
         subject = _pretty_source(eq["lhs"])
         is_global = eq["lhs"].startswith("G[") or eq["lhs"].startswith("G.")
         kind = GuardKind.GLOBAL if is_global else GuardKind.VALUE
-        noun = "global" if is_global else "Python value"
+        noun = "global" if is_global else f"Python {_value_type(eq['rhs'])}"
         text = f"{noun} `{subject}` changed: the graph was specialized to {subject} {eq['op']} {eq['rhs'].strip()}"
         return GuardFailure(kind, subject, text, raw, None, eq["rhs"].strip(), None, failed_entry, source)
     return GuardFailure(GuardKind.OTHER, expr, f"guard failed: {_pretty_expr(expr)}", raw, None, None, None,
                         failed_entry, source)
+
+
+def _value_type(literal: str) -> str:
+    text = literal.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return "int"
+    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?|-?inf|nan", text):
+        return "float"
+    if text in ("True", "False"):
+        return "bool"
+    return "value"
 
 
 def _first_arg(expr: str) -> str:
@@ -195,7 +213,8 @@ def _pretty_source(source: str) -> str:
     text = _SOURCE_PART.sub(r"\1", source.strip())
     text = re.sub(r"\._modules\[['\"]([^'\"]+)['\"]\]", r".\1", text)
     text = re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", text)
-    return text
+    # a keyword argument collected by `**kwargs` (HF models: `kwargs['input_ids']`) is named at the call site
+    return re.sub(r"^kwargs\.", "", text)
 
 
 def _pretty_expr(expr: str) -> str:

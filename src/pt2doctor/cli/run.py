@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
+from pt2doctor.api import cold as _cold
 from pt2doctor.capture.runner import RunOptions, ScriptError, run_script
 from pt2doctor.capture.trace_reader import TraceError
 from pt2doctor.cli.output import emit
 from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.report.advice import render_cold
 
 
 def default_out_dir(script: Path, label: str = "run") -> Path:
@@ -23,14 +25,17 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
 @click.option("--json", "as_json", is_flag=True, help="Print the session JSON instead of the summary.")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
+@click.option("--cold", is_flag=True, help="Also measure cold compile (caches off) against warm, per frame and phase.")
 @click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
 @click.argument("script", type=click.Path(path_type=Path))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool,
-                html: bool, script: Path, args: tuple[str, ...]) -> int:
+def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool, cold: bool,
+                html: bool,
+                script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, stdout_to_stderr=as_json, strict=strict)
+    options = _cold.with_private_cache(options) if cold else options
     try:
         session = run_script(options, TerminalReporter(quiet=False))
     except ScriptError as exc:
@@ -38,6 +43,8 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     except TraceError as exc:
         raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
     report = emit(session, as_json=as_json, save_to=options.out_dir / "session.json")
+    if cold:
+        click.echo(render_cold(_cold.measure(options, TerminalReporter(quiet=False))), err=as_json)
     if html:
         from pt2doctor.report.html import write_html_report
 

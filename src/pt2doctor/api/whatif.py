@@ -1,0 +1,56 @@
+"""Run the unchanged script once per proposed configuration change and measure the effect.
+
+Contract: `baseline_options(options)` returns the options of the first run, with output recording and
+seeding on (`capture/overrides.py`), so every trial is compared with a run that drew the same random
+inputs. `try_fixes(baseline, options, trials, reporter)` re-runs the script under each trial's
+overrides in `<out>/whatif/<name>/`, then judges each (`analysis.whatif.judge`). Output equality is
+measured on the return values of the first calls of every `torch.compile`d callable (summaries
+written by the child), not on stdout: stdout often prints timings or progress that differ run to run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.analysis.whatif import Trial, TrialResult, judge, outputs_equal
+from pt2doctor.capture.runner import Reporter, RunOptions, run_script
+from pt2doctor.model import Session
+
+OUTPUTS = "outputs.jsonl"
+SEED = 0
+
+
+def _with_overrides(options: RunOptions, overrides: dict[str, Any], out_dir: Path) -> RunOptions:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / OUTPUTS).unlink(missing_ok=True)
+    spec = {**overrides, "seed": SEED, "record_outputs": str((out_dir / OUTPUTS).resolve())}
+    env = {**options.env, "PT2DOCTOR_OVERRIDES": json.dumps(spec)}
+    return replace(options, out_dir=out_dir, env=env)
+
+
+def baseline_options(options: RunOptions) -> RunOptions:
+    return _with_overrides(options, {}, options.out_dir)
+
+
+def read_outputs(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / OUTPUTS
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def try_fixes(baseline: Session, options: RunOptions, trials: list[Trial],
+              reporter: Reporter | None = None) -> list[TrialResult]:
+    before = read_outputs(options.out_dir)
+    results = []
+    for trial in trials:
+        out = options.out_dir / "whatif" / re.sub(r"[^\w.-]+", "_", trial.name)
+        if reporter is not None:
+            reporter.status(f"what-if: {trial.change}")
+        session = run_script(_with_overrides(options, json.loads(trial.overrides), out), reporter)
+        results.append(judge(trial, baseline, session, outputs_equal(before, read_outputs(out)), str(out)))
+    return results

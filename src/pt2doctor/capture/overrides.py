@@ -1,0 +1,130 @@
+"""Apply a what-if configuration inside the child, before the user's script runs.
+
+Contract: `install(spec)` is called once by `capture/child.py` with the JSON object from
+`PT2DOCTOR_OVERRIDES`. Every key is optional:
+
+- `dynamo_config` / `inductor_config` / `compiler_config`: `{name: value}` set on `torch._dynamo.config`,
+  `torch._inductor.config`, `torch.compiler.config`. An unknown name raises (a typo must not pass as
+  "the fix did not help").
+- `mark_dynamic`: torch source names with an optional dim (`"L['x']:0"`), appended to
+  `torch.compiler.config.dynamic_sources`: the supported way to mark an input dynamic without editing
+  the script, and it wins over `dynamic=False` (torch/compiler/config.py, 2.13).
+- `reorderable_print`: add `print` to `torch._dynamo.config.reorderable_logging_functions`.
+- `compile_kwargs`: keyword arguments forced onto every `torch.compile` call (e.g. `{"dynamic": true}`),
+  through `torch_compat.patch_torch_compile`, the one place that replaces a torch function.
+- `seed`: seed `random`, `torch` (and NumPy when importable) so two runs draw the same inputs.
+- `record_outputs`: a path; the return values of the first `max_calls` calls of every compiled
+  callable are summarized to it as JSON lines (`summarize`), so the parent can compare a
+  baseline run with a what-if run without importing torch.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from pt2doctor.capture import torch_compat
+
+_CONFIG_KEYS = {"dynamo_config": "dynamo", "inductor_config": "inductor", "compiler_config": "compiler"}
+MAX_CALLS = 32
+
+
+def install(spec: dict[str, Any]) -> None:
+    for key, module_name in _CONFIG_KEYS.items():
+        _set_config(torch_compat.config_module(module_name), spec.get(key) or {})
+    if spec.get("mark_dynamic"):
+        _add_dynamic_sources(list(spec["mark_dynamic"]))
+    if spec.get("reorderable_print"):
+        torch_compat.dynamo_config().reorderable_logging_functions.add(print)
+    if spec.get("seed") is not None:
+        _seed(int(spec["seed"]))
+    recorder = _Recorder(spec["record_outputs"], int(spec.get("max_calls") or MAX_CALLS)) \
+        if spec.get("record_outputs") else None
+    if spec.get("compile_kwargs") or recorder is not None:
+        torch_compat.patch_torch_compile(dict(spec.get("compile_kwargs") or {}),
+                                         recorder.wrap if recorder is not None else None)
+
+
+def _set_config(module: Any, values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        if not hasattr(module, name):
+            raise AttributeError(f"{module.__name__} has no option {name!r}")
+        setattr(module, name, value)
+
+
+def _add_dynamic_sources(sources: list[str]) -> None:
+    config = torch_compat.config_module("compiler")
+    existing = [s for s in (config.dynamic_sources or "").split(",") if s.strip()]
+    config.dynamic_sources = ",".join(dict.fromkeys(existing + sources))
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(seed)
+
+
+class _Recorder:
+    """Append a summary of each compiled callable's first calls to a JSON-lines file."""
+
+    def __init__(self, path: str, max_calls: int) -> None:
+        self._path = path
+        self._max = max_calls
+        self._count = 0
+
+    def wrap(self, compiled: Any) -> Any:
+        import functools
+
+        import torch
+
+        index, self._count = self._count, self._count + 1
+        calls = [0]
+
+        def record(out: Any) -> None:
+            if calls[0] < self._max:
+                self._write(index, calls[0], out)
+            calls[0] += 1
+
+        if isinstance(compiled, torch.nn.Module):
+            compiled.register_forward_hook(lambda _mod, _args, out: record(out))
+            return compiled
+
+        @functools.wraps(compiled)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            out = compiled(*args, **kwargs)
+            record(out)
+            return out
+
+        return wrapper
+
+    def _write(self, index: int, call: int, out: Any) -> None:
+        with open(self._path, "a") as handle:
+            handle.write(json.dumps({"fn": index, "call": call, "value": summarize(out)}) + "\n")
+
+
+_MAX_VALUES = 4096
+
+
+def summarize(value: Any) -> Any:
+    """A JSON-able summary of a return value: tensors as dtype, shape and their first values."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().reshape(-1)[:_MAX_VALUES]
+        values = flat.to(torch.float64 if not flat.is_complex() else torch.complex128).cpu()
+        numbers = values.abs().tolist() if values.is_complex() else values.tolist()
+        return {"tensor": str(value.dtype), "shape": list(value.shape), "values": numbers}
+    if isinstance(value, dict):
+        return {"dict": {str(k): summarize(v) for k, v in value.items()}}
+    if isinstance(value, (list, tuple)):
+        return {"seq": [summarize(v) for v in value]}
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return {"py": value}
+    return {"other": type(value).__name__}

@@ -1,0 +1,87 @@
+"""Shared steps of `pt2doctor recompiles` and `pt2doctor explain`: the options of `run`, one run,
+optional what-if trials, and the output (text, `--json`, `--html`).
+
+Contract: `advisor_options` adds `run`'s options plus `--try-fixes`; `run_advisor` runs the script
+once (with output recording when trials follow), proposes the trials whose target is `target`, runs
+them, and prints `render(report)` followed by the trial results. It returns the run's exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pt2doctor.analysis.whatif import Target, TrialResult, propose_trials
+from pt2doctor.capture.runner import RunOptions, ScriptError, run_script
+from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.cli.run import default_out_dir
+from pt2doctor.model.serialize import dumps, to_builtins
+from pt2doctor.report.advice import render_trials
+from pt2doctor.report.document import Report, build_report, save_report
+
+
+def advisor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = (
+        click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace)."),
+        click.option("--timeout", type=float, default=None, help="Stop the script after this many seconds."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text."),
+        click.option("--html", "html", type=click.Path(path_type=Path), default=None,
+                     help="Also write the HTML report to this file."),
+        click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them."),
+        click.option("--try-fixes", is_flag=True, help="Re-run the script under each suggested config change "
+                                                       "and report the measured effect."),
+        click.argument("script", type=click.Path(path_type=Path)),
+        click.argument("args", nargs=-1, type=click.UNPROCESSED),
+    )
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
+def run_advisor(label: str, target: Target, render: Callable[[Report], str],
+                digest: Callable[[Report], Any], **kw: Any) -> int:
+    script: Path = kw["script"]
+    options = RunOptions(script=script, args=kw["args"], out_dir=kw["out_dir"] or default_out_dir(script, label),
+                         timeout_s=kw["timeout"], stdout_to_stderr=kw["as_json"], strict=kw["strict"], label=label)
+    reporter = TerminalReporter(quiet=False)
+    try:
+        from pt2doctor.api.whatif import baseline_options, try_fixes
+
+        session = run_script(baseline_options(options) if kw["try_fixes"] else options, reporter)
+        report = build_report(session)
+        results: list[TrialResult] = []
+        if kw["try_fixes"]:
+            trials = [t for t in propose_trials(report.session) if t.target == target]
+            results = try_fixes(report.session, options, trials, reporter)
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except TraceError as exc:
+        raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
+    save_report(report, options.out_dir / "session.json")
+    if kw["html"] is not None:
+        _write_html(report, kw["html"])
+    if kw["as_json"]:
+        doc = {"verdict": report.verdict.headline, label: to_builtins(digest(report)),
+               "trials": to_builtins(results), "run_dir": str(options.out_dir)}
+        sys.stdout.buffer.write(dumps(doc, pretty=True) + b"\n")
+    else:
+        click.echo(f"{report.verdict.headline}\n")
+        click.echo(render(report))
+        if kw["try_fixes"]:
+            click.echo(render_trials(results))
+        click.secho(f"run directory: {options.out_dir}", dim=True)
+    return report.verdict.exit_code
+
+
+def _write_html(report: Report, path: Path) -> None:
+    try:
+        from pt2doctor.report.html import write_html_report
+    except ImportError:
+        click.echo("pt2doctor: the HTML report is not available in this build", err=True)
+        return
+    write_html_report(report, path)
