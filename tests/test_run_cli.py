@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, pt2doctor
+from clihelp import SCRIPTS, pt2doctor
 
 EXAMPLES = Path(__file__).parents[1] / "src" / "pt2doctor" / "examples"
 
