@@ -1,0 +1,127 @@
+"""Benchmark: PyTorch's after-AOT minifier vs `pt2doctor minify`, on the same failing programs.
+
+For each model x bug, one user program is written (the model compiled with Inductor and
+`torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = BUG`). Then:
+- torch:    run it with TORCHDYNAMO_REPRO_AFTER=aot (REPRO_LEVEL 2 for compile errors, 4 for
+            runtime/accuracy), then `python minifier_launcher.py minify` (isolated, the default)
+            and `... minify --no-isolate`; wall time, queries ("Made N queries") and final nodes
+            (the `minified_N_nodes` checkpoint).
+- pt2doctor: record the program with the graph recorder, then `pt2doctor minify RUN_DIR`
+            (verification in a fresh interpreter included in the time).
+Usage: python bench/minify.py [--models chain100,...] [--bugs compile_error,...]
+                              [--tools ours,torch,torch-no-isolate] [--out bench/results/minify-DATE.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+MODELS = {
+    "chain100": "chain(100)", "chain500": "chain(500)", "chain2000": "chain(2000)", "blocks16": "blocks(16)",
+}
+PROGRAM = """
+import torch
+import torch._inductor.config
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = {bug!r}
+
+def chain(n):
+    def f(x):
+        for i in range(n):
+            x = torch.relu(x) if i == n // 2 else (torch.sin(x) if i % 2 else x * 1.01)
+        return x
+    return f, (torch.randn(16, 16),)
+
+def blocks(n):
+    layers = []
+    for _ in range(n):
+        layers += [torch.nn.Linear(32, 32), torch.nn.LayerNorm(32), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).eval()
+    return model, (torch.randn(8, 32),)
+
+fn, args = {model}
+with torch.no_grad():
+    torch.compile(fn, backend="inductor")(*args)
+"""
+
+
+def run_torch(workdir: Path, bug: str, isolate: bool) -> dict:
+    env = {**os.environ, "TORCHDYNAMO_REPRO_AFTER": "aot", "TORCHDYNAMO_REPRO_LEVEL": "2" if bug == "compile_error" else "4"}
+    subprocess.run([sys.executable, "user.py"], cwd=workdir, env=env, capture_output=True, timeout=1800)
+    launchers = sorted(workdir.glob("torch_compile_debug/run_*/minifier/minifier_launcher.py"))
+    if not launchers:
+        return {"status": "no launcher"}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, launchers[-1].name, "minify", *([] if isolate else ["--no-isolate"])],
+                          cwd=launchers[-1].parent, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    queries = re.findall(r"Made (\d+) queries", out)
+    nodes = sorted(int(n) for n in re.findall(r"minified_(\d+)_nodes", " ".join(str(p) for p in launchers[-1].parent.rglob("*.py"))))
+    return {"status": f"exit {proc.returncode}", "wall_s": wall, "queries": int(queries[-1]) if queries else None,
+            "nodes": nodes[0] if nodes else None}
+
+
+def run_ours(workdir: Path, bug: str) -> dict:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import sys; from pt2doctor.capture.graph_recorder import run_script_recorded as r; r('user.py', 'run')"],
+                   cwd=workdir, capture_output=True, timeout=1800)
+    record_s = time.monotonic() - started
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()", "run", "--json",
+                           *(["--accuracy"] if bug == "accuracy" else [])],
+                          cwd=workdir, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - started
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"status": f"exit {proc.returncode}: {proc.stderr[-300:]}", "wall_s": wall}
+    return {"status": "verified" if result["verified"] else "NOT verified", "wall_s": wall, "record_s": record_s,
+            "queries": result["queries"], "nodes": result["nodes_after"], "ops": result["ops"],
+            "reduce_s": result["time_s"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--bugs", default="compile_error,runtime_error,accuracy")
+    parser.add_argument("--tools", default="ours,torch-no-isolate,torch")
+    parser.add_argument("--out", type=Path, default=Path(f"bench/results/minify-{datetime.date.today()}.md"))
+    args = parser.parse_args()
+    rows = []
+    for model in args.models.split(","):
+        for bug in args.bugs.split(","):
+            for tool in args.tools.split(","):
+                with tempfile.TemporaryDirectory() as tmp:
+                    workdir = Path(tmp)
+                    (workdir / "user.py").write_text(textwrap.dedent(PROGRAM.format(bug=bug, model=MODELS[model])))
+                    result = run_ours(workdir, bug) if tool == "ours" else run_torch(workdir, bug, tool == "torch")
+                rows.append({"model": model, "bug": bug, "tool": tool, **result})
+                print(json.dumps(rows[-1]), flush=True)
+    write_table(rows, args.out)
+
+
+def write_table(rows: list[dict], out: Path) -> None:
+    import torch
+
+    lines = [f"# Minifier benchmark ({datetime.date.today()}, torch {torch.__version__}, {os.cpu_count()} cores)", "",
+             "| model | bug | tool | wall | queries | final nodes | status |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        wall = f"{r['wall_s']:.1f} s" if "wall_s" in r else "-"
+        lines.append(f"| {r['model']} | {r['bug']} | {r['tool']} | {wall} | {r.get('queries', '-')} | "
+                     f"{r.get('nodes', '-')} {r.get('ops', '')} | {r['status']} |")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
