@@ -85,6 +85,10 @@ def _install_hooks() -> None:
         from pt2doctor.capture import overrides
 
         overrides.install(json.loads(os.environ["PT2DOCTOR_OVERRIDES"]))
+    if os.environ.get("PT2DOCTOR_ACCURACY"):
+        from pt2doctor.capture import accuracy_probe
+
+        accuracy_probe.install(json.loads(os.environ["PT2DOCTOR_ACCURACY"]))
 
 
 def main() -> None:

@@ -241,3 +241,35 @@ def unwrap_backend_exception(exc: BaseException) -> BaseException:
     while getattr(exc, "inner_exception", None) is not None:
         exc = exc.inner_exception  # type: ignore[attr-defined]
     return exc
+
+
+# --- accuracy (capture.accuracy_probe) ------------------------------------------------------------
+
+def same_as_fp64_reference(expected: Any, actual: Any, reference: Any, tolerance: float) -> bool:
+    """PyTorch's accuracy rule (`same_two_models` semantics): allclose, else RMSE(actual, fp64) within
+    a dtype-dependent multiple of RMSE(expected, fp64) (`torch._dynamo.utils.same`, 2.13).
+
+    The same call, with the same keywords, as `same_as_fp64_reference` in the minifier's repro
+    template (`reduce/repro.py`), which must stay torch-only and so cannot import this one: the two
+    judge a graph identically. Errors are not logged (the probe asks per node).
+    """
+    from torch._dynamo.utils import same
+
+    return bool(same(expected, actual, reference, tol=tolerance, equal_nan=True, ignore_non_fp=True,
+                     log_error=lambda *args, **kwargs: None))
+
+
+def clone_input(value: Any) -> Any:
+    """A copy of a tensor with the same size, strides and storage offset (`torch._dynamo.utils.clone_input`,
+    2.13), so a compiled graph that assumed the strides runs on it; non-tensors as they are."""
+    import torch
+    from torch._dynamo.utils import clone_input as _clone
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    return _clone(value.detach()).requires_grad_(value.requires_grad and value.is_floating_point())
+
+
+def node_example_value(node: Any) -> Any:
+    """The fake value Dynamo attached to an FX node (`meta["example_value"]`, 2.13), or `meta["val"]`."""
+    return node.meta.get("example_value", node.meta.get("val"))

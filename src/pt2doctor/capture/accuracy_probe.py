@@ -1,0 +1,303 @@
+"""The child side of `pt2doctor accuracy`: judge every compiled graph against eager, in the user's run.
+
+Contract: `install(spec)` is called once by `capture/child.py` with the JSON object from
+`PT2DOCTOR_ACCURACY` (`{"out": path, "tol": 1e-4}`) and returns the uninstall function. It wraps
+every Dynamo backend call (`torch_compat.patch_backend_call`); on the first call of each compiled
+graph, before the user's own call, it runs on clones of the real inputs:
+1. the Dynamo graph eagerly in fp32, eagerly in fp64 (floating inputs cast), and compiled twice,
+   forward and, when grad is on and an input requires it, backward (`autograd.grad` of the outputs
+   against a fixed cotangent); the RNG state is restored before each run and before the user's call,
+   so the program draws and computes exactly what it would without the probe;
+2. judges compiled against eager with PyTorch's rule (`torch_compat.same_as_fp64_reference`);
+3. when the graph fails, localizes in ONE instrumented run, no bisection: the graph rewritten so every
+   floating intermediate is an output, compiled once with the same backend, each intermediate judged
+   with the same rule; the first failing one in topological order is the first divergent node.
+One `GraphAccuracy` per graph is appended to `out` as a JSON line. A probe error is recorded on the
+graph (`verdict="error"`) and never changes the user's program.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.capture import torch_compat
+from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
+from pt2doctor.model.serialize import to_builtins
+
+TOP_NODES = 5
+_RANDOM = re.compile(r"dropout|rand|bernoulli|multinomial|normal|uniform|exponential|poisson|rrelu|cauchy|geometric")
+_REDUCED = ("bfloat16", "float16")
+
+
+def install(spec: dict[str, Any]) -> Callable[[], None]:
+    probe = AccuracyProbe(Path(spec["out"]), float(spec.get("tol") or 1e-4))
+    return torch_compat.patch_backend_call(probe.on_backend_call)
+
+
+class AccuracyProbe:
+    def __init__(self, out: Path, tol: float) -> None:
+        self.out = out
+        self.tol = tol
+
+    def on_backend_call(self, original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
+        import torch.fx
+
+        graph_id = torch_compat.current_compile_id() or "?"
+        eager = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the backend may rewrite gm's graph
+        compiled = original(output_graph, gm, example_inputs)
+        backend = output_graph.compiler_fn
+        state = {"checked": False}
+
+        def run(*args: Any) -> Any:  # Dynamo calls what a backend returns unboxed, `fn(*graphargs)` (2.13)
+            if not state["checked"]:
+                state["checked"] = True
+                self.write(self.check(graph_id, eager, backend, compiled, list(args)))
+            return compiled(*args)
+
+        return run
+
+    def check(self, graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[Any]) -> GraphAccuracy:
+        try:
+            with _same_rng():
+                return judge_graph(graph_id, gm, backend, compiled, args, self.tol)
+        except Exception as exc:  # the probe must never break the user's program
+            return GraphAccuracy(graph_id, "error", error=f"{type(exc).__name__}: {exc}"[:2000])
+
+    def write(self, record: GraphAccuracy) -> None:
+        with open(self.out, "a") as handle:
+            handle.write(json.dumps(to_builtins(record)) + "\n")
+
+
+@contextmanager
+def _same_rng() -> Iterator[None]:
+    """Restore the RNG state when the probe is done, so the user's call draws what it would have."""
+    import torch
+
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
+        yield
+
+
+def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[Any], tol: float) -> GraphAccuracy:
+    import torch
+
+    want_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    rng = torch.get_rng_state()
+    runs = {}
+    for name, fn, cast in (("eager", gm, False), ("fp64", _fp64_module(gm), True),
+                           ("compiled", compiled, False), ("again", compiled, False)):
+        torch.set_rng_state(rng)
+        runs[name] = run_once(fn, args, want_grad, cast)
+    forward = compare(runs["eager"][0], runs["compiled"][0], runs["fp64"][0], tol)
+    backward = compare(runs["eager"][1], runs["compiled"][1], runs["fp64"][1], tol) if runs["eager"][1] else None
+    again = _max_abs(runs["compiled"][0] + runs["compiled"][1], runs["again"][0] + runs["again"][1])
+    failed = forward.verdict == "fail" or (backward is not None and backward.verdict == "fail")
+    nodes: list[DivergentNode] = []
+    count = 0
+    if failed:
+        torch.set_rng_state(rng)
+        nodes, count = localize(gm, backend, args, tol)
+    worst = max((e for e in (forward, backward) if e is not None), key=lambda e: e.max_abs_err or 0.0)
+    return GraphAccuracy(
+        graph=graph_id, verdict="fail" if failed else "pass", max_abs_err=worst.max_abs_err,
+        rmse_ratio=_max_opt(forward.rmse_ratio, backward.rmse_ratio if backward else None),
+        forward=forward, backward=backward, first_divergent=nodes[0] if nodes else None,
+        top_divergent=tuple(sorted(nodes, key=lambda n: -(n.max_abs_err or 0.0))[:TOP_NODES]),
+        nodes_compared=count, random_ops=random_ops(gm), reduced_precision=reduced_precision(gm, args),
+        deterministic=again == 0.0, run_to_run_max_abs=again,
+    )
+
+
+def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64: bool) -> tuple[list[Any], list[Any]]:
+    """Floating outputs (detached) and, with `want_grad`, the gradients of the inputs that require it."""
+    import torch
+
+    inputs = [_to_fp64(a) if fp64 else torch_compat.clone_input(a) for a in args]
+    with torch.set_grad_enabled(want_grad):
+        outputs = [o for o in _flatten(fn(*inputs)) if isinstance(o, torch.Tensor)]
+    leaves = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
+    diff = [o for o in outputs if o.requires_grad and o.is_floating_point()]
+    grads: list[Any] = []
+    if want_grad and leaves and diff:
+        found = torch.autograd.grad(diff, leaves, [_cotangent(o) for o in diff], allow_unused=True)
+        grads = [g.detach() if g is not None else torch.zeros_like(x) for g, x in zip(found, leaves)]
+    return [o.detach() for o in outputs], grads
+
+
+def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any], tol: float) -> Errors:
+    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), list(fp64), tol)
+    stats = [_pair_errors(e, c, r) for e, c, r in zip(eager, compiled, fp64) if e.is_floating_point()]
+    return Errors(
+        "pass" if ok else "fail",
+        max_abs_err=_max_opt(*(s[0] for s in stats)), max_rel_err=_max_opt(*(s[1] for s in stats)),
+        rmse_ratio=_max_opt(*(s[2] for s in stats)), rmse_compiled=_max_opt(*(s[3] for s in stats)),
+        rmse_eager=_max_opt(*(s[4] for s in stats)),
+    )
+
+
+def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
+    import torch
+
+    e, c, r = eager.double(), compiled.double(), fp64.double()
+    if e.shape != c.shape:
+        return (None,) * 5
+    diff = (c - e).abs()
+    rel = diff / e.abs().clamp_min(torch.finfo(eager.dtype).tiny)
+    rmse_c, rmse_e = _rmse(r, c), _rmse(r, e)
+    ratio = rmse_c / rmse_e if rmse_e else (1.0 if rmse_c == 0 else None)
+    return _finite(_nanmax(diff)), _finite(_nanmax(rel)), _finite(ratio), _finite(rmse_c), _finite(rmse_e)
+
+
+def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[DivergentNode], int]:
+    """Every failing intermediate, in topological order, from one instrumented compile and run."""
+    import torch
+
+    probe, nodes = instrumented(gm)
+    if not nodes:
+        return [], 0
+    with torch.no_grad():
+        inputs = [torch_compat.clone_input(a).detach() if isinstance(a, torch.Tensor) else a for a in args]
+        compiled = backend(probe, inputs)
+        rng = torch.get_rng_state()
+        values = {}
+        for name, fn, cast in (("eager", probe, False), ("fp64", _fp64_module(probe), True),
+                               ("compiled", compiled, False)):
+            torch.set_rng_state(rng)
+            values[name] = run_once(fn, args, False, cast)[0]
+    failing = []
+    for index, (node, e, c, r) in enumerate(zip(nodes, values["eager"], values["compiled"], values["fp64"])):
+        errors = compare([e], [c], [r], tol)
+        if errors.verdict == "fail":
+            failing.append(describe_node(node, index, errors))
+    return failing, len(nodes)
+
+
+def instrumented(gm: Any) -> tuple[Any, list[Any]]:
+    """A copy of `gm` whose outputs are all its floating tensor intermediates, and those nodes."""
+    import torch
+    import torch.fx
+
+    graph = copy.deepcopy(gm.graph)
+    nodes = [n for n in graph.nodes if n.op.startswith("call_") and _is_float(torch_compat.node_example_value(n))]
+    output = next(n for n in graph.nodes if n.op == "output")
+    output.args = (tuple(nodes),)
+    graph.eliminate_dead_code()
+    return torch.fx.GraphModule(gm, graph), nodes
+
+
+def describe_node(node: Any, index: int, errors: Errors) -> DivergentNode:
+    value = torch_compat.node_example_value(node)
+    file, line, code = user_frame(node.meta.get("stack_trace") or "")
+    return DivergentNode(
+        node=node.name, op=_op_name(node), file=file, line=line, code=code,
+        shape=tuple(torch_compat.symint_hint(s) for s in value.shape), dtype=str(value.dtype).removeprefix("torch."),
+        max_abs_err=errors.max_abs_err, rmse_ratio=errors.rmse_ratio, index=index,
+    )
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)')
+
+
+def user_frame(stack_trace: str) -> tuple[str | None, int | None, str | None]:
+    """The innermost frame of an FX node's stack trace outside torch itself (an `nn.ReLU` call is
+    recorded inside torch/nn/modules; the user's line is the one that called it)."""
+    frames = _FRAME.findall(stack_trace)
+    user = [f for f in frames if "/torch/" not in f[0].replace("\\", "/")] or frames
+    if not user:
+        return None, None, None
+    file, line, code = user[-1]
+    return file, int(line), code.strip() or None
+
+
+def _op_name(node: Any) -> str:
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_module":
+        return str(node.target)
+    return torch_compat.qualified_name(node.target)
+
+
+def random_ops(gm: Any) -> tuple[str, ...]:
+    names = (_op_name(n) for n in gm.graph.nodes if n.op.startswith("call_"))
+    return tuple(dict.fromkeys(n for n in names if _RANDOM.search(n.lower())))
+
+
+def reduced_precision(gm: Any, args: Sequence[Any]) -> tuple[str, ...]:
+    import torch
+
+    values = list(args) + [torch_compat.node_example_value(n) for n in gm.graph.nodes]
+    found = {str(v.dtype).removeprefix("torch.") for v in values if isinstance(v, torch.Tensor)}
+    notes = [d for d in _REDUCED if d in found]
+    if torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32:
+        notes.append("tf32")
+    return tuple(notes)
+
+
+def _fp64_module(gm: Any) -> Any:
+    import torch
+
+    if not any(t.is_floating_point() for t in list(gm.parameters()) + list(gm.buffers())):
+        return gm
+    return copy.deepcopy(gm).to(torch.float64)
+
+
+def _to_fp64(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
+    return value
+
+
+def _cotangent(out: Any) -> Any:
+    """A fixed, input-independent cotangent (not ones: a softmax's gradient against ones is zero)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(out.shape, generator=generator, dtype=torch.float64).to(out.dtype).to(out.device)
+
+
+def _flatten(value: Any) -> list[Any]:
+    import torch.utils._pytree as pytree
+
+    return pytree.tree_leaves(value)
+
+
+def _is_float(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _rmse(a: Any, b: Any) -> float:
+    return float(((a - b) ** 2).mean().sqrt()) if a.numel() else 0.0
+
+
+def _nanmax(t: Any) -> float:
+    import torch
+
+    return float(torch.nan_to_num(t, nan=float("inf")).max()) if t.numel() else 0.0
+
+
+def _max_abs(a: Sequence[Any], b: Sequence[Any]) -> float | None:
+    """Largest difference between two runs; NaN in both places counts as equal."""
+    import torch
+
+    diffs = [torch.where(x.isnan() & y.isnan(), 0.0, (x.double() - y.double()).abs())
+             for x, y in zip(a, b) if x.is_floating_point() and x.shape == y.shape]
+    return _finite(max((_nanmax(d) for d in diffs), default=0.0))
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and x == x and abs(x) != float("inf") else None
+
+
+def _max_opt(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None

@@ -1,0 +1,88 @@
+"""Accuracy results, one per compiled graph: the values `pt2doctor accuracy` puts in the session.
+
+Contract: plain frozen values, no torch. The child's probe (`capture/accuracy_probe.py`) writes one
+`GraphAccuracy` per compiled graph as a JSON line; the parent reads them back (`convert`), adds what
+it learns from re-checks (`analysis/accuracy.py`) and stores the list as `session.extras["accuracy"]`
+(README, "session.json"). Errors are measured against eager on the same inputs; `rmse_ratio` is
+RMSE(compiled, fp64 eager) / RMSE(eager fp32, fp64 eager), the quantity PyTorch's rule bounds
+(None when eager matches fp64 exactly, so the ratio is undefined).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+AccuracyVerdict = Literal["pass", "fail", "error"]
+
+
+class Cause(str, Enum):
+    """A known reason for a difference that is not a compiler bug."""
+
+    RANDOM = "random"  # random ops: compiled and eager draw differently unless fallback_random
+    REDUCED_PRECISION = "reduced_precision"  # bf16/fp16 values or TF32 matmuls
+    NONDETERMINISM = "nondeterminism"  # the compiled graph differs from itself run to run
+
+
+@dataclass(frozen=True, slots=True)
+class Errors:
+    """How far one set of compiled values is from eager's, and PyTorch's verdict on it."""
+
+    verdict: AccuracyVerdict
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    rmse_ratio: float | None = None
+    rmse_compiled: float | None = None
+    rmse_eager: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DivergentNode:
+    """One intermediate of the graph, compared on its own in the instrumented run."""
+
+    node: str
+    op: str
+    file: str | None
+    line: int | None
+    code: str | None = None
+    shape: tuple[int, ...] = ()
+    dtype: str | None = None
+    max_abs_err: float | None = None
+    rmse_ratio: float | None = None
+    index: int = 0  # position among the compared intermediates, in topological order
+
+
+@dataclass(frozen=True, slots=True)
+class Recheck:
+    """The same graph judged again in a run with `config` applied (e.g. fallback_random)."""
+
+    config: dict[str, object]
+    verdict: AccuracyVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class GraphAccuracy:
+    graph: str  # the compile id, "0/0"
+    verdict: AccuracyVerdict
+    max_abs_err: float | None = None
+    rmse_ratio: float | None = None
+    forward: Errors | None = None
+    backward: Errors | None = None
+    first_divergent: DivergentNode | None = None
+    top_divergent: tuple[DivergentNode, ...] = ()
+    nodes_compared: int = 0
+    random_ops: tuple[str, ...] = ()
+    reduced_precision: tuple[str, ...] = ()
+    deterministic: bool | None = None
+    run_to_run_max_abs: float | None = None
+    causes: tuple[Cause, ...] = ()
+    explained: bool = False  # every difference is accounted for by a known non-bug
+    recheck: Recheck | None = None
+    minified: dict[str, object] | None = None
+    error: str | None = None
+    function: str | None = None
+
+    @property
+    def real_failure(self) -> bool:
+        return self.verdict == "fail" and not self.explained
