@@ -33,6 +33,7 @@ from pt2doctor.model.serialize import to_builtins
 TOP_NODES = 5
 _RANDOM = re.compile(r"dropout|rand|bernoulli|multinomial|normal|uniform|exponential|poisson|rrelu|cauchy|geometric")
 _REDUCED = ("bfloat16", "float16")
+_REL_FLOOR = 1e-6  # relative error against |eager| below this is meaningless (a dropped unit, a zero)
 
 
 def install(spec: dict[str, Any]) -> Callable[[], None]:
@@ -148,7 +149,7 @@ def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ..
     if e.shape != c.shape:
         return (None,) * 5
     diff = (c - e).abs()
-    rel = diff / e.abs().clamp_min(torch.finfo(eager.dtype).tiny)
+    rel = diff / e.abs().clamp_min(_REL_FLOOR)
     rmse_c, rmse_e = _rmse(r, c), _rmse(r, e)
     ratio = rmse_c / rmse_e if rmse_e else (1.0 if rmse_c == 0 else None)
     return _finite(_nanmax(diff)), _finite(_nanmax(rel)), _finite(ratio), _finite(rmse_c), _finite(rmse_e)

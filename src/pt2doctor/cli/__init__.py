@@ -23,13 +23,16 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from pt2doctor.cli.accuracy import accuracy_command
     from pt2doctor.cli.demo import demo_command
+    from pt2doctor.cli.diagnose import diagnose_command
     from pt2doctor.cli.explain import explain_command
     from pt2doctor.cli.recompiles import recompiles_command
     from pt2doctor.cli.report import report_command
     from pt2doctor.cli.run import run_command
 
-    for command in (run_command, report_command, demo_command, recompiles_command, explain_command):
+    for command in (run_command, report_command, demo_command, recompiles_command, explain_command,
+                    accuracy_command, diagnose_command):
         cli.add_command(command)
     try:
         from pt2doctor.cli.minify import minify_command

@@ -2,8 +2,8 @@
 
 Contract: plain frozen values, no torch. The child's probe (`capture/accuracy_probe.py`) writes one
 `GraphAccuracy` per compiled graph as a JSON line; the parent reads them back (`convert`), adds what
-it learns from re-checks (`analysis/accuracy.py`) and stores the list as `session.extras["accuracy"]`
-(README, "session.json"). Errors are measured against eager on the same inputs; `rmse_ratio` is
+it learns from re-checks (`analysis/accuracy.py`) and stores them as `Session.accuracy` (the
+`accuracy` key of session.json, README). Errors are measured against eager on the same inputs; `rmse_ratio` is
 RMSE(compiled, fp64 eager) / RMSE(eager fp32, fp64 eager), the quantity PyTorch's rule bounds
 (None when eager matches fp64 exactly, so the ratio is undefined).
 """

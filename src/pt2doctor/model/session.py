@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
+from pt2doctor.model.accuracy import GraphAccuracy
 from pt2doctor.model.ids import CompileId, SourceLoc
 
 SCHEMA = "pt2doctor.session/1"
@@ -211,6 +212,7 @@ class Session:
     stderr_tail: str = ""
     run_dir: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    accuracy: tuple[GraphAccuracy, ...] = ()  # one per compiled graph, from `pt2doctor accuracy` only
 
     @property
     def compile_time_s(self) -> float:

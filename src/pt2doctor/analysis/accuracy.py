@@ -1,0 +1,79 @@
+"""What the per-graph accuracy results mean: known non-bugs, explained differences, the exit code.
+
+Contract: pure functions over `GraphAccuracy` values (no torch, no I/O).
+- `needs_rng_recheck(results)`: a graph failed and has random ops, so a re-run with
+  `FALLBACK_RANDOM` (Inductor then calls eager's RNG ops) tells an RNG difference from a bug.
+- `explain(results, recheck)`: name the causes (random ops, reduced precision, nondeterminism) and
+  mark a failure `explained` only when the evidence says so: it passes under fallback_random, or
+  the compiled graph differs from itself about as much as from eager. Reduced precision is called
+  out but never excuses a failure: PyTorch's rule already allows bf16/fp16 a 3x larger RMSE.
+- `exit_code(script_code, results)`: the script's own failure first, else `EXIT_MISMATCH` when a
+  graph fails without explanation, else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from pt2doctor.model.accuracy import Cause, GraphAccuracy, Recheck
+from pt2doctor.model.session import Compile
+
+FALLBACK_RANDOM: dict[str, object] = {"inductor_config": {"fallback_random": True}}
+FALLBACK_RANDOM_LINE = "torch._inductor.config.fallback_random = True"
+EXIT_MISMATCH = 1
+_NOISE_SHARE = 0.5  # run-to-run difference at least half the compiled-vs-eager one: noise, not a bug
+
+
+def needs_rng_recheck(results: Sequence[GraphAccuracy]) -> bool:
+    return any(r.verdict == "fail" and r.random_ops for r in results)
+
+
+def explain(results: Sequence[GraphAccuracy], recheck: Sequence[GraphAccuracy] = ()) -> list[GraphAccuracy]:
+    again = {r.graph: r for r in recheck}
+    return [explain_one(r, again.get(r.graph) if r.random_ops else None) for r in results]
+
+
+def explain_one(result: GraphAccuracy, again: GraphAccuracy | None) -> GraphAccuracy:
+    causes = [c for c, present in ((Cause.RANDOM, bool(result.random_ops)),
+                                   (Cause.REDUCED_PRECISION, bool(result.reduced_precision)),
+                                   (Cause.NONDETERMINISM, result.deterministic is False)) if present]
+    recheck = Recheck(FALLBACK_RANDOM, again.verdict) if again is not None else None
+    noisy = result.deterministic is False and (result.run_to_run_max_abs or 0.0) >= _NOISE_SHARE * (result.max_abs_err or 0.0)
+    explained = result.verdict == "fail" and ((recheck is not None and recheck.verdict == "pass") or noisy)
+    out = replace(result, causes=tuple(causes), recheck=recheck, explained=explained)
+    if again is not None and again.verdict == "fail" and again.first_divergent is not None:
+        # The bug is still there without RNG noise: that run's localization is the trustworthy one.
+        out = replace(out, first_divergent=again.first_divergent, top_divergent=again.top_divergent,
+                      nodes_compared=again.nodes_compared)
+    return out
+
+
+def with_functions(results: Sequence[GraphAccuracy], compiles: Sequence[Compile]) -> list[GraphAccuracy]:
+    """Name each graph's frame (`fn (file:line)`) from the session's compiles."""
+    names = {str(c.compile_id): f"{c.function} ({c.file}:{c.line})" for c in compiles}
+    return [replace(r, function=r.function or names.get(r.graph)) for r in results]
+
+
+def exit_code(script_code: int, results: Sequence[GraphAccuracy]) -> int:
+    if script_code != 0:
+        return script_code
+    return EXIT_MISMATCH if any(r.real_failure for r in results) else 0
+
+
+def headline(results: Sequence[GraphAccuracy]) -> str:
+    if not results:
+        return "accuracy: no compiled graph ran, nothing to compare"
+    real = [r for r in results if r.real_failure]
+    explained = [r for r in results if r.verdict == "fail" and r.explained]
+    errors = [r for r in results if r.verdict == "error"]
+    parts = [f"{len(results) - len(real) - len(explained) - len(errors)} pass"]
+    parts += [f"{len(real)} FAIL"] if real else []
+    parts += [f"{len(explained)} differ for a known reason"] if explained else []
+    parts += [f"{len(errors)} could not be checked"] if errors else []
+    text = f"accuracy: {len(results)} graph(s): {', '.join(parts)}"
+    first = next((r.first_divergent for r in real if r.first_divergent), None)
+    if first is not None:
+        where = f" at {first.file}:{first.line}" if first.file else ""
+        text += f"; first divergent op {first.op}{where}"
+    return text

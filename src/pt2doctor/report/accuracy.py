@@ -1,0 +1,81 @@
+"""Plain-text rendering of `pt2doctor accuracy` results: one block per compiled graph.
+
+Contract: `render_accuracy(results) -> str` is pure (no printing, no colour); the CLI prints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.analysis.accuracy import FALLBACK_RANDOM_LINE, headline
+from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
+
+_CAUSE_TEXT = {
+    Cause.RANDOM: "random ops in the graph ({ops}): compiled and eager draw different numbers",
+    Cause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x the eager error",
+    Cause.NONDETERMINISM: "nondeterminism: two compiled runs on the same inputs differ by up to {run_to_run}",
+}
+
+
+def render_accuracy(results: Sequence[GraphAccuracy]) -> str:
+    lines = [headline(results), ""]
+    for result in results:
+        lines += _graph(result) + [""]
+    return "\n".join(lines)
+
+
+def _graph(r: GraphAccuracy) -> list[str]:
+    status = "FAIL" if r.real_failure else "fail (known non-bug)" if r.verdict == "fail" else r.verdict.upper()
+    lines = [f"[{r.graph}] {r.function or ''}  {status}".rstrip()]
+    if r.error:
+        lines.append(f"  probe error: {r.error}")
+    for label, errors in (("forward", r.forward), ("backward", r.backward)):
+        if errors is not None:
+            lines.append(f"  {label + ':':9} {_errors(errors)}")
+    if r.first_divergent is not None:
+        lines.append(f"  first divergent node ({r.nodes_compared} intermediates compared in one instrumented run):")
+        lines.append(f"    {_node(r.first_divergent)}")
+        if r.first_divergent.code:
+            lines.append(f"      {r.first_divergent.code}")
+    elif r.verdict == "fail":
+        lines.append("  no intermediate of the forward graph diverges on its own (backward-only, or fused away)")
+    if len(r.top_divergent) > 1:
+        lines.append("  top divergent nodes by max abs error:")
+        lines += [f"    {_node(n)}" for n in r.top_divergent]
+    lines += [f"  note: {_cause(r, c)}" for c in r.causes]
+    if r.recheck is not None:
+        lines.append(f"  re-checked with {FALLBACK_RANDOM_LINE}: {r.recheck.verdict}"
+                     + (" -> the difference is RNG, not a compiler bug" if r.recheck.verdict == "pass" else ""))
+    if r.minified:
+        lines.append(f"  minified: {_minified(r.minified)}")
+    return lines
+
+
+def _errors(e: Errors) -> str:
+    return (f"{e.verdict}  max abs err {_num(e.max_abs_err)}, max rel err {_num(e.max_rel_err)}, "
+            f"RMSE ratio {_num(e.rmse_ratio)} (RMSE vs fp64: compiled {_num(e.rmse_compiled)}, eager {_num(e.rmse_eager)})")
+
+
+def _node(n: DivergentNode) -> str:
+    where = f"{Path(n.file).name}:{n.line}" if n.file else "(no source line)"
+    shape = f"{n.dtype}[{', '.join(map(str, n.shape))}]"
+    return f"{n.op:28} {n.node:12} {shape:20} {where:24} max abs err {_num(n.max_abs_err)}"
+
+
+def _cause(r: GraphAccuracy, cause: Cause) -> str:
+    return _CAUSE_TEXT[cause].format(ops=", ".join(r.random_ops), notes=", ".join(r.reduced_precision),
+                                     run_to_run=_num(r.run_to_run_max_abs))
+
+
+def _minified(m: dict[str, Any]) -> str:
+    if m.get("error"):
+        return f"not minified: {m['error']}"
+    word = "minimal, verified" if m.get("minimal") else "verified" if m.get("verified") else "NOT verified"
+    return (f"{m.get('nodes_before')} -> {m.get('nodes_after')} nodes {m.get('ops')} in {m.get('time_s')} s; "
+            f"repro ({word}): {m.get('repro')}")
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
