@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from pt2doctor.model.accuracy import Cause, GraphAccuracy, Recheck
 from pt2doctor.model.session import Compile
 
-FALLBACK_RANDOM: dict[str, object] = {"inductor_config": {"fallback_random": True}}
+FALLBACK_RANDOM: dict[str, Any] = {"inductor_config": {"fallback_random": True}}
 FALLBACK_RANDOM_LINE = "torch._inductor.config.fallback_random = True"
 EXIT_MISMATCH = 1
 _NOISE_SHARE = 0.5  # run-to-run difference at least half the compiled-vs-eager one: noise, not a bug

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 AccuracyVerdict = Literal["pass", "fail", "error"]
 
@@ -57,7 +57,7 @@ class DivergentNode:
 class Recheck:
     """The same graph judged again in a run with `config` applied (e.g. fallback_random)."""
 
-    config: dict[str, object]
+    config: dict[str, Any]
     verdict: AccuracyVerdict
 
 
@@ -79,7 +79,7 @@ class GraphAccuracy:
     causes: tuple[Cause, ...] = ()
     explained: bool = False  # every difference is accounted for by a known non-bug
     recheck: Recheck | None = None
-    minified: dict[str, object] | None = None
+    minified: dict[str, Any] | None = None
     error: str | None = None
     function: str | None = None
 

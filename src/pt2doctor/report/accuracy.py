@@ -26,9 +26,12 @@ def render_accuracy(results: Sequence[GraphAccuracy]) -> str:
     return "\n".join(lines)
 
 
+def verdict_word(r: GraphAccuracy) -> str:
+    return "FAIL" if r.real_failure else "fail (known non-bug)" if r.verdict == "fail" else r.verdict.upper()
+
+
 def _graph(r: GraphAccuracy) -> list[str]:
-    status = "FAIL" if r.real_failure else "fail (known non-bug)" if r.verdict == "fail" else r.verdict.upper()
-    lines = [f"[{r.graph}] {r.function or ''}  {status}".rstrip()]
+    lines = [f"[{r.graph}] {r.function or ''}  {verdict_word(r)}".rstrip()]
     if r.error:
         lines.append(f"  probe error: {r.error}")
     for label, errors in (("forward", r.forward), ("backward", r.backward)):

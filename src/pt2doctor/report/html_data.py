@@ -201,6 +201,10 @@ def _ranks(inputs: HtmlInputs) -> dict[str, Any] | None:
 
 def _extras(s: Session) -> list[dict[str, Any]]:
     out = []
+    if s.accuracy:
+        from pt2doctor.report.html_accuracy import accuracy_section
+
+        out.append({"id": "extra-accuracy", "title": "Accuracy", "blocks": blocks_for(accuracy_section(s.accuracy))})
     for key, title in EXTRA_SECTIONS.items():
         value = s.extras.get(key)
         if value:

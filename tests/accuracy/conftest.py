@@ -1,0 +1,35 @@
+"""Each planted accuracy script runs once per test session through the real CLI (real torch.compile)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from clihelp import CliRun, pt2doctor  # noqa: E402
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def line_of(script: str, text: str) -> int:
+    """The 1-based line of `text` in a planted script, so tests do not hard-code line numbers."""
+    lines = (SCRIPTS / script).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+@pytest.fixture(scope="session")
+def accuracy_run(tmp_path_factory: pytest.TempPathFactory):
+    """`pt2doctor accuracy --json` on a planted script, once per session per (script, extra args)."""
+    cache: dict[tuple[str, ...], CliRun] = {}
+
+    def get(script: str, *extra: str) -> CliRun:
+        key = (script, *extra)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(Path(script).stem)
+            cache[key] = pt2doctor("accuracy", "--json", "--out", str(out), *extra, str(SCRIPTS / script),
+                                   timeout=600)
+        return cache[key]
+
+    return get

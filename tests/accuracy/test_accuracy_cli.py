@@ -1,0 +1,87 @@
+"""End to end: `pt2doctor accuracy` on planted scripts, with real torch.compile (Inductor, CPU).
+
+The relu bug is Inductor's own test hook (`cpp.inject_relu_bug_TESTING_ONLY="accuracy"`: the C++
+relu returns x + 1), so the first divergent node must be the relu, at the user's line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import SCRIPTS, line_of
+
+
+def _graph(run) -> dict:
+    (graph,) = run.doc["accuracy"]
+    return graph
+
+
+def test_chain_first_divergent_node_is_the_relu_at_its_user_line(accuracy_run):
+    run = accuracy_run("relu_chain.py", "--jobs", "2", "--html")
+    assert run.code == 1, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["graph"] == "0/0" and graph["verdict"] == "fail"
+    assert graph["max_abs_err"] > 0.5 and graph["rmse_ratio"] > 100
+    first = graph["first_divergent"]
+    assert first["op"] == "torch.relu"
+    assert first["file"].endswith("relu_chain.py") and first["line"] == line_of("relu_chain.py", "torch.relu(")
+    assert first["dtype"] == "float32" and first["shape"] == [64, 32]
+    assert {n["op"] for n in graph["top_divergent"]} >= {"torch.relu", "torch.cos"}
+    assert not graph["explained"] and graph["causes"] == []
+
+
+def test_chain_is_minified_to_the_relu_with_a_verified_repro(accuracy_run):
+    minified = _graph(accuracy_run("relu_chain.py", "--jobs", "2", "--html"))["minified"]
+    assert minified.get("error") is None, minified
+    assert minified["ops"] in (["torch.relu"], ["aten.relu.default"])
+    assert minified["verified"] and minified["nodes_after"] == 1
+    rerun = subprocess.run([sys.executable, minified["repro"]], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1 and "AccuracyMismatch" in rerun.stderr
+
+
+def test_chain_html_report_has_the_accuracy_section(accuracy_run):
+    run = accuracy_run("relu_chain.py", "--jobs", "2", "--html")
+    page = (run.out_dir / "report.html").read_text()
+    assert 'id="extra-accuracy"' in page
+    assert f"relu_chain.py:{line_of('relu_chain.py', 'torch.relu(')}" in page
+
+
+def test_mlp_backward_is_compared_and_the_relu_is_first(accuracy_run):
+    run = accuracy_run("relu_mlp.py", "--no-minify")
+    assert run.code == 1, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["forward"]["verdict"] == "fail"
+    assert graph["backward"] is not None and graph["backward"]["verdict"] == "fail"
+    first = graph["first_divergent"]
+    assert first["op"] == "torch.nn.functional.relu"
+    assert first["line"] == line_of("relu_mlp.py", "functional.relu(")
+    assert graph["minified"] is None
+
+
+def test_dropout_is_flagged_as_rng_and_passes_with_fallback_random(accuracy_run):
+    run = accuracy_run("dropout.py", "--no-minify")
+    assert run.code == 0, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "fail" and graph["explained"]
+    assert graph["random_ops"] == ["torch.nn.functional.dropout"]
+    assert "random" in graph["causes"]
+    assert graph["recheck"] == {"config": {"inductor_config": {"fallback_random": True}}, "verdict": "pass"}
+    assert (run.out_dir / "recheck-fallback-random" / "session.json").exists()
+
+
+def test_the_probe_leaves_the_users_results_unchanged(accuracy_run):
+    """Same seed, same printed result with and without the probe (it restores the RNG state)."""
+    run = accuracy_run("dropout.py", "--no-minify")
+    plain = subprocess.run([sys.executable, str(SCRIPTS / "dropout.py")], capture_output=True, text=True, timeout=300)
+    printed = plain.stdout.strip().splitlines()[-1]
+    assert printed in run.stderr  # with --json the script's stdout goes to stderr
+
+
+def test_bf16_model_within_tolerance_passes_and_is_called_out(accuracy_run):
+    run = accuracy_run("bf16.py", "--no-minify")
+    assert run.code == 0, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "pass" and graph["first_divergent"] is None
+    assert graph["reduced_precision"] == ["bfloat16"]
+    assert graph["rmse_ratio"] is not None and graph["max_abs_err"] is not None

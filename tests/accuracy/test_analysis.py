@@ -1,0 +1,61 @@
+"""Accuracy analysis on hand-built results: one behaviour per test, no torch."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.accuracy import EXIT_MISMATCH, exit_code, explain, headline, needs_rng_recheck
+from pt2doctor.model.accuracy import Cause, DivergentNode, GraphAccuracy
+from pt2doctor.model.serialize import convert, to_builtins
+from pt2doctor.report.accuracy import render_accuracy
+
+RELU = DivergentNode("relu", "torch.relu", "/x/train.py", 12, "y = torch.relu(x)", (4,), "float32", 1.0, 1e6)
+
+
+def _fail(**kw) -> GraphAccuracy:
+    kw.setdefault("first_divergent", RELU)
+    return GraphAccuracy("0/0", "fail", max_abs_err=1.0, rmse_ratio=1e6, **kw)
+
+
+def test_rng_recheck_only_for_failing_graphs_with_random_ops():
+    assert needs_rng_recheck([_fail(random_ops=("torch.nn.functional.dropout",))])
+    assert not needs_rng_recheck([_fail()])
+    assert not needs_rng_recheck([GraphAccuracy("0/0", "pass", random_ops=("torch.rand",))])
+
+
+def test_random_failure_explained_when_fallback_random_passes():
+    (result,) = explain([_fail(random_ops=("torch.rand",))], [GraphAccuracy("0/0", "pass")])
+    assert result.explained and Cause.RANDOM in result.causes and result.recheck.verdict == "pass"
+    assert exit_code(0, [result]) == 0
+
+
+def test_random_failure_that_persists_is_real_and_takes_the_clean_localization():
+    clean = DivergentNode("mul", "torch.mul", "/x/train.py", 20)
+    (result,) = explain([_fail(random_ops=("torch.rand",))], [_fail(first_divergent=clean)])
+    assert result.real_failure and result.first_divergent == clean
+    assert exit_code(0, [result]) == EXIT_MISMATCH
+
+
+def test_reduced_precision_is_called_out_but_never_excuses():
+    (result,) = explain([_fail(reduced_precision=("bfloat16",))])
+    assert Cause.REDUCED_PRECISION in result.causes and result.real_failure
+
+
+def test_nondeterminism_explains_when_run_to_run_noise_is_as_large():
+    (noisy,) = explain([_fail(deterministic=False, run_to_run_max_abs=0.8)])
+    (small,) = explain([_fail(deterministic=False, run_to_run_max_abs=1e-6)])
+    assert noisy.explained and not small.explained
+
+
+def test_script_failure_wins_the_exit_code():
+    assert exit_code(3, [_fail()]) == 3
+
+
+def test_headline_and_text_name_the_first_divergent_op():
+    text = render_accuracy([_fail(), GraphAccuracy("1/0", "pass")])
+    assert text.startswith("accuracy: 2 graph(s): 1 pass, 1 FAIL; first divergent op torch.relu at /x/train.py:12")
+    assert "y = torch.relu(x)" in text
+    assert headline([]).startswith("accuracy: no compiled graph")
+
+
+def test_results_round_trip_through_json():
+    (result,) = explain([_fail(random_ops=("torch.rand",))], [GraphAccuracy("0/0", "pass")])
+    assert convert(to_builtins(result), GraphAccuracy) == result
