@@ -1,14 +1,20 @@
 """Benchmark: PyTorch's after-AOT minifier vs `pt2doctor minify`, on the same failing programs.
 
-For each model x bug, one user program is written (the model compiled with Inductor and
-`torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = BUG`). Then:
+For each bug x model, one user program is written (the model compiled with Inductor and
+`torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = BUG`; with `--device cuda` the model and
+inputs are on the GPU and the bug is `...triton.inject_relu_bug_TESTING_ONLY`). Then:
 - torch:    run it with TORCHDYNAMO_REPRO_AFTER=aot (REPRO_LEVEL 2 for compile errors, 4 for
             runtime/accuracy), then `python minifier_launcher.py minify` (isolated, the default)
             and `... minify --no-isolate`; wall time, queries ("Made N queries") and final nodes
             (the `minified_N_nodes` checkpoint).
+            Final ops: the aten ops in the `repro.py` the launcher writes last.
 - pt2doctor: record the program with the graph recorder, then `pt2doctor minify RUN_DIR`
             (verification in a fresh interpreter included in the time).
-Usage: python bench/minify.py [--models chain100,...] [--bugs compile_error,...]
+Like with like: each tool's wall time is its minify command alone, from process start to exit;
+the run that records the failing graph (torch: the program under TORCHDYNAMO_REPRO_AFTER; ours:
+under the graph recorder) is not counted for either, and is reported separately for ours.
+The load average is written per row: the machine may be shared.
+Usage: python bench/minify.py [--models chain100,...] [--bugs compile_error,...] [--device cpu|cuda]
                               [--tools ours,torch,torch-no-isolate] [--out bench/results/minify-DATE.md]
 """
 
@@ -32,21 +38,22 @@ MODELS = {
 PROGRAM = """
 import torch
 import torch._inductor.config
-torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = {bug!r}
+torch._inductor.config.{backend}.inject_relu_bug_TESTING_ONLY = {bug!r}
+DEVICE = {device!r}
 
 def chain(n):
     def f(x):
         for i in range(n):
             x = torch.relu(x) if i == n // 2 else (torch.sin(x) if i % 2 else x * 1.01)
         return x
-    return f, (torch.randn(16, 16),)
+    return f, (torch.randn(16, 16, device=DEVICE),)
 
 def blocks(n):
     layers = []
     for _ in range(n):
         layers += [torch.nn.Linear(32, 32), torch.nn.LayerNorm(32), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).eval()
-    return model, (torch.randn(8, 32),)
+    model = torch.nn.Sequential(*layers).eval().to(DEVICE)
+    return model, (torch.randn(8, 32, device=DEVICE),)
 
 fn, args = {model}
 with torch.no_grad():
@@ -66,9 +73,19 @@ def run_torch(workdir: Path, bug: str, isolate: bool) -> dict:
     wall = time.monotonic() - started
     out = proc.stdout + proc.stderr
     queries = re.findall(r"Made (\d+) queries", out)
-    nodes = sorted(int(n) for n in re.findall(r"minified_(\d+)_nodes", " ".join(str(p) for p in launchers[-1].parent.rglob("*.py"))))
+    ops = _final_ops(launchers[-1].parent / "repro.py")
     return {"status": f"exit {proc.returncode}", "wall_s": wall, "queries": int(queries[-1]) if queries else None,
-            "nodes": nodes[0] if nodes else None}
+            "nodes": len(ops) if ops is not None else None, "ops": ops or ""}
+
+
+def _final_ops(repro: Path) -> list[str] | None:
+    """The call ops of `forward` in the last checkpoint torch copied to `repro.py`."""
+    if not repro.exists():
+        return None
+    text = repro.read_text()
+    forward = text[text.find("def forward"):]
+    forward = forward[:forward.find("\n\n")]
+    return re.findall(r"torch\.ops\.(aten\.\w+\.\w+)\(", forward)
 
 
 def run_ours(workdir: Path, bug: str) -> dict:
@@ -95,30 +112,46 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--bugs", default="compile_error,runtime_error,accuracy")
     parser.add_argument("--tools", default="ours,torch-no-isolate,torch")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--out", type=Path, default=Path(f"bench/results/minify-{datetime.date.today()}.md"))
     args = parser.parse_args()
     rows = []
-    for model in args.models.split(","):
-        for bug in args.bugs.split(","):
+    for bug in args.bugs.split(","):
+        for model in args.models.split(","):
             for tool in args.tools.split(","):
                 with tempfile.TemporaryDirectory() as tmp:
                     workdir = Path(tmp)
-                    (workdir / "user.py").write_text(textwrap.dedent(PROGRAM.format(bug=bug, model=MODELS[model])))
+                    program = PROGRAM.format(bug=bug, model=MODELS[model], device=args.device,
+                                             backend="triton" if args.device == "cuda" else "cpp")
+                    (workdir / "user.py").write_text(textwrap.dedent(program))
+                    load = os.getloadavg()[0]
                     result = run_ours(workdir, bug) if tool == "ours" else run_torch(workdir, bug, tool == "torch")
-                rows.append({"model": model, "bug": bug, "tool": tool, **result})
+                rows.append({"model": model, "bug": bug, "tool": tool, "load": f"{load:.1f}/{os.getloadavg()[0]:.1f}", **result})
                 print(json.dumps(rows[-1]), flush=True)
-    write_table(rows, args.out)
+                write_table(rows, args.out, args.device)  # after every row: a long run keeps what it has
 
 
-def write_table(rows: list[dict], out: Path) -> None:
+def _machine(device: str) -> str:
+    import platform
+
     import torch
 
-    lines = [f"# Minifier benchmark ({datetime.date.today()}, torch {torch.__version__}, {os.cpu_count()} cores)", "",
-             "| model | bug | tool | wall | queries | final nodes | status |", "|---|---|---|---|---|---|---|"]
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    gpu = f", GPU {torch.cuda.get_device_name()}" if device == "cuda" else ""
+    return (f"{datetime.date.today()}, {platform.node()}: {os.cpu_count()} cores ({cpu}){gpu}, "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def write_table(rows: list[dict], out: Path, device: str = "cpu") -> None:
+    lines = [f"# Minifier benchmark ({device})", "", f"Machine: {_machine(device)}.", "",
+             "| model | bug | tool | wall | record (ours) | queries | final nodes | status | load 1 min (start/end) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         wall = f"{r['wall_s']:.1f} s" if "wall_s" in r else "-"
-        lines.append(f"| {r['model']} | {r['bug']} | {r['tool']} | {wall} | {r.get('queries', '-')} | "
-                     f"{r.get('nodes', '-')} {r.get('ops', '')} | {r['status']} |")
+        record = f"{r['record_s']:.1f} s" if "record_s" in r else ""
+        lines.append(f"| {r['model']} | {r['bug']} | {r['tool']} | {wall} | {record} | {r.get('queries', '-')} | "
+                     f"{r.get('nodes', '-')} {r.get('ops', '')} | {r['status']} | {r.get('load', '')} |")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
 

@@ -1,7 +1,8 @@
 """`pt2doctor minify RUN_DIR`: reduce the run's failing graph to a verified minimal repro.
 
 Parsing and dispatch only: loading is `reduce.fx_load`, reducing `reduce.fx_minify`; progress
-goes through `MinifyProgress`, a reporter handed to the reducer. Exit status: 0 verified repro,
+goes through `MinifyProgress`, a reporter handed to the reducer. The worker pool and the verifying
+interpreter start before torch is imported here, so their start-up overlaps loading. Exit status: 0 verified repro,
 1 repro written but not verified, 3 nothing to minify or the failure does not reproduce.
 """
 
@@ -11,9 +12,16 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
+
+from pt2doctor.model.serialize import dumps
+
+if TYPE_CHECKING:
+    from pt2doctor.reduce.fx_minify import MinifyOutcome
+    from pt2doctor.reduce.workers import Workers
 
 
 class MinifyProgress:
@@ -33,6 +41,23 @@ class MinifyProgress:
         self.status.stop()
 
 
+def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeout_s: float, accuracy: bool,
+            tolerance: float, console: Console, workers: Workers) -> MinifyOutcome:
+    from pt2doctor.capture.graph_recorder import record_script
+    from pt2doctor.reduce.fx_load import load_failing
+    from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
+
+    if script is not None:
+        record_script(script, run_dir)
+    recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance)
+    options = MinifyOptions(out_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
+    progress = MinifyProgress(console)
+    try:
+        return minify_case(recorded.case, recorded.context, options, progress, workers=workers)
+    finally:
+        progress.stop()
+
+
 @click.command("minify")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Where to write repro.py and minify.json (default: RUN_DIR).")
@@ -45,25 +70,20 @@ class MinifyProgress:
 def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int, accuracy: bool,
                    tolerance: float, script: Path | None, as_json: bool) -> None:
     """Reduce RUN_DIR's failing graph to a minimal repro.py, verified in a fresh interpreter."""
-    from pt2doctor.capture.graph_recorder import record_script
-    from pt2doctor.model.serialize import dumps
-    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
-    from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
+    from pt2doctor.reduce.workers import start_workers
 
     console = Console(stderr=True, highlight=False)
-    if script is not None:
-        record_script(script, run_dir)
-    try:
-        recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance)
-        options = MinifyOptions(out or run_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
-        progress = MinifyProgress(console)
+    out_dir = out or run_dir
+    # Workers first (no torch imported yet): their warm-up overlaps recording and loading.
+    with start_workers(jobs, timeout_s, out_dir) as workers:
+        from pt2doctor.reduce.fx_load import NothingToMinify
+        from pt2doctor.reduce.fx_minify import CannotReproduce
+
         try:
-            outcome = minify_case(recorded.case, recorded.context, options, progress)
-        finally:
-            progress.stop()
-    except (NothingToMinify, CannotReproduce) as exc:
-        console.print(f"pt2doctor minify: {exc}")
-        sys.exit(3)
+            outcome = _minify(run_dir, script, out_dir, jobs, timeout_s, accuracy, tolerance, console, workers)
+        except (NothingToMinify, CannotReproduce) as exc:
+            console.print(f"pt2doctor minify: {exc}")
+            sys.exit(3)
     result = outcome.result
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
     console.print(

@@ -96,6 +96,7 @@ class ReductionProblem(Generic[T]):
         reporter: Reporter | None = None,
         deadline_s: float | None = None,
     ) -> None:
+        self.initial = initial
         self.current = initial
         self.oracle = oracle
         self.key = key

@@ -1,12 +1,17 @@
 """The FX minifier driver: reproduce in isolation, reduce to a fixed point, write and verify repro.py.
 
 Contract: `minify_case(initial, context, options, reporter)`
-1. runs the initial graph once in the pool; the failure seen there is the target signature (it
-   must equal `options.expected` when one was recorded, else `CannotReproduce`);
+1. fixes the target signature: the recorded one (`options.expected`), or for an accuracy check
+   the one signature every repro's check raises; with neither (a signal death) the initial graph
+   runs once in the pool and its failure is the target. A known target is confirmed by the first
+   candidate that fails with it in isolation (`isolate_ops` runs first); when none does, the
+   initial graph runs once, and a different failure there is `CannotReproduce`;
 2. reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
    best so far (`MinifyResult.stopped_early` says why);
 3. writes `repro.py` and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
    interpreter and reports `verified` only if it failed with the target signature.
+The worker pool and the verifying interpreter (`reduce.workers`) may be started by the caller
+before it has even loaded the graph, so their start-up overlaps the loading.
 Nothing here prints: progress goes to the reporter.
 """
 
@@ -21,11 +26,13 @@ from pt2doctor.model.minify import FailureSignature, MinifyResult
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
-from pt2doctor.reduce.fx_passes import FX_PASSES
+from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.reduce.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
-from pt2doctor.reduce.verify import Verification, verify
+from pt2doctor.reduce.signature import accuracy_signature
+from pt2doctor.reduce.verify import FreshInterpreter, Verification, verify
+from pt2doctor.reduce.workers import Workers, start_workers
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,29 +70,60 @@ def find_target(pool: WorkerPool, case: FxCase, context: ReproContext, expected:
     return seen
 
 
-def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, reporter: Reporter | None = None) -> MinifyOutcome:
+def _known_target(context: ReproContext, options: MinifyOptions) -> FailureSignature | None:
+    return options.expected or (accuracy_signature() if context.accuracy else None)
+
+
+def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, reporter: Reporter | None = None,
+                *, workers: Workers | None = None) -> MinifyOutcome:
+    """Reduce `initial`; `workers` (from `start_workers`) are used and left open when given."""
     started = time.monotonic()
-    with WorkerPool(options.jobs, options.timeout_s) as pool:
-        target = find_target(pool, initial, context, options.expected)
+    owned = workers is None
+    if workers is None:
+        workers = start_workers(options.jobs, options.timeout_s, options.out_dir, verify=options.verify)
+    try:
+        known = _known_target(context, options)
+        target = known or find_target(workers.pool, initial, context, None)
         problem = ReductionProblem(
-            initial, FxOracle(pool, context, target), key=case_key, sort_key=case_sort_key,
+            initial, FxOracle(workers.pool, context, target), key=case_key, sort_key=case_sort_key,
             size=lambda c: c.node_count, jobs=options.jobs, reporter=reporter, deadline_s=options.deadline_s,
         )
         stopped = None
         try:
+            _confirm(problem, workers.pool, context, target, known=known is not None)
             best = reduce(problem, FX_PASSES)
         except ReductionStopped as stop:
             best, stopped = stop.best, stop.reason  # type: ignore[assignment]
-    return _finish(initial, best, problem, target, context, options, stopped, time.monotonic() - started)
+        except KeyboardInterrupt:
+            best, stopped = problem.current, "interrupted"
+        elapsed = time.monotonic() - started
+        return _finish(initial, best, problem, target, context, options, stopped, elapsed, workers.verifier)
+    finally:
+        if owned:
+            workers.close()
+
+
+def _confirm(problem: ReductionProblem[FxCase], pool: WorkerPool, context: ReproContext, target: FailureSignature,
+             *, known: bool) -> None:
+    """A known target is confirmed by any candidate failing with it; else the initial graph must."""
+    if not known:
+        return
+    problem.pass_name = isolate_ops.__name__
+    isolate_ops(problem)
+    if problem.current is problem.initial:
+        find_target(pool, problem.initial, context, target)
+        problem.stats.queries += 1
 
 
 def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], target: FailureSignature,
-            context: ReproContext, options: MinifyOptions, stopped: str | None, elapsed: float) -> MinifyOutcome:
+            context: ReproContext, options: MinifyOptions, stopped: str | None, elapsed: float,
+            verifier: FreshInterpreter | None = None) -> MinifyOutcome:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     repro_path = options.out_dir / "repro.py"
     text = render(script_for(best, context))
     repro_path.write_text(text)
-    verification = verify(repro_path, target, timeout_s=max(options.timeout_s, 60.0)) if options.verify else None
+    timeout_s = max(options.timeout_s, 60.0)
+    verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None
     stats = problem.stats
     result = MinifyResult(
         graph=options.graph_name, stage=context.stage, signature=target,

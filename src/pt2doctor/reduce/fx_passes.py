@@ -2,6 +2,11 @@
 
 Contract: passes build candidates with `fx_case.build_case` / `fx_case.rebase` from the
 problem's current case and change it only through the problem's gate (see `reduce.core`).
+- `isolate_ops`: the smallest candidates first: one node alone (its tensor inputs cut), one per
+  distinct (op, input metadata), rarest op first (the lowerings a graph uses everywhere are the
+  best exercised), then graph order. Most compiler bugs are one lowering, so this usually ends
+  the search in a batch or two whatever the graph's size; it is skipped when the graph has more
+  distinct ops than `MAX_ISOLATED` (then it would cost more than bisection).
 - `truncate_outputs`: binary search on the output point; the prefix returns every value that is
   live at the cut, as torch's minifier does.
 - `truncate_inputs`: binary search on the input point; everything before it becomes new inputs
@@ -14,16 +19,46 @@ problem's current case and change it only through the problem's gate (see `reduc
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from collections.abc import Sequence
 
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.core import ReductionProblem
-from pt2doctor.reduce.fx_case import FxCase, build_case, rebase
+from pt2doctor.reduce.fx_case import FxCase, build_case, op_name, rebase
 from pt2doctor.reduce.passes import bisect_cut, ddmin
 
 Problem = ReductionProblem[FxCase]
+MAX_ISOLATED = 16
+
+
+def _alone(case: FxCase, name: str) -> FxCase:
+    """The graph computing only `name`, its tensor-valued call inputs replaced by new inputs."""
+    node = next(n for n in case.call_nodes if n.name == name)
+    feeds = frozenset(n.name for n in node.all_input_nodes if n.op != "placeholder" and n.name in case.base.specs)
+    return build_case(case.base, case.cuts | feeds, [name])
+
+
+def _op_class(case: FxCase, name: str) -> tuple[object, ...]:
+    node = next(n for n in case.call_nodes if n.name == name)
+    specs = case.base.specs
+    return (op_name(node), specs.get(name), tuple(specs.get(n.name) for n in node.all_input_nodes))
+
+
+def isolate_ops(problem: Problem) -> None:
+    case = problem.current
+    if case.node_count <= 1:
+        return
+    names = [n.name for n in case.call_nodes if n.name in case.base.specs]
+    classes = [_op_class(case, name) for name in names]
+    counts = collections.Counter(c[0] for c in classes)
+    representatives = {c: name for c, name in reversed(list(zip(classes, names)))}  # first of each class wins
+    if len(representatives) > max(MAX_ISOLATED, 4 * problem.jobs):
+        return
+    order = {name: i for i, name in enumerate(names)}
+    chosen = sorted(representatives.items(), key=lambda item: (counts[item[0][0]], order[item[1]]))
+    problem.consider_first([_alone(case, name) for _, name in chosen])
 
 
 def _live_at(case: FxCase, k: int) -> tuple[list[str], list[str]]:
@@ -115,4 +150,4 @@ def simplify_dtypes(problem: Problem) -> None:
                 problem.consider(candidate)
 
 
-FX_PASSES = (truncate_outputs, truncate_inputs, ddmin_nodes, drop_outputs, shrink_shapes, simplify_dtypes)
+FX_PASSES = (isolate_ops, truncate_outputs, truncate_inputs, ddmin_nodes, drop_outputs, shrink_shapes, simplify_dtypes)

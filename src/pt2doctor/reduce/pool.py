@@ -4,7 +4,10 @@ Contract: `WorkerPool.run(scripts)` returns one `RunResult` per script, in the o
 whatever order the forked children finish in. The zygote (`reduce.zygote`) is started at
 construction and warms up while the caller prepares its first batch; `run` waits for it. The
 pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
-children.
+children. With `fork=True` the zygote is forked from this process instead of started as a new
+interpreter, so a parent that has already imported torch saves the zygote that import (~1-2 s of
+CPU, which on a few busy cores is wall time); fork only from a process with no threads running
+and no CUDA context, i.e. before anything but imports has happened.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pt2doctor.reduce.zygote import FrameReader, send
+from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
 
 Status = Literal["ok", "failed", "signal", "timeout", "error"]
 
@@ -33,16 +36,22 @@ class WorkerPoolError(RuntimeError):
 
 
 class WorkerPool:
-    def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False) -> None:
         self.jobs = max(1, jobs)
         self.timeout_s = timeout_s
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None if debug else subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
-        )
+        self._proc: subprocess.Popen[bytes] | None = None
+        if fork and not env:
+            self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug)
+        else:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=None if debug else subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+            )
+            self._pid = self._proc.pid
+            self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
         self._reader = FrameReader()
         self._inbox: list[object] = []
         self._ready = False
@@ -51,9 +60,9 @@ class WorkerPool:
 
     def _receive(self) -> object:
         while not self._inbox:
-            data = os.read(self._proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
+            data = os.read(self._result_fd, 1 << 20)
             if not data:
-                raise WorkerPoolError(f"worker exited with status {self._proc.wait()}")
+                raise WorkerPoolError(f"worker exited with status {self._wait(10.0)}")
             self._inbox.extend(self._reader.feed(data))
         return self._inbox.pop(0)
 
@@ -70,7 +79,7 @@ class WorkerPool:
         ids = list(range(self._next_id, self._next_id + len(scripts)))
         self._next_id += len(scripts)
         for job_id, text in zip(ids, scripts):
-            send(self._proc.stdin.fileno(), ("run", job_id, text, self.timeout_s))  # type: ignore[union-attr]
+            send(self._request_fd, ("run", job_id, text, self.timeout_s))
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
             job_id, status, text = self._receive()  # type: ignore[misc]
@@ -78,17 +87,55 @@ class WorkerPool:
         return [results[i] for i in ids]
 
     def close(self) -> None:
-        if self._proc.poll() is None:
+        if self._request_fd < 0:
+            return
+        try:
+            send(self._request_fd, ("quit",))
+        except OSError:
+            pass
+        if self._proc is not None:  # its pipe objects own the fds
+            for stream in (self._proc.stdin, self._proc.stdout):
+                stream.close()  # type: ignore[union-attr]
+        else:
+            os.close(self._request_fd)
+            os.close(self._result_fd)
+        self._request_fd = self._result_fd = -1
+        if self._wait(10.0) is None:
+            os.kill(self._pid, 9)
+            self._wait(None)
+
+    def _wait(self, timeout_s: float | None) -> int | None:
+        """The zygote's exit status, waiting up to `timeout_s` (None: for ever); None if still running."""
+        if self._proc is not None:
             try:
-                send(self._proc.stdin.fileno(), ("quit",))  # type: ignore[union-attr]
-                self._proc.stdin.close()  # type: ignore[union-attr]
-                self._proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
+                return self._proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                return None
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            pid, status = os.waitpid(self._pid, 0 if deadline is None else os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:  # type: ignore[operator]
+                return None
+            time.sleep(0.02)
 
     def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _fork_zygote(jobs: int, *, quiet: bool) -> tuple[int, int, int]:
+    """Fork the zygote from this process; returns (pid, request write fd, result read fd)."""
+    request_r, request_w = os.pipe()
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(request_w)
+        os.close(result_r)
+        serve_forked(jobs, request_r, result_w, quiet)
+    os.close(request_r)
+    os.close(result_w)
+    return pid, request_w, result_r

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
-from pt2doctor.reduce.signature import ACCURACY_TYPE, FAILURE_MARKER
+from pt2doctor.reduce.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ def check():
         raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
     actual = compile_repro(mod, args)(*args)
     if ACCURACY and not same_as_fp64_reference(mod, args, expected, actual, TOLERANCE):
-        raise {ACCURACY_TYPE}("compiled result differs from eager beyond the fp64-referenced tolerance")
+        raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import signal
 from pt2doctor.model.minify import FailureKind, FailureSignature
 
 ACCURACY_TYPE = "AccuracyMismatch"
+ACCURACY_MESSAGE = "compiled result differs from eager beyond the fp64-referenced tolerance"
 FAILURE_MARKER = "PT2DOCTOR REPRO FAILED: "
 
 _MASKS = (
@@ -41,6 +42,11 @@ def from_description(text: str) -> FailureSignature:
     norm = normalize(text)
     kind = FailureKind.ACCURACY if norm.startswith(ACCURACY_TYPE) else FailureKind.EXCEPTION
     return FailureSignature(kind, norm)
+
+
+def accuracy_signature() -> FailureSignature:
+    """The one signature every repro's accuracy check raises (its message names no values)."""
+    return from_description(f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}")
 
 
 def from_signal(signum: int) -> FailureSignature:

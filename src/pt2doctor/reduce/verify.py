@@ -4,6 +4,16 @@ Contract: `verify(path, target)` runs the script with the current interpreter in
 (no pt2doctor on the import path is needed, nothing inherited but the environment), with a
 timeout, and says whether it failed with exactly the target signature. A repro is reported as
 verified only when this returns `verified=True`.
+
+`FreshInterpreter(cwd)` starts that process early, so its interpreter start and `import torch`
+overlap the reduction: it imports exactly the modules every repro imports on its first lines
+(`repro.render` writes them) and nothing else, then blocks on stdin for the script's path and runs
+it as `__main__` (`runpy`), with `sys.argv` and the working directory `python repro.py` would
+have. The state it runs the script in is the state `python repro.py` reaches after those import
+lines: a fresh interpreter that ran nothing else. It imports at low priority (nice 10: on a
+few cores the worker pool's warm-up is the critical path) and takes its normal priority back, where
+it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify` starts a
+new one.
 """
 
 from __future__ import annotations
@@ -16,6 +26,25 @@ from pathlib import Path
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.signature import from_exit
 
+# The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
+_BOOT = """\
+import os, runpy, sys
+os.nice(10)
+import traceback
+import torch
+import torch._dynamo
+import torch.fx
+path = sys.stdin.readline().strip()
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, 0)
+except OSError:
+    pass
+if path:
+    sys.argv = [os.path.basename(path)]
+    sys.path[0] = os.path.dirname(path)
+    runpy.run_path(path, run_name="__main__")
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Verification:
@@ -25,11 +54,55 @@ class Verification:
     output_tail: str = ""
 
 
-def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0) -> Verification:
-    try:
-        proc = subprocess.run(
-            [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True, timeout=timeout_s,
+class FreshInterpreter:
+    """A fresh `python` that has imported only torch (as every repro does first) and waits for a script."""
+
+    def __init__(self, cwd: Path) -> None:
+        Path(cwd).mkdir(parents=True, exist_ok=True)
+        self.cwd = Path(cwd)
+        self._proc: subprocess.Popen[str] | None = subprocess.Popen(
+            [sys.executable, "-c", _BOOT], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # a Ctrl-C meant for the reduction must not kill the verifier
         )
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def run(self, path: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+        """Run `path` (which must lie in `cwd`) as `__main__`; TimeoutExpired after `timeout_s`."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            raise RuntimeError("a FreshInterpreter runs one script only")
+        if Path(path).resolve().parent != self.cwd.resolve():
+            proc.kill()
+            proc.wait()
+            raise ValueError(f"{path} is not in {self.cwd}")
+        try:
+            out, err = proc.communicate(str(Path(path).resolve()) + "\n", timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.communicate()
+            self._proc = None
+
+
+def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
+           interpreter: FreshInterpreter | None = None) -> Verification:
+    try:
+        if interpreter is not None and interpreter.alive:
+            proc = interpreter.run(path, timeout_s)
+        else:
+            proc = subprocess.run(
+                [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True, timeout=timeout_s,
+            )
     except subprocess.TimeoutExpired:
         return Verification(False, None, None, "timed out")
     output = proc.stdout + proc.stderr

@@ -1,6 +1,8 @@
 """The warm worker: import torch once, warm Inductor once, then fork one child per candidate.
 
-Run as `python -m pt2doctor.reduce.zygote JOBS`; spoken to only by `reduce.pool.WorkerPool`.
+Run as `python -m pt2doctor.reduce.zygote JOBS`, or forked from a parent that has already
+imported torch (`serve_forked`, which saves the zygote its own `import torch`); spoken to only by
+`reduce.pool.WorkerPool`.
 Contract:
 - Protocol: length-prefixed pickles on stdin/stdout. In: `("run", job_id, script_text, timeout_s)`
   or `("quit",)`. Out: `("ready",)` once warm, then `(job_id, status, text)` per job, where status
@@ -188,12 +190,10 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def main(argv: list[str]) -> int:
-    out_fd = os.dup(1)
-    os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
+def _serve(jobs: int, out_fd: int) -> None:
     warm_up()
     send(out_fd, ("ready",))
-    zygote = Zygote(int(argv[1]) if len(argv) > 1 else 1, out_fd)
+    zygote = Zygote(jobs, out_fd)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         zygote.serve()
@@ -201,7 +201,26 @@ def main(argv: list[str]) -> int:
         pass
     finally:
         zygote.shutdown()
-    return 0
+
+
+def main(argv: list[str]) -> int:
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
+    _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd)
+    os._exit(0)  # skip torch's interpreter teardown (~1 s): the parent waits for this exit
+
+
+def serve_forked(jobs: int, request_fd: int, out_fd: int, quiet: bool) -> None:
+    """In a child just forked from the parent: serve requests from `request_fd`; never returns."""
+    try:
+        os.dup2(request_fd, 0)
+        if quiet:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 2)
+        os.dup2(2, 1)
+        _serve(jobs, out_fd)
+    finally:
+        os._exit(0)  # never run the parent's code (or its atexit handlers) in this process
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""The processes a minification needs, started before anything else so their start-up overlaps the work.
+
+Contract: `start_workers(jobs, timeout_s, out_dir)` starts the fresh interpreter that will verify
+the final `repro.py` (`reduce.verify`) and the warm candidate pool (`reduce.pool`), and returns
+them as `Workers`; `close()` ends both. Neither needs the graph, so the CLI starts them before it
+loads the recorded graph: the zygote's Inductor warm-up and the verifier's `import torch` run
+while the parent loads. Called before torch is imported (the CLI), it imports torch and Dynamo
+itself (the parent needs both to load a graph) and then forks the zygote from this process, so the
+zygote does not import them a second time; on a machine of a few busy cores that CPU time is wall
+time. Called once torch is in use (`reduce.api`, a caller that already ran things), it starts the
+zygote as a new interpreter instead: forking a process with threads or a CUDA context is unsafe.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from pt2doctor.reduce.pool import WorkerPool
+from pt2doctor.reduce.verify import FreshInterpreter
+
+
+@dataclass(frozen=True, slots=True)
+class Workers:
+    pool: WorkerPool
+    verifier: FreshInterpreter | None
+
+    def close(self) -> None:
+        self.pool.close()
+        if self.verifier is not None:
+            self.verifier.close()
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True) -> Workers:
+    verifier = FreshInterpreter(out_dir) if verify else None
+    fork = "torch" not in sys.modules and threading.active_count() == 1
+    if fork:
+        import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
+    return Workers(WorkerPool(jobs, timeout_s, fork=fork), verifier)
