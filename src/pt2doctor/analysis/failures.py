@@ -49,7 +49,14 @@ def _graph_break(f: Failure) -> bool:
 
 def _kernel(f: Failure) -> bool:
     in_backend = _short(f) in ("BackendCompilerFailed", "InductorError", "CppCompileError", "LoweringException")
-    return bool(_KERNEL.search(_text(f))) and (in_backend or "torchinductor_" in f.traceback)
+    return bool(_KERNEL.search(_text(f))) and (in_backend or "torchinductor_" in f.traceback) or (
+        _raised_in_generated_code(f))
+
+
+def _raised_in_generated_code(f: Failure) -> bool:
+    """The innermost frame is Inductor's generated code: a compiled kernel failed at run time."""
+    frames = re.findall(r'File "([^"]+)"', f.traceback)
+    return bool(frames) and "torchinductor_" in frames[-1]
 
 
 def _backend(f: Failure) -> bool:
@@ -100,3 +107,29 @@ def classify(failure: Failure) -> Category:
 def classify_failures(session: Session) -> Session:
     failures = tuple(replace(f, category=classify(f)) for f in session.failures)
     return replace(session, failures=failures)
+
+
+_BACKEND_PREFIX = re.compile(r"^backend='[^']*' raised:$")
+
+
+def signature(session: Session) -> str | None:
+    """The run's failure as normalised text ("Type: first line", a signal name, "timeout"), None if it
+    passed. Two runs fail "the same way" exactly when their signatures are equal; the line naming the
+    backend (`backend='inductor' raised:`) is skipped, so the same error under two backends matches.
+    """
+    from pt2doctor.reduce.signature import from_signal, normalize
+
+    e = session.exit
+    if e.timed_out:
+        return "timeout"
+    if e.interrupted:
+        return "interrupted"
+    if e.signal:
+        return from_signal(e.signal).text
+    if e.ok:
+        return None
+    if not session.failures:
+        return f"exit status {e.code}"
+    f = session.failures[0]
+    lines = [line.strip() for line in f.message.splitlines() if line.strip() and not _BACKEND_PREFIX.match(line.strip())]
+    return normalize(f"{_short(f)}: {lines[0] if lines else ''}")

@@ -12,6 +12,8 @@ Contract: `install(spec)` is called once by `capture/child.py` with the JSON obj
 - `reorderable_print`: add `print` to `torch._dynamo.config.reorderable_logging_functions`.
 - `compile_kwargs`: keyword arguments forced onto every `torch.compile` call (e.g. `{"dynamic": true}`),
   through `torch_compat.patch_torch_compile`, the one place that replaces a torch function.
+- `stance`: `torch.compiler.set_stance(stance)` before the script runs (`"force_eager"`: compilation
+  off, the user-error check of `diagnose`).
 - `seed`: seed `random`, `torch` (and NumPy when importable) so two runs draw the same inputs.
 - `record_outputs`: a path; the return values of the first `max_calls` calls of every compiled
   callable are summarized to it as JSON lines (`summarize`), so the parent can compare a
@@ -37,6 +39,10 @@ def install(spec: dict[str, Any]) -> None:
         _add_dynamic_sources(list(spec["mark_dynamic"]))
     if spec.get("reorderable_print"):
         torch_compat.dynamo_config().reorderable_logging_functions.add(print)
+    if spec.get("stance"):
+        import torch
+
+        torch.compiler.set_stance(spec["stance"])
     if spec.get("seed") is not None:
         _seed(int(spec["seed"]))
     recorder = _Recorder(spec["record_outputs"], int(spec.get("max_calls") or MAX_CALLS)) \

@@ -5,6 +5,9 @@ exits non-zero, aborts, segfaults, hangs past the timeout or is interrupted with
 `session.json` and keeps the raw trace in `options.out_dir`. It does not classify failures or
 advise (that is analysis): the session it returns holds facts only, with `Category.UNCLASSIFIED`.
 The child runs in its own process group so a timeout can end it and every compile worker it started.
+Several runs may go on at once (one per thread, as `diagnose` does); with `echo=False` a run's
+output goes to `stdout.txt`/`stderr.txt` in its directory instead of the terminal, and
+`stop_all()` ends every child still running (the caller's Ctrl-C).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class RunOptions:
     stdout_to_stderr: bool = False
     strict: bool = False
     label: str = "run"
+    echo: bool = True
 
 
 def check_script(script: Path) -> None:
@@ -101,10 +105,29 @@ def _child_env(options: RunOptions, paths: process_meta.RunPaths) -> dict[str, s
     return env
 
 
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_STOPPED: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Interrupt every child still running (Ctrl-C in a caller that runs several at once)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+        _STOPPED.update(proc.pid for proc in live)
+    for proc in live:
+        _stop(proc, signal.SIGINT)
+
+
 def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
+    echo = sys.stderr.buffer if options.echo else open(options.out_dir / "stderr.txt", "wb")
     stdout: IO[bytes] | int | None = sys.stderr.buffer if options.stdout_to_stderr else None
+    if not options.echo:
+        stdout = open(options.out_dir / "stdout.txt", "wb")
     proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True)
-    tail = _Tail()
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    tail = _Tail(echo)
     pump = threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)
     pump.start()
     timed_out = interrupted = False
@@ -116,7 +139,14 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     except KeyboardInterrupt:
         interrupted = True
         _stop(proc, signal.SIGINT)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+            interrupted = interrupted or proc.pid in _STOPPED
     pump.join(timeout=_GRACE_S)
+    for handle in (stdout, echo):
+        if handle is not sys.stderr.buffer and hasattr(handle, "close"):
+            handle.close()  # type: ignore[union-attr]
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
     return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted), tail.text()
@@ -141,16 +171,17 @@ def _stop(proc: subprocess.Popen[bytes], first: signal.Signals) -> None:
 
 
 class _Tail:
-    """Tee the child's stderr to ours while keeping its last bytes for classification."""
+    """Tee the child's stderr to `out` (ours, or a file) while keeping its last bytes for classification."""
 
-    def __init__(self) -> None:
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
         self._chunks: list[bytes] = []
         self._size = 0
 
     def pump(self, stream: IO[bytes] | None) -> None:
         if stream is None:
             return
-        out = sys.stderr.buffer
+        out = self._out
         for chunk in iter(lambda: stream.read1(65536), b""):
             try:
                 out.write(chunk)

@@ -98,7 +98,7 @@ def config_module(name: str) -> Any:
     import importlib
 
     modules = {"dynamo": "torch._dynamo.config", "inductor": "torch._inductor.config",
-               "compiler": "torch.compiler.config"}
+               "compiler": "torch.compiler.config", "functorch": "torch._functorch.config"}
     return importlib.import_module(modules[name])
 
 
@@ -273,3 +273,51 @@ def clone_input(value: Any) -> Any:
 def node_example_value(node: Any) -> Any:
     """The fake value Dynamo attached to an FX node (`meta["example_value"]`, 2.13), or `meta["val"]`."""
     return node.meta.get("example_value", node.meta.get("val"))
+
+
+# --- diagnose: the compiler bisector (diagnose.bisect_child) -------------------------------------
+
+def compiler_bisector() -> Any | None:
+    """`torch._inductor.compiler_bisector.CompilerBisector` (torch >= 2.6), or None when absent."""
+    try:
+        from torch._inductor.compiler_bisector import CompilerBisector
+    except ImportError:
+        return None
+    return CompilerBisector
+
+
+def compile_every_time() -> None:
+    """Caches off and compiles in-process, so each query really lowers and codegens (and a forked
+    query starts no compile-worker threads)."""
+    import torch._inductor.config as inductor_config
+
+    for name, value in (("fx_graph_cache", False), ("fx_graph_remote_cache", False),
+                        ("autotune_local_cache", False), ("compile_threads", 1)):
+        if hasattr(inductor_config, name):
+            setattr(inductor_config, name, value)
+    functorch_config = config_module("functorch")
+    if hasattr(functorch_config, "enable_autograd_cache"):
+        functorch_config.enable_autograd_cache = False
+
+
+def bisector_subsystems(backend: str) -> list[tuple[str, dict[str, Any] | None]]:
+    """The subsystems `CompilerBisector` knows for `backend`, in its order: (name, None) for one it
+    bisects by counting applications, (name, {config_field: value}) for a config change."""
+    from torch._inductor import compiler_bisector
+
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for subsystem in compiler_bisector.BACKENDS.get(backend, []):
+        change = getattr(subsystem, "config_field", None)
+        out.append((subsystem.name, {change: subsystem.config_value} if change else None))
+    return out
+
+
+def install_bisect_policy(disable: Callable[[str, str, Any], bool],
+                          config_change: Callable[[str], dict[str, Any] | None]) -> None:
+    """Answer the bisector's hooks in this process: every `CompilerBisector.disable_subsystem(backend,
+    subsystem, debug_info)` call site in Dynamo/AOT/Inductor asks `disable`, and the backends' config
+    look-ups ask `config_change`. Only for a forked query process: it replaces class attributes."""
+    bisector = compiler_bisector()
+    bisector.disable_subsystem = classmethod(lambda cls, backend, subsystem, debug_info=None:
+                                             disable(backend, subsystem, debug_info))
+    bisector.get_config_change = classmethod(lambda cls, config_name: config_change(config_name))

@@ -1,0 +1,124 @@
+"""`pt2doctor diagnose [--out DIR] [--timeout S] [--function NAME] SCRIPT [ARGS...]`.
+
+Parsing, progress and printing only: the procedure is `diagnose.procedure`, the bundle
+`report.issue`. Exit status: 0 nothing fails; 1 a compiler failure diagnosed (bundle written);
+2 the script itself is at fault (`user_error`); 3 flaky; 130 interrupted; 64 usage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pt2doctor.capture.runner import ScriptError, check_script
+from pt2doctor.cli.minify import MinifyProgress
+from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.cli.run import default_out_dir
+
+
+class _MinifyStatus(MinifyProgress):
+    """The minifier's live line, started on its first report (the runs before it print lines of their own)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.status = None  # type: ignore[assignment]
+
+    def progress(self, pass_name: str, size: int, queries: int, cache_hits: int) -> None:
+        if self.status is None:
+            import time
+
+            self.started = time.monotonic()
+            self.status = self.console.status("minifying")
+            self.status.start()
+        super().progress(pass_name, size, queries, cache_hits)
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+@click.command("diagnose", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
+@click.option("--timeout", type=float, default=None, help="Stop each run of the script after this many seconds.")
+@click.option("--function", "function", default=None, help="Compile only functions of this name (TORCHDYNAMO_DEBUG_FUNCTION).")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Runs and minifier queries in parallel.")
+@click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
+@click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
+@click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
+@click.argument("script", type=click.Path(path_type=Path))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
+                     no_bisect: bool, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
+    """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
+    from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
+    from pt2doctor.model.serialize import dumps
+    from pt2doctor.report.issue import write_bundle
+
+    try:
+        check_script(script)
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from exc
+    out = out_dir or default_out_dir(script, "diagnose")
+    options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
+                              jobs=max(1, jobs), minify=not no_minify, bisect=not no_bisect)
+    console = Console(stderr=True, highlight=False)
+    minify_status = _MinifyStatus(console)
+    try:
+        diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
+    finally:
+        minify_status.stop()
+    session = _session(out)
+    written = write_bundle(diagnosis, session, out)
+    _print(console, diagnosis, written)
+    if as_json:
+        click.echo(dumps(diagnosis, pretty=True).decode())
+    return diagnosis.exit_code
+
+
+def _session(out: Path):  # type: ignore[no-untyped-def]
+    from pt2doctor.analysis import enrich
+    from pt2doctor.report.document import ReportInputError, load_session
+
+    path = out / "runs" / "original-1" / "session.json"
+    if not path.exists():
+        return None
+    try:
+        return enrich(load_session(path))
+    except (ReportInputError, OSError, ValueError):
+        return None
+
+
+def _print(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
+    from pt2doctor.diagnose.bisect import describe
+
+    style = "green" if not d.failed else "red"
+    console.print(f"\n[bold {style}]{d.headline}[/]")
+    if d.stages:
+        table = Table(title="stage -> result", show_header=True, header_style="bold")
+        table.add_column("backend")
+        table.add_column("result")
+        for backend, result in d.stages.items():
+            color = {"pass": "green", "fail": "red"}.get(result, "dim")
+            table.add_row(backend, f"[{color}]{result}[/]")
+        console.print(table)
+    if d.user_frames:
+        console.print("where: " + ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]))
+    if d.bisection:
+        console.print(f"bisection: {describe(d.bisection)}")
+    if d.repro:
+        word = "verified in a fresh interpreter" if d.repro_verified else "NOT verified"
+        console.print(f"repro: {d.repro} ({d.minified_nodes} node(s): {', '.join(d.culprit_ops)}; {word})")
+    for note in d.notes:
+        console.print(f"[dim]note: {note}[/]")
+    for step in d.next_steps:
+        console.print(f"-> {step}")
+    timings = ", ".join(f"{k} {v:.1f}s" for k, v in d.timings.items())
+    console.print(f"[dim]{timings}[/]")
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    sys.stderr.flush()

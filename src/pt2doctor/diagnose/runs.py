@@ -1,0 +1,107 @@
+"""Run the user's unchanged script under variants (a backend swapped in, compilation off), several at once.
+
+Contract: a `Variant` is a label plus what the child changes before the script runs (through
+`PT2DOCTOR_OVERRIDES`, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
+call, `stance` sets `torch.compiler.set_stance`. `VariantRunner.submit(variant)` starts the run on a
+small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
+`Session` each run wrote stays in `runs/<label>/` as evidence. Runs are quiet: the script's output
+goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
+stops what is still running.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.analysis import enrich, verdict_for
+from pt2doctor.analysis.failures import signature
+from pt2doctor.capture.runner import Reporter, RunOptions, run_script, stop_all
+from pt2doctor.model import Session
+from pt2doctor.model.diagnosis import Attempt
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    label: str
+    backend: str | None = None  # None: whatever the script asks for
+    overrides: dict[str, Any] = field(default_factory=dict)
+    record: bool = False
+
+    @classmethod
+    def original(cls, n: int, record: bool = False) -> Variant:
+        return cls(f"original-{n}", record=record)
+
+    @classmethod
+    def with_backend(cls, backend: str) -> Variant:
+        return cls(backend, backend, {"compile_kwargs": {"backend": backend}})
+
+    @classmethod
+    def compilation_off(cls) -> Variant:
+        return cls("force_eager", None, {"stance": "force_eager"})
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCall:
+    script: Path
+    args: tuple[str, ...]
+    out_dir: Path
+    timeout_s: float | None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class VariantRunner:
+    def __init__(self, call: ScriptCall, jobs: int, reporter: Reporter) -> None:
+        self.call = call
+        self.reporter = reporter
+        self.sessions: dict[str, Session] = {}
+        self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
+
+    def submit(self, variant: Variant) -> Future[Attempt]:
+        return self._pool.submit(self._run, variant)
+
+    def run_dir(self, label: str) -> Path:
+        return self.call.out_dir / "runs" / label
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+
+    def _run(self, variant: Variant) -> Attempt:
+        env = dict(self.call.env)
+        if variant.overrides:
+            env["PT2DOCTOR_OVERRIDES"] = json.dumps(variant.overrides)
+        options = RunOptions(
+            script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
+            timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,
+        )
+        self.reporter.status(f"run {variant.label}: started")
+        session = enrich(run_script(options))
+        self.sessions[variant.label] = session
+        attempt = attempt_of(variant, session)
+        said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
+        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s)")
+        return attempt
+
+
+def attempt_of(variant: Variant, session: Session) -> Attempt:
+    sig = signature(session)
+    verdict = verdict_for(session)
+    failure = session.failures[0] if session.failures else None
+    error = ""
+    if sig is not None:
+        error = f"{failure.exception.rsplit('.', 1)[-1]}: {_first_line(failure.message)}" if failure else sig
+    return Attempt(
+        label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
+        category=verdict.category.value if sig is not None and verdict.category else None,
+        exit_code=verdict.exit_code, wall_s=round(session.wall_s or 0.0, 3), run_dir=session.run_dir or "",
+        error=error,
+    )
+
+
+def _first_line(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith("raised:")]
+    return lines[0] if lines else ""

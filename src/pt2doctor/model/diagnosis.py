@@ -1,0 +1,81 @@
+"""What `pt2doctor diagnose` found: the runs it made, the failing stage, the bisection, the repro.
+
+Contract: frozen, torch-free values, written as `diagnosis.json` (schema `pt2doctor.diagnosis/1`,
+documented in the README). `Attempt` is one run of the user's unchanged script under one variant
+(the original backend, a reference backend, compilation off); `Diagnosis` is the whole story, with
+every step's time in `timings`. A field that a step did not reach stays at its empty value, so a
+diagnosis cut short (Ctrl-C, a step that failed) is still a valid document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.session import Environment
+
+SCHEMA = "pt2doctor.diagnosis/1"
+
+StageOutcome = Literal["pass", "fail", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One run of the script: `signature` is the normalised failure (None when it passed)."""
+
+    label: str
+    backend: str | None
+    outcome: Literal["pass", "fail"]
+    signature: str | None
+    category: str | None
+    exit_code: int
+    wall_s: float
+    run_dir: str
+    error: str = ""  # the one-line error as the user saw it
+
+
+@dataclass(frozen=True, slots=True)
+class Bisection:
+    """What `CompilerBisector` found on the minimal repro (subsystem None: the backend as a whole)."""
+
+    backend: str | None
+    subsystem: str | None
+    bisect_number: int | None = None
+    debug_info: str | None = None
+    queries: int = 0
+    time_s: float = 0.0
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    command: tuple[str, ...]
+    category: str | None  # a `Category` value; None when nothing failed
+    stage: str | None  # dynamo | aot_autograd | decomp_partition | inductor | backend
+    stages: dict[str, StageOutcome] = field(default_factory=dict)
+    subsystem: str | None = None
+    flaky: bool = False
+    repro: str | None = None
+    repro_verified: bool = False
+    minified_nodes: int | None = None
+    culprit_ops: tuple[str, ...] = ()
+    user_frames: tuple[dict[str, Any], ...] = ()
+    headline: str = ""
+    error: str = ""
+    hint: str = ""
+    original_backend: str | None = None
+    attempts: tuple[Attempt, ...] = ()
+    bisection: Bisection | None = None
+    minify: MinifyResult | None = None
+    next_steps: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+    environment: Environment = Environment()
+    interrupted: bool = False
+    exit_code: int = 0
+    schema: str = SCHEMA
+
+    @property
+    def failed(self) -> bool:
+        return self.category is not None

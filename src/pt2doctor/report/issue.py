@@ -1,0 +1,125 @@
+"""The issue bundle of `diagnose`: `diagnosis.json`, `issue.md` (ready to paste into a PyTorch issue), `report.html`.
+
+Contract: `write_bundle(diagnosis, session, out_dir)` writes what applies and returns the paths
+written; `diagnosis.json` is written first and always, so nothing found is lost if a later file
+fails. `render_issue(diagnosis, session)` is pure apart from reading the repro and the user's source
+lines it quotes. `issue.md` follows PyTorch's bug template: a title, the one-line error, the minimal
+repro inline, expected vs actual, how it was narrowed down (the stage table, the bisection), and the
+versions with the non-default compiler config.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import os
+import platform
+import sys
+from pathlib import Path
+
+import jinja2
+
+from pt2doctor.model import Session
+from pt2doctor.model.diagnosis import Diagnosis
+from pt2doctor.model.serialize import dumps, to_builtins
+
+_STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
+               "inductor": "inductor", "backend": "custom backend"}
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("pt2doctor", "report/templates"), autoescape=False,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    return env.get_template("issue.md.j2")
+
+
+def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
+    if diagnosis.failed and not diagnosis.interrupted and not diagnosis.flaky and diagnosis.category != "user_error":
+        written.append(_write(out_dir / "issue.md", render_issue(diagnosis, session).encode()))
+    if session is not None:
+        from dataclasses import replace
+
+        from pt2doctor.report.document import build_report
+        from pt2doctor.report.html import write_html_report
+
+        extras = {**session.extras, "diagnosis": to_builtins(diagnosis)}
+        written.append(write_html_report(build_report(replace(session, extras=extras)), out_dir / "report.html"))
+    return written
+
+
+def _write(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path
+
+
+def render_issue(d: Diagnosis, session: Session | None) -> str:
+    from pt2doctor.diagnose.bisect import describe
+    from pt2doctor.diagnose.stages import STAGE_TITLES
+
+    stage = STAGE_TITLES.get(d.stage or "", d.stage or "an unknown stage")
+    repro_text = Path(d.repro).read_text() if d.repro and Path(d.repro).exists() else ""
+    frame = d.user_frames[0] if d.user_frames else None
+    return _template().render(
+        d=d, title=_title(d), repro_text=repro_text,
+        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
+        bisection=describe(d.bisection) if d.bisection else "",
+        source=_source(frame["file"], frame["line"]) if frame and not repro_text else "",
+        traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
+    )
+
+
+def _title(d: Diagnosis) -> str:
+    tag = _STAGE_TAGS.get(d.stage or "", "torch.compile")
+    ops = f" on {', '.join(d.culprit_ops)}" if d.culprit_ops else ""
+    error = d.error.rsplit(".", 1)[-1] if "\n" not in d.error else d.error.splitlines()[0]
+    return f"[{tag}] {error[:120]}{ops}"
+
+
+def _summary(d: Diagnosis, stage: str) -> str:
+    backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
+    if d.stage == "dynamo":
+        return f"`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
+    if d.category == "accuracy":
+        return (f"`torch.compile` with {backend} gives different results from eager; the first stage that "
+                f"shows it is {stage}.")
+    return f"`torch.compile` with {backend} fails in {stage}; the simpler backends below it pass."
+
+
+def _expected(d: Diagnosis) -> str:
+    if d.category == "accuracy":
+        return "the compiled program's results match eager within the fp64-referenced tolerance."
+    return "the compiled program runs and computes what eager computes."
+
+
+def _actual(d: Diagnosis, stage: str) -> str:
+    if d.category == "accuracy":
+        return f"the results differ ({d.error or 'accuracy check failed'})."
+    return f"it fails in {stage} with `{d.error}`."
+
+
+def _source(file: str, line: int) -> str:
+    lines = [linecache.getline(file, n) for n in range(max(1, line - 2), line + 3)]
+    return "".join(lines)
+
+
+def _traceback(session: Session | None) -> str:
+    if session is None or not session.failures:
+        return ""
+    text = session.failures[0].traceback or session.stderr_tail
+    return "\n".join(text.strip().splitlines()[-25:])
+
+
+def _versions(d: Diagnosis) -> list[tuple[str, str]]:
+    e = d.environment
+    rows = [("torch", e.torch or "unknown"), ("Python", e.python or sys.version.split()[0]),
+            ("OS", e.platform or platform.platform()), ("C++ compiler", e.compiler or "not found")]
+    if e.cuda:
+        rows.append(("CUDA", e.cuda))
+    if e.gpu:
+        rows.append(("GPU", e.gpu))
+    return rows

@@ -1,0 +1,181 @@
+"""`pt2doctor diagnose` end to end on planted failures: one per category and per stage, real torch.compile.
+
+Each planted script is diagnosed once per session (`diagnosed`), and the tests read that one result.
+The cases that compile with Inductor (tens of seconds each on two cores) are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clihelp import SCRIPTS, CliRun, pt2doctor
+
+HERE = Path(__file__).parent / "scripts"
+
+
+@pytest.fixture(scope="session")
+def diagnosed(tmp_path_factory: pytest.TempPathFactory):
+    cache: dict[tuple[str, ...], tuple[CliRun, dict]] = {}
+
+    def get(script: Path, *args: str, options: tuple[str, ...] = ()) -> tuple[CliRun, dict]:
+        key = (str(script), *options, "--", *args)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(script.stem)
+            run = pt2doctor("diagnose", "--out", str(out / "bundle"), *options, str(script), *args, timeout=900)
+            path = out / "bundle" / "diagnosis.json"
+            assert path.exists(), run.stderr[-3000:]
+            cache[key] = (run, json.loads(path.read_text()))
+        return cache[key]
+
+    return get
+
+
+def _assert_bundle(run: CliRun, d: dict) -> None:
+    assert d["schema"] == "pt2doctor.diagnosis/1"
+    for key in ("category", "stage", "stages", "subsystem", "flaky", "repro", "repro_verified", "minified_nodes",
+                "culprit_ops", "user_frames", "timings"):
+        assert key in d
+    assert d["timings"]["total"] > 0
+    if d["category"] not in (None, "user_error") and not d["flaky"]:
+        issue = (run.out_dir / "issue.md").read_text()
+        assert issue.startswith("# [")
+        assert "### Versions" in issue and "- torch: " in issue
+        assert "| backend | result |" in issue
+
+
+def _refails_fresh(repro: str) -> str:
+    proc = subprocess.run([sys.executable, repro], capture_output=True, text=True, timeout=300, cwd=Path(repro).parent)
+    assert proc.returncode != 0, proc.stdout
+    return proc.stderr
+
+
+def test_dynamo_failure_names_the_users_line(diagnosed):
+    run, d = diagnosed(HERE / "dynamo_failure.py")
+    _assert_bundle(run, d)
+    assert run.code == 1
+    assert d["category"] == "graph_break"
+    assert d["stage"] == "dynamo"
+    assert d["stages"]["eager"] == "fail"
+    assert any(f["file"].endswith("dynamo_failure.py") and f["line"] == 7 for f in d["user_frames"])
+    labels = [a["label"] for a in d["attempts"]]
+    assert "force_eager" in labels and d["repro"] is None
+
+
+def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
+    run, d = diagnosed(HERE / "custom_backend.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "backend_failure"
+    assert d["stage"] == "backend"
+    assert d["original_backend"] == "picky_backend"
+    assert d["stages"] == {"eager": "pass", "aot_eager": "pass", "aot_eager_decomp_partition": "pass",
+                           "picky_backend": "fail"}
+    assert d["repro_verified"] and d["minified_nodes"] == 1
+    assert any("sigmoid" in op for op in d["culprit_ops"])
+    repro_text = Path(d["repro"]).read_text()
+    assert "def picky_backend" in repro_text and "pt2doctor" not in repro_text.split('"""', 2)[2]
+    assert "NotImplementedError" in _refails_fresh(d["repro"])
+
+
+def test_user_error_stops_after_compilation_off(diagnosed):
+    run, d = diagnosed(SCRIPTS / "user_error.py")
+    _assert_bundle(run, d)
+    assert run.code == 2
+    assert d["category"] == "user_error"
+    assert d["repro"] is None and d["bisection"] is None
+    off = next(a for a in d["attempts"] if a["label"] == "force_eager")
+    assert off["outcome"] == "fail" and "ValueError" in off["signature"]
+
+
+def test_flaky_failure_is_reported_with_both_outcomes_and_not_minified(diagnosed, tmp_path):
+    run, d = diagnosed(HERE / "flaky.py", str(tmp_path))
+    assert run.code == 3
+    assert d["flaky"] is True
+    outcomes = sorted(a["outcome"] for a in d["attempts"][:2])
+    assert outcomes == ["fail", "pass"]
+    assert d["repro"] is None and d["stages"] == {}
+    assert not (run.out_dir / "issue.md").exists()
+
+
+def test_success_exits_zero(tmp_path):
+    script = tmp_path / "fine.py"
+    script.write_text("import torch\nprint(torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2)))\n")
+    run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(script))
+    assert run.code == 0, run.stderr[-2000:]
+    d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())
+    assert d["category"] is None and "nothing fails" in d["headline"]
+    assert "nothing fails" in run.stderr
+
+
+def test_bad_input_is_a_usage_error(tmp_path):
+    run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(tmp_path / "missing.py"))
+    assert run.code == 64 and "no such script" in run.stderr
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(bad))
+    assert run.code == 2
+    d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())
+    assert d["category"] == "user_error" and d["user_frames"][0]["line"] == 1
+
+
+@pytest.mark.slow
+def test_aot_failure_is_blamed_on_aot_autograd(diagnosed):
+    run, d = diagnosed(HERE / "aot_failure.py")
+    _assert_bundle(run, d)
+    assert d["stage"] == "aot_autograd"
+    assert d["stages"]["eager"] == "pass" and d["stages"]["aot_eager"] == "fail"
+    assert d["stages"]["aot_eager_decomp_partition"] == "skipped"
+
+
+@pytest.mark.slow
+def test_inductor_codegen_failure_bisects_to_the_relu_lowering(diagnosed):
+    run, d = diagnosed(HERE / "inductor_compile_error.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "kernel_failure"
+    assert d["stage"] == "inductor"
+    assert d["culprit_ops"] == ["aten.relu.default"] and d["minified_nodes"] == 1
+    assert d["repro_verified"]
+    assert d["subsystem"] == "lowerings" and "relu" in d["bisection"]["debug_info"]
+    assert "CppCompileError" in _refails_fresh(d["repro"])
+    assert (run.out_dir / "report.html").exists()
+
+
+def test_runtime_abort_is_a_runtime_crash_minified_to_the_op(diagnosed):
+    run, d = diagnosed(HERE / "runtime_abort.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "runtime_crash"
+    assert d["stage"] == "backend"
+    assert all(a["signature"] == "SIGABRT" for a in d["attempts"][:2])
+    assert d["repro_verified"] and d["minified_nodes"] == 1
+    assert any("sigmoid" in op for op in d["culprit_ops"])
+
+
+@pytest.mark.slow
+def test_inductor_runtime_error_is_a_kernel_failure_minified_to_relu(diagnosed):
+    run, d = diagnosed(HERE / "inductor_runtime_error.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "kernel_failure"
+    assert d["stage"] == "inductor"
+    assert d["culprit_ops"] == ["aten.relu.default"] and d["repro_verified"]
+
+
+@pytest.mark.slow
+def test_accuracy_bug_found_by_the_scripts_own_check(diagnosed):
+    run, d = diagnosed(HERE / "accuracy_bug.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "accuracy"
+    assert d["stage"] == "inductor"
+    assert d["culprit_ops"] == ["aten.relu.default"] and d["repro_verified"]
+    assert "AccuracyMismatch" in _refails_fresh(d["repro"])
+
+
+@pytest.mark.slow
+def test_a_hang_in_the_backend_is_a_timeout_at_the_backend_stage(diagnosed):
+    run, d = diagnosed(HERE / "backend_hang.py", options=("--timeout", "25"))
+    _assert_bundle(run, d)
+    assert d["category"] == "timeout"
+    assert d["stage"] == "backend"
+    assert d["stages"]["eager"] == "pass"
