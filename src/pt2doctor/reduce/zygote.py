@@ -57,18 +57,27 @@ class FrameReader:
 
 
 def warm_up() -> None:
-    """Import and exercise Dynamo and Inductor so children start warm."""
+    """Import and exercise Inductor so children start warm, without initializing CUDA.
+
+    The warm-up compiles a tiny CPU graph with `compile_fx_inner` directly, not `torch.compile`:
+    Dynamo saves and restores the CUDA RNG state around every frame it converts, which initializes
+    CUDA when a GPU is present, and a process that initialized CUDA cannot fork children that use
+    it ("Cannot re-initialize CUDA in forked subprocess"). Children initialize CUDA themselves.
+    """
     import torch
 
     torch.set_num_threads(1)
     import torch._dynamo
     import torch._inductor.config as inductor_config
-    from torch._inductor.compile_fx import compile_fx_inner  # noqa: F401
+    import torch.fx
+    from torch._inductor.compile_fx import compile_fx_inner
 
     inductor_config.compile_threads = 1
-    torch.compile(lambda x: (x * 2).sin(), backend="inductor")(torch.randn(8))
-    torch.compile(lambda x: (x + 1).cos(), backend="aot_eager")(torch.randn(8))
-    torch._dynamo.reset()
+    aten = torch.ops.aten
+    graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
+    compile_fx_inner(graph, [torch.randn(8)])
+    if torch.cuda.is_initialized():
+        raise RuntimeError("the zygote's warm-up initialized CUDA: its forked children could not use the GPU")
 
 
 def run_candidate(text: str) -> tuple[str, str]:
