@@ -118,3 +118,10 @@ def test_report_strict_on_corrupted_trace_exits_65():
     assert lenient.code == 0 and "4 unreadable trace line(s) skipped" in lenient.stdout
     strict = pt2doctor("report", "--strict", str(corrupted))
     assert strict.code == 65 and "Traceback" not in strict.stderr
+
+
+def test_how_often_each_compiled_graph_ran(run_json):
+    """tlparse#46: calls per compile id, counted in the child without importing torch for it."""
+    doc = run_json("call_counts.py").doc
+    calls = {c["compile_id"]: c["calls"] for c in doc["compiles"]}
+    assert calls == {"0/0": 7, "1/0": 3, "0/1": 1}

@@ -67,6 +67,8 @@ def _environment() -> dict[str, Any]:
 
 
 def _write_meta(path: str, record: dict[str, Any]) -> None:
+    if _call_counts is not None:
+        record["calls"] = _call_counts()
     record["environment"] = _environment()
     record["torch_imported"] = "torch" in sys.modules
     tmp = f"{path}.tmp"
@@ -75,7 +77,15 @@ def _write_meta(path: str, record: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+_call_counts: Any = None
+
+
 def _install_hooks() -> None:
+    global _call_counts
+    if os.environ.get("TORCH_TRACE"):  # a traced run: count how often each compiled graph runs
+        from pt2doctor.capture import call_counter
+
+        _call_counts = call_counter.install()
     record_dir = os.environ.get("PT2DOCTOR_RECORD")
     if record_dir:
         from pt2doctor.capture import graph_recorder

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.model import Category, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
+from pt2doctor.model import Category, Compile, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
 _NOT_USER = tuple(
@@ -169,3 +169,10 @@ def environment(meta: dict[str, Any], torch_version: str | None) -> Environment:
 def with_code(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
     """Fill each break's source line from the user's file when the trace did not carry it."""
     return [b if b.code else replace(b, code=linecache.getline(b.file, b.line).strip()) for b in breaks]
+
+
+def with_calls(compiles: Iterable[Compile], calls: dict[str, int] | None) -> list[Compile]:
+    """Attach the child's per-compile-id call counts (`capture.call_counter`) to the compiles."""
+    if not calls:
+        return list(compiles)
+    return [replace(c, calls=calls.get(str(c.compile_id), 0)) for c in compiles]

@@ -207,7 +207,8 @@ def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitI
     environment = process_meta.environment(meta, facts.torch_version)
     return Session(
         schema=SCHEMA, torch_version=environment.torch or facts.torch_version,
-        command=(str(options.script), *options.args), exit=exit_info, compiles=tuple(facts.compiles),
+        command=(str(options.script), *options.args), exit=exit_info,
+        compiles=tuple(process_meta.with_calls(facts.compiles, meta.get("calls"))),
         graph_breaks=tuple(process_meta.with_code(facts.graph_breaks)), recompiles=tuple(facts.recompiles),
         failures=tuple(failures), limit_hits=tuple(facts.limit_hits), cwd=os.getcwd(), started_at=started,
         wall_s=wall, trace=_trace_stats(counters), environment=environment, stderr_tail=stderr_tail,

@@ -95,6 +95,7 @@ class Compile:
     fail_reason: str | None = None
     cache_hits: int = 0
     cache_misses: int = 0
+    calls: int | None = None  # how often the compiled graph ran (None: not counted, e.g. a loaded trace)
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,7 +158,7 @@ def _compile(c: Compile, inputs: HtmlInputs, payloads: list[dict[str, Any]]) -> 
     return {"cid": cid, "anchor": anchor(cid), "function": c.function, "file": c.file, "line": c.line,
             "time": c.time_s or 0.0, "phases": {p: getattr(c.phases, p) for p in PHASES}, "ops": c.ops,
             "status": c.status, "breaks": c.graph_breaks, "recompile": c.compile_id.is_recompile,
-            "cache": cache, "cache_hits": c.cache_hits, "cache_misses": c.cache_misses,
+            "cache": cache, "cache_hits": c.cache_hits, "cache_misses": c.cache_misses, "calls": c.calls,
             "fail": f"{c.fail_type}: {c.fail_reason}" if c.fail_type else None, "artifacts": artifacts}
 
 

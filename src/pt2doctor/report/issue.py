@@ -21,7 +21,7 @@ import jinja2
 
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import Diagnosis
-from pt2doctor.model.serialize import dumps, to_builtins
+from pt2doctor.model.serialize import dumps
 
 _STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
                "inductor": "inductor", "backend": "custom backend"}
@@ -37,17 +37,25 @@ def _template() -> jinja2.Template:
 def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
+    issue = ""
     if diagnosis.failed and not diagnosis.interrupted and not diagnosis.flaky and diagnosis.category != "user_error":
-        written.append(_write(out_dir / "issue.md", render_issue(diagnosis, session).encode()))
+        issue = render_issue(diagnosis, session)
+        written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
         from dataclasses import replace
 
         from pt2doctor.report.document import build_report
         from pt2doctor.report.html import write_html_report
+        from pt2doctor.report.html_diagnosis import diagnosis_section
 
-        extras = {**session.extras, "diagnosis": to_builtins(diagnosis)}
+        section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
+        extras = {**session.extras, "diagnosis": section}
         written.append(write_html_report(build_report(replace(session, extras=extras)), out_dir / "report.html"))
     return written
+
+
+def _repro_text(d: Diagnosis) -> str:
+    return Path(d.repro).read_text() if d.repro and Path(d.repro).exists() else ""
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -62,7 +70,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     from pt2doctor.diagnose.stages import STAGE_TITLES
 
     stage = STAGE_TITLES.get(d.stage or "", d.stage or "an unknown stage")
-    repro_text = Path(d.repro).read_text() if d.repro and Path(d.repro).exists() else ""
+    repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text,

@@ -1,0 +1,73 @@
+"""Count how often each compiled graph runs (tlparse#46: "how often do compiled frames run?").
+
+Contract: `install()` (in the child, before the script runs) wraps every callable a Dynamo backend
+returns in a counter keyed by the compile id it was compiled under, and returns `snapshot()`, the
+`{compile id: calls}` the child writes to its sidecar at exit. The wrapper is one Python call and
+an integer add per graph call, and keeps the boxed calling convention (`_boxed_call`). It imports
+nothing: the hook goes in when the script itself imports Dynamo (an import hook on
+`torch._dynamo.output_graph`), so a script that never uses torch still never imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.util
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from pt2doctor.capture import torch_compat
+
+
+def install() -> Callable[[], dict[str, int]]:
+    calls: Counter[str] = Counter()
+
+    def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
+        compiled = original(output_graph, gm, example_inputs)
+        compile_id = torch_compat.current_compile_id() or "?"
+        calls[compile_id] += 0  # a graph that never runs shows 0, not "unknown"
+
+        @functools.wraps(compiled)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls[compile_id] += 1
+            return compiled(*args, **kwargs)
+
+        return counted
+
+    after_import(_HOOKED_MODULE, lambda: torch_compat.patch_backend_call(on_backend_call))
+    return lambda: dict(calls)
+
+
+_HOOKED_MODULE = "torch._dynamo.output_graph"  # defines OutputGraph, the one place backends are called
+
+
+def after_import(name: str, then: Callable[[], object]) -> None:
+    """Run `then()` right after module `name` is first imported (at once if it already is)."""
+    if name in sys.modules:
+        then()
+        return
+    sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    def __init__(self, name: str, then: Callable[[], object]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, then = spec.loader, self.then
+        exec_module = loader.exec_module
+
+        def exec_then(module: Any) -> None:
+            exec_module(module)
+            then()
+
+        loader.exec_module = exec_then  # type: ignore[method-assign]
+        return spec

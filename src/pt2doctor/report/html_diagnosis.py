@@ -1,0 +1,43 @@
+"""The diagnosis section of the HTML report, as data: `diagnosis_section(d, repro, issue)` -> a JSON-like dict.
+
+Contract: pure; the dict is drawn by the generic blocks (`html_data.blocks_for`): the headline and
+the facts as key/value rows, the stage table and the runs as tables, the minimal repro as Python and
+`issue.md` as Markdown, both collapsible code blocks. Strings stay raw: the template escapes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.diagnose.bisect import describe
+from pt2doctor.diagnose.stages import STAGE_TITLES
+from pt2doctor.model.diagnosis import Diagnosis
+
+
+def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "headline": d.headline,
+        "category": d.category,
+        "failing stage": STAGE_TITLES.get(d.stage or "", d.stage),
+        "flaky": d.flaky,
+        "bisection": describe(d.bisection) if d.bisection else None,
+        "culprit ops": list(d.culprit_ops),
+        "minified nodes": d.minified_nodes,
+        "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,
+        "where": ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]) or None,
+    }
+    if d.stages:
+        section["stage table"] = [{"backend": b, "result": r} for b, r in d.stages.items()]
+    section["runs"] = [
+        {"run": a.label, "backend": a.backend or "(the script's)", "outcome": a.outcome, "error": a.error,
+         "seconds": a.wall_s}
+        for a in d.attempts
+    ]
+    section["next steps"] = [{"step": s} for s in d.next_steps] or None
+    section["notes"] = [{"note": n} for n in d.notes] or None
+    section["step times (s)"] = dict(d.timings)
+    if repro_text:
+        section["repro.py"] = repro_text
+    if issue_md:
+        section["issue.md"] = issue_md
+    return {k: v for k, v in section.items() if v not in (None, [], {})}
