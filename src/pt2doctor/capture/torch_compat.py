@@ -39,7 +39,7 @@ def config_diff() -> dict[str, str]:
     """Non-default `torch._dynamo` / `torch._inductor` / `torch._functorch` config, as `name -> repr`.
 
     Uses ConfigModule's `_config` entries and `_is_default` (2.11, 2.13), skipping aliases (they
-    mirror another key) and deprecated keys. Modules never imported are skipped: importing Inductor
+    mirror another key), deprecated keys and keys holding their default value. Modules never imported are skipped: importing Inductor
     only to report its config would cost seconds.
     """
     import sys
@@ -63,9 +63,18 @@ def config_diff() -> dict[str, str]:
                     value = getattr(module, key)
             except Exception:
                 continue
-            if not callable(value):
+            if not callable(value) and not _equals_default(value, entry):
                 diff[f"{name}.{key}"] = repr(value)
     return diff
+
+
+def _equals_default(value: Any, entry: Any) -> bool:
+    """Torch's own `config.patch(...)` contexts mark a key overridden even when they set its default
+    again (2.13: `deterministic`, `inplace_buffers`, ...): compare values too."""
+    try:
+        return bool(value == getattr(entry, "default", object()))
+    except Exception:
+        return False
 
 
 def reset_dynamo() -> None:
