@@ -85,3 +85,11 @@ def test_bf16_model_within_tolerance_passes_and_is_called_out(accuracy_run):
     assert graph["verdict"] == "pass" and graph["first_divergent"] is None
     assert graph["reduced_precision"] == ["bfloat16"]
     assert graph["rmse_ratio"] is not None and graph["max_abs_err"] is not None
+
+
+def test_backend_option_compiles_with_another_backend(accuracy_run):
+    """The planted bug is Inductor's C++ relu: compiled with aot_eager instead, the chain passes."""
+    run = accuracy_run("relu_chain.py", "--backend", "aot_eager", "--no-minify")
+    assert run.code == 0, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "pass" and graph["max_abs_err"] == 0.0 and graph["minified"] is None

@@ -89,21 +89,24 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
     import torch
 
     want_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-    rng = torch.get_rng_state()
+    rng = _rng_state()
     runs = {}
     for name, fn, cast in (("eager", gm, False), ("fp64", _fp64_module(gm), True),
                            ("compiled", compiled, False), ("again", compiled, False)):
-        torch.set_rng_state(rng)
+        _set_rng_state(rng)
         runs[name] = run_once(fn, args, want_grad, cast)
     forward = compare(runs["eager"][0], runs["compiled"][0], runs["fp64"][0], tol)
     backward = compare(runs["eager"][1], runs["compiled"][1], runs["fp64"][1], tol) if runs["eager"][1] else None
     again = _max_abs(runs["compiled"][0] + runs["compiled"][1], runs["again"][0] + runs["again"][1])
     failed = forward.verdict == "fail" or (backward is not None and backward.verdict == "fail")
     nodes: list[DivergentNode] = []
-    count = 0
+    count, error = 0, None
     if failed:
-        torch.set_rng_state(rng)
-        nodes, count = localize(gm, backend, args, tol)
+        _set_rng_state(rng)
+        try:
+            nodes, count = localize(gm, backend, args, tol)
+        except Exception as exc:  # keep the verdict; say why there is no first divergent node
+            error = f"localizing failed: {type(exc).__name__}: {exc}"[:2000]
     worst = max((e for e in (forward, backward) if e is not None), key=lambda e: e.max_abs_err or 0.0)
     return GraphAccuracy(
         graph=graph_id, verdict="fail" if failed else "pass", max_abs_err=worst.max_abs_err,
@@ -111,8 +114,24 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
         forward=forward, backward=backward, first_divergent=nodes[0] if nodes else None,
         top_divergent=tuple(sorted(nodes, key=lambda n: -(n.max_abs_err or 0.0))[:TOP_NODES]),
         nodes_compared=count, random_ops=random_ops(gm), reduced_precision=reduced_precision(gm, args),
-        deterministic=again == 0.0, run_to_run_max_abs=again,
+        deterministic=again == 0.0, run_to_run_max_abs=again, error=error,
     )
+
+
+def _rng_state() -> tuple[Any, Any]:
+    import torch
+
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(state: tuple[Any, Any]) -> None:
+    """Every run of a graph starts from the same RNG state (CPU, and CUDA when in use)."""
+    import torch
+
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state_all(state[1])
 
 
 def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64: bool) -> tuple[list[Any], list[Any]]:
@@ -165,11 +184,11 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
     with torch.no_grad():
         inputs = [torch_compat.clone_input(a).detach() if isinstance(a, torch.Tensor) else a for a in args]
         compiled = backend(probe, inputs)
-        rng = torch.get_rng_state()
+        rng = _rng_state()
         values = {}
         for name, fn, cast in (("eager", probe, False), ("fp64", _fp64_module(probe), True),
                                ("compiled", compiled, False)):
-            torch.set_rng_state(rng)
+            _set_rng_state(rng)
             values[name] = run_once(fn, args, False, cast)[0]
     failing = []
     for index, (node, e, c, r) in enumerate(zip(nodes, values["eager"], values["compiled"], values["fp64"])):

@@ -50,8 +50,9 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
         raise click.UsageError(str(exc)) from exc
     except TraceError as exc:
         raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
-    report = emit(session, as_json=as_json, save_to=run.out_dir / "session.json")
-    click.echo(render_accuracy(session.accuracy), err=as_json)
+    report = emit(session, as_json=as_json, save_to=run.out_dir / "session.json")  # text includes the accuracy
+    if as_json:
+        click.echo(render_accuracy(session.accuracy), err=True)
     if html:
         from pt2doctor.report.html import write_html_report
 

@@ -13,8 +13,9 @@ from pt2doctor.analysis.accuracy import FALLBACK_RANDOM_LINE, headline
 from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
 
 _CAUSE_TEXT = {
-    Cause.RANDOM: "random ops in the graph ({ops}): compiled and eager draw different numbers",
-    Cause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x the eager error",
+    Cause.RANDOM: ("random ops in the graph ({ops}): compiled and eager draw different numbers;\n"
+                   "        set " + FALLBACK_RANDOM_LINE + " to make compiled draw like eager"),
+    Cause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x eager's error",
     Cause.NONDETERMINISM: "nondeterminism: two compiled runs on the same inputs differ by up to {run_to_run}",
 }
 
@@ -38,7 +39,7 @@ def _graph(r: GraphAccuracy) -> list[str]:
         if errors is not None:
             lines.append(f"  {label + ':':9} {_errors(errors)}")
     if r.first_divergent is not None:
-        lines.append(f"  first divergent node ({r.nodes_compared} intermediates compared in one instrumented run):")
+        lines.append(f"  first divergent node ({r.nodes_compared} intermediates compared, one instrumented run):")
         lines.append(f"    {_node(r.first_divergent)}")
         if r.first_divergent.code:
             lines.append(f"      {r.first_divergent.code}")
@@ -49,16 +50,17 @@ def _graph(r: GraphAccuracy) -> list[str]:
         lines += [f"    {_node(n)}" for n in r.top_divergent]
     lines += [f"  note: {_cause(r, c)}" for c in r.causes]
     if r.recheck is not None:
-        lines.append(f"  re-checked with {FALLBACK_RANDOM_LINE}: {r.recheck.verdict}"
-                     + (" -> the difference is RNG, not a compiler bug" if r.recheck.verdict == "pass" else ""))
+        lines.append(f"  re-checked with {FALLBACK_RANDOM_LINE}: {r.recheck.verdict}")
+        if r.recheck.verdict == "pass":
+            lines.append("        the difference is RNG, not a compiler bug")
     if r.minified:
         lines.append(f"  minified: {_minified(r.minified)}")
     return lines
 
 
 def _errors(e: Errors) -> str:
-    return (f"{e.verdict}  max abs err {_num(e.max_abs_err)}, max rel err {_num(e.max_rel_err)}, "
-            f"RMSE ratio {_num(e.rmse_ratio)} (RMSE vs fp64: compiled {_num(e.rmse_compiled)}, eager {_num(e.rmse_eager)})")
+    return (f"{e.verdict}  max abs {_num(e.max_abs_err)}  max rel {_num(e.max_rel_err)}  RMSE ratio "
+            f"{_num(e.rmse_ratio)} (to fp64: compiled {_num(e.rmse_compiled)}, eager {_num(e.rmse_eager)})")
 
 
 def _node(n: DivergentNode) -> str:

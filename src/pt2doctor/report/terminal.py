@@ -34,6 +34,10 @@ def _sections(report: Report) -> list[object]:
     parts: list[object] = [Panel(Text(report.verdict.headline, style=f"bold {style}"), title="pt2doctor", expand=False)]
     parts.append(_summary(s))
     parts += _failures(s) + _breaks(s) + _recompiles(s) + _compile_time(s)
+    if s.accuracy:
+        from pt2doctor.report.accuracy import render_accuracy
+
+        parts.append(Text(render_accuracy(s.accuracy).rstrip(), style="red" if any(r.real_failure for r in s.accuracy) else ""))
     if s.trace.unreadable:
         parts.append(Text(f"note: {s.trace.unreadable} unreadable trace line(s) skipped (truncated or corrupted)",
                           style="yellow"))
