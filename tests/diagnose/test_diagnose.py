@@ -65,6 +65,18 @@ def test_dynamo_failure_names_the_users_line(diagnosed):
     assert "force_eager" in labels and d["repro"] is None
 
 
+def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
+    """The guide's record/replay, working: replay.py compiles the failing frame again and fails the same way."""
+    run, d = diagnosed(HERE / "dynamo_internal.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "dynamo_internal" and d["stage"] == "dynamo"
+    assert d["user_frames"][0] == {"file": str(HERE / "dynamo_internal.py"), "line": 8}
+    assert d["replay_verified"] is True
+    stderr = _refails_fresh(d["replay"])
+    assert "InternalTorchDynamoError: KeyError: planted Dynamo internal error" in stderr
+    assert "recompile limit" not in stderr
+
+
 def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     run, d = diagnosed(HERE / "custom_backend.py")
     _assert_bundle(run, d)

@@ -91,6 +91,10 @@ def _install_hooks() -> None:
         from pt2doctor.capture import graph_recorder
 
         graph_recorder.install(__import__("pathlib").Path(record_dir))
+    if os.environ.get("PT2DOCTOR_FRAME_RECORD"):
+        from pt2doctor.capture import frame_recorder
+
+        frame_recorder.install(__import__("pathlib").Path(os.environ["PT2DOCTOR_FRAME_RECORD"]))
     if os.environ.get("PT2DOCTOR_OVERRIDES"):
         from pt2doctor.capture import overrides
 

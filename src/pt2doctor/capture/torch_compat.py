@@ -330,3 +330,25 @@ def install_bisect_policy(disable: Callable[[str, str, Any], bool],
     bisector.disable_subsystem = classmethod(lambda cls, backend, subsystem, debug_info=None:
                                              disable(backend, subsystem, debug_info))
     bisector.get_config_change = classmethod(lambda cls, config_name: config_change(config_name))
+
+
+# --- diagnose: frame recordings (capture.frame_recorder) -----------------------------------------
+
+def patch_dynamo_exception_handler(wrapper: Callable[..., Any]) -> None:
+    """Route `convert_frame.exception_handler(e, code, frame, export=...)`, which `_compile` calls when
+    a frame fails to compile (2.11, 2.13), through `wrapper(original, e, code, frame, export)`. The
+    frame (`f_code`, `f_locals` at entry, `f_globals`, `closure`) is what a replay needs."""
+    from torch._dynamo import convert_frame
+
+    original = convert_frame.exception_handler
+
+    def patched(e: Exception, code: Any, frame: Any = None, export: bool = False) -> None:
+        return wrapper(original, e, code, frame, export)
+
+    convert_frame.exception_handler = patched
+
+
+def is_graph_break(exc: BaseException) -> bool:
+    from torch._dynamo.exc import Unsupported
+
+    return isinstance(exc, Unsupported)

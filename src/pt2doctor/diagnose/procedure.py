@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.capture.process_meta import RunPaths, is_user_file
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import bisect_repro, describe
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
@@ -71,6 +72,8 @@ class _Found:
     user_frames: list[dict[str, Any]] = field(default_factory=list)
     minify: MinifyResult | None = None
     bisection: Bisection | None = None
+    replay: str | None = None
+    replay_verified: bool = False
     next_steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -92,6 +95,7 @@ class _Found:
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
             repro=m.repro_path if m else None, repro_verified=bool(m and m.verified),
+            replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m else None, culprit_ops=m.culprit_ops or m.ops if m else (),
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
@@ -188,6 +192,12 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
             return
     _refine_category(found)
     _where(found)
+    if found.stage == "dynamo":
+        with found.timed("replay"):
+            try:
+                _replay(options, runner.run_dir(a1.label), found, reporter)
+            except (OSError, ValueError, KeyError) as exc:
+                found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
     if found.stage in GRAPH_STAGES and options.minify:
         _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
@@ -269,7 +279,7 @@ def _where(found: _Found) -> None:
     if session is None or not session.failures:
         return
     failure = session.failures[0]
-    frames = [{"file": loc.file, "line": loc.line} for loc in failure.user_frames]
+    frames = _traced_frames(failure.message) + [{"file": loc.file, "line": loc.line} for loc in failure.user_frames]
     if failure.file and failure.line and {"file": failure.file, "line": failure.line} not in frames:
         frames.insert(0, {"file": failure.file, "line": failure.line})
     found.user_frames = frames
@@ -278,6 +288,18 @@ def _where(found: _Found) -> None:
         found.hint = next((h for h in fatal.hints), "")
         if not frames:
             found.user_frames = [{"file": fatal.file, "line": fatal.line}]
+
+
+_USER_CODE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _traced_frames(message: str) -> list[dict[str, Any]]:
+    """The lines Dynamo was tracing when it failed (the "from user code:" block of its message), innermost first."""
+    _, marker, block = message.partition("from user code:")
+    if not marker:
+        return []
+    frames = [{"file": f, "line": int(n)} for f, n in _USER_CODE.findall(block.split("\n\n")[0])]
+    return [f for f in reversed(frames) if is_user_file(f["file"])]
 
 
 def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Reporter, minify_reporter: Any) -> None:
@@ -310,6 +332,32 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Re
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
 
 
+def _replay(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Reporter) -> None:
+    """Write replay.py for the recorded failing frame and check that it fails alone, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    from pt2doctor.capture.frame_recorder import write_replay
+
+    records = sorted((run_dir / "frames").glob("frame-*.pkl"))
+    if not records:
+        found.notes.append("no frame recording (the failure happened outside a frame Dynamo compiles)")
+        return
+    reporter.status("replaying the failing frame alone (frame recording)")
+    replay = write_replay(records[0], options.script.resolve().parent, options.out_dir / "replay.py")
+    found.replay = str(replay)
+    expected = found.error.split(":", 1)[0]
+    try:
+        proc = subprocess.run([sys.executable, str(replay)], capture_output=True, text=True, cwd=options.out_dir,
+                              timeout=max(60.0, options.query_timeout_s))
+    except subprocess.TimeoutExpired:
+        found.notes.append("replay.py did not finish in time")
+        return
+    found.replay_verified = proc.returncode != 0 and bool(expected) and expected in proc.stderr
+    if not found.replay_verified:
+        found.notes.append(f"replay.py does not fail the same way (exit {proc.returncode})")
+
+
 def _minifier_failure(exc: Exception) -> str:
     if isinstance(exc, AttributeError) and "_OpNamespace" in str(exc):
         return (f"not minified: the graph calls a custom op that the script defines ({exc}); a standalone repro "
@@ -327,6 +375,9 @@ def _conclude(found: _Found) -> None:
         found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")
         if found.hint:
             found.next_steps.append(found.hint)
+        if found.replay_verified:
+            found.next_steps.append(f"`python {found.replay}` compiles that one frame again and fails the same way: "
+                                    "attach it (with its frames/*.pkl recording) to the issue, or step through it.")
         found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]

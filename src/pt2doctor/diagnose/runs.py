@@ -2,7 +2,8 @@
 
 Contract: a `Variant` is a label plus what the child changes before the script runs (through
 `PT2DOCTOR_OVERRIDES`, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
-call, `stance` sets `torch.compiler.set_stance`. `VariantRunner.submit(variant)` starts the run on a
+call, `stance` sets `torch.compiler.set_stance`; a recording variant also records the compiled graphs
+(the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
 `Session` each run wrote stays in `runs/<label>/` as evidence. Runs are quiet: the script's output
 goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
@@ -74,6 +75,8 @@ class VariantRunner:
         env = dict(self.call.env)
         if variant.overrides:
             env["PT2DOCTOR_OVERRIDES"] = json.dumps(variant.overrides)
+        if variant.record:
+            env["PT2DOCTOR_FRAME_RECORD"] = str(self.run_dir(variant.label) / "frames")
         options = RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,

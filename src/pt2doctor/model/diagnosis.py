@@ -58,6 +58,8 @@ class Diagnosis:
     flaky: bool = False
     repro: str | None = None
     repro_verified: bool = False
+    replay: str | None = None  # replay.py: the failing frame alone, for a Dynamo failure
+    replay_verified: bool = False
     minified_nodes: int | None = None
     culprit_ops: tuple[str, ...] = ()
     user_frames: tuple[dict[str, Any], ...] = ()
