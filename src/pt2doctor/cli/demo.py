@@ -31,5 +31,16 @@ def demo_command(out_dir: Path | None) -> int:
             session = run_script(RunOptions(script=Path(script), out_dir=root / Path(name).stem, timeout_s=300),
                                  reporter)
         emit(session, as_json=False, save_to=root / Path(name).stem / "session.json")
+    _diagnose_demo(root)
     click.secho(f"\nDemo runs kept in {root}", dim=True)
     return 0
+
+
+def _diagnose_demo(root: Path) -> None:
+    """The main job: `diagnose` on the failing example (stage table, minimal verified repro, issue.md)."""
+    from pt2doctor.cli.diagnose import run_diagnosis
+
+    name = "custom_backend_failure.py"
+    click.secho(f"\n=== demo: pt2doctor diagnose {name} — the guide's whole procedure, automated", bold=True)
+    with resources.as_file(resources.files("pt2doctor.examples") / name) as script:
+        run_diagnosis(Path(script), (), out=root / "diagnose", timeout=300)

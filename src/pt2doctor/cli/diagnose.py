@@ -56,29 +56,37 @@ class _MinifyStatus(MinifyProgress):
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
                      no_bisect: bool, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
-    from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
     from pt2doctor.model.serialize import dumps
-    from pt2doctor.report.issue import write_bundle
 
     try:
         check_script(script)
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from exc
-    out = out_dir or default_out_dir(script, "diagnose")
+    diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
+                              function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect)
+    if as_json:
+        click.echo(dumps(diagnosis, pretty=True).decode())
+    return diagnosis.exit_code
+
+
+def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
+                  function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
+                  bisect: bool = True):  # type: ignore[no-untyped-def]
+    """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
+    from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
+    from pt2doctor.report.issue import write_bundle
+
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
-                              jobs=max(1, jobs), minify=not no_minify, bisect=not no_bisect)
+                              jobs=max(1, jobs), minify=minify, bisect=bisect)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
         diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
     finally:
         minify_status.stop()
-    session = _session(out)
-    written = write_bundle(diagnosis, session, out)
+    written = write_bundle(diagnosis, _session(out), out)
     _print(console, diagnosis, written)
-    if as_json:
-        click.echo(dumps(diagnosis, pretty=True).decode())
-    return diagnosis.exit_code
+    return diagnosis
 
 
 def _session(out: Path):  # type: ignore[no-untyped-def]
