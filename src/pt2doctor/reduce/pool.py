@@ -69,8 +69,9 @@ class WorkerPool:
     def wait_ready(self) -> None:
         if not self._ready:
             started = time.monotonic()
-            if self._receive() != ("ready",):
-                raise WorkerPoolError("worker did not start")
+            message = self._receive()
+            if message != ("ready",):
+                raise WorkerPoolError(f"worker did not start: {message}")
             self._ready = True
             self.warm_up_s = time.monotonic() - started
 
@@ -113,7 +114,10 @@ class WorkerPool:
                 return None
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            pid, status = os.waitpid(self._pid, 0 if deadline is None else os.WNOHANG)
+            try:
+                pid, status = os.waitpid(self._pid, 0 if deadline is None else os.WNOHANG)
+            except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
+                return -1
             if pid:
                 return os.waitstatus_to_exitcode(status)
             if time.monotonic() > deadline:  # type: ignore[operator]

@@ -5,7 +5,7 @@ imported torch (`serve_forked`, which saves the zygote its own `import torch`); 
 `reduce.pool.WorkerPool`.
 Contract:
 - Protocol: length-prefixed pickles on stdin/stdout. In: `("run", job_id, script_text, timeout_s)`
-  or `("quit",)`. Out: `("ready",)` once warm, then `(job_id, status, text)` per job, where status
+  or `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then `(job_id, status, text)` per job, where status
   is `ok`, `failed` (text: the script's `describe_failure`), `signal` (text: the number),
   `timeout` or `error` (a worker-side problem, never a match).
 - Isolation: each candidate runs in a forked child in its own process group, so a crash, abort,
@@ -59,10 +59,12 @@ class FrameReader:
 def warm_up() -> None:
     """Import and exercise Inductor so children start warm, without initializing CUDA.
 
-    The warm-up compiles a tiny CPU graph with `compile_fx_inner` directly, not `torch.compile`:
-    Dynamo saves and restores the CUDA RNG state around every frame it converts, which initializes
-    CUDA when a GPU is present, and a process that initialized CUDA cannot fork children that use
-    it ("Cannot re-initialize CUDA in forked subprocess"). Children initialize CUDA themselves.
+    A process that initialized CUDA cannot fork children that use it ("Cannot re-initialize CUDA
+    in forked subprocess"), and any Inductor compile does when a GPU is present (Dynamo's
+    `preserve_rng_state` saves the CUDA RNG state). So on a machine with a GPU the zygote only
+    imports (Inductor, its Triton backend, Triton); `torch.cuda.is_available()` asks the driver
+    for a device count without creating a context. On a CPU-only machine a tiny graph is compiled
+    with `compile_fx_inner`, which also runs the one-off CPU ISA probe (~1 s) children then inherit.
     """
     import torch
 
@@ -73,9 +75,13 @@ def warm_up() -> None:
     from torch._inductor.compile_fx import compile_fx_inner
 
     inductor_config.compile_threads = 1
-    aten = torch.ops.aten
-    graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
-    compile_fx_inner(graph, [torch.randn(8)])
+    if torch.cuda.is_available():
+        import torch._inductor.codegen.triton  # noqa: F401
+        import triton  # noqa: F401
+    else:
+        aten = torch.ops.aten
+        graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
+        compile_fx_inner(graph, [torch.randn(8)])
     if torch.cuda.is_initialized():
         raise RuntimeError("the zygote's warm-up initialized CUDA: its forked children could not use the GPU")
 
@@ -200,7 +206,11 @@ def _kill_group(pid: int) -> None:
 
 
 def _serve(jobs: int, out_fd: int) -> None:
-    warm_up()
+    try:
+        warm_up()
+    except Exception as exc:  # tell the parent why, rather than dying silently
+        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
+        return
     send(out_fd, ("ready",))
     zygote = Zygote(jobs, out_fd)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
