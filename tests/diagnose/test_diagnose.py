@@ -122,6 +122,21 @@ def test_success_exits_zero(tmp_path):
     assert "nothing fails" in run.stderr
 
 
+def test_function_limits_compilation_to_functions_of_that_name(diagnosed):
+    """`--function good` (TORCHDYNAMO_DEBUG_FUNCTION): `bad` runs uncompiled, so nothing fails."""
+    run, d = diagnosed(HERE / "two_functions.py", options=("--function", "good"))
+    assert run.code == 0 and d["category"] is None
+    run, d = diagnosed(HERE / "two_functions.py", options=("--function", "bad", "--no-minify"))
+    assert run.code == 1 and d["stage"] == "backend" and d["original_backend"] == "refusing_backend"
+
+
+@pytest.mark.slow
+def test_a_script_that_segfaults_without_compiling_is_a_user_error(diagnosed):
+    run, d = diagnosed(SCRIPTS / "segfault.py")
+    assert d["category"] == "user_error" and run.code == 2
+    assert all(a["signature"] == "SIGSEGV" for a in d["attempts"])
+
+
 def test_bad_input_is_a_usage_error(tmp_path):
     run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(tmp_path / "missing.py"))
     assert run.code == 64 and "no such script" in run.stderr
