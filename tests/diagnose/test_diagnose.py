@@ -158,6 +158,15 @@ def test_aot_failure_is_blamed_on_aot_autograd(diagnosed):
 
 
 @pytest.mark.slow
+def test_decomposition_failure_is_blamed_on_decompositions(diagnosed):
+    run, d = diagnosed(HERE / "decomp_failure.py")
+    _assert_bundle(run, d)
+    assert d["stage"] == "decomp_partition"
+    assert d["stages"] == {"eager": "pass", "aot_eager": "pass", "aot_eager_decomp_partition": "fail",
+                           "inductor": "skipped"}
+
+
+@pytest.mark.slow
 def test_inductor_codegen_failure_bisects_to_the_relu_lowering(diagnosed):
     run, d = diagnosed(HERE / "inductor_compile_error.py")
     _assert_bundle(run, d)

@@ -59,9 +59,12 @@ class VariantRunner:
         self.call = call
         self.reporter = reporter
         self.sessions: dict[str, Session] = {}
+        self._submitted = 0
+        self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
 
     def submit(self, variant: Variant) -> Future[Attempt]:
+        self._submitted += 1
         return self._pool.submit(self._run, variant)
 
     def run_dir(self, label: str) -> Path:
@@ -81,12 +84,14 @@ class VariantRunner:
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,
         )
-        self.reporter.status(f"run {variant.label}: started")
+        self.reporter.status(f"run {variant.label}: started ({self._finished} of {self._submitted} runs done)")
         session = enrich(run_script(options))
         self.sessions[variant.label] = session
+        self._finished += 1
         attempt = attempt_of(variant, session)
         said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
-        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s)")
+        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {self._finished} of "
+                             f"{self._submitted} runs done)")
         return attempt
 
 
