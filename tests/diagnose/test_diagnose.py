@@ -92,6 +92,15 @@ def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     assert "NotImplementedError" in _refails_fresh(d["repro"])
 
 
+def test_report_reads_a_diagnose_directory_back(diagnosed, tmp_path):
+    run, d = diagnosed(HERE / "custom_backend.py")
+    again = pt2doctor("report", "--json", "--html", "-o", str(tmp_path / "page.html"), str(run.out_dir))
+    assert again.code == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout)["stages"] == d["stages"]
+    page = (tmp_path / "page.html").read_text()
+    assert 'id="extra-diagnosis"' in page and "picky_backend" in page
+
+
 def test_user_error_stops_after_compilation_off(diagnosed):
     run, d = diagnosed(SCRIPTS / "user_error.py")
     _assert_bundle(run, d)

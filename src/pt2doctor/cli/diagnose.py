@@ -85,7 +85,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     finally:
         minify_status.stop()
     written = write_bundle(diagnosis, _session(out), out)
-    _print(console, diagnosis, written)
+    print_diagnosis(console, diagnosis, written)
     return diagnosis
 
 
@@ -102,7 +102,7 @@ def _session(out: Path):  # type: ignore[no-untyped-def]
         return None
 
 
-def _print(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
+def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
     from pt2doctor.diagnose.bisect import describe
 
     style = "green" if not d.failed else "red"
@@ -128,5 +128,6 @@ def _print(console: Console, d, written: list[Path]) -> None:  # type: ignore[no
         console.print(f"-> {step}")
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in d.timings.items())
     console.print(f"[dim]{timings}[/]")
-    console.print("wrote " + ", ".join(str(p) for p in written))
+    if written:
+        console.print("wrote " + ", ".join(str(p) for p in written))
     sys.stderr.flush()

@@ -23,7 +23,9 @@ from pt2doctor.report.document import ReportInputError, load_session
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Where --html writes (implies --html).")
 @click.argument("path", type=click.Path(path_type=Path))
 def report_command(as_json: bool, strict: bool, html: bool, output: Path | None, path: Path) -> int:
-    """Render PATH: a run directory, a session.json, or a TORCH_TRACE file/directory."""
+    """Render PATH: a run directory, a diagnose directory, a session.json, or a TORCH_TRACE file/directory."""
+    if path.is_dir() and (path / "diagnosis.json").is_file():
+        return _report_diagnosis(path, as_json, html or output is not None, output)
     try:
         session = load_session(path, strict=strict)
     except ReportInputError as exc:
@@ -43,3 +45,27 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
 
 def _html_path(path: Path) -> Path:
     return path / "report.html" if (path / "session.json").is_file() else Path("report.html")
+
+
+def _report_diagnosis(path: Path, as_json: bool, html: bool, output: Path | None) -> int:
+    """A `diagnose` directory: its summary (or diagnosis.json), and the page with the diagnosis section."""
+    from rich.console import Console
+
+    from pt2doctor.cli.diagnose import print_diagnosis
+    from pt2doctor.model.serialize import dumps
+    from pt2doctor.report.issue import load_bundle, write_diagnosis_html
+
+    try:
+        diagnosis, session = load_bundle(path)
+    except ReportInputError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if as_json:
+        click.echo(dumps(diagnosis, pretty=True).decode())
+    else:
+        print_diagnosis(Console(stderr=False, highlight=False), diagnosis, [])
+    if html:
+        if session is None:
+            raise click.UsageError(f"{path} has no runs/original-1/session.json to draw the page from")
+        click.echo(f"pt2doctor: wrote {write_diagnosis_html(diagnosis, session, output or path / 'report.html')}",
+                   err=True)
+    return 0

@@ -1,7 +1,7 @@
 """The issue bundle of `diagnose`: `diagnosis.json`, `issue.md` (ready to paste into a PyTorch issue), `report.html`.
 
 Contract: `write_bundle(diagnosis, session, out_dir)` writes what applies and returns the paths
-written; `diagnosis.json` is written first and always, so nothing found is lost if a later file
+written (`load_bundle(out_dir)` reads a bundle back, for `pt2doctor report DIR`); `diagnosis.json` is written first and always, so nothing found is lost if a later file
 fails. `render_issue(diagnosis, session)` is pure apart from reading the repro and the user's source
 lines it quotes. `issue.md` follows PyTorch's bug template: a title, the one-line error, the minimal
 repro inline, expected vs actual, how it was narrowed down (the stage table, the bisection), and the
@@ -42,16 +42,43 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path) -
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
-        from dataclasses import replace
-
-        from pt2doctor.report.document import build_report
-        from pt2doctor.report.html import write_html_report
-        from pt2doctor.report.html_diagnosis import diagnosis_section
-
-        section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
-        extras = {**session.extras, "diagnosis": section}
-        written.append(write_html_report(build_report(replace(session, extras=extras)), out_dir / "report.html"))
+        written.append(write_diagnosis_html(diagnosis, session, out_dir / "report.html", issue))
     return written
+
+
+def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, issue: str | None = None) -> Path:
+    """The run's page with the diagnosis section (stage table, runs, repro.py, issue.md) added."""
+    from dataclasses import replace
+
+    from pt2doctor.report.document import build_report
+    from pt2doctor.report.html import write_html_report
+    from pt2doctor.report.html_diagnosis import diagnosis_section
+
+    if issue is None:
+        issue_path = Path(diagnosis.repro).parent / "issue.md" if diagnosis.repro else path.parent / "issue.md"
+        issue = issue_path.read_text() if issue_path.exists() else ""
+    section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
+    extras = {**session.extras, "diagnosis": section}
+    return write_html_report(build_report(replace(session, extras=extras)), path)
+
+
+def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
+    """A diagnose directory read back: its `diagnosis.json` and the first reproduction's session."""
+    import msgspec
+
+    from pt2doctor.analysis import enrich
+    from pt2doctor.report.document import ReportInputError, load_session
+
+    try:
+        diagnosis = msgspec.json.decode((out_dir / "diagnosis.json").read_bytes(), type=Diagnosis)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReportInputError(f"{out_dir / 'diagnosis.json'} is not a pt2doctor diagnosis: {exc}") from exc
+    session_path = out_dir / "runs" / "original-1" / "session.json"
+    try:
+        session = enrich(load_session(session_path)) if session_path.exists() else None
+    except ReportInputError:
+        session = None
+    return diagnosis, session
 
 
 def _repro_text(d: Diagnosis) -> str:
