@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,24 @@ def run_json(tmp_path_factory: pytest.TempPathFactory):
         if key not in cache:
             out = tmp_path_factory.mktemp(Path(script).stem)
             cache[key] = pt2doctor("run", "--json", "--out", str(out), *extra, str(SCRIPTS / script))
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def diagnosed(tmp_path_factory: pytest.TempPathFactory):
+    """`pt2doctor diagnose` on a script, once per session per (script, options, args): (run, diagnosis.json)."""
+    cache: dict[tuple[str, ...], tuple[CliRun, dict]] = {}
+
+    def get(script: Path, *args: str, options: tuple[str, ...] = ()) -> tuple[CliRun, dict]:
+        key = (str(script), *options, "--", *args)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(script.stem)
+            run = pt2doctor("diagnose", "--out", str(out / "bundle"), *options, str(script), *args, timeout=900)
+            path = out / "bundle" / "diagnosis.json"
+            assert path.exists(), run.stderr[-3000:]
+            cache[key] = (run, json.loads(path.read_text()))
         return cache[key]
 
     return get

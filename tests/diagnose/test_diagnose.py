@@ -1,6 +1,7 @@
 """`pt2doctor diagnose` end to end on planted failures: one per category and per stage, real torch.compile.
 
-Each planted script is diagnosed once per session (`diagnosed`), and the tests read that one result.
+Each planted script is diagnosed once per session (`diagnosed`, in tests/conftest.py), and the tests
+read that one result.
 The cases that compile with Inductor (tens of seconds each on two cores) are marked slow.
 """
 
@@ -15,23 +16,6 @@ import pytest
 from clihelp import SCRIPTS, CliRun, pt2doctor
 
 HERE = Path(__file__).parent / "scripts"
-
-
-@pytest.fixture(scope="session")
-def diagnosed(tmp_path_factory: pytest.TempPathFactory):
-    cache: dict[tuple[str, ...], tuple[CliRun, dict]] = {}
-
-    def get(script: Path, *args: str, options: tuple[str, ...] = ()) -> tuple[CliRun, dict]:
-        key = (str(script), *options, "--", *args)
-        if key not in cache:
-            out = tmp_path_factory.mktemp(script.stem)
-            run = pt2doctor("diagnose", "--out", str(out / "bundle"), *options, str(script), *args, timeout=900)
-            path = out / "bundle" / "diagnosis.json"
-            assert path.exists(), run.stderr[-3000:]
-            cache[key] = (run, json.loads(path.read_text()))
-        return cache[key]
-
-    return get
 
 
 def _assert_bundle(run: CliRun, d: dict) -> None:

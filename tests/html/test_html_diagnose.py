@@ -11,10 +11,10 @@ SCRIPT = Path(__file__).parents[1] / "diagnose" / "scripts" / "custom_backend.py
 
 
 @pytest.fixture(scope="module")
-def diagnose_page(tmp_path_factory: pytest.TempPathFactory, browser_context: Any, cli: Any) -> Any:
-    out = tmp_path_factory.mktemp("diagnose-html") / "bundle"
-    run = cli("diagnose", "--out", str(out), str(SCRIPT))
-    assert run.returncode == 1, run.stderr[-2000:]
+def diagnose_page(diagnosed: Any, browser_context: Any) -> Any:
+    run, _ = diagnosed(SCRIPT)  # shared with tests/diagnose when both run in one process
+    assert run.code == 1, run.stderr[-2000:]
+    out = run.out_dir
     page = browser_context.new_page()
     errors: list[str] = []
     requests: list[str] = []
