@@ -208,3 +208,18 @@ def test_a_hang_in_the_backend_is_a_timeout_at_the_backend_stage(diagnosed):
     assert d["category"] == "timeout"
     assert d["stage"] == "backend"
     assert d["stages"]["eager"] == "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+@pytest.mark.parametrize("bug", ["compile_error", "accuracy"])
+def test_triton_relu_bug_on_cuda(diagnosed, bug):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    run, d = diagnosed(HERE / "gpu_triton_bug.py", bug)
+    _assert_bundle(run, d)
+    assert d["stage"] == "inductor"
+    assert d["culprit_ops"] == ["aten.relu.default"] and d["repro_verified"]
+    assert d["environment"]["gpu"]
+    assert "device='cuda" in Path(d["repro"]).read_text() or "'cuda" in Path(d["repro"]).read_text()
