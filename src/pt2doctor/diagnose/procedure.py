@@ -24,6 +24,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,6 +153,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
     with found.timed("reproduce"):
         first = runner.submit(Variant.original(1, record=True))
         second = runner.submit(Variant.original(2))
+        # queued behind the reproductions, so the cores never idle; cancelled if they are not needed
         speculative = {backend: runner.submit(Variant.with_backend(backend)) for backend, _ in REFERENCE}
         a1, a2 = first.result(), second.result()
     found.attempts += [a1, a2]
@@ -164,25 +166,10 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
         return
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
     found.original_backend = _original_backend(runner.run_dir(a1.label))
-    rungs = ladder(found.original_backend)
-
     reporter.status("finding the failing stage")
     with found.timed("stages"):
-        outcomes: dict[str, str] = {}
-        for backend, _ in rungs[:-1] if rungs[-1][0] not in speculative else rungs:
-            attempt = (speculative.get(backend) or runner.submit(Variant.with_backend(backend))).result()
-            found.attempts.append(attempt)
-            outcomes[backend] = attempt.outcome
-            if attempt.outcome == "fail":
-                if attempt.signature != a1.signature:
-                    found.notes.append(f"{backend} fails differently: {attempt.signature}")
-                break
-        for future in speculative.values():
-            future.cancel()
-        outcomes.setdefault(rungs[-1][0], "fail" if "fail" not in outcomes.values() else "skipped")
-        found.stage, found.stages = blame(rungs, {k: v for k, v in outcomes.items() if v != "skipped"})
+        _find_stage(runner, speculative, found, a1)
     reporter.status(f"failing stage: {STAGE_TITLES.get(found.stage or '', found.stage)}")
-
     if found.stage == "dynamo":
         with found.timed("compilation_off"):
             off = runner.submit(Variant.compilation_off()).result()
@@ -208,6 +195,27 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
                                            jobs=options.jobs)
         reporter.status(f"bisection: {describe(found.bisection)}")
     _conclude(found)
+
+
+def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: _Found, a1: Attempt) -> None:
+    """Climb the ladder up to the first run that fails; the original run is the top rung (it failed)."""
+    rungs = ladder(found.original_backend)
+    top = rungs[-1][0]
+    climb = rungs if top in speculative else rungs[:-1]
+    outcomes: dict[str, str] = {}
+    for backend, _ in climb:
+        attempt = (speculative.get(backend) or runner.submit(Variant.with_backend(backend))).result()
+        found.attempts.append(attempt)
+        outcomes[backend] = attempt.outcome
+        if attempt.outcome == "fail":
+            if attempt.signature != a1.signature:
+                found.notes.append(f"{backend} fails differently: {attempt.signature}")
+            break
+    for future in speculative.values():
+        future.cancel()
+    if "fail" not in outcomes.values():
+        outcomes[top] = "fail"
+    found.stage, found.stages = blame(rungs, outcomes)
 
 
 def _recorded(run_dir: Path) -> Path:
