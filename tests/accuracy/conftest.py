@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parent))
+from accuracy_scripts import SCRIPTS  # noqa: E402
 from clihelp import CliRun, pt2doctor  # noqa: E402
-
-SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def line_of(script: str, text: str) -> int:
-    """The 1-based line of `text` in a planted script, so tests do not hard-code line numbers."""
-    lines = (SCRIPTS / script).read_text().splitlines()
-    return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
 @pytest.fixture(scope="session")

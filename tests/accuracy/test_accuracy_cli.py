@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import SCRIPTS, line_of
+from accuracy_scripts import SCRIPTS, line_of
 
 
 def _graph(run) -> dict:

@@ -7,8 +7,8 @@ Contract: pure functions over `GraphAccuracy` values (no torch, no I/O).
   mark a failure `explained` only when the evidence says so: it passes under fallback_random, or
   the compiled graph differs from itself about as much as from eager. Reduced precision is called
   out but never excuses a failure: PyTorch's rule already allows bf16/fp16 a 3x larger RMSE.
-- `exit_code(script_code, results)`: the script's own failure first, else `EXIT_MISMATCH` when a
-  graph fails without explanation, else 0.
+- `headline(results)`: one line; `analysis.verdict` makes a graph failing without explanation the
+  run's verdict (category `accuracy`, exit code `EXIT_MISMATCH`) unless the script itself failed.
 """
 
 from __future__ import annotations
@@ -54,12 +54,6 @@ def with_functions(results: Sequence[GraphAccuracy], compiles: Sequence[Compile]
     """Name each graph's frame (`fn (file:line)`) from the session's compiles."""
     names = {str(c.compile_id): f"{c.function} ({c.file}:{c.line})" for c in compiles}
     return [replace(r, function=r.function or names.get(r.graph)) for r in results]
-
-
-def exit_code(script_code: int, results: Sequence[GraphAccuracy]) -> int:
-    if script_code != 0:
-        return script_code
-    return EXIT_MISMATCH if any(r.real_failure for r in results) else 0
 
 
 def headline(results: Sequence[GraphAccuracy]) -> str:

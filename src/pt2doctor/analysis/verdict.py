@@ -2,13 +2,16 @@
 
 Exit codes (documented in the README): 0 the script succeeded; the script's own code when it exited
 non-zero; 128+N when it died of signal N; 124 on timeout; 130 when interrupted. pt2doctor's own
-usage errors exit 64 and an unreadable input under --strict exits 65.
+usage errors exit 64 and an unreadable input under --strict exits 65. After `pt2doctor accuracy`, a
+script that succeeded but has a graph with unexplained wrong results exits 1 (`EXIT_MISMATCH`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pt2doctor.analysis.accuracy import EXIT_MISMATCH
+from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.model import Category, Session
 
 EXIT_TIMEOUT = 124
@@ -48,6 +51,9 @@ def verdict_for(session: Session) -> Verdict:
         return Verdict(False, headline, code, failure.category)
     if failed:
         return Verdict(False, f"FAILED: the script exited with code {code}", code, None)
+    if any(r.real_failure for r in session.accuracy):  # `pt2doctor accuracy` found wrong results
+        text = accuracy_headline(session.accuracy).removeprefix("accuracy: ")
+        return Verdict(False, f"FAILED ({Category.ACCURACY.value}): {text}", EXIT_MISMATCH, Category.ACCURACY)
     if not session.compiles:
         why = "the script never called a torch.compile'd function" if session.extras.get("torch_imported") \
             else "the script never imported torch"

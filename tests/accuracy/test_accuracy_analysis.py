@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from pt2doctor.analysis.accuracy import EXIT_MISMATCH, exit_code, explain, headline, needs_rng_recheck
+from pt2doctor.analysis.accuracy import EXIT_MISMATCH, explain, headline, needs_rng_recheck
+from pt2doctor.analysis.verdict import verdict_for
+from pt2doctor.model import SCHEMA, Category, ExitInfo, Session
 from pt2doctor.model.accuracy import Cause, DivergentNode, GraphAccuracy
 from pt2doctor.model.serialize import convert, to_builtins
 from pt2doctor.report.accuracy import render_accuracy
 
 RELU = DivergentNode("relu", "torch.relu", "/x/train.py", 12, "y = torch.relu(x)", (4,), "float32", 1.0, 1e6)
+
+
+def _exit_code(script_code: int, results: list[GraphAccuracy]) -> int:
+    return verdict_for(Session(SCHEMA, "2.13.0", ("t.py",), ExitInfo(script_code), accuracy=tuple(results))).exit_code
 
 
 def _fail(**kw) -> GraphAccuracy:
@@ -24,14 +30,14 @@ def test_rng_recheck_only_for_failing_graphs_with_random_ops():
 def test_random_failure_explained_when_fallback_random_passes():
     (result,) = explain([_fail(random_ops=("torch.rand",))], [GraphAccuracy("0/0", "pass")])
     assert result.explained and Cause.RANDOM in result.causes and result.recheck.verdict == "pass"
-    assert exit_code(0, [result]) == 0
+    assert _exit_code(0, [result]) == 0
 
 
 def test_random_failure_that_persists_is_real_and_takes_the_clean_localization():
     clean = DivergentNode("mul", "torch.mul", "/x/train.py", 20)
     (result,) = explain([_fail(random_ops=("torch.rand",))], [_fail(first_divergent=clean)])
     assert result.real_failure and result.first_divergent == clean
-    assert exit_code(0, [result]) == EXIT_MISMATCH
+    assert _exit_code(0, [result]) == EXIT_MISMATCH
 
 
 def test_reduced_precision_is_called_out_but_never_excuses():
@@ -46,7 +52,13 @@ def test_nondeterminism_explains_when_run_to_run_noise_is_as_large():
 
 
 def test_script_failure_wins_the_exit_code():
-    assert exit_code(3, [_fail()]) == 3
+    assert _exit_code(3, [_fail()]) == 3
+
+
+def test_unexplained_failure_is_the_runs_verdict():
+    verdict = verdict_for(Session(SCHEMA, "2.13.0", ("t.py",), ExitInfo(0), accuracy=(_fail(),)))
+    assert not verdict.ok and verdict.category is Category.ACCURACY and verdict.exit_code == EXIT_MISMATCH
+    assert verdict.headline.startswith("FAILED (accuracy): 1 graph(s): 0 pass, 1 FAIL")
 
 
 def test_headline_and_text_name_the_first_divergent_op():
