@@ -252,6 +252,14 @@ def unwrap_backend_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+def cuda_fork_poisoned() -> bool:
+    """In a forked child: whether torch marked it a "bad fork" that cannot use CUDA (its parent had
+    touched the CUDA driver): `torch.cuda._is_in_bad_fork` (2.11, 2.13; False on CPU builds)."""
+    import torch.cuda
+
+    return bool(torch.cuda._is_in_bad_fork())
+
+
 # --- accuracy (capture.accuracy_probe) ------------------------------------------------------------
 
 def same_as_fp64_reference(expected: Any, actual: Any, reference: Any, tolerance: float) -> bool:

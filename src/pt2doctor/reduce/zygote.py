@@ -11,6 +11,11 @@ Contract:
 - Isolation: each candidate runs in a forked child in its own process group, so a crash, abort,
   hang (killed at its timeout, with any gcc it started) or OOM kills only that candidate. At most
   JOBS children run at once.
+- CUDA: a process that touched the CUDA driver cannot fork children that use it, and with a GPU
+  build even imports may (torch then marks forked children "bad"). After warming up the zygote
+  test-forks once; if its children would be bad (`torch_compat.cuda_fork_poisoned`), each
+  candidate's child execs a fresh interpreter that runs the script (`_EXEC_RUNNER`): still one
+  isolated process per candidate, still in parallel, without the warm start.
 - The zygote stays single-threaded (torch.set_num_threads(1), Inductor compile_threads=1) because
   forking a process with live OpenMP or compile-pool threads can deadlock the child.
 - Stdin closing (the parent died) or a signal ends the zygote and kills its children.
@@ -24,6 +29,7 @@ import selectors
 import signal
 import struct
 import sys
+import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -61,10 +67,11 @@ def warm_up() -> None:
 
     A process that initialized CUDA cannot fork children that use it ("Cannot re-initialize CUDA
     in forked subprocess"), and any Inductor compile does when a GPU is present (Dynamo's
-    `preserve_rng_state` saves the CUDA RNG state). So on a machine with a GPU the zygote only
-    imports (Inductor, its Triton backend, Triton); `torch.cuda.is_available()` asks the driver
-    for a device count without creating a context. On a CPU-only machine a tiny graph is compiled
-    with `compile_fx_inner`, which also runs the one-off CPU ISA probe (~1 s) children then inherit.
+    `preserve_rng_state` saves the CUDA RNG state). Even `torch.cuda.is_available()` poisons
+    forking (it initializes the driver to count devices). So with a GPU build of torch the zygote
+    only imports (Inductor, its Triton backend, Triton) and asks the driver nothing. With a CPU build
+    a tiny graph is compiled with `compile_fx_inner`, which also runs the one-off CPU ISA probe (~1 s)
+    that children then inherit.
     """
     import torch
 
@@ -75,9 +82,12 @@ def warm_up() -> None:
     from torch._inductor.compile_fx import compile_fx_inner
 
     inductor_config.compile_threads = 1
-    if torch.cuda.is_available():
+    if torch.version.cuda or torch.version.hip:
         import torch._inductor.codegen.triton  # noqa: F401
-        import triton  # noqa: F401
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
     else:
         aten = torch.ops.aten
         graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
@@ -105,29 +115,68 @@ class _Child:
     chunks: list[bytes] = field(default_factory=list)
 
 
-def _fork(job_id: int, text: str, timeout_s: float) -> tuple[int, _Child]:
+_EXEC_RUNNER = """\
+import os, pickle, sys
+from pt2doctor.reduce.zygote import run_candidate
+with open(sys.argv[1]) as handle:
+    text = handle.read()
+os.unlink(sys.argv[1])
+try:
+    result = run_candidate(text)
+except BaseException as exc:
+    result = ("error", f"{type(exc).__name__}: {exc}"[:500])
+os.write(int(sys.argv[2]), pickle.dumps(result))
+os._exit(0)
+"""
+
+
+def _run_in_child(text: str, write_fd: int, exec_fresh: bool) -> None:
+    if exec_fresh:
+        handle, path = tempfile.mkstemp(prefix="pt2doctor-candidate-", suffix=".py")
+        os.write(handle, text.encode())
+        os.close(handle)
+        os.set_inheritable(write_fd, True)
+        os.execv(sys.executable, [sys.executable, "-c", _EXEC_RUNNER, path, str(write_fd)])
+    try:
+        result = run_candidate(text)
+    except BaseException as exc:  # an exec'd script can raise anything; report, never hang
+        result = ("error", f"{type(exc).__name__}: {exc}"[:500])
+    os.write(write_fd, pickle.dumps(result))
+
+
+def _fork(job_id: int, text: str, timeout_s: float, exec_fresh: bool = False) -> tuple[int, _Child]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
-        os.setpgid(0, 0)
-        os.close(read_fd)
-        if not os.environ.get("PT2DOCTOR_MINIFY_DEBUG"):
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
         try:
-            result = run_candidate(text)
-        except BaseException as exc:  # an exec'd script can raise anything; report, never hang
-            result = ("error", f"{type(exc).__name__}: {exc}"[:500])
-        os.write(write_fd, pickle.dumps(result))
-        os._exit(0)
+            os.setpgid(0, 0)
+            os.close(read_fd)
+            if not os.environ.get("PT2DOCTOR_MINIFY_DEBUG"):
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+            _run_in_child(text, write_fd, exec_fresh)
+        finally:
+            os._exit(0)
     os.close(write_fd)
     return pid, _Child(job_id, read_fd, time.monotonic() + timeout_s)
 
 
+def forks_poisoned() -> bool:
+    """Whether children forked from this process could not use CUDA (see the module docstring)."""
+    from pt2doctor.capture.torch_compat import cuda_fork_poisoned
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if cuda_fork_poisoned() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 0
+
+
 class Zygote:
-    def __init__(self, jobs: int, out_fd: int) -> None:
+    def __init__(self, jobs: int, out_fd: int, exec_fresh: bool = False) -> None:
         self.jobs = jobs
+        self.exec_fresh = exec_fresh
         self.out_fd = out_fd
         self.pending: deque[tuple[int, str, float]] = deque()
         self.children: dict[int, _Child] = {}
@@ -138,7 +187,7 @@ class Zygote:
         self.selector.register(0, selectors.EVENT_READ, None)
         while True:
             while self.pending and len(self.children) < self.jobs:
-                pid, child = _fork(*self.pending.popleft())
+                pid, child = _fork(*self.pending.popleft(), exec_fresh=self.exec_fresh)
                 self.children[pid] = child
                 self.selector.register(child.fd, selectors.EVENT_READ, pid)
             for key, _ in self.selector.select(self._wait_s()):
@@ -212,7 +261,8 @@ def _serve(jobs: int, out_fd: int) -> None:
         send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
         return
     send(out_fd, ("ready",))
-    zygote = Zygote(jobs, out_fd)
+    exec_fresh = forks_poisoned() or bool(os.environ.get("PT2DOCTOR_MINIFY_EXEC"))  # the env: to test that path
+    zygote = Zygote(jobs, out_fd, exec_fresh=exec_fresh)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         zygote.serve()
