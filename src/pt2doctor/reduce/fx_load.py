@@ -9,6 +9,8 @@ compile it, the recorded signature when there is one) or raises `NothingToMinify
    while compiling or running it (the signal itself is observed again in the worker);
 3. otherwise `NothingToMinify`, unless `accuracy=True`, in which case the last graph is
    minified against the fp64-referenced accuracy check (the oracle confirms it fails).
+A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
+gives no expected signature: the first isolated run of the graph fixes the target.
 Only `graphs/` is needed; `session.json` is not read.
 """
 
@@ -87,8 +89,20 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
     entry = entries[graph_id]
     return RecordedFailure(
         graph_id, case_from_entry(graphs, entry), context_from_entry(entry, accuracy, tolerance),
-        from_description(description) if description else None,
+        _expected(description),
     )
+
+
+# Exceptions that only wrap the real failure, whose message names no cause; Inductor raises them
+# when its parallel compile workers fail (a recording run has them, the isolated workers do not).
+_WRAPPERS = ("SubprocException",)
+
+
+def _expected(description: str | None) -> FailureSignature | None:
+    """The recorded signature; None (the worker's first run decides) when it is only a wrapper."""
+    if not description or description.startswith(_WRAPPERS):
+        return None
+    return from_description(description)
 
 
 def case_from_entry(graphs: Path, entry: dict[str, Any]) -> FxCase:
