@@ -15,7 +15,8 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   fsync per call, so after a segfault the parent still knows the culprit graph.
 
 Contract: recording is metadata and code only (no tensor values), so the overhead goal of `run`
-holds when nothing fails. Backends: a registered name is kept as a name; a plain callable from
+holds when nothing fails. AOTAutograd's cache is off while recording (a hit skips Inductor's inner
+compile, and with it the after-AOT graph); Inductor's own FX graph cache stays on. Backends: a registered name is kept as a name; a plain callable from
 the user's script is kept as its source (with the script's top-level imports) via
 `inspect.getsource`, or as a stub naming it when the source is unavailable.
 """
@@ -190,7 +191,8 @@ def install(out_dir: Path) -> Callable[[], None]:
         finally:
             recorder.mark("")
 
-    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile)]
+    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile),
+                torch_compat.disable_aot_autograd_cache()]
 
     def uninstall() -> None:
         for restore in reversed(restores):

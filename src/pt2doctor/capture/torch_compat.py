@@ -252,6 +252,21 @@ def unwrap_backend_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+def disable_aot_autograd_cache() -> Callable[[], None]:
+    """Turn AOTAutograd's cache off (`torch._functorch.config.enable_autograd_cache`, 2.11, 2.13);
+    returns the restore. A cache hit skips Inductor's inner compile, so the after-AOT graph would
+    never be seen by `patch_inductor_inner_compile`."""
+    import torch._functorch.config as functorch_config
+
+    previous = functorch_config.enable_autograd_cache
+    functorch_config.enable_autograd_cache = False
+
+    def restore() -> None:
+        functorch_config.enable_autograd_cache = previous
+
+    return restore
+
+
 def cuda_fork_poisoned() -> bool:
     """In a forked child: whether torch marked it a "bad fork" that cannot use CUDA (its parent had
     touched the CUDA driver): `torch.cuda._is_in_bad_fork` (2.11, 2.13; False on CPU builds)."""
