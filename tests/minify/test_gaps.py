@@ -96,3 +96,68 @@ def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):
     assert result["verified"], err[-2000:]  # the best so far, verified in a fresh interpreter
     assert proc.returncode == 0
     assert (run_dir / "repro.py").exists()
+
+
+WRONG = """
+    import torch
+
+    def sloppy_backend(gm, example_inputs):
+        if any(node.target is torch.relu for node in gm.graph.nodes):
+            return lambda *args: tuple(out + 0.5 for out in gm(*args))
+        return gm
+
+    def f(x, y):
+        x = torch.sin(x) * y
+        x = torch.relu(x - 0.1)
+        return (torch.cos(x) + y,)
+
+    torch.compile(f, backend=sloppy_backend)(torch.randn(4, 4), torch.randn(4, 4))
+"""
+
+
+def test_accuracy_failure_found_while_recording(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(WRONG))
+    run_dir = tmp_path / "run"
+    record_script(script, run_dir, accuracy_tolerance=1e-4)
+    failures = [json.loads(line) for line in (run_dir / "graphs" / "failures.jsonl").read_text().splitlines()]
+    assert [f["phase"] for f in failures] == ["accuracy"]
+    proc = subprocess.run([*MINIFY, str(run_dir), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]  # no --accuracy needed: the recording says so
+    result = json.loads(proc.stdout)
+    assert result["signature"]["kind"] == "accuracy"
+    assert result["ops"] == ["torch.relu"]
+
+
+def test_no_accuracy_failure_recorded_when_results_match(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(WRONG.replace("out + 0.5", "out")))
+    record_script(script, tmp_path / "run", accuracy_tolerance=1e-4)
+    assert (tmp_path / "run" / "graphs" / "failures.jsonl").read_text() == ""
+
+
+INDUCTOR_ACCURACY = """
+    import torch
+    import torch._inductor.config
+    torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+
+    def f(x):
+        for i in range(12):
+            x = torch.relu(x) if i == 6 else (torch.sin(x) if i % 2 else x * 1.01)
+        return x
+
+    with torch.no_grad():
+        torch.compile(f)(torch.randn(8, 8))
+"""
+
+
+@pytest.mark.slow
+def test_inductor_accuracy_bug_found_while_recording_ends_at_aten_relu(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(INDUCTOR_ACCURACY))
+    run_dir = tmp_path / "run"
+    record_script(script, run_dir, accuracy_tolerance=1e-4)
+    proc = subprocess.run([*MINIFY, str(run_dir), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert (result["stage"], result["signature"]["kind"], result["ops"]) == ("aot", "accuracy", ["aten.relu.default"])

@@ -9,13 +9,18 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
     "constants": "g0003.constants.pt"|null}`
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
 - `g0003.constants.pt`: get_attr tensors (torch.save), only when the graph has any.
-- `failures.jsonl`: `{"graph": id, "phase": "compile"|"run", "description": "Type: first line"}`.
+- `failures.jsonl`: `{"graph": id, "phase": "compile"|"run"|"accuracy", "description": "Type: first line"}`
+  (an accuracy failure also has `"tolerance"`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running,
   blank when nothing is. A MAP_SHARED page survives the process dying of a signal without an
   fsync per call, so after a segfault the parent still knows the culprit graph.
 
 Contract: recording is metadata and code only (no tensor values), so the overhead goal of `run`
-holds when nothing fails. AOTAutograd's cache is off while recording (a hit skips Inductor's inner
+holds when nothing fails. With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
+environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
+by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
+the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
+of that graph. AOTAutograd's cache is off while recording (a hit skips Inductor's inner
 compile, and with it the after-AOT graph); Inductor's own FX graph cache stays on. Backends: a registered name is kept as a name; a plain callable from
 the user's script is kept as its source (with the script's top-level imports) via
 `inspect.getsource`, or as a stub naming it when the source is unavailable.
@@ -28,13 +33,16 @@ import inspect
 import itertools
 import json
 import mmap
+import os
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, TensorSpec
+from pt2doctor.model.minify import (
+    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, InputSpec, ScalarSpec, TensorSpec,
+)
 from pt2doctor.model.serialize import to_builtins
 
 MARKER_SIZE = 256
@@ -61,6 +69,11 @@ class GraphRecorder:
         lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
         description = f"{type(inner).__name__}: {lines[0] if lines else ''}"
         self.failures.write(json.dumps({"graph": graph, "phase": phase, "description": description}) + "\n")
+
+    def fail_accuracy(self, graph: str, tolerance: float) -> None:
+        entry = {"graph": graph, "phase": "accuracy", "description": f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}",
+                 "tolerance": tolerance}
+        self.failures.write(json.dumps(entry) + "\n")
 
     def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
         graph_id = f"g{next(self.counter):04d}"
@@ -145,6 +158,14 @@ def _module_imports(fn: Any) -> list[str]:
     return [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
+def _graph_copy(gm: Any) -> Any:
+    import copy
+
+    import torch.fx
+
+    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+
+
 def _wrap_runtime(recorder: GraphRecorder, graph_id: str, compiled: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
         recorder.mark(f"{graph_id} run")
@@ -161,14 +182,64 @@ def _wrap_runtime(recorder: GraphRecorder, graph_id: str, compiled: Callable[...
     return run
 
 
-def install(out_dir: Path) -> Callable[[], None]:
+def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compiled: Callable[..., Any],
+                      tolerance: float) -> Callable[..., Any]:
+    """`compiled`, judged against `eager` (fp64-referenced) on its first call."""
+    state = {"checked": False}
+
+    def run(*args: Any) -> Any:
+        if state["checked"]:
+            return compiled(*args)
+        state["checked"] = True
+        try:  # Dynamo calls a backend's result with the graph's inputs, unboxed (whatever `_boxed_call` says)
+            expected, reference = _eager_runs(eager, list(args))
+        except Exception:  # eager itself fails: nothing to judge against
+            return compiled(*args)
+        actual = compiled(*args)
+        if not torch_compat.same_as_fp64_reference(expected, actual, reference, tolerance):
+            recorder.fail_accuracy(graph_id, tolerance)
+        return actual
+
+    if getattr(compiled, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
+    """(eager fp32, eager fp64) outputs on copies of `args`, the RNG state as it was before."""
+    import torch
+
+    def fp64(value: Any) -> Any:
+        return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+
+    state = torch.random.get_rng_state()
+    with torch.no_grad():
+        expected = eager(*[torch_compat.clone_input(a) for a in args])
+        try:
+            reference = eager(*[fp64(torch_compat.clone_input(a)) for a in args])
+        except Exception:
+            reference = None
+    torch.random.set_rng_state(state)
+    return expected, reference
+
+
+def _accuracy_tolerance(given: float | None) -> float | None:
+    if given is not None:
+        return given
+    value = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
+    return float(value) if value else None
+
+
+def install(out_dir: Path, *, accuracy_tolerance: float | None = None) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir))
+    tolerance = _accuracy_tolerance(accuracy_tolerance)
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
+        eager = _graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
         try:
             compiled = original(output_graph, gm, example_inputs)
         except Exception as exc:
@@ -177,6 +248,8 @@ def install(out_dir: Path) -> Callable[[], None]:
         finally:
             recorder.current_dynamo = outer
             recorder.mark("")
+        if eager is not None:
+            compiled = _accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
         return _wrap_runtime(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -215,7 +288,8 @@ def run_script_recorded(script: str, out_dir: str, argv: list[str] | None = None
         uninstall()
 
 
-def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None) -> int:
+def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None,
+                  accuracy_tolerance: float | None = None) -> int:
     """Run `script` in a child interpreter with the recorder on; returns its exit status.
 
     A stand-in for `capture.runner.run_script(..., record=True)` so `minify --script` and the
@@ -228,5 +302,6 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     proc = subprocess.run(
         [sys.executable, "-c", code, str(script), str(run_dir), *(argv or [])],
         cwd=Path(script).resolve().parent, capture_output=True, timeout=timeout_s,
+        env={**os.environ, **({"PT2DOCTOR_RECORD_ACCURACY": str(accuracy_tolerance)} if accuracy_tolerance else {})},
     )
     return proc.returncode

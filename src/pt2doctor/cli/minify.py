@@ -48,7 +48,7 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
     if script is not None:
-        record_script(script, run_dir)
+        record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
     recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance)
     options = MinifyOptions(out_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
     progress = MinifyProgress(console)

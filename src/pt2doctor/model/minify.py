@@ -27,6 +27,12 @@ class FailureKind(str, Enum):
     ACCURACY = "accuracy"
 
 
+# The one description of an accuracy failure: raised by every repro's check (`reduce.repro`) and
+# written by the graph recorder when it sees one (`capture.graph_recorder`).
+ACCURACY_TYPE = "AccuracyMismatch"
+ACCURACY_MESSAGE = "compiled result differs from eager beyond the fp64-referenced tolerance"
+
+
 @dataclass(frozen=True, slots=True)
 class FailureSignature:
     """How a graph fails: `kind` plus normalised `text` (`Type: message`, `SIGSEGV`, `accuracy`)."""

@@ -7,6 +7,8 @@ compile it, the recorded signature when there is one) or raises `NothingToMinify
    is blamed on its forward/inference AOT graph;
 2. no recorded exception but the `inflight` marker names a graph: the process died of a signal
    while compiling or running it (the signal itself is observed again in the worker);
+   A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
+   accuracy check with the recorded tolerance, without `accuracy=True`;
 3. otherwise `NothingToMinify`, unless `accuracy=True`, in which case the last graph is
    minified against the fp64-referenced accuracy check (the oracle confirms it fails).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
@@ -24,7 +26,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from pt2doctor.model.minify import BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
+from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.signature import from_description
@@ -85,7 +87,11 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
     if accuracy:
         graph_id, description = _blame_aot(entries, index[-1]["id"] if index[-1]["stage"] == "dynamo" else index[-1]["parent"] or index[-1]["id"]), None
     else:
-        graph_id, description = _choose(entries, _read_jsonl(graphs / "failures.jsonl"), inflight)
+        failures = _read_jsonl(graphs / "failures.jsonl")
+        graph_id, description = _choose(entries, failures, inflight)
+        if description and description.startswith(ACCURACY_TYPE):  # found while recording
+            accuracy = True
+            tolerance = next((f["tolerance"] for f in failures if f.get("phase") == "accuracy"), tolerance)
     entry = entries[graph_id]
     return RecordedFailure(
         graph_id, case_from_entry(graphs, entry), context_from_entry(entry, accuracy, tolerance),

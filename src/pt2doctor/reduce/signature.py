@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import signal
 
-from pt2doctor.model.minify import FailureKind, FailureSignature
+from pt2doctor.model.minify import ACCURACY_MESSAGE, ACCURACY_TYPE, FailureKind, FailureSignature
 
-ACCURACY_TYPE = "AccuracyMismatch"
-ACCURACY_MESSAGE = "compiled result differs from eager beyond the fp64-referenced tolerance"
+__all__ = ["ACCURACY_MESSAGE", "ACCURACY_TYPE", "FAILURE_MARKER", "accuracy_signature", "from_description",
+           "from_exit", "from_signal", "normalize"]
 FAILURE_MARKER = "PT2DOCTOR REPRO FAILED: "
 
 _MASKS = (
