@@ -39,10 +39,14 @@ DYNAMIC = """
 # Fails only when relu and tanh are compiled together, so no single op reproduces it, and every
 # compile sleeps: the reduction is still running when SIGINT arrives.
 SLOW_PAIR = """
+    import os
     import time
     import torch
 
     def slow_pair_backend(gm, example_inputs):
+        if os.environ.get("MARK_COMPILES"):  # set for the minify run only: one line per candidate
+            with open(os.environ["MARK_COMPILES"], "a") as handle:
+                handle.write("compiled\\n")
         time.sleep(1.0)
         targets = {node.target for node in gm.graph.nodes}
         if torch.relu in targets and torch.tanh in targets:
@@ -84,9 +88,14 @@ def test_symbolic_shapes_survive_end_to_end(tmp_path):
 
 def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):
     run_dir = _record(tmp_path, SLOW_PAIR)
+    marks = tmp_path / "compiles.txt"
     proc = subprocess.Popen([*MINIFY, str(run_dir), "--json", "--jobs", "2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(25)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "MARK_COMPILES": str(marks)})
+    deadline = time.monotonic() + 300
+    # Past isolate_ops (4 single-op candidates) and the initial graph's run: mid-reduction.
+    while not (marks.exists() and len(marks.read_text().splitlines()) >= 7) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert proc.poll() is None, "the reduction ended before Ctrl-C; make the planted graph slower"
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
     out, err = proc.communicate(timeout=300)
