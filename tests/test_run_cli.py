@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -45,7 +47,8 @@ def test_signal_death_records_the_signal(run_json):
 
 
 def test_timeout_stops_the_script_and_names_the_line_it_hung_on(tmp_path):
-    run = pt2doctor("run", "--json", "--timeout", "8", "--out", str(tmp_path), str(SCRIPTS / "hang.py"))
+    # long enough for the compile before the loop to finish on a loaded machine
+    run = pt2doctor("run", "--json", "--timeout", "20", "--out", str(tmp_path), str(SCRIPTS / "hang.py"))
     assert run.code == 124
     doc = run.doc
     assert doc["exit"]["timed_out"] is True
@@ -125,3 +128,13 @@ def test_how_often_each_compiled_graph_ran(run_json):
     doc = run_json("call_counts.py").doc
     calls = {c["compile_id"]: c["calls"] for c in doc["compiles"]}
     assert calls == {"0/0": 7, "1/0": 3, "0/1": 1}
+
+
+def test_run_record_then_minify_the_run_directory(tmp_path):
+    """The README's workflow: `run --record --out DIR` then `minify DIR` (graphs/ where minify reads)."""
+    run = pt2doctor("run", "--record", "--out", str(tmp_path), str(SCRIPTS / "backend_failure.py"))
+    assert run.code == 1
+    assert (tmp_path / "graphs" / "index.jsonl").exists()
+    minified = pt2doctor("minify", "--json", str(tmp_path))
+    assert minified.code == 0, minified.stderr[-2000:]
+    assert json.loads(minified.stdout)["verified"] is True

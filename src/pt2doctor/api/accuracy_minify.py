@@ -1,9 +1,8 @@
 """Minify the graph the accuracy probe found failing, with the accuracy check, and verify the repro.
 
 Contract: `minify_graph(run_dir, compile_id, tolerance, jobs, timeout_s, reporter)` loads, from what
-the graph recorder wrote in a run with `record_graphs` (`RunPaths(run_dir).graphs_dir`, in which the
-recorder keeps its own `graphs/`), the Dynamo graph of that compile id, or with
-Inductor its forward/inference AOT graph (where Inductor's own bugs live), and reduces it with
+the graph recorder wrote in a run with `record_graphs` (`RunPaths(run_dir).graphs_dir`), the Dynamo
+graph of that compile id, or with Inductor its forward/inference AOT graph (where Inductor's own bugs live), and reduces it with
 `reduce.fx_minify.minify_case` in accuracy mode: the repro's fp64-referenced check is the rule the
 probe judged with. Returns a JSON-able summary for `GraphAccuracy.minified`; a graph that cannot be
 minified gives `{"error": ...}` instead of raising, so the accuracy report is still written.
@@ -39,7 +38,7 @@ def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, ti
     from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
 
     started = time.monotonic()
-    graphs = RunPaths(Path(run_dir)).graphs_dir / "graphs"
+    graphs = RunPaths(Path(run_dir)).graphs_dir
     try:
         entries = _recorded(graphs)
         dynamo = next((e for e in entries.values() if e["stage"] == "dynamo" and e.get("compile_id") == compile_id), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import linecache
 import re
+import shutil
 import signal
 import sys
 import sysconfig
@@ -61,6 +62,7 @@ class RunPaths:
         if self.trace_dir.exists():
             for file in self.trace_dir.glob("*.log"):
                 file.unlink()
+        shutil.rmtree(self.graphs_dir, ignore_errors=True)  # the recorder appends to its index
 
 
 def is_user_file(path: str) -> bool:

@@ -99,7 +99,7 @@ def _child_env(options: RunOptions, paths: process_meta.RunPaths) -> dict[str, s
     if options.timeout_s:
         env["PT2DOCTOR_TIMEOUT"] = str(options.timeout_s)
     if options.record_graphs:
-        env["PT2DOCTOR_RECORD"] = str(paths.graphs_dir)
+        env["PT2DOCTOR_RECORD"] = str(paths.root)  # the recorder writes graphs/ in it, where `minify DIR` reads
     src = str(Path(__file__).resolve().parents[2])  # so the child finds pt2doctor even if not installed
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     return env

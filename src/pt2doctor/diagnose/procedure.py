@@ -13,7 +13,9 @@ Steps, with the runs made in parallel where they do not depend on each other:
    the first that fails names the stage. When even `eager` fails, a run with compilation off
    (`set_stance("force_eager")`) tells a bug in the script (`user_error`, stop) from a Dynamo one.
 4. minify the recorded graph that failed (after AOT for Inductor, after Dynamo otherwise) and verify
-   the repro in a fresh interpreter (`reduce`).
+   the repro in a fresh interpreter (`reduce`). When the first run already shows a compiled graph
+   failing (a kernel, backend, crash or accuracy failure), this starts right after step 1, while
+   the stage runs of step 3 go on in the pool, so the cores stay busy.
 5. bisect an Inductor (or decomposition) failure on the minimal repro (`diagnose.bisect`).
 """
 
@@ -40,6 +42,9 @@ from pt2doctor.model.diagnosis import Attempt, Bisection, Diagnosis
 from pt2doctor.model.minify import MinifyResult
 
 GRAPH_STAGES = ("aot_autograd", "decomp_partition", "inductor", "backend")
+# categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
+_GRAPH_FAILURES = (Category.KERNEL_FAILURE.value, Category.BACKEND_FAILURE.value, Category.RUNTIME_CRASH.value,
+                   Category.ACCURACY.value)
 _BISECT_START = {"inductor": "inductor", "decomp_partition": "aot_eager_decomp_partition"}
 
 
@@ -166,6 +171,9 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
         return
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
     found.original_backend = _original_backend(runner.run_dir(a1.label))
+    early = options.minify and found.category in _GRAPH_FAILURES
+    if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
+        _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
@@ -185,7 +193,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
                 _replay(options, runner.run_dir(a1.label), found, reporter)
             except (OSError, ValueError, KeyError) as exc:
                 found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
-    if found.stage in GRAPH_STAGES and options.minify:
+    if found.stage in GRAPH_STAGES and options.minify and not early:
         _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
@@ -218,14 +226,8 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     found.stage, found.stages = blame(rungs, outcomes)
 
 
-def _recorded(run_dir: Path) -> Path:
-    """The directory `reduce.fx_load` reads (it holds `graphs/`): the recorder nests its own `graphs/`
-    inside the run's `graphs/`."""
-    return RunPaths(run_dir).graphs_dir
-
-
 def _original_backend(run_dir: Path) -> str | None:
-    index = _recorded(run_dir) / "graphs" / "index.jsonl"
+    index = RunPaths(run_dir).graphs_dir / "index.jsonl"
     if not index.exists():
         return None
     for line in index.read_text().splitlines():
@@ -321,7 +323,7 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Re
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:
-            recorded = load_failing(_recorded(run_dir), accuracy=found.category == Category.ACCURACY.value)
+            recorded = load_failing(run_dir, accuracy=found.category == Category.ACCURACY.value)
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
             if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
@@ -336,6 +338,8 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Re
             found.notes.append(_minifier_failure(exc))
     if found.minify:
         m = found.minify
+        if m.stopped_early == "interrupted":  # the minifier kept its best; the diagnosis stops here
+            raise KeyboardInterrupt
         word = "verified" if m.verified else "NOT verified"
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
 
