@@ -170,3 +170,38 @@ def test_inductor_accuracy_bug_found_while_recording_ends_at_aten_relu(tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert (result["stage"], result["signature"]["kind"], result["ops"]) == ("aot", "accuracy", ["aten.relu.default"])
+
+
+VALUE_BACKEND = '''
+import torch
+
+
+def picky_values(gm, example_inputs):
+    def run(*args):
+        if any(isinstance(a, torch.Tensor) and not a.is_floating_point() and bool((a == 3).any()) for a in args):
+            raise ValueError("picky_values: index 3")
+        return gm(*args)
+    return run
+'''
+
+
+def test_saved_input_values_when_they_matter(tmp_path):
+    import torch
+
+    from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
+    from pt2doctor.reduce.api import minify
+    from pt2doctor.reduce.oracle import ReproContext
+
+    def f(x, idx):
+        y = torch.sin(x) * 2
+        return (torch.cos(y[idx]) + 1,)
+
+    gm = torch.fx.symbolic_trace(f)
+    context = ReproContext(Stage.DYNAMO, BackendSpec(BackendKind.SOURCE, "picky_values", VALUE_BACKEND))
+    # Random (zero) indices would not fail: only the saved index values reproduce it.
+    outcome = minify(gm, [torch.randn(5, 4), torch.tensor([3, 1, 0])], context, out_dir=tmp_path, jobs=2)
+    assert outcome.result.verified
+    assert outcome.result.signature.text == "ValueError: picky_values: index N"
+    assert "saved_input('arg1', 'cpu')" in outcome.repro_text
+    assert torch.equal(torch.load(tmp_path / "repro_inputs.pt", weights_only=True)["arg1"], torch.tensor([3, 1, 0]))
+    assert outcome.result.nodes_after < outcome.result.nodes_before

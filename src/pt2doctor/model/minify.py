@@ -54,6 +54,7 @@ class TensorSpec:
     device: str = "cpu"
     requires_grad: bool = False
     dynamic: tuple[int, ...] = ()
+    saved: str = ""  # the entry in the repro's saved-values file when its values matter, else random
     kind: Literal["tensor"] = "tensor"
 
 

@@ -5,12 +5,17 @@ Contract: `check` says how the graph was compiled when it failed: a registered b
 as its source, so the repro and the isolated workers can define it), or a full `ReproContext`.
 An aten-level graph (the kind AOTAutograd hands Inductor) with `check="inductor"` is compiled
 the after-AOT way (`compile_fx_inner`); any other graph the after-Dynamo way (`torch.compile`).
-`inputs` are example values (real or fake tensors, ints) or `TensorSpec`/`ScalarSpec`s. The
-result says whether `python repro.py` was verified in a fresh interpreter.
+`inputs` are example values (real or fake tensors, ints) or `TensorSpec`/`ScalarSpec`s. Where
+real values matter (an accuracy check, integer tensors such as indices; or `save_values=True`)
+they are saved to `repro_inputs.pt` beside the repro (`torch.save`, read back with
+`torch.load(weights_only=True)`), and inputs whose shape or dtype the reduction changes, or that
+replace cut nodes, are random. The result says whether `python repro.py` was verified in a fresh
+interpreter.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,6 +24,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
 
 from pt2doctor.capture.graph_recorder import callable_backend_spec, input_specs
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
@@ -40,19 +46,38 @@ def minify(
     timeout_s: float = 120.0,
     out_dir: Path | str | None = None,
     reporter: Reporter | None = None,
+    save_values: bool | None = None,
 ) -> MinifyOutcome:
     specs = [s if isinstance(s, (TensorSpec, ScalarSpec)) else None for s in inputs]
     if any(s is None for s in specs):
         specs = input_specs(gm, inputs)  # type: ignore[assignment]
+    context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
+    out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-"))
+    if save_values if save_values is not None else _values_matter(inputs, context.accuracy):
+        specs = _save_values(inputs, specs, out)  # type: ignore[arg-type]
     base = make_base(gm, specs)  # type: ignore[arg-type]
     if base is None:
         raise ValueError("the graph does not run on inputs with this metadata")
-    context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
-    options = MinifyOptions(
-        out_dir=Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-")),
-        jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s,
-    )
+    options = MinifyOptions(out_dir=out, jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s)
     return minify_case(initial_case(base), context, options, reporter)
+
+
+def _values_matter(inputs: Sequence[Any], accuracy: bool) -> bool:
+    """Real values matter for a wrong-result failure, and in integer tensors (indices, masks)."""
+    real = [v for v in inputs if isinstance(v, torch.Tensor) and not isinstance(v, FakeTensor)]
+    return bool(real) and (accuracy or any(not (v.is_floating_point() or v.is_complex()) for v in real))
+
+
+def _save_values(inputs: Sequence[Any], specs: list[InputSpec], out: Path) -> list[InputSpec]:
+    """Write the real tensor inputs to `out/repro_inputs.pt`; their specs name their entries."""
+    values = {}
+    for index, (value, spec) in enumerate(zip(inputs, specs)):
+        if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor) and isinstance(spec, TensorSpec):
+            values[f"arg{index}"] = value.detach().cpu().clone()
+            specs[index] = dataclasses.replace(spec, saved=f"arg{index}")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(values, out / "repro_inputs.pt")
+    return specs
 
 
 def _context(gm: torch.fx.GraphModule, check: str | Callable[..., Any], accuracy: bool, tolerance: float,

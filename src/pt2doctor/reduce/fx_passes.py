@@ -117,7 +117,7 @@ def _resize(spec: InputSpec, old: int, new: int) -> InputSpec:
     if isinstance(spec, ScalarSpec):
         return dataclasses.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
     shape = tuple(new if s == old else s for s in spec.shape)
-    return dataclasses.replace(spec, shape=shape, stride=_restride(spec, shape))
+    return dataclasses.replace(spec, shape=shape, stride=_restride(spec, shape), saved="")
 
 
 def _restride(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -143,7 +143,7 @@ def shrink_shapes(problem: Problem) -> None:
 def simplify_dtypes(problem: Problem) -> None:
     for dtype in ("float64", "float16", "bfloat16"):
         case = problem.current
-        specs = [dataclasses.replace(s, dtype="float32") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
+        specs = [dataclasses.replace(s, dtype="float32", saved="") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
         if specs != list(case.inputs):
             candidate = rebase(case, specs)
             if candidate is not None:

@@ -41,8 +41,8 @@ class WorkerPool:
         self.timeout_s = timeout_s
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
         self._proc: subprocess.Popen[bytes] | None = None
-        if fork and not env:
-            self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug)
+        if fork:
+            self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
         else:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs)],
@@ -131,7 +131,7 @@ class WorkerPool:
         self.close()
 
 
-def _fork_zygote(jobs: int, *, quiet: bool) -> tuple[int, int, int]:
+def _fork_zygote(jobs: int, *, quiet: bool, env: dict[str, str] | None) -> tuple[int, int, int]:
     """Fork the zygote from this process; returns (pid, request write fd, result read fd)."""
     request_r, request_w = os.pipe()
     result_r, result_w = os.pipe()
@@ -139,7 +139,7 @@ def _fork_zygote(jobs: int, *, quiet: bool) -> tuple[int, int, int]:
     if pid == 0:
         os.close(request_w)
         os.close(result_r)
-        serve_forked(jobs, request_r, result_w, quiet)
+        serve_forked(jobs, request_r, result_w, quiet, env)
     os.close(request_r)
     os.close(result_w)
     return pid, request_w, result_r

@@ -3,7 +3,8 @@
 Contract: `render(script)` is a pure function of the value and byte-stable (golden-testable). The
 text is a standalone program that needs plain torch only (no pt2doctor import):
 - `check()` builds `Repro` (the graph as an `nn.Module`), makes inputs (random with the recorded
-  metadata, seeded, so every run sees the same values), runs eager first (a candidate whose eager
+  metadata, seeded, so every run sees the same values; or, where the values matter, the saved
+  ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate whose eager
   run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
   compiles the way the failing stage did and runs; in accuracy mode it compares compiled against
   eager, judged by an fp64 run (`torch._dynamo.utils.same`, as `same_two_models` does).
@@ -53,6 +54,14 @@ def make_tensor(shape, stride, dtype, device, requires_grad=False):
     else:
         storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
     return storage.as_strided(shape, stride).requires_grad_(requires_grad)
+
+
+def saved_input(name, device, requires_grad=False):
+    """A saved input value, from `repro_inputs.pt` beside this script (tensors only, weights_only)."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_inputs.pt")
+    return torch.load(path, weights_only=True)[name].to(device).requires_grad_(requires_grad)
 
 
 def to_fp64(value):
@@ -183,6 +192,8 @@ def _render_input(spec: InputSpec, stage: Stage) -> str:
     if isinstance(spec, ScalarSpec):
         return repr(spec.value)
     grad = spec.requires_grad and stage is Stage.DYNAMO
+    if spec.saved:
+        return f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
     return (
         f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
         + (", requires_grad=True)" if grad else ")")

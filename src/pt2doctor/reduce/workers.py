@@ -44,4 +44,5 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     fork = "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
-    return Workers(WorkerPool(jobs, timeout_s, fork=fork), verifier)
+    env = {"PT2DOCTOR_REPRO_FILE": str((Path(out_dir) / "repro.py").resolve())}
+    return Workers(WorkerPool(jobs, timeout_s, fork=fork, env=env), verifier)

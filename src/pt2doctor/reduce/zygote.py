@@ -98,7 +98,9 @@ def warm_up() -> None:
 
 def run_candidate(text: str) -> tuple[str, str]:
     """In the child: exec the repro script and run its `check()`."""
-    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate", "__file__": "repro.py"}
+    # Where the repro will be written, so it finds files beside it (saved input values).
+    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate",
+                                    "__file__": os.environ.get("PT2DOCTOR_REPRO_FILE", "repro.py")}
     exec(compile(text, "repro.py", "exec"), namespace)
     try:
         namespace["check"]()  # type: ignore[operator]
@@ -279,9 +281,10 @@ def main(argv: list[str]) -> int:
     os._exit(0)  # skip torch's interpreter teardown (~1 s): the parent waits for this exit
 
 
-def serve_forked(jobs: int, request_fd: int, out_fd: int, quiet: bool) -> None:
+def serve_forked(jobs: int, request_fd: int, out_fd: int, quiet: bool, env: dict[str, str] | None = None) -> None:
     """In a child just forked from the parent: serve requests from `request_fd`; never returns."""
     try:
+        os.environ.update(env or {})
         os.dup2(request_fd, 0)
         if quiet:
             devnull = os.open(os.devnull, os.O_RDWR)
