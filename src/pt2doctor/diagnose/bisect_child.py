@@ -5,7 +5,8 @@ subsystem table (`BACKENDS[backend]`, in its order) and the `disable_subsystem` 
 sites inside Dynamo, AOTAutograd and Inductor. The driver is ours, for speed: the bisector's
 `do_bisect` asks one question at a time, while the questions "does disabling subsystem S make the
 bug go away?" are independent, so they run `JOBS` at a time, each in a forked process (a crash or
-hang costs only that query). Then, for a counted subsystem, a search over how many of its
+hang costs only that query; a fork that torch marks unable to use CUDA execs a fresh interpreter
+for its query instead). Then, for a counted subsystem, a search over how many of its
 applications stay enabled finds the one application that brings the bug back; its debug info (for
 a lowering, the FX node) comes from one recording query in which nothing is disabled.
 
@@ -31,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pt2doctor.capture import torch_compat
 
 _QUERY_TIMEOUT_S = 120.0
 
@@ -78,8 +81,6 @@ def _warm_up(backend: str) -> None:
 
 
 def _query_body(ns: dict[str, Any], backend: str, target: str, plan: Plan, log: Path) -> int:
-    from pt2doctor.capture import torch_compat
-
     counts: dict[str, int] = defaultdict(int)
     applications: dict[str, list[str]] = defaultdict(list)
 
@@ -112,8 +113,9 @@ def _safe(debug_info: Callable[[], str] | None) -> str:
 class Queries:
     """Run plans `jobs` at a time, one forked process each; `results` maps a plan to "fail" | "pass"."""
 
-    def __init__(self, ns: dict[str, Any], backend: str, target: str, jobs: int, scratch: Path) -> None:
+    def __init__(self, ns: dict[str, Any], backend: str, target: str, jobs: int, scratch: Path, repro: str) -> None:
         self.ns, self.backend, self.target, self.jobs, self.scratch = ns, backend, target, jobs, scratch
+        self.repro = repro
         self.count = 0
 
     def run(self, plans: list[Plan], done: Callable[[dict[Plan, bool]], bool] = lambda _: False) -> dict[Plan, bool]:
@@ -153,6 +155,9 @@ class Queries:
             code = 2
             try:
                 os.setpgid(0, 0)
+                if torch_compat.cuda_fork_poisoned():  # this fork cannot use CUDA: ask a fresh interpreter
+                    os.execv(sys.executable, [sys.executable, "-m", __spec__.name, "--query", self.repro, self.target,
+                                              self.backend, json.dumps(_plan_json(plan)), str(self._log(plan))])
                 code = _query_body(self.ns, self.backend, self.target, plan, self._log(plan))
             finally:
                 os._exit(code)
@@ -170,6 +175,21 @@ class Queries:
                 os.waitpid(pid, 0)
                 del running[pid]
                 results[plan] = self.target == "timeout"
+
+
+def _plan_json(plan: Plan) -> dict[str, Any]:
+    return {"subsystem": plan.subsystem, "keep": plan.keep, "record": plan.record,
+            "change": [list(item) for item in plan.change] if plan.change is not None else None}
+
+
+def _query_main(argv: list[str]) -> int:
+    """`--query REPRO TARGET BACKEND PLAN LOG`: one query in a fresh interpreter (for a CUDA-poisoned fork)."""
+    repro, target, backend, plan_text, log = argv
+    data = json.loads(plan_text)
+    change = tuple(tuple(item) for item in data["change"]) if data["change"] is not None else None
+    plan = Plan(data["subsystem"], data["keep"], change, data["record"])  # type: ignore[arg-type]
+    torch_compat.compile_every_time()
+    return _query_body(runpy.run_path(repro, run_name="pt2doctor_bisect"), backend, target, plan, Path(log))
 
 
 def bisect(queries: Queries, subsystems: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
@@ -213,6 +233,8 @@ def _search(queries: Queries, subsystem: str, count: int) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--query":
+        return _query_main(argv[1:])
     repro, target, out, backend = argv[:4]
     jobs = int(argv[4]) if len(argv) > 4 else 2
     started = time.monotonic()
@@ -220,8 +242,6 @@ def main(argv: list[str]) -> int:
                               "queries": 0, "time_s": 0.0, "note": ""}
     queries = None
     try:
-        from pt2doctor.capture import torch_compat
-
         if torch_compat.compiler_bisector() is None:
             result["note"] = "this torch has no CompilerBisector"
             return 0
@@ -229,10 +249,11 @@ def main(argv: list[str]) -> int:
         ns = runpy.run_path(repro, run_name="pt2doctor_bisect")
         # from the text, not by making the inputs: CUDA initialised here would be unusable in the forks
         on_cuda = "'cuda" in Path(repro).read_text()
-        _warm_up(backend)
+        if not on_cuda:  # on a GPU build any compile touches CUDA: then each fork compiles from cold
+            _warm_up(backend)
         subsystems = [s for s in torch_compat.bisector_subsystems(backend) if on_cuda or s[0] != "cudagraphs"]
         with tempfile.TemporaryDirectory(prefix="pt2doctor-bisect-") as scratch:
-            queries = Queries(ns, backend, target, max(1, jobs), Path(scratch))
+            queries = Queries(ns, backend, target, max(1, jobs), Path(scratch), repro)
             result.update(bisect(queries, subsystems))
     except Exception as exc:  # report, never die: the diagnosis goes on without a bisection
         result["note"] = f"bisection failed: {type(exc).__name__}: {exc}"

@@ -14,6 +14,7 @@ import functools
 import linecache
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -108,10 +109,13 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     )
 
 
+_PATH = re.compile(r"(?:/[\w.\-+@]+){2,}")
+
+
 def _title(d: Diagnosis) -> str:
     tag = _STAGE_TAGS.get(d.stage or "", "torch.compile")
     ops = f" on {', '.join(d.culprit_ops)}" if d.culprit_ops else ""
-    error = d.error.rsplit(".", 1)[-1] if "\n" not in d.error else d.error.splitlines()[0]
+    error = _PATH.sub("<path>", (d.error.splitlines() or [""])[0])
     return f"[{tag}] {error[:120]}{ops}"
 
 
