@@ -7,9 +7,9 @@ Cases (each a user program that fails under `torch.compile` with Inductor):
   `activation_function="relu"`, same planted bug.
 Per case, in one run: the plain program (`python prog.py`, the denominator), then `pt2doctor
 diagnose`, and optionally (`--manual`) the guide's manual procedure with PyTorch's own tools: the
-program under `eager`, `aot_eager`, `aot_eager_decomp_partition` and `inductor` (backend forced
-through `TORCH_COMPILE_OVERRIDE_BACKENDS`-free edits: the program reads `BACKEND` from the
-environment), then `TORCHDYNAMO_REPRO_AFTER=aot` and `python minifier_launcher.py minify`.
+program under `eager`, `aot_eager`, `aot_eager_decomp_partition` and `inductor` (the program reads
+`BACKEND` from the environment, as a user would edit it), then `TORCHDYNAMO_REPRO_AFTER=aot` and
+`python minifier_launcher.py minify` (isolated, the default).
 Writes a Markdown table with the machine, date and load to `--out`.
 Usage: python bench/diagnose.py [--cases chain500,gpt2] [--manual] [--out bench/results/diagnose-DATE.md]
 """

@@ -1,6 +1,7 @@
 """Name the Inductor pass or lowering at fault: `CompilerBisector` on the minimal repro, isolated.
 
-Contract: `bisect_repro(repro, target, out_dir, backend=..., jobs=...)` never raises; it returns a `Bisection`
+Contract: `bisect_repro(repro, target, out_dir, backend=..., jobs=...)` never raises (nor does
+`PendingBisection(out_dir, cuda=...).run(...)`, the same started before the repro exists); it returns a `Bisection`
 whose `note` says why there is no answer (no bisector in this torch, a timeout, a crash). It runs
 `diagnose.bisect_child` in a fresh interpreter (so the bisector's global state cannot leak into
 anything else, pytorch#143453) on the minimal repro rather than on the user's script: a query then
@@ -32,26 +33,59 @@ SUBSYSTEM_TITLES = {
 }
 
 
+class PendingBisection:
+    """A bisection process started early: it imports torch and warms Inductor up while the minifier
+    works, then takes its job (`run`) or is dismissed (`cancel`). `cuda` (the recorded inputs were
+    on a GPU) skips the warm-up, which would leave the forked queries unable to use CUDA."""
+
+    def __init__(self, out_dir: Path, *, cuda: bool) -> None:
+        self.out_dir = out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(out_dir / "bisect.log", "wb")
+        src = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "pt2doctor.diagnose.bisect_child", "--serve", "1" if cuda else "0"],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int = 2,
+            timeout_s: float = 600.0) -> Bisection:
+        result_path = self.out_dir / "bisect.json"
+        result_path.unlink(missing_ok=True)
+        job = {"repro": str(repro), "target": target, "out": str(result_path), "backend": backend, "jobs": jobs}
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write((json.dumps(job) + "\n").encode())
+            self._proc.stdin.close()
+            self._proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            return Bisection(None, None, note=f"bisection stopped after {timeout_s:.0f}s")
+        except (BrokenPipeError, OSError):
+            self._proc.wait()
+        finally:
+            self._log.close()
+        if not result_path.exists():
+            return Bisection(None, None, note=f"the bisection process died (exit {self._proc.returncode}); "
+                                              "see bisect.log")
+        data = json.loads(result_path.read_text())
+        return Bisection(data["backend"], data["subsystem"], data["bisect_number"], data["debug_info"],
+                         int(data["queries"]), float(data["time_s"]), data["note"])
+
+    def cancel(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, 9)
+            except ProcessLookupError:
+                pass
+        self._proc.wait()
+        self._log.close()
+
+
 def bisect_repro(repro: Path, target: str, out_dir: Path, *, backend: str = "inductor", jobs: int = 2,
                  timeout_s: float = 600.0) -> Bisection:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result_path = out_dir / "bisect.json"
-    result_path.unlink(missing_ok=True)
-    src = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p))
-    command = [sys.executable, "-m", "pt2doctor.diagnose.bisect_child", str(repro), target, str(result_path),
-               backend, str(jobs)]
-    with open(out_dir / "bisect.log", "wb") as log:
-        try:
-            proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s,
-                                  cwd=repro.parent, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            return Bisection(None, None, note=f"bisection stopped after {timeout_s:.0f}s")
-    if not result_path.exists():
-        return Bisection(None, None, note=f"the bisection process died (exit {proc.returncode}); see bisect.log")
-    data = json.loads(result_path.read_text())
-    return Bisection(data["backend"], data["subsystem"], data["bisect_number"], data["debug_info"],
-                     int(data["queries"]), float(data["time_s"]), data["note"])
+    cuda = "'cuda" in repro.read_text()
+    return PendingBisection(out_dir, cuda=cuda).run(repro, target, backend=backend, jobs=jobs, timeout_s=timeout_s)
 
 
 def describe(bisection: Bisection) -> str:

@@ -1,5 +1,8 @@
 """`python -m pt2doctor.diagnose.bisect_child REPRO TARGET OUT BACKEND [JOBS]`: bisect a compiler backend on a repro.
 
+(`--serve CUDA` starts it before the repro exists and takes the job from stdin; `--query ...` is one
+query in a fresh interpreter.)
+
 What it decides is what PyTorch's `CompilerBisector` decides, through the same hooks: the
 subsystem table (`BACKENDS[backend]`, in its order) and the `disable_subsystem` / config-change call
 sites inside Dynamo, AOTAutograd and Inductor. The driver is ours, for speed: the bisector's
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import runpy
 import signal
 import sys
@@ -177,6 +181,32 @@ class Queries:
                 results[plan] = self.target == "timeout"
 
 
+_RANDOM = re.compile(r"\b(rand\w*|bernoulli\w*|\w*dropout\w*|normal_?|uniform_?|exponential_?|multinomial|poisson)\b")
+
+
+def _inert(name: str, change: dict[str, Any] | None, repro: str, on_cuda: bool) -> bool:
+    """Subsystems that cannot change this repro, by what they act on: CUDA graphs and padding need a
+    GPU, `fallback_random` random ops, `emulate_precision_casts` fp16/bf16, `layout_optimization`
+    convolutions. Asking about them would only cost queries."""
+    field = next(iter(change), "") if change else ""
+    if name == "cudagraphs" or field == "comprehensive_padding":
+        return not on_cuda
+    if field == "fallback_random":
+        return not _RANDOM.search(repro)
+    if field == "emulate_precision_casts":
+        return not re.search(r"float16|bfloat16|\bhalf\b", repro)
+    if field == "layout_optimization":
+        return "convolution" not in repro and "conv" not in repro
+    return False
+
+
+def _graph_text(repro: str) -> str:
+    """The repro's graph and inputs (`class Repro` .. `make_inputs`), without the helpers after them."""
+    start = repro.find("class Repro(")
+    end = repro.find("class InvalidRepro", start)
+    return repro[start:end] if start >= 0 and end > start else repro
+
+
 def _plan_json(plan: Plan) -> dict[str, Any]:
     return {"subsystem": plan.subsystem, "keep": plan.keep, "record": plan.record,
             "change": [list(item) for item in plan.change] if plan.change is not None else None}
@@ -235,8 +265,30 @@ def _search(queries: Queries, subsystem: str, count: int) -> int:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--query":
         return _query_main(argv[1:])
+    if argv and argv[0] == "--serve":
+        return _serve(argv[1:])
     repro, target, out, backend = argv[:4]
     jobs = int(argv[4]) if len(argv) > 4 else 2
+    cuda = "'cuda" in Path(repro).read_text()
+    if not cuda:
+        _warm_up(backend)
+    return _bisect_file(repro, target, out, backend, jobs)
+
+
+def _serve(argv: list[str]) -> int:
+    """`--serve CUDA`: get ready (torch imported, Inductor warmed up unless CUDA is "1") while the minifier
+    works, then read one JSON line `{"repro", "target", "out", "backend", "jobs"}` from stdin and bisect;
+    end of input without a line means no bisection is needed."""
+    if argv[0] != "1":  # on a GPU build any compile touches CUDA: then each fork compiles from cold
+        _warm_up("inductor")
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    job = json.loads(line)
+    return _bisect_file(job["repro"], job["target"], job["out"], job["backend"], int(job["jobs"]))
+
+
+def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> int:
     started = time.monotonic()
     result: dict[str, Any] = {"backend": None, "subsystem": None, "bisect_number": None, "debug_info": None,
                               "queries": 0, "time_s": 0.0, "note": ""}
@@ -248,13 +300,17 @@ def main(argv: list[str]) -> int:
         torch_compat.compile_every_time()
         ns = runpy.run_path(repro, run_name="pt2doctor_bisect")
         # from the text, not by making the inputs: CUDA initialised here would be unusable in the forks
-        on_cuda = "'cuda" in Path(repro).read_text()
-        if not on_cuda:  # on a GPU build any compile touches CUDA: then each fork compiles from cold
-            _warm_up(backend)
-        subsystems = [s for s in torch_compat.bisector_subsystems(backend) if on_cuda or s[0] != "cudagraphs"]
+        text = Path(repro).read_text()
+        on_cuda = "'cuda" in text
+        graph = _graph_text(text)
+        subsystems, inert = [], []
+        for name, change in torch_compat.bisector_subsystems(backend):
+            (inert if _inert(name, change, graph, on_cuda) else subsystems).append((name, change))
+        if inert:
+            result["note"] = "not queried, inert for this repro: " + ", ".join(n for n, _ in inert)
         with tempfile.TemporaryDirectory(prefix="pt2doctor-bisect-") as scratch:
             queries = Queries(ns, backend, target, max(1, jobs), Path(scratch), repro)
-            result.update(bisect(queries, subsystems))
+            result.update({k: v for k, v in bisect(queries, subsystems).items() if v or k != "note"})
     except Exception as exc:  # report, never die: the diagnosis goes on without a bisection
         result["note"] = f"bisection failed: {type(exc).__name__}: {exc}"
     finally:

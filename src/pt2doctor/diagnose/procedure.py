@@ -34,7 +34,7 @@ from typing import Any
 
 from pt2doctor.capture.process_meta import RunPaths, is_user_file
 from pt2doctor.capture.runner import Reporter, SilentReporter
-from pt2doctor.diagnose.bisect import bisect_repro, describe
+from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro, describe
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.stages import REFERENCE, STAGE_TITLES, blame, ladder
 from pt2doctor.model import Category, Environment, Session
@@ -172,6 +172,20 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
     found.original_backend = _original_backend(runner.run_dir(a1.label))
     early = options.minify and found.category in _GRAPH_FAILURES
+    pending = None
+    if early and options.bisect and found.original_backend == "inductor":
+        # the bisector will likely be wanted: let it import and warm up while the minifier works
+        pending = PendingBisection(options.out_dir / "bisect", cuda=_on_cuda(runner.run_dir(a1.label)))
+    try:
+        _after_reproduction(options, runner, found, reporter, minify_reporter, a1, speculative, early, pending)
+    finally:
+        if pending is not None:
+            pending.cancel()
+
+
+def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: _Found, reporter: Reporter,
+                        minify_reporter: Any, a1: Attempt, speculative: dict[str, Future[Attempt]], early: bool,
+                        pending: PendingBisection | None) -> None:
     if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
         _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
     reporter.status("finding the failing stage")
@@ -198,9 +212,11 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):
-            found.bisection = bisect_repro(Path(found.minify.repro_path), found.minify.signature.text,
-                                           options.out_dir / "bisect", backend=_BISECT_START[found.stage],
-                                           jobs=options.jobs)
+            repro, target = Path(found.minify.repro_path), found.minify.signature.text
+            backend = _BISECT_START[found.stage]
+            found.bisection = (
+                pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
+                bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {describe(found.bisection)}")
     _conclude(found)
 
@@ -224,6 +240,11 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     if "fail" not in outcomes.values():
         outcomes[top] = "fail"
     found.stage, found.stages = blame(rungs, outcomes)
+
+
+def _on_cuda(run_dir: Path) -> bool:
+    index = RunPaths(run_dir).graphs_dir / "index.jsonl"
+    return index.exists() and '"device": "cuda' in index.read_text()
 
 
 def _original_backend(run_dir: Path) -> str | None:

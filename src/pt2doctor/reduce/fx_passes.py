@@ -5,8 +5,8 @@ problem's current case and change it only through the problem's gate (see `reduc
 - `isolate_ops`: the smallest candidates first: one node alone (its tensor inputs cut), one per
   distinct (op, input metadata), rarest op first (the lowerings a graph uses everywhere are the
   best exercised), then graph order. Most compiler bugs are one lowering, so this usually ends
-  the search in a batch or two whatever the graph's size; it is skipped when the graph has more
-  distinct ops than `MAX_ISOLATED` (then it would cost more than bisection).
+  the search in a batch or two whatever the graph's size; only the `MAX_ISOLATED` rarest are
+  tried (past that it would cost more than bisection).
 - `truncate_outputs`: binary search on the output point; the prefix returns every value that is
   live at the cut, as torch's minifier does.
 - `truncate_inputs`: binary search on the input point; everything before it becomes new inputs
@@ -54,11 +54,9 @@ def isolate_ops(problem: Problem) -> None:
     classes = [_op_class(case, name) for name in names]
     counts = collections.Counter(c[0] for c in classes)
     representatives = {c: name for c, name in reversed(list(zip(classes, names)))}  # first of each class wins
-    if len(representatives) > max(MAX_ISOLATED, 4 * problem.jobs):
-        return
     order = {name: i for i, name in enumerate(names)}
     chosen = sorted(representatives.items(), key=lambda item: (counts[item[0][0]], order[item[1]]))
-    problem.consider_first([_alone(case, name) for _, name in chosen])
+    problem.consider_first([_alone(case, name) for _, name in chosen[:max(MAX_ISOLATED, 4 * problem.jobs)]])
 
 
 def _live_at(case: FxCase, k: int) -> tuple[list[str], list[str]]:
