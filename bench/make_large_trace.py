@@ -1,5 +1,6 @@
 """Generate a large TORCH_TRACE for bench/report.py: ~120 distinct functions compiled with Inductor,
-three shapes each (about 160 MB of trace). Usage: TORCH_TRACE=DIR python bench/make_large_trace.py [N]
+three shapes each (about 160 MB of trace). Usage: TORCH_TRACE=DIR python bench/make_large_trace.py [N [START]]
+(START: the first function's number, so several processes can each make a share; concatenate their logs).
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import torch
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 120
+START = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 OPS = (torch.sin, torch.cos, torch.tanh, torch.sigmoid, torch.relu, torch.exp)
 
 
@@ -23,7 +25,7 @@ def make(i: int):
 
 torch._dynamo.config.automatic_dynamic_shapes = False  # three static shapes: three compiles each
 torch._dynamo.config.recompile_limit = 16
-for i in range(N):
+for i in range(START, START + N):
     compiled = torch.compile(make(i))
     for n in (8, 16, 32):
         compiled(torch.randn(n, 16), torch.randn(16, 16))

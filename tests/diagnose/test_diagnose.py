@@ -61,6 +61,14 @@ def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     assert "recompile limit" not in stderr
 
 
+def test_recompile_limit_failure_is_a_dynamo_stage_recompilation(diagnosed):
+    run, d = diagnosed(SCRIPTS / "recompile_limit.py")
+    _assert_bundle(run, d)
+    assert d["category"] == "recompilation" and d["stage"] == "dynamo"
+    assert next(a for a in d["attempts"] if a["label"] == "force_eager")["outcome"] == "pass"
+    assert d["repro"] is None
+
+
 def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     run, d = diagnosed(HERE / "custom_backend.py")
     _assert_bundle(run, d)

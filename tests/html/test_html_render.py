@@ -94,3 +94,13 @@ def test_report_cli_html_shows_ranks_side_by_side(real_run: Path, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     html = out.read_text()
     assert 'id="ranks"' in html and "<th>rank 1</th>" in html and "rank 0 · toy_example" in html
+
+
+def test_each_compile_says_how_often_its_graph_ran() -> None:
+    """tlparse#46: the call count the child counted, per compile id."""
+    from dataclasses import replace
+
+    session = _session()
+    session = replace(session, compiles=(replace(session.compiles[0], calls=1234),))
+    assert "ran <b>1234</b> time(s)" in render_html(build_report(session))
+    assert "ran <b>" not in render_html(build_report(_session()))  # not counted: not shown
