@@ -91,12 +91,13 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
     want_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
     rng = _rng_state()
     runs = {}
-    for name, fn, cast in (("eager", gm, False), ("fp64", _fp64_module(gm), True),
+    for name, fn, cast in (("eager", gm, False), ("fp64", _fp64_module, True),
                            ("compiled", compiled, False), ("again", compiled, False)):
         _set_rng_state(rng)
-        runs[name] = run_once(fn, args, want_grad, cast)
-    forward = compare(runs["eager"][0], runs["compiled"][0], runs["fp64"][0], tol)
-    backward = compare(runs["eager"][1], runs["compiled"][1], runs["fp64"][1], tol) if runs["eager"][1] else None
+        runs[name] = _fp64_run(fn, gm, args, want_grad) if cast else run_once(fn, args, want_grad, cast)
+    fp64_fwd, fp64_bwd = runs["fp64"] if runs["fp64"] is not None else (None, None)
+    forward = compare(runs["eager"][0], runs["compiled"][0], fp64_fwd, tol)
+    backward = compare(runs["eager"][1], runs["compiled"][1], fp64_bwd, tol) if runs["eager"][1] else None
     again = _max_abs(runs["compiled"][0] + runs["compiled"][1], runs["again"][0] + runs["again"][1])
     failed = forward.verdict == "fail" or (backward is not None and backward.verdict == "fail")
     nodes: list[DivergentNode] = []
@@ -150,9 +151,20 @@ def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64:
     return [o.detach() for o in outputs], grads
 
 
-def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any], tol: float) -> Errors:
-    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), list(fp64), tol)
-    stats = [_pair_errors(e, c, r) for e, c, r in zip(eager, compiled, fp64) if e.is_floating_point()]
+def _fp64_run(make: Callable[[Any], Any], gm: Any, args: Sequence[Any], want_grad: bool) -> Any:
+    """The fp64 reference run, or None when the graph cannot run in fp64 (a dtype baked into it, say):
+    then, as in `same_two_models` ("Could not generate fp64 outputs"), compiled is judged against eager."""
+    try:
+        return run_once(make(gm), args, want_grad, True)
+    except Exception:
+        return None
+
+
+def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] | None, tol: float) -> Errors:
+    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), list(fp64) if fp64 is not None else None,
+                                             tol)
+    reference = fp64 if fp64 is not None else [None] * len(eager)
+    stats = [_pair_errors(e, c, r) for e, c, r in zip(eager, compiled, reference) if e.is_floating_point()]
     return Errors(
         "pass" if ok else "fail",
         max_abs_err=_max_opt(*(s[0] for s in stats)), max_rel_err=_max_opt(*(s[1] for s in stats)),
@@ -164,11 +176,14 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any], 
 def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
     import torch
 
-    e, c, r = eager.double(), compiled.double(), fp64.double()
+    e, c = eager.double(), compiled.double()
     if e.shape != c.shape:
         return (None,) * 5
     diff = (c - e).abs()
     rel = diff / e.abs().clamp_min(_REL_FLOOR)
+    if fp64 is None:  # no fp64 reference: errors against eager only
+        return _finite(_nanmax(diff)), _finite(_nanmax(rel)), None, None, None
+    r = fp64.double()
     rmse_c, rmse_e = _rmse(r, c), _rmse(r, e)
     ratio = rmse_c / rmse_e if rmse_e else (1.0 if rmse_c == 0 else None)
     return _finite(_nanmax(diff)), _finite(_nanmax(rel)), _finite(ratio), _finite(rmse_c), _finite(rmse_e)
@@ -186,13 +201,14 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
         compiled = backend(probe, inputs)
         rng = _rng_state()
         values = {}
-        for name, fn, cast in (("eager", probe, False), ("fp64", _fp64_module(probe), True),
+        for name, fn, cast in (("eager", probe, False), ("fp64", _fp64_module, True),
                                ("compiled", compiled, False)):
             _set_rng_state(rng)
-            values[name] = run_once(fn, args, False, cast)[0]
+            run = _fp64_run(fn, probe, args, False) if cast else run_once(fn, args, False, cast)
+            values[name] = run[0] if run is not None else [None] * len(nodes)
     failing = []
     for index, (node, e, c, r) in enumerate(zip(nodes, values["eager"], values["compiled"], values["fp64"])):
-        errors = compare([e], [c], [r], tol)
+        errors = compare([e], [c], [r] if r is not None else None, tol)
         if errors.verdict == "fail":
             failing.append(describe_node(node, index, errors))
     return failing, len(nodes)
