@@ -110,3 +110,11 @@ def test_nondeterministic_graph_is_called_out_and_fp64_free_graph_is_judged_agai
     assert graph["verdict"] == "pass" and graph["error"] is None
     assert graph["deterministic"] is False and graph["run_to_run_max_abs"] > 0
     assert "nondeterminism" in graph["causes"]
+
+
+def test_tf32_is_called_out_as_reduced_precision(accuracy_run):
+    run = accuracy_run("tf32.py", "--no-minify")
+    assert run.code == 0, run.stderr[-3000:]
+    graph = _graph(run)
+    assert "tf32" in graph["reduced_precision"]
+    assert graph["verdict"] == "pass"
