@@ -138,3 +138,7 @@ def test_run_record_then_minify_the_run_directory(tmp_path):
     minified = pt2doctor("minify", "--json", str(tmp_path))
     assert minified.code == 0, minified.stderr[-2000:]
     assert json.loads(minified.stdout)["verified"] is True
+    folded = json.loads((tmp_path / "session.json").read_text())["extras"]["minify"]
+    assert folded["verified"] is True and folded["nodes_after"] == 1
+    page = pt2doctor("report", "--html", "-o", str(tmp_path / "page.html"), str(tmp_path))
+    assert page.code == 0 and 'id="extra-minify"' in (tmp_path / "page.html").read_text()

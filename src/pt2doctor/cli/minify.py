@@ -90,6 +90,25 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
         f"{result.signature}: {result.nodes_before} -> {result.nodes_after} nodes {list(result.ops)} "
         f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}"
     )
+    _fold_into_session(run_dir, result)
     if as_json:
         click.echo(dumps(result, pretty=True).decode())
     sys.exit(0 if result.verified else 1)
+
+
+def _fold_into_session(run_dir: Path, result: object) -> None:
+    """The run's session.json keeps the minification (`extras["minify"]`), so `report RUN_DIR` shows it."""
+    from dataclasses import replace
+
+    from pt2doctor.capture.runner import save
+    from pt2doctor.model.serialize import to_builtins
+    from pt2doctor.report.document import ReportInputError, load_session
+
+    path = run_dir / "session.json"
+    if not path.is_file():
+        return
+    try:
+        session = load_session(path)
+    except ReportInputError:
+        return
+    save(replace(session, extras={**session.extras, "minify": to_builtins(result)}), path)
