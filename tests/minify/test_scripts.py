@@ -12,7 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from pt2doctor.capture.graph_recorder import record_script
 

@@ -131,5 +131,10 @@ def signature(session: Session) -> str | None:
     if not session.failures:
         return f"exit status {e.code}"
     f = session.failures[0]
-    lines = [line.strip() for line in f.message.splitlines() if line.strip() and not _BACKEND_PREFIX.match(line.strip())]
-    return normalize(f"{_short(f)}: {lines[0] if lines else ''}")
+    return normalize(f"{_short(f)}: {first_message_line(f.message)}")
+
+
+def first_message_line(message: str) -> str:
+    """The first line that says something, past the `backend='...' raised:` line Dynamo wraps errors in."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not _BACKEND_PREFIX.match(line.strip())]
+    return lines[0] if lines else ""

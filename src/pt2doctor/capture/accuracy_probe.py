@@ -174,7 +174,6 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] |
 
 
 def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
-    import torch
 
     e, c = eager.double(), compiled.double()
     if e.shape != c.shape:

@@ -100,7 +100,12 @@ def _child_env(options: RunOptions, paths: process_meta.RunPaths) -> dict[str, s
         env["PT2DOCTOR_TIMEOUT"] = str(options.timeout_s)
     if options.record_graphs:
         env["PT2DOCTOR_RECORD"] = str(paths.root)  # the recorder writes graphs/ in it, where `minify DIR` reads
-    src = str(Path(__file__).resolve().parents[2])  # so the child finds pt2doctor even if not installed
+    return with_package_path(env)
+
+
+def with_package_path(env: dict[str, str]) -> dict[str, str]:
+    """`env` with pt2doctor's source first on PYTHONPATH, so a child finds it even if not installed."""
+    src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     return env
 

@@ -77,7 +77,7 @@ def _read_file(path: Path, counters: TraceCounters, strict: bool) -> Iterator[ev
     offset = 0
     with open(path, "rb") as handle:
         for lineno, line in enumerate(handle, 1):
-            start, offset = offset, offset + len(line)
+            offset += len(line)
             counters.lines += 1
             if line.startswith(b"\t"):
                 if pending is not None:

@@ -74,7 +74,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                   bisect: bool = True):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
-    from pt2doctor.report.issue import write_bundle
+    from pt2doctor.report.issue import bundle_session, write_bundle
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
                               jobs=max(1, jobs), minify=minify, bisect=bisect)
@@ -84,22 +84,9 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
         diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
     finally:
         minify_status.stop()
-    written = write_bundle(diagnosis, _session(out), out)
+    written = write_bundle(diagnosis, bundle_session(out), out)
     print_diagnosis(console, diagnosis, written)
     return diagnosis
-
-
-def _session(out: Path):  # type: ignore[no-untyped-def]
-    from pt2doctor.analysis import enrich
-    from pt2doctor.report.document import ReportInputError, load_session
-
-    path = out / "runs" / "original-1" / "session.json"
-    if not path.exists():
-        return None
-    try:
-        return enrich(load_session(path))
-    except (ReportInputError, OSError, ValueError):
-        return None
 
 
 def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]

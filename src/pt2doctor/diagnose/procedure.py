@@ -23,25 +23,21 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture.process_meta import RunPaths, is_user_file
+from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro, describe
+from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
-from pt2doctor.diagnose.stages import REFERENCE, STAGE_TITLES, blame, ladder
-from pt2doctor.model import Category, Environment, Session
-from pt2doctor.model.diagnosis import Attempt, Bisection, Diagnosis
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, STAGE_TITLES, blame, ladder
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import Attempt, Diagnosis
 
-GRAPH_STAGES = ("aot_autograd", "decomp_partition", "inductor", "backend")
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE.value, Category.BACKEND_FAILURE.value, Category.RUNTIME_CRASH.value,
                    Category.ACCURACY.value)
@@ -61,68 +57,9 @@ class DiagnoseOptions:
     bisect: bool = True
 
 
-@dataclass
-class _Found:
-    """What the procedure has established so far; frozen into a `Diagnosis` at the end."""
-
-    command: tuple[str, ...]
-    category: str | None = None
-    stage: str | None = None
-    stages: dict[str, str] = field(default_factory=dict)
-    flaky: bool = False
-    attempts: list[Attempt] = field(default_factory=list)
-    headline: str = ""
-    error: str = ""
-    hint: str = ""
-    original_backend: str | None = None
-    user_frames: list[dict[str, Any]] = field(default_factory=list)
-    minify: MinifyResult | None = None
-    bisection: Bisection | None = None
-    replay: str | None = None
-    replay_verified: bool = False
-    next_steps: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    interrupted: bool = False
-    session: Session | None = None
-
-    @contextmanager
-    def timed(self, step: str) -> Iterator[None]:
-        started = time.monotonic()
-        try:
-            yield
-        finally:
-            self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
-
-    def freeze(self) -> Diagnosis:
-        m = self.minify
-        environment = self.session.environment if self.session else Environment()
-        return Diagnosis(
-            command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
-            subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
-            repro=m.repro_path if m else None, repro_verified=bool(m and m.verified),
-            replay=self.replay, replay_verified=self.replay_verified,
-            minified_nodes=m.nodes_after if m else None, culprit_ops=m.culprit_ops or m.ops if m else (),
-            user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
-            original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
-            minify=m, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
-            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self),
-        )
-
-
-def _exit_code(found: _Found) -> int:
-    if found.interrupted:
-        return 130
-    if found.category is None:
-        return 0
-    if found.flaky:
-        return 3
-    return 2 if found.category == Category.USER_ERROR.value else 1
-
-
 def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_reporter: Any = None) -> Diagnosis:
     reporter = reporter or SilentReporter()
-    found = _Found(command=(str(options.script), *options.args))
+    found = Found(command=(str(options.script), *options.args))
     started = time.monotonic()
     if _syntax_error(options.script, found):
         return found.freeze()
@@ -140,7 +77,7 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     return found.freeze()
 
 
-def _syntax_error(script: Path, found: _Found) -> bool:
+def _syntax_error(script: Path, found: Found) -> bool:
     try:
         ast.parse(script.read_bytes(), filename=str(script))
     except SyntaxError as exc:
@@ -153,7 +90,7 @@ def _syntax_error(script: Path, found: _Found) -> bool:
     return False
 
 
-def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, reporter: Reporter,
+def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, reporter: Reporter,
                minify_reporter: Any) -> None:
     with found.timed("reproduce"):
         first = runner.submit(Variant.original(1, record=True))
@@ -164,18 +101,18 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
     found.attempts += [a1, a2]
     found.session = runner.sessions.get(a1.label)
     if a1.outcome == "pass" and a2.outcome == "pass":
-        _success(found)
+        success(found)
         return
     if a1.signature != a2.signature:
-        _flaky(found, a1, a2)
+        flaky(found, a1, a2)
         return
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
-    found.original_backend = _original_backend(runner.run_dir(a1.label))
+    found.original_backend, on_cuda = _recorded_backend(runner.run_dir(a1.label))
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
         # the bisector will likely be wanted: let it import and warm up while the minifier works
-        pending = PendingBisection(options.out_dir / "bisect", cuda=_on_cuda(runner.run_dir(a1.label)))
+        pending = PendingBisection(options.out_dir / "bisect", cuda=on_cuda)
     try:
         _after_reproduction(options, runner, found, reporter, minify_reporter, a1, speculative, early, pending)
     finally:
@@ -183,7 +120,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: _Found, r
             pending.cancel()
 
 
-def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: _Found, reporter: Reporter,
+def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: Found, reporter: Reporter,
                         minify_reporter: Any, a1: Attempt, speculative: dict[str, Future[Attempt]], early: bool,
                         pending: PendingBisection | None) -> None:
     if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
@@ -197,10 +134,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
             off = runner.submit(Variant.compilation_off()).result()
         found.attempts.append(off)
         if off.outcome == "fail":
-            _user_error(found, off)
+            user_error(found, off)
             return
-    _refine_category(found)
-    _where(found)
+    refine_category(found)
+    where(found)
     if found.stage == "dynamo":
         with found.timed("replay"):
             try:
@@ -218,10 +155,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {describe(found.bisection)}")
-    _conclude(found)
+    conclude(found)
 
 
-def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: _Found, a1: Attempt) -> None:
+def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt) -> None:
     """Climb the ladder up to the first run that fails; the original run is the top rung (it failed)."""
     rungs = ladder(found.original_backend)
     top = rungs[-1][0]
@@ -242,98 +179,25 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     found.stage, found.stages = blame(rungs, outcomes)
 
 
-def _on_cuda(run_dir: Path) -> bool:
-    index = RunPaths(run_dir).graphs_dir / "index.jsonl"
-    return index.exists() and '"device": "cuda' in index.read_text()
-
-
-def _original_backend(run_dir: Path) -> str | None:
+def _recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
+    """From the graph recorder's index: the backend the script compiled with (None when no graph
+    reached a backend), and whether the recorded inputs were on a GPU."""
     index = RunPaths(run_dir).graphs_dir / "index.jsonl"
     if not index.exists():
-        return None
-    for line in index.read_text().splitlines():
+        return None, False
+    text = index.read_text()
+    backend = None
+    for line in text.splitlines():
         try:
             backend = (json.loads(line).get("backend") or {}).get("name")
         except json.JSONDecodeError:
             continue
         if backend:
-            return str(backend)
-    return None
+            break
+    return (str(backend) if backend else None), '"device": "cuda' in text
 
 
-def _success(found: _Found) -> None:
-    session = found.session
-    compiled = bool(session and session.compiles)
-    found.headline = ("nothing fails: the script ran twice without an error" if compiled else
-                      "nothing to diagnose: the script ran without an error and never compiled anything")
-    found.next_steps.append("If the results look wrong rather than failing, run `pt2doctor accuracy SCRIPT`.")
-    if session and (session.graph_breaks or session.recompiles):
-        found.next_steps.append("It has graph breaks or recompiles: `pt2doctor run SCRIPT` explains them.")
-
-
-def _flaky(found: _Found, a1: Attempt, a2: Attempt) -> None:
-    found.flaky = True
-    found.category = (a1.category or a2.category or Category.UNCLASSIFIED.value)
-    found.error = a1.error or a2.error
-    found.headline = (f"flaky: the same command gave two different outcomes: run 1 {_said(a1)}; "
-                      f"run 2 {_said(a2)}. Nothing was minified from it.")
-    found.next_steps += [
-        "Look for nondeterminism: random inputs without a seed, threads, time, or uninitialised memory.",
-        "Seed everything (torch.manual_seed) and run pt2doctor diagnose again.",
-    ]
-
-
-def _said(attempt: Attempt) -> str:
-    return "passed" if attempt.outcome == "pass" else f"failed ({attempt.signature})"
-
-
-def _user_error(found: _Found, off: Attempt) -> None:
-    found.category = Category.USER_ERROR.value
-    same = off.signature == found.attempts[0].signature
-    found.headline = ("the script fails the same way with compilation turned off: a bug in the script, not in "
-                      "torch.compile" if same else
-                      f"the script fails with compilation turned off too ({off.signature}): fix that first")
-    _where(found)
-    found.next_steps.append("Fix the error in the script (it also fails under torch.compiler.set_stance('force_eager')).")
-
-
-def _refine_category(found: _Found) -> None:
-    """An exception the script raised itself, that only a compiled run raises, means the compiled code
-    computed something else: an accuracy problem found by the script's own check."""
-    if found.category == Category.USER_ERROR.value and found.stage in GRAPH_STAGES:
-        found.category = Category.ACCURACY.value
-        found.notes.append("the script's own check fails only when compiled by a real backend: treated as accuracy")
-
-
-def _where(found: _Found) -> None:
-    session = found.session
-    if session is None or not session.failures:
-        return
-    failure = session.failures[0]
-    frames = _traced_frames(failure.message) + [{"file": loc.file, "line": loc.line} for loc in failure.user_frames]
-    if failure.file and failure.line and {"file": failure.file, "line": failure.line} not in frames:
-        frames.insert(0, {"file": failure.file, "line": failure.line})
-    found.user_frames = frames
-    fatal = next((b for b in session.graph_breaks if b.fatal), session.graph_breaks[0] if session.graph_breaks else None)
-    if fatal is not None and found.stage == "dynamo":
-        found.hint = next((h for h in fatal.hints), "")
-        if not frames:
-            found.user_frames = [{"file": fatal.file, "line": fatal.line}]
-
-
-_USER_CODE = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def _traced_frames(message: str) -> list[dict[str, Any]]:
-    """The lines Dynamo was tracing when it failed (the "from user code:" block of its message), innermost first."""
-    _, marker, block = message.partition("from user code:")
-    if not marker:
-        return []
-    frames = [{"file": f, "line": int(n)} for f, n in _USER_CODE.findall(block.split("\n\n")[0])]
-    return [f for f in reversed(frames) if is_user_file(f["file"])]
-
-
-def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Reporter, minify_reporter: Any) -> None:
+def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter, minify_reporter: Any) -> None:
     from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
@@ -365,7 +229,7 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Re
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
 
 
-def _replay(options: DiagnoseOptions, run_dir: Path, found: _Found, reporter: Reporter) -> None:
+def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter) -> None:
     """Write replay.py for the recorded failing frame and check that it fails alone, in a fresh interpreter."""
     import subprocess
     import sys
@@ -396,35 +260,3 @@ def _minifier_failure(exc: Exception) -> str:
         return (f"not minified: the graph calls a custom op that the script defines ({exc}); a standalone repro "
                 "cannot define it")
     return f"the minifier failed: {type(exc).__name__}: {exc}"
-
-
-def _conclude(found: _Found) -> None:
-    stage_title = STAGE_TITLES.get(found.stage or "", found.stage or "an unknown stage")
-    backend = found.original_backend or "the original backend"
-    found.headline = f"{found.category} in {stage_title}: {found.error}"
-    if found.stage == "dynamo":
-        where = found.user_frames[0] if found.user_frames else None
-        at = f" at {where['file']}:{where['line']}" if where else ""
-        found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")
-        if found.hint:
-            found.next_steps.append(found.hint)
-        if found.replay_verified:
-            found.next_steps.append(f"`python {found.replay}` compiles that one frame again and fails the same way: "
-                                    "attach it (with its frames/*.pkl recording) to the issue, or step through it.")
-        found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
-    elif found.stage in GRAPH_STAGES:
-        passed = [b for b, r in found.stages.items() if r == "pass"]
-        if passed:
-            cost = "without your backend" if found.stage == "backend" else "without Inductor's code generation: slower"
-            found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
-                                    f"({cost}).")
-        if found.minify and found.minify.verified:
-            found.next_steps.append(f"File issue.md with the verified repro ({found.minify.nodes_after} node(s): "
-                                    f"{', '.join(found.minify.ops)}); `python repro.py` shows the bug.")
-        elif found.minify:
-            found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
-        if found.stage == "backend":
-            carried = " (the repro includes its source)" if found.minify else ""
-            found.next_steps.append(f"The failure is inside {backend}: fix it there{carried}.")
-    if found.bisection and found.bisection.subsystem:
-        found.next_steps.append(f"CompilerBisector: disabling {describe(found.bisection)} makes it pass.")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.analysis import enrich, verdict_for
-from pt2doctor.analysis.failures import signature
+from pt2doctor.analysis.failures import first_message_line, signature
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script, stop_all
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import Attempt
@@ -101,7 +101,7 @@ def attempt_of(variant: Variant, session: Session) -> Attempt:
     failure = session.failures[0] if session.failures else None
     error = ""
     if sig is not None:
-        error = f"{failure.exception.rsplit('.', 1)[-1]}: {_first_line(failure.message)}" if failure else sig
+        error = f"{failure.exception.rsplit('.', 1)[-1]}: {first_message_line(failure.message)}" if failure else sig
     return Attempt(
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
         category=verdict.category.value if sig is not None and verdict.category else None,
@@ -109,7 +109,3 @@ def attempt_of(variant: Variant, session: Session) -> Attempt:
         error=error,
     )
 
-
-def _first_line(message: str) -> str:
-    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith("raised:")]
-    return lines[0] if lines else ""

@@ -20,6 +20,7 @@ REFERENCE: tuple[tuple[str, str], ...] = (
     ("aot_eager", "aot_autograd"),
     ("aot_eager_decomp_partition", "decomp_partition"),
 )
+GRAPH_STAGES = ("aot_autograd", "decomp_partition", "inductor", "backend")  # stages past Dynamo: a graph to minify
 STAGE_TITLES = {
     "dynamo": "Dynamo (graph capture)",
     "aot_autograd": "AOTAutograd",

@@ -22,7 +22,7 @@ import jinja2
 
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import Diagnosis
-from pt2doctor.model.serialize import dumps
+from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
                "inductor": "inductor", "backend": "custom backend"}
@@ -67,19 +67,25 @@ def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
     """A diagnose directory read back: its `diagnosis.json` and the first reproduction's session."""
     import msgspec
 
+    from pt2doctor.report.document import ReportInputError
+
+    try:
+        diagnosis = loads((out_dir / "diagnosis.json").read_bytes(), Diagnosis)
+    except msgspec.DecodeError as exc:  # ValidationError is one
+        raise ReportInputError(f"{out_dir / 'diagnosis.json'} is not a pt2doctor diagnosis: {exc}") from exc
+    return diagnosis, bundle_session(out_dir)
+
+
+def bundle_session(out_dir: Path) -> Session | None:
+    """The first reproduction's session (the page is drawn from it), or None when there is none."""
     from pt2doctor.analysis import enrich
     from pt2doctor.report.document import ReportInputError, load_session
 
+    path = out_dir / "runs" / "original-1" / "session.json"
     try:
-        diagnosis = msgspec.json.decode((out_dir / "diagnosis.json").read_bytes(), type=Diagnosis)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ReportInputError(f"{out_dir / 'diagnosis.json'} is not a pt2doctor diagnosis: {exc}") from exc
-    session_path = out_dir / "runs" / "original-1" / "session.json"
-    try:
-        session = enrich(load_session(session_path)) if session_path.exists() else None
-    except ReportInputError:
-        session = None
-    return diagnosis, session
+        return enrich(load_session(path)) if path.exists() else None
+    except (ReportInputError, OSError):
+        return None
 
 
 def _repro_text(d: Diagnosis) -> str:
@@ -122,7 +128,7 @@ def _title(d: Diagnosis) -> str:
 def _summary(d: Diagnosis, stage: str) -> str:
     backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
     if d.stage == "dynamo":
-        return f"`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
+        return "`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
     if d.category == "accuracy":
         return (f"`torch.compile` with {backend} gives different results from eager; the first stage that "
                 f"shows it is {stage}.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table

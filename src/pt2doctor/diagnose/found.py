@@ -1,0 +1,186 @@
+"""What `diagnose` has established, and how it is said: the accumulator, the verdict and advice text.
+
+Contract: `Found` is mutable while the procedure (`diagnose.procedure`) runs and is frozen into a
+`Diagnosis` at the end (`freeze`, with the exit code); `timed(step)` adds a step's seconds to
+`timings`. The functions here only read what the runs established and write headline, category
+refinements, user frames and next steps: no runs, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.capture.process_meta import is_user_file
+from pt2doctor.diagnose.bisect import describe
+from pt2doctor.diagnose.stages import GRAPH_STAGES, STAGE_TITLES
+from pt2doctor.model import Category, Environment, Session
+from pt2doctor.model.diagnosis import Attempt, Bisection, Diagnosis
+from pt2doctor.model.minify import MinifyResult
+
+
+@dataclass
+class Found:
+    """What the procedure has established so far; frozen into a `Diagnosis` at the end."""
+
+    command: tuple[str, ...]
+    category: str | None = None
+    stage: str | None = None
+    stages: dict[str, str] = field(default_factory=dict)
+    flaky: bool = False
+    attempts: list[Attempt] = field(default_factory=list)
+    headline: str = ""
+    error: str = ""
+    hint: str = ""
+    original_backend: str | None = None
+    user_frames: list[dict[str, Any]] = field(default_factory=list)
+    minify: MinifyResult | None = None
+    bisection: Bisection | None = None
+    replay: str | None = None
+    replay_verified: bool = False
+    next_steps: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    session: Session | None = None
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
+
+    def freeze(self) -> Diagnosis:
+        m = self.minify
+        environment = self.session.environment if self.session else Environment()
+        return Diagnosis(
+            command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
+            subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
+            repro=m.repro_path if m else None, repro_verified=bool(m and m.verified),
+            replay=self.replay, replay_verified=self.replay_verified,
+            minified_nodes=m.nodes_after if m else None, culprit_ops=m.culprit_ops or m.ops if m else (),
+            user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
+            original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
+            minify=m, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
+            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self),
+        )
+
+
+def _exit_code(found: Found) -> int:
+    if found.interrupted:
+        return 130
+    if found.category is None:
+        return 0
+    if found.flaky:
+        return 3
+    return 2 if found.category == Category.USER_ERROR.value else 1
+
+
+def success(found: Found) -> None:
+    session = found.session
+    compiled = bool(session and session.compiles)
+    found.headline = ("nothing fails: the script ran twice without an error" if compiled else
+                      "nothing to diagnose: the script ran without an error and never compiled anything")
+    found.next_steps.append("If the results look wrong rather than failing, run `pt2doctor accuracy SCRIPT`.")
+    if session and (session.graph_breaks or session.recompiles):
+        found.next_steps.append("It has graph breaks or recompiles: `pt2doctor run SCRIPT` explains them.")
+
+
+def flaky(found: Found, a1: Attempt, a2: Attempt) -> None:
+    found.flaky = True
+    found.category = (a1.category or a2.category or Category.UNCLASSIFIED.value)
+    found.error = a1.error or a2.error
+    found.headline = (f"flaky: the same command gave two different outcomes: run 1 {_said(a1)}; "
+                      f"run 2 {_said(a2)}. Nothing was minified from it.")
+    found.next_steps += [
+        "Look for nondeterminism: random inputs without a seed, threads, time, or uninitialised memory.",
+        "Seed everything (torch.manual_seed) and run pt2doctor diagnose again.",
+    ]
+
+
+def _said(attempt: Attempt) -> str:
+    return "passed" if attempt.outcome == "pass" else f"failed ({attempt.signature})"
+
+
+def user_error(found: Found, off: Attempt) -> None:
+    found.category = Category.USER_ERROR.value
+    same = off.signature == found.attempts[0].signature
+    found.headline = ("the script fails the same way with compilation turned off: a bug in the script, not in "
+                      "torch.compile" if same else
+                      f"the script fails with compilation turned off too ({off.signature}): fix that first")
+    where(found)
+    found.next_steps.append("Fix the error in the script (it also fails under torch.compiler.set_stance('force_eager')).")
+
+
+def refine_category(found: Found) -> None:
+    """An exception the script raised itself, that only a compiled run raises, means the compiled code
+    computed something else: an accuracy problem found by the script's own check."""
+    if found.category == Category.USER_ERROR.value and found.stage in GRAPH_STAGES:
+        found.category = Category.ACCURACY.value
+        found.notes.append("the script's own check fails only when compiled by a real backend: treated as accuracy")
+
+
+def where(found: Found) -> None:
+    session = found.session
+    if session is None or not session.failures:
+        return
+    failure = session.failures[0]
+    frames = _traced_frames(failure.message) + [{"file": loc.file, "line": loc.line} for loc in failure.user_frames]
+    if failure.file and failure.line and {"file": failure.file, "line": failure.line} not in frames:
+        frames.insert(0, {"file": failure.file, "line": failure.line})
+    found.user_frames = frames
+    fatal = next((b for b in session.graph_breaks if b.fatal), session.graph_breaks[0] if session.graph_breaks else None)
+    if fatal is not None and found.stage == "dynamo":
+        found.hint = next((h for h in fatal.hints), "")
+        if not frames:
+            found.user_frames = [{"file": fatal.file, "line": fatal.line}]
+
+
+_USER_CODE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _traced_frames(message: str) -> list[dict[str, Any]]:
+    """The lines Dynamo was tracing when it failed (the "from user code:" block of its message), innermost first."""
+    _, marker, block = message.partition("from user code:")
+    if not marker:
+        return []
+    frames = [{"file": f, "line": int(n)} for f, n in _USER_CODE.findall(block.split("\n\n")[0])]
+    return [f for f in reversed(frames) if is_user_file(f["file"])]
+
+
+def conclude(found: Found) -> None:
+    stage_title = STAGE_TITLES.get(found.stage or "", found.stage or "an unknown stage")
+    backend = found.original_backend or "the original backend"
+    found.headline = f"{found.category} in {stage_title}: {found.error}"
+    if found.stage == "dynamo":
+        where = found.user_frames[0] if found.user_frames else None
+        at = f" at {where['file']}:{where['line']}" if where else ""
+        found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")
+        if found.hint:
+            found.next_steps.append(found.hint)
+        if found.replay_verified:
+            found.next_steps.append(f"`python {found.replay}` compiles that one frame again and fails the same way: "
+                                    "attach it (with its frames/*.pkl recording) to the issue, or step through it.")
+        found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
+    elif found.stage in GRAPH_STAGES:
+        passed = [b for b, r in found.stages.items() if r == "pass"]
+        if passed:
+            cost = "without your backend" if found.stage == "backend" else "without Inductor's code generation: slower"
+            found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
+                                    f"({cost}).")
+        if found.minify and found.minify.verified:
+            found.next_steps.append(f"File issue.md with the verified repro ({found.minify.nodes_after} node(s): "
+                                    f"{', '.join(found.minify.ops)}); `python repro.py` shows the bug.")
+        elif found.minify:
+            found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
+        if found.stage == "backend":
+            carried = " (the repro includes its source)" if found.minify else ""
+            found.next_steps.append(f"The failure is inside {backend}: fix it there{carried}.")
+    if found.bisection and found.bisection.subsystem:
+        found.next_steps.append(f"CompilerBisector: disabling {describe(found.bisection)} makes it pass.")
