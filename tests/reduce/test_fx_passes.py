@@ -56,6 +56,13 @@ def test_symbolic_dims_stay_symbolic_in_new_inputs():
     assert result.inputs[0].dynamic == (0,)
 
 
+def test_symbolic_sizes_are_not_shrunk_to_a_specialized_one():
+    specs = [TensorSpec((8, 6), (6, 1), dynamic=(0,)), TensorSpec((8, 6), (6, 1), dynamic=(0,))]
+    result = reduce(_problem(_chain(["sin", "relu"]), specs, _has_relu), FX_PASSES)
+    assert result.ops == ("torch.relu",)
+    assert (result.inputs[0].shape, result.inputs[0].dynamic) == ((2, 1), (0,))  # a size of 1 would be a constant
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.sampled_from(["sin", "cos", "relu"]), min_size=1, max_size=12).filter(lambda ops: "relu" in ops))
 def test_result_still_fails_and_second_reduction_is_a_no_op(ops):

@@ -10,7 +10,9 @@ Contract:
   key is `(code, inputs)`, so two ways of reaching the same graph share one cache entry.
 - `rebase(case, specs)` re-propagates metadata for new input specs (shape or dtype changes) and
   returns None when the graph is invalid for them, so invalid shapes never cost a query.
-- Dims whose size equals a symbolic input dim stay symbolic in new inputs (pytorch#114296).
+- Dims whose size equals a symbolic input dim stay symbolic in new inputs, and `rebase` refuses
+  to make a symbolic size 0 or 1: those are specialized, so the compile would see a constant
+  instead of a SymInt and the repro would lose what made it dynamic (pytorch#114296).
 """
 
 from __future__ import annotations
@@ -247,5 +249,14 @@ def render_prelude(globals_: dict[str, object]) -> tuple[str, ...]:
 
 def rebase(case: FxCase, inputs: Sequence[InputSpec]) -> FxCase | None:
     """The same graph with new input specs, metadata re-propagated; None when invalid for them."""
+    if any(_specializes(spec) for spec in inputs):
+        return None
     base = make_base(torch.fx.GraphModule(torch.nn.Module(), case.graph), inputs)
     return None if base is None else initial_case(base)
+
+
+def _specializes(spec: InputSpec) -> bool:
+    """A symbolic size made 0 or 1, which Dynamo and `make_fx` specialize to a constant."""
+    if isinstance(spec, ScalarSpec):
+        return spec.dynamic and isinstance(spec.value, int) and spec.value < 2
+    return any(spec.shape[d] < 2 for d in spec.dynamic)
