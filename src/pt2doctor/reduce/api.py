@@ -15,7 +15,6 @@ interpreter.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -24,10 +23,10 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensor
 
 from pt2doctor.capture.graph_recorder import callable_backend_spec, input_specs
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.reduce import saved_values
 from pt2doctor.reduce.core import Reporter
 from pt2doctor.reduce.fx_case import initial_case, make_base
 from pt2doctor.reduce.fx_minify import MinifyOptions, MinifyOutcome, minify_case
@@ -53,31 +52,13 @@ def minify(
         specs = input_specs(gm, inputs)  # type: ignore[assignment]
     context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-"))
-    if save_values if save_values is not None else _values_matter(inputs, context.accuracy):
-        specs = _save_values(inputs, specs, out)  # type: ignore[arg-type]
+    if save_values if save_values is not None else saved_values.values_matter(inputs, context.accuracy):
+        specs = saved_values.save_values(inputs, specs, out)  # type: ignore[arg-type]
     base = make_base(gm, specs)  # type: ignore[arg-type]
     if base is None:
         raise ValueError("the graph does not run on inputs with this metadata")
     options = MinifyOptions(out_dir=out, jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s)
     return minify_case(initial_case(base), context, options, reporter)
-
-
-def _values_matter(inputs: Sequence[Any], accuracy: bool) -> bool:
-    """Real values matter for a wrong-result failure, and in integer tensors (indices, masks)."""
-    real = [v for v in inputs if isinstance(v, torch.Tensor) and not isinstance(v, FakeTensor)]
-    return bool(real) and (accuracy or any(not (v.is_floating_point() or v.is_complex()) for v in real))
-
-
-def _save_values(inputs: Sequence[Any], specs: list[InputSpec], out: Path) -> list[InputSpec]:
-    """Write the real tensor inputs to `out/repro_inputs.pt`; their specs name their entries."""
-    values = {}
-    for index, (value, spec) in enumerate(zip(inputs, specs)):
-        if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor) and isinstance(spec, TensorSpec):
-            values[f"arg{index}"] = value.detach().cpu().clone()
-            specs[index] = dataclasses.replace(spec, saved=f"arg{index}")
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(values, out / "repro_inputs.pt")
-    return specs
 
 
 def _context(gm: torch.fx.GraphModule, check: str | Callable[..., Any], accuracy: bool, tolerance: float,
