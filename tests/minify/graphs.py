@@ -34,3 +34,22 @@ def aten_chain(n: int, relu_at: int | None = None) -> torch.fx.GraphModule:
 
 
 CHAIN_INPUTS = [TensorSpec((16, 16), (16, 1))]
+
+
+# A user script compiled with dynamic shapes whose Inductor compile fails on the relu (after AOT),
+# with an index input whose values the recorder keeps. Recorded once a session (`recorded`).
+INDUCTOR_DYNAMIC_SCRIPT = """
+    import torch
+    import torch._inductor.config
+    torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "compile_error"
+
+
+    def f(x, idx):
+        for i in range(6):
+            x = torch.relu(x) if i == 3 else (torch.sin(x) if i % 2 else x * x.shape[0])
+        return x[idx].sum(dim=1)
+
+
+    with torch.no_grad():
+        torch.compile(f, dynamic=True)(torch.randn(6, 5), torch.tensor([4, 1, 3]))
+"""

@@ -6,17 +6,29 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   `{"id": "g0003", "stage": "dynamo"|"aot", "compile_id": "0/0", "parent": "g0002"|null,
     "aot_kind": "forward"|"backward"|"inference"|null, "backend": {"kind", "name", "source"},
     "config": [code lines], "inputs": [TensorSpec/ScalarSpec as JSON], "nodes": N,
-    "constants": "g0003.constants.pt"|null}`
+    "constants": "g0003.constants.pt"|null, "values": "g0003.inputs.pt"|null}`
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
 - `g0003.constants.pt`: get_attr tensors (torch.save), only when the graph has any.
+- `g0003.inputs.pt`: real input values (torch.save of `{input index: CPU tensor}`), only where
+  they matter (below).
 - `failures.jsonl`: `{"graph": id, "phase": "compile"|"run"|"accuracy", "description": "Type: first line"}`
-  (an accuracy failure also has `"tolerance"`).
+  (an accuracy failure also has `"tolerance"`; one whose inputs were saved, `"values"`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running,
   blank when nothing is. A MAP_SHARED page survives the process dying of a signal without an
   fsync per call, so after a segfault the parent still knows the culprit graph.
 
-Contract: recording is metadata and code only (no tensor values), so the overhead goal of `run`
-holds when nothing fails. With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
+Contract: recording is metadata and code, so the overhead goal of `run` holds when nothing fails;
+tensor values are kept only where they matter and are cheap to keep:
+- when a graph is recorded, its integer/bool tensor inputs (indices, masks: random stand-ins are
+  zeros, which hide index bugs), as many as fit in `INDEX_VALUES_BYTES`. They are the only values
+  a process that dies of a signal leaves behind. Dynamo hands a backend real tensors; AOTAutograd
+  hands Inductor fake ones, so an after-AOT graph has none and uses its Dynamo parent's
+  (`reduce.fx_load`);
+- when a Dynamo graph fails (its backend raises; its compiled callable raises; the accuracy check
+  below rejects it), all its tensor inputs as they were then, as many as fit in
+  `FAILURE_VALUES_BYTES`, once per graph (a run-time failure sees them after any in-place change
+  the failing call made).
+With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
 environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
 by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
 the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
@@ -35,7 +47,7 @@ import json
 import mmap
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +58,8 @@ from pt2doctor.model.minify import (
 from pt2doctor.model.serialize import to_builtins
 
 MARKER_SIZE = 256
+INDEX_VALUES_BYTES = 16 << 20
+FAILURE_VALUES_BYTES = 1 << 30
 
 
 class GraphRecorder:
@@ -56,6 +70,7 @@ class GraphRecorder:
         self.failures = open(self.dir / "failures.jsonl", "a", buffering=1)
         self.counter = itertools.count()
         self.current_dynamo: str | None = None
+        self.failed_with_values: set[str] = set()
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
         self._marker_file = open(marker, "r+b")
@@ -64,15 +79,23 @@ class GraphRecorder:
     def mark(self, text: str) -> None:
         self.marker[:] = text.encode()[:MARKER_SIZE].ljust(MARKER_SIZE)
 
-    def fail(self, graph: str, phase: str, exc: BaseException) -> None:
+    def fail(self, graph: str, phase: str, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
         inner = torch_compat.unwrap_backend_exception(exc)
         lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
         description = f"{type(inner).__name__}: {lines[0] if lines else ''}"
-        self.failures.write(json.dumps({"graph": graph, "phase": phase, "description": description}) + "\n")
+        self._write_failure({"graph": graph, "phase": phase, "description": description}, inputs)
 
-    def fail_accuracy(self, graph: str, tolerance: float) -> None:
+    def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
         entry = {"graph": graph, "phase": "accuracy", "description": f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}",
                  "tolerance": tolerance}
+        self._write_failure(entry, inputs)
+
+    def _write_failure(self, entry: dict[str, Any], inputs: Sequence[Any]) -> None:
+        """One line of failures.jsonl; the graph's real inputs are saved with its first failure."""
+        graph = entry["graph"]
+        if inputs and graph not in self.failed_with_values:
+            self.failed_with_values.add(graph)
+            entry["values"] = _save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
         self.failures.write(json.dumps(entry) + "\n")
 
     def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
@@ -85,6 +108,7 @@ class GraphRecorder:
             "backend": to_builtins(backend) if backend else None, "config": list(torch_compat.config_lines()),
             "inputs": [to_builtins(s) for s in input_specs(gm, example_inputs)],
             "nodes": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")), "constants": constants,
+            "values": _save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         }
         self.index.write(json.dumps(entry) + "\n")
         return graph_id
@@ -104,6 +128,33 @@ def _save_constants(gm: Any, path: Path) -> str | None:
     import torch
 
     torch.save({name: getattr(gm, name) for name in names}, path)
+    return path.name
+
+
+def _is_index(value: Any) -> bool:
+    return not (value.is_floating_point() or value.is_complex())
+
+
+def _has_values(value: Any) -> bool:
+    """A plain dense tensor with data: not a subclass (fake tensors are one), sparse, or on `meta`."""
+    import torch
+
+    return type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
+
+
+def _save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
+    """Save the tensor inputs that have values (with `indices_only`, the integer/bool ones), in
+    input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved."""
+    import torch
+
+    values = {}
+    for index, value in enumerate(inputs):
+        if _has_values(value) and (_is_index(value) or not indices_only) and value.nbytes <= budget:
+            values[index] = value.detach().cpu().clone()
+            budget -= value.nbytes
+    if not values:
+        return None
+    torch.save(values, path)
     return path.name
 
 
@@ -172,7 +223,7 @@ def _wrap_runtime(recorder: GraphRecorder, graph_id: str, compiled: Callable[...
         try:
             return compiled(*args, **kwargs)
         except Exception as exc:
-            recorder.fail(graph_id, "run", exc)
+            recorder.fail(graph_id, "run", exc, args)
             raise
         finally:
             recorder.mark("")
@@ -195,9 +246,10 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
             expected, reference = _eager_runs(eager, list(args))
         except Exception:  # eager itself fails: nothing to judge against
             return compiled(*args)
+        inputs = [torch_compat.clone_input(a) for a in args]  # as they were before the compiled call
         actual = compiled(*args)
         if not torch_compat.same_as_fp64_reference(expected, actual, reference, tolerance):
-            recorder.fail_accuracy(graph_id, tolerance)
+            recorder.fail_accuracy(graph_id, tolerance, inputs)
         return actual
 
     if getattr(compiled, "_boxed_call", False):
@@ -243,7 +295,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None) -> Callab
         try:
             compiled = original(output_graph, gm, example_inputs)
         except Exception as exc:
-            recorder.fail(graph_id, "compile", exc)
+            recorder.fail(graph_id, "compile", exc, example_inputs)  # Dynamo's example inputs are real
             raise
         finally:
             recorder.current_dynamo = outer

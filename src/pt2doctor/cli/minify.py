@@ -49,7 +49,7 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
 
     if script is not None:
         record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
-    recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance)
+    recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir)
     options = MinifyOptions(out_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
     progress = MinifyProgress(console)
     try:

@@ -13,6 +13,10 @@ compile it, the recorded signature when there is one) or raises `NothingToMinify
    minified against the fp64-referenced accuracy check (the oracle confirms it fails).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
 gives no expected signature: the first isolated run of the graph fixes the target.
+Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an after-AOT graph,
+whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave them) are saved
+beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as the API does), and
+the specs name them; without `out_dir` every input is random.
 Only `graphs/` is needed; `session.json` is not read.
 """
 
@@ -29,6 +33,7 @@ import torch.fx
 from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
+from pt2doctor.reduce.saved_values import save_values
 from pt2doctor.reduce.signature import from_description
 
 
@@ -77,24 +82,26 @@ def _blame_aot(entries: dict[str, dict[str, Any]], graph_id: str) -> str:
     return children[-1] if children else graph_id
 
 
-def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4) -> RecordedFailure:
+def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4,
+                 out_dir: Path | None = None) -> RecordedFailure:
     graphs = Path(run_dir) / "graphs"
     index = _read_jsonl(graphs / "index.jsonl")
     if not index:
         raise NothingToMinify(f"no recorded graphs under {graphs}")
     entries = {e["id"]: e for e in index}
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
+    failures = _read_jsonl(graphs / "failures.jsonl")
     if accuracy:
         graph_id, description = _blame_aot(entries, index[-1]["id"] if index[-1]["stage"] == "dynamo" else index[-1]["parent"] or index[-1]["id"]), None
     else:
-        failures = _read_jsonl(graphs / "failures.jsonl")
         graph_id, description = _choose(entries, failures, inflight)
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f["tolerance"] for f in failures if f.get("phase") == "accuracy"), tolerance)
     entry = entries[graph_id]
+    values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
     return RecordedFailure(
-        graph_id, case_from_entry(graphs, entry), context_from_entry(entry, accuracy, tolerance),
+        graph_id, case_from_entry(graphs, entry, values, out_dir), context_from_entry(entry, accuracy, tolerance),
         _expected(description),
     )
 
@@ -111,9 +118,48 @@ def _expected(description: str | None) -> FailureSignature | None:
     return from_description(description)
 
 
-def case_from_entry(graphs: Path, entry: dict[str, Any]) -> FxCase:
+def _recorded_values(graphs: Path, entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]],
+                    entry: dict[str, Any]) -> dict[int, torch.Tensor]:
+    """The real input values the recorder kept for `entry`'s graph, by input index (see the contract)."""
+    own = _values_file(entry, failures)
+    if own:
+        return torch.load(graphs / own, weights_only=True)
+    parent = entries.get(entry.get("parent") or "")
+    name = parent and entry.get("aot_kind") != "backward" and _values_file(parent, failures)
+    if not name:
+        return {}
+    values = torch.load(graphs / name, weights_only=True)
+    return {at: values[i] for at, i in _aot_positions(parent["inputs"], entry["inputs"]).items() if i in values}
+
+
+def _values_file(entry: dict[str, Any], failures: list[dict[str, Any]]) -> str | None:
+    """The graph's saved values: those kept when it failed (all its inputs), else when it was recorded."""
+    kept = [f["values"] for f in failures if f["graph"] == entry["id"] and f.get("values")]
+    return kept[0] if kept else entry.get("values")
+
+
+def _aot_positions(dynamo_inputs: list[dict[str, Any]], aot_inputs: list[dict[str, Any]]) -> dict[int, int]:
+    """AOT input position -> Dynamo input index. AOTAutograd puts the Dynamo graph module's own
+    parameters first, then the Dynamo inputs in order; {} unless every tensor's shape and dtype agree."""
+    offset = len(aot_inputs) - len(dynamo_inputs)
+    if offset < 0:
+        return {}
+    pairs = {offset + i: i for i, spec in enumerate(dynamo_inputs) if spec.get("kind") == "tensor"}
+    agree = all(_shape_and_dtype(aot_inputs[at]) == _shape_and_dtype(dynamo_inputs[i]) for at, i in pairs.items())
+    return pairs if agree else {}
+
+
+def _shape_and_dtype(spec: dict[str, Any]) -> tuple[Any, ...]:
+    return spec.get("kind"), spec.get("shape"), spec.get("dtype")
+
+
+def case_from_entry(graphs: Path, entry: dict[str, Any], values: dict[int, torch.Tensor] | None = None,
+                    out_dir: Path | None = None) -> FxCase:
+    """The recorded graph as a case; `values` by input index are saved in `out_dir`, beside the repro."""
     gm = load_graph_module(graphs, entry)
     specs = [input_spec_from_dict(d) for d in entry["inputs"]]
+    if values and out_dir is not None:
+        specs = save_values([values.get(i) for i in range(len(specs))], specs, out_dir)
     base = make_base(gm, specs)
     if base is None:
         raise NothingToMinify(f"graph {entry['id']} does not run on inputs with its recorded metadata")

@@ -1,0 +1,137 @@
+"""End to end, real torch.compile: `pt2doctor run --record` keeps input values where they matter,
+and `pt2doctor minify RUN_DIR` writes them beside the repro (`repro_inputs.pt`), which fails the
+same way in a fresh interpreter. Each user script's backend misbehaves only on values that seeded
+random inputs (zeros for indices, randn for floats) never have.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from graphs import INDUCTOR_DYNAMIC_SCRIPT
+
+from pt2doctor.reduce.fx_load import load_failing
+
+WRONG_GATHER = """
+    import torch
+
+
+    def off_by_index(gm, example_inputs):  # miscomputes any graph given an index above zero
+        def run(*args):
+            shifted = any(not a.is_floating_point() and bool((a > 0).any()) for a in args if isinstance(a, torch.Tensor))
+            return tuple(out + 1 if shifted else out for out in gm(*args))
+        return run
+
+
+    def f(x, idx):
+        y = torch.sin(x) * 2
+        return (torch.cos(y[idx]) + 1,)
+
+
+    torch.compile(f, backend=off_by_index)(torch.randn(6, 4), torch.tensor([3, 1, 0]))
+"""
+
+CRASHING_GATHER = """
+    import ctypes
+    import torch
+
+
+    def crash_on_index(gm, example_inputs):  # crashes any graph given an index above zero
+        def run(*args):
+            if any(not a.is_floating_point() and bool((a > 0).any()) for a in args if isinstance(a, torch.Tensor)):
+                ctypes.string_at(0)
+            return gm(*args)
+        return run
+
+
+    def f(x, idx):
+        y = torch.sin(x) * 2
+        return (torch.cos(y[idx]) + 1,)
+
+
+    torch.compile(f, backend=crash_on_index)(torch.randn(6, 4), torch.tensor([3, 1, 0]))
+"""
+
+# A float graph that passes and an index tensor over the size cap keep no values; the graph that
+# fails at run time keeps all its inputs.
+LARGE_VALUES = """
+    import torch
+
+
+    def picky_values(gm, example_inputs):
+        def run(*args):
+            if any(isinstance(a, torch.Tensor) and a.is_floating_point() and bool((a.abs() > 50).any()) for a in args):
+                raise ValueError("picky_values: a value above 50")
+            return gm(*args)
+        return run
+
+
+    def f(x, y):
+        return (torch.cos(x * 2) - y,)
+
+
+    torch.compile(lambda x: (torch.sin(x) + 1,), backend=picky_values)(torch.randn(4))
+    torch.compile(lambda big: (big + 1,), backend=picky_values)(torch.zeros(2_200_000, dtype=torch.int64))
+    torch.compile(f, backend=picky_values)(torch.full((4, 4), 100.0), torch.randn(4, 4))
+"""
+
+
+def _failures(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "graphs" / "failures.jsonl").read_text().splitlines()]
+
+
+def _run_repro(directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "repro.py"], cwd=directory, capture_output=True, text=True, timeout=300)
+
+
+def test_index_values_reproduce_a_wrong_result(recorded, minified, tmp_path):
+    run_dir = recorded(WRONG_GATHER, accuracy="1e-4")
+    assert [(f["phase"], f["values"]) for f in _failures(run_dir)] == [("accuracy", "g0000.inputs.pt")]
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["signature"]["kind"], result["verified"]) == ("accuracy", True)
+    assert "saved_input('arg1', 'cpu')" in (run_dir / "repro.py").read_text()
+    saved = torch.load(run_dir / "repro_inputs.pt", weights_only=True)
+    assert torch.equal(saved["arg1"], torch.tensor([3, 1, 0]))
+    assert "PT2DOCTOR REPRO FAILED: AccuracyMismatch" in _run_repro(run_dir).stderr
+    shutil.copy(run_dir / "repro.py", tmp_path)  # the same repro on zero indices: the bug hides
+    torch.save({**saved, "arg1": torch.zeros(3, dtype=torch.int64)}, tmp_path / "repro_inputs.pt")
+    assert _run_repro(tmp_path).returncode == 0
+
+
+def test_index_values_kept_when_recorded_reproduce_a_crash(recorded, minified):
+    run_dir = recorded(CRASHING_GATHER)
+    assert _failures(run_dir) == []  # the process died of SIGSEGV: only the values kept at recording remain
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["signature"]["text"], result["verified"]) == ("SIGSEGV", True)
+    assert "saved_input('arg1', 'cpu')" in (run_dir / "repro.py").read_text()
+    assert _run_repro(run_dir).returncode == -11
+
+
+def test_inputs_of_a_graph_failing_at_run_time_are_kept(recorded, minified):
+    run_dir = recorded(LARGE_VALUES)
+    graphs = run_dir / "graphs"
+    assert [json.loads(line)["values"] for line in (graphs / "index.jsonl").read_text().splitlines()] == [None] * 3
+    assert [(f["graph"], f["phase"], f["values"]) for f in _failures(run_dir)] == [("g0002", "run", "g0002.inputs.pt")]
+    assert [p.name for p in graphs.glob("*.inputs.pt")] == ["g0002.inputs.pt"]
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["signature"]["text"], result["verified"]) == ("ValueError: picky_values: a value above N", True)
+    assert "saved_input('arg0', 'cpu')" in (run_dir / "repro.py").read_text()
+    assert torch.equal(torch.load(run_dir / "repro_inputs.pt", weights_only=True)["arg0"], torch.full((4, 4), 100.0))
+
+
+def test_after_aot_graph_takes_its_dynamo_parents_values(recorded, tmp_path):
+    run_dir = recorded(INDUCTOR_DYNAMIC_SCRIPT)
+    failure = load_failing(run_dir, out_dir=tmp_path)
+    assert failure.context.stage.value == "aot"
+    tensors = [s for s in failure.case.inputs if s.kind == "tensor"]
+    assert [(s.shape, s.dtype, s.saved) for s in tensors] == [((6, 5), "float32", "arg2"), ((3,), "int64", "arg4")]
+    assert torch.equal(torch.load(tmp_path / "repro_inputs.pt", weights_only=True)["arg4"], torch.tensor([4, 1, 3]))
+    assert all(not s.saved for s in load_failing(run_dir).case.inputs if s.kind == "tensor")  # no out_dir: random
