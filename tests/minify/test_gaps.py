@@ -1,5 +1,6 @@
-"""End to end, real torch.compile: symbolic shapes survive, Ctrl-C keeps the best so far, an
-accuracy failure is found while recording, and input values are kept when they matter.
+"""End to end, real torch.compile: symbolic shapes survive (after Dynamo, and through Inductor
+after AOT), Ctrl-C keeps the best so far, an accuracy failure is found while recording, and input
+values are kept when they matter.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from graphs import INDUCTOR_DYNAMIC_SCRIPT
 
 from pt2doctor.capture.graph_recorder import record_script
 
@@ -84,6 +86,43 @@ def test_symbolic_shapes_survive_end_to_end(tmp_path):
     assert "mark_dynamic(args[0], 0)" in repro  # pytorch#114296: the repro still compiles dynamically
     ran = subprocess.run([sys.executable, "repro.py"], cwd=run_dir, capture_output=True, text=True, timeout=300)
     assert "PT2DOCTOR REPRO FAILED: NotImplementedError: picky_backend: no relu please" in ran.stderr
+
+
+# Runs the repro's check with a spy on Inductor's entry (the real compile still runs), and prints
+# the failure and the kinds of the tensor sizes the compile was given.
+SIZES_SEEN_BY_INDUCTOR = """
+import runpy
+import torch
+from torch._inductor import compile_fx
+
+original, sizes = compile_fx.compile_fx_inner, []
+
+
+def spy(gm, example_inputs, *args, **kwargs):
+    sizes.extend(type(s).__name__ for x in example_inputs if isinstance(x, torch.Tensor) for s in x.shape)
+    return original(gm, example_inputs, *args, **kwargs)
+
+
+compile_fx.compile_fx_inner = spy
+repro = runpy.run_path("repro.py", run_name="repro")
+try:
+    repro["check"]()
+except Exception as e:
+    print(repro["describe_failure"](e))
+print(sorted(set(sizes)))
+"""
+
+
+@pytest.mark.slow
+def test_symbolic_shapes_survive_through_inductor_after_aot(recorded, minified):
+    run_dir = recorded(INDUCTOR_DYNAMIC_SCRIPT)
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["stage"], result["ops"], result["verified"]) == ("aot", ["aten.relu.default"], True)
+    assert "DYNAMIC = True" in (run_dir / "repro.py").read_text()
+    seen = subprocess.run([sys.executable, "-c", SIZES_SEEN_BY_INDUCTOR], cwd=run_dir, capture_output=True, text=True,
+                          timeout=300)
+    assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", "['SymInt']"], seen.stderr[-2000:]
 
 
 def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):
