@@ -17,34 +17,16 @@ from graphs import INDUCTOR_DYNAMIC_SCRIPT
 
 from pt2doctor.reduce.fx_load import load_failing
 
-WRONG_GATHER = """
-    import torch
-
-
-    def off_by_index(gm, example_inputs):  # miscomputes any graph given an index above zero
-        def run(*args):
-            shifted = any(not a.is_floating_point() and bool((a > 0).any()) for a in args if isinstance(a, torch.Tensor))
-            return tuple(out + 1 if shifted else out for out in gm(*args))
-        return run
-
-
-    def f(x, idx):
-        y = torch.sin(x) * 2
-        return (torch.cos(y[idx]) + 1,)
-
-
-    torch.compile(f, backend=off_by_index)(torch.randn(6, 4), torch.tensor([3, 1, 0]))
-"""
-
-CRASHING_GATHER = """
+# A gather, compiled by a backend that misbehaves only when an index is above zero.
+GATHER = """
     import ctypes
     import torch
 
 
-    def crash_on_index(gm, example_inputs):  # crashes any graph given an index above zero
+    def on_index(gm, example_inputs):
         def run(*args):
             if any(not a.is_floating_point() and bool((a > 0).any()) for a in args if isinstance(a, torch.Tensor)):
-                ctypes.string_at(0)
+                MISBEHAVE
             return gm(*args)
         return run
 
@@ -54,8 +36,10 @@ CRASHING_GATHER = """
         return (torch.cos(y[idx]) + 1,)
 
 
-    torch.compile(f, backend=crash_on_index)(torch.randn(6, 4), torch.tensor([3, 1, 0]))
+    torch.compile(f, backend=on_index)(torch.randn(6, 4), torch.tensor([3, 1, 0]))
 """
+WRONG_GATHER = GATHER.replace("MISBEHAVE", "return tuple(out + 1 for out in gm(*args))")
+CRASHING_GATHER = GATHER.replace("MISBEHAVE", "ctypes.string_at(0)")
 
 # A float graph that passes and an index tensor over the size cap keep no values; the graph that
 # fails at run time keeps all its inputs.
