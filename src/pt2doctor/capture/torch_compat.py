@@ -8,6 +8,7 @@ Functions are grouped by the pt2doctor subsystem that needs them; new groups are
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Callable
 
@@ -275,6 +276,27 @@ def cuda_fork_poisoned() -> bool:
     return bool(torch.cuda._is_in_bad_fork())
 
 
+def config_checkpoint() -> Callable[[], None]:
+    """Snapshot Dynamo's, AOTAutograd's and Inductor's configs; the returned function restores
+    them (`get_config_copy` / `load_config`, 2.11, 2.13), silencing the deprecation warnings that
+    re-setting retired keys gives."""
+    import warnings
+
+    import torch._dynamo.config
+    import torch._functorch.config
+    import torch._inductor.config
+
+    saved = [(m, m.get_config_copy()) for m in (torch._dynamo.config, torch._functorch.config, torch._inductor.config)]
+
+    def restore() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for module, copy in saved:
+                module.load_config(copy)
+
+    return restore
+
+
 # --- accuracy (capture.accuracy_probe) ------------------------------------------------------------
 
 def same_as_fp64_reference(expected: Any, actual: Any, reference: Any, tolerance: float) -> bool:
@@ -375,3 +397,28 @@ def is_graph_break(exc: BaseException) -> bool:
     from torch._dynamo.exc import Unsupported
 
     return isinstance(exc, Unsupported)
+
+
+
+# --- warm processes (reduce.zygote, reduce.verify) -----------------------------------------------
+
+def prewarm_inductor() -> None:
+    """Import Inductor and run its CPU vector-ISA probe (2.11, 2.13).
+
+    `valid_vec_isa_list()` builds a test library per ISA the CPU claims and dlopens each in a
+    child process (~1 s on x86; cached per process). Its answer is a fact about the machine that
+    every Inductor compile on CPU computes first, so running it early changes when, not what.
+    Self-contained: its source also runs in the verifying interpreter, which imports nothing of
+    pt2doctor. Never raises.
+    """
+    try:
+        import torch._inductor.compile_fx  # noqa: F401
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+        valid_vec_isa_list()
+    except Exception:
+        pass
+
+
+# The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify).
+INDUCTOR_PREWARM_SOURCE = inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"

@@ -13,8 +13,9 @@ problem's current case and change it only through the problem's gate (see `reduc
   with the same metadata.
 - `ddmin_nodes`: delta debugging over the nodes that stay computed; the others become inputs.
 - `drop_outputs`: delta debugging over the returned values (unused inputs vanish with them).
-- `shrink_shapes`: halve one distinct size at a time (every input dim of that size, and equal
-  int inputs, together, so symbolic relations survive); `simplify_dtypes`: fp64/fp16/bf16 -> fp32.
+- `shrink_shapes`: every size to 1 at once, then one distinct size at a time to 1 or its half,
+  both asked in one batch (every input dim of that size, and equal int inputs, together, so
+  symbolic relations survive); `simplify_dtypes`: fp64/fp16/bf16 -> fp32.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def drop_outputs(problem: Problem) -> None:
     ddmin(problem, case.outputs, functools.partial(_keep_outputs, case))
 
 
-def _resize(spec: InputSpec, old: int, new: int) -> InputSpec:
+def _resize(spec: InputSpec, old_new: tuple[int, int]) -> InputSpec:
+    old, new = old_new
     if isinstance(spec, ScalarSpec):
         return dataclasses.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
     shape = tuple(new if s == old else s for s in spec.shape)
@@ -129,13 +131,19 @@ def _restride(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def shrink_shapes(problem: Problem) -> None:
+    """Every size to 1 at once first (one query where sizes do not matter), then one size at a time."""
     sizes = sorted({s for spec in problem.current.inputs if isinstance(spec, TensorSpec) for s in spec.shape if s > 1}, reverse=True)
+    if len(sizes) > 1 and _consider_resized(problem, {size: 1 for size in sizes}):
+        return
     for size in sizes:
-        for new in (1, size // 2):
-            case = problem.current
-            candidate = rebase(case, [_resize(s, size, new) for s in case.inputs])
-            if candidate is not None and problem.consider(candidate):
-                break
+        _consider_resized(problem, {size: 1}, *([{size: size // 2}] if size > 3 else []))
+
+
+def _consider_resized(problem: Problem, *resizes: dict[int, int]) -> bool:
+    """Try each {old size: new size} map on the current inputs, one batch, the first preferred."""
+    case = problem.current
+    candidates = [rebase(case, [functools.reduce(_resize, resize.items(), spec) for spec in case.inputs]) for resize in resizes]
+    return problem.consider_first([c for c in candidates if c is not None])
 
 
 def simplify_dtypes(problem: Problem) -> None:

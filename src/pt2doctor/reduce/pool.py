@@ -4,7 +4,8 @@ Contract: `WorkerPool.run(scripts)` returns one `RunResult` per script, in the o
 whatever order the forked children finish in. The zygote (`reduce.zygote`) is started at
 construction and warms up while the caller prepares its first batch; `run` waits for it. The
 pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
-children. With `fork=True` the zygote is forked from this process instead of started as a new
+children. `on_ready` is called once the zygote is warm (the verifier starts its own warm-up
+then). With `fork=True` the zygote is forked from this process instead of started as a new
 interpreter, so a parent that has already imported torch saves the zygote that import (~1-2 s of
 CPU, which on a few busy cores is wall time); fork only from a process with no threads running
 and no CUDA context, i.e. before anything but imports has happened.
@@ -16,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,8 +37,10 @@ class WorkerPoolError(RuntimeError):
 
 
 class WorkerPool:
-    def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False) -> None:
+    def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
+                 on_ready: Callable[[], None] | None = None) -> None:
         self.jobs = max(1, jobs)
+        self._on_ready = on_ready
         self.timeout_s = timeout_s
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
         self._proc: subprocess.Popen[bytes] | None = None
@@ -74,6 +77,8 @@ class WorkerPool:
                 raise WorkerPoolError(f"worker did not start: {message}")
             self._ready = True
             self.warm_up_s = time.monotonic() - started
+            if self._on_ready is not None:
+                self._on_ready()
 
     def run(self, scripts: Sequence[str]) -> list[RunResult]:
         self.wait_ready()

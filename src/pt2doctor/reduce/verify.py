@@ -9,8 +9,13 @@ verified only when this returns `verified=True`.
 overlap the reduction: it imports exactly the modules every repro imports on its first lines
 (`repro.render` writes them) and nothing else, then blocks on stdin for the script's path and runs
 it as `__main__` (`runpy`), with `sys.argv` and the working directory `python repro.py` would
-have. The state it runs the script in is the state `python repro.py` reaches after those import
-lines: a fresh interpreter that ran nothing else. It imports at low priority (nice 10: on a
+have. Told `prewarm()` (by the pool, once its zygote is warm: earlier, the probe's file lock
+would make the zygote wait on this low-priority process), it also imports Inductor and runs
+Inductor's CPU-capability probe (`torch_compat.INDUCTOR_PREWARM_SOURCE`, ~2 s a repro would
+otherwise spend on its first compile): the probe's answer is a cached fact about the machine that
+the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py` reaches after
+its import lines, plus modules it would import and a machine probe it would run: nothing of any
+candidate, nothing of pt2doctor. It imports at low priority (nice 10: on a
 few cores the worker pool's warm-up is the critical path) and takes its normal priority back, where
 it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify` starts a
 new one.
@@ -21,9 +26,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.capture.torch_compat import INDUCTOR_PREWARM_SOURCE
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.signature import from_exit
 
@@ -36,6 +43,9 @@ import torch
 import torch._dynamo
 import torch.fx
 path = sys.stdin.readline().strip()
+if path == "prewarm":
+{prewarm}
+    path = sys.stdin.readline().strip()
 try:
     os.setpriority(os.PRIO_PROCESS, 0, 0)
 except OSError:
@@ -44,7 +54,7 @@ if path:
     sys.argv = [os.path.basename(path)]
     sys.path[0] = os.path.dirname(path)
     runpy.run_path(path, run_name="__main__")
-"""
+""".format(prewarm=textwrap.indent(INDUCTOR_PREWARM_SOURCE, "    "))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,15 @@ class FreshInterpreter:
             stderr=subprocess.PIPE, text=True,
             start_new_session=True,  # a Ctrl-C meant for the reduction must not kill the verifier
         )
+
+    def prewarm(self) -> None:
+        """Import Inductor and run its CPU probe now, while waiting (see the module docstring)."""
+        if self.alive:
+            try:
+                self._proc.stdin.write("prewarm\n")  # type: ignore[union-attr]
+                self._proc.stdin.flush()  # type: ignore[union-attr]
+            except OSError:
+                pass  # it died; `verify` starts a new one
 
     @property
     def alive(self) -> bool:

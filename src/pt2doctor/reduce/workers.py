@@ -45,4 +45,5 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     if fork:
         import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
     env = {"PT2DOCTOR_REPRO_FILE": str((Path(out_dir) / "repro.py").resolve())}
-    return Workers(WorkerPool(jobs, timeout_s, fork=fork, env=env), verifier)
+    pool = WorkerPool(jobs, timeout_s, fork=fork, env=env, on_ready=verifier.prewarm if verifier else None)
+    return Workers(pool, verifier)

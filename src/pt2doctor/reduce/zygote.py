@@ -1,4 +1,4 @@
-"""The warm worker: import torch once, warm Inductor once, then fork one child per candidate.
+"""The warm workers: import torch once, warm Inductor once, then run each candidate isolated.
 
 Run as `python -m pt2doctor.reduce.zygote JOBS`, or forked from a parent that has already
 imported torch (`serve_forked`, which saves the zygote its own `import torch`); spoken to only by
@@ -8,16 +8,22 @@ Contract:
   or `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then `(job_id, status, text)` per job, where status
   is `ok`, `failed` (text: the script's `describe_failure`), `signal` (text: the number),
   `timeout` or `error` (a worker-side problem, never a match).
-- Isolation: each candidate runs in a forked child in its own process group, so a crash, abort,
-  hang (killed at its timeout, with any gcc it started) or OOM kills only that candidate. At most
-  JOBS children run at once.
-- CUDA: a process that touched the CUDA driver cannot fork children that use it, and with a GPU
-  build even imports may (torch then marks forked children "bad"). After warming up the zygote
-  test-forks once; if its children would be bad (`torch_compat.cuda_fork_poisoned`), each
-  candidate's child execs a fresh interpreter that runs the script (`_EXEC_RUNNER`): still one
-  isolated process per candidate, still in parallel, without the warm start.
-- The zygote stays single-threaded (torch.set_num_threads(1), Inductor compile_threads=1) because
-  forking a process with live OpenMP or compile-pool threads can deadlock the child.
+- Isolation, two ways, one contract: a crash, abort, hang (killed at its timeout, with any gcc it
+  started) or OOM kills only that candidate. At most JOBS candidates run at once.
+  - `Forks` (no GPU): each candidate runs in a child forked from the warm zygote, in its own
+    process group. The zygote stays single-threaded (torch.set_num_threads(1), Inductor
+    compile_threads=1) because forking a process with live OpenMP or compile-pool threads can
+    deadlock the child.
+  - `Servers` (a GPU): a process that touched the CUDA driver cannot fork children that use it,
+    and with a GPU build even imports may (torch then marks forked children "bad"). So JOBS fresh
+    interpreters (`--server`), each in its own process group, warm once (torch, Inductor, the CUDA
+    context and a first Triton compile) and then run candidates one at a time, Dynamo reset and
+    the compiler configs restored before each. A server that crashes or hangs takes only its
+    candidate with it and is replaced at once; a server whose candidate failed exits after
+    answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert
+    poisons the context), so no candidate runs in a damaged process.
+  The zygote picks `Servers` when torch sees a GPU (or `PT2DOCTOR_MINIFY_SERVERS` is set, to
+  test that path) or when, after warming, a test fork shows its children would be bad.
 - Stdin closing (the parent died) or a signal ends the zygote and kills its children.
 """
 
@@ -28,8 +34,8 @@ import pickle
 import selectors
 import signal
 import struct
+import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -62,17 +68,11 @@ class FrameReader:
         return out
 
 
-def warm_up() -> None:
-    """Import and exercise Inductor so children start warm, without initializing CUDA.
-
-    A process that initialized CUDA cannot fork children that use it ("Cannot re-initialize CUDA
-    in forked subprocess"), and any Inductor compile does when a GPU is present (Dynamo's
-    `preserve_rng_state` saves the CUDA RNG state). Even `torch.cuda.is_available()` poisons
-    forking (it initializes the driver to count devices). So with a GPU build of torch the zygote
-    only imports (Inductor, its Triton backend, Triton) and asks the driver nothing. With a CPU build
-    a tiny graph is compiled with `compile_fx_inner`, which also runs the one-off CPU ISA probe (~1 s)
-    that children then inherit.
-    """
+def warm_up(device: str = "cpu") -> None:
+    """Import and exercise Inductor once, so what runs candidates starts warm: a tiny graph compiled
+    with `compile_fx_inner` on `device` (on CPU that includes the one-off ISA probe, ~1 s; on a GPU
+    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only,
+    and must not initialize CUDA (`Forks`)."""
     import torch
 
     torch.set_num_threads(1)
@@ -82,18 +82,9 @@ def warm_up() -> None:
     from torch._inductor.compile_fx import compile_fx_inner
 
     inductor_config.compile_threads = 1
-    if torch.version.cuda or torch.version.hip:
-        import torch._inductor.codegen.triton  # noqa: F401
-        try:
-            import triton  # noqa: F401
-        except ImportError:
-            pass
-    else:
-        aten = torch.ops.aten
-        graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
-        compile_fx_inner(graph, [torch.randn(8)])
-    if torch.cuda.is_initialized():
-        raise RuntimeError("the zygote's warm-up initialized CUDA: its forked children could not use the GPU")
+    aten = torch.ops.aten
+    graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
+    compile_fx_inner(graph, [torch.randn(8, device=device)])
 
 
 def run_candidate(text: str) -> tuple[str, str]:
@@ -109,6 +100,55 @@ def run_candidate(text: str) -> tuple[str, str]:
     return "ok", ""
 
 
+def run_guarded(text: str) -> tuple[str, str]:
+    """`run_candidate`, with anything the script raises past its `check()` reported as an error."""
+    try:
+        return run_candidate(text)
+    except BaseException as exc:  # an exec'd script can raise anything; report, never hang
+        return "error", f"{type(exc).__name__}: {exc}"[:500]
+
+
+class _Dispatcher:
+    """What both ways share: jobs read from stdin into a queue, results written to the parent."""
+
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        self.jobs = jobs
+        self.out_fd = out_fd
+        self.pending: deque[tuple[int, str, float]] = deque()
+        self.selector = selectors.DefaultSelector()
+        self.reader = FrameReader()
+
+    def serve(self) -> None:
+        self.selector.register(0, selectors.EVENT_READ, None)
+        while True:
+            self.dispatch()
+            for key, _ in self.selector.select(self.wait_s()):
+                if key.data is None and not self._read_requests():
+                    return
+                if key.data is not None:
+                    self.readable(key.data)
+            self.expire()
+
+    def _read_requests(self) -> bool:
+        data = os.read(0, 1 << 20)
+        if not data:
+            return False
+        for message in self.reader.feed(data):
+            if message[0] == "quit":
+                return False
+            self.pending.append(message[1:])
+        return True
+
+    def answer(self, job_id: int, status: str, text: str = "") -> None:
+        send(self.out_fd, (job_id, status, text))
+
+    def dispatch(self) -> None: ...
+    def readable(self, data: object) -> None: ...
+    def wait_s(self) -> float | None: ...
+    def expire(self) -> None: ...
+    def shutdown(self) -> None: ...
+
+
 @dataclass
 class _Child:
     job_id: int
@@ -117,36 +157,7 @@ class _Child:
     chunks: list[bytes] = field(default_factory=list)
 
 
-_EXEC_RUNNER = """\
-import os, pickle, sys
-from pt2doctor.reduce.zygote import run_candidate
-with open(sys.argv[1]) as handle:
-    text = handle.read()
-os.unlink(sys.argv[1])
-try:
-    result = run_candidate(text)
-except BaseException as exc:
-    result = ("error", f"{type(exc).__name__}: {exc}"[:500])
-os.write(int(sys.argv[2]), pickle.dumps(result))
-os._exit(0)
-"""
-
-
-def _run_in_child(text: str, write_fd: int, exec_fresh: bool) -> None:
-    if exec_fresh:
-        handle, path = tempfile.mkstemp(prefix="pt2doctor-candidate-", suffix=".py")
-        os.write(handle, text.encode())
-        os.close(handle)
-        os.set_inheritable(write_fd, True)
-        os.execv(sys.executable, [sys.executable, "-c", _EXEC_RUNNER, path, str(write_fd)])
-    try:
-        result = run_candidate(text)
-    except BaseException as exc:  # an exec'd script can raise anything; report, never hang
-        result = ("error", f"{type(exc).__name__}: {exc}"[:500])
-    os.write(write_fd, pickle.dumps(result))
-
-
-def _fork(job_id: int, text: str, timeout_s: float, exec_fresh: bool = False) -> tuple[int, _Child]:
+def _fork(job_id: int, text: str, timeout_s: float) -> tuple[int, _Child]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
@@ -157,7 +168,7 @@ def _fork(job_id: int, text: str, timeout_s: float, exec_fresh: bool = False) ->
                 devnull = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(devnull, fd)
-            _run_in_child(text, write_fd, exec_fresh)
+            os.write(write_fd, pickle.dumps(run_guarded(text)))
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -175,66 +186,44 @@ def forks_poisoned() -> bool:
     return os.waitstatus_to_exitcode(status) != 0
 
 
-class Zygote:
-    def __init__(self, jobs: int, out_fd: int, exec_fresh: bool = False) -> None:
-        self.jobs = jobs
-        self.exec_fresh = exec_fresh
-        self.out_fd = out_fd
-        self.pending: deque[tuple[int, str, float]] = deque()
+class Forks(_Dispatcher):
+    """One child forked from this warm process per candidate."""
+
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        super().__init__(jobs, out_fd)
         self.children: dict[int, _Child] = {}
-        self.selector = selectors.DefaultSelector()
-        self.reader = FrameReader()
 
-    def serve(self) -> None:
-        self.selector.register(0, selectors.EVENT_READ, None)
-        while True:
-            while self.pending and len(self.children) < self.jobs:
-                pid, child = _fork(*self.pending.popleft(), exec_fresh=self.exec_fresh)
-                self.children[pid] = child
-                self.selector.register(child.fd, selectors.EVENT_READ, pid)
-            for key, _ in self.selector.select(self._wait_s()):
-                if key.data is None and not self._read_requests():
-                    return
-                if key.data is not None:
-                    self._read_child(key.data)
-            self._expire()
+    def dispatch(self) -> None:
+        while self.pending and len(self.children) < self.jobs:
+            pid, child = _fork(*self.pending.popleft())
+            self.children[pid] = child
+            self.selector.register(child.fd, selectors.EVENT_READ, pid)
 
-    def _wait_s(self) -> float | None:
+    def wait_s(self) -> float | None:
         if not self.children:
             return None
         return max(0.0, min(c.deadline for c in self.children.values()) - time.monotonic())
 
-    def _read_requests(self) -> bool:
-        data = os.read(0, 1 << 20)
-        if not data:
-            return False
-        for message in self.reader.feed(data):
-            if message[0] == "quit":
-                return False
-            self.pending.append(message[1:])
-        return True
-
-    def _read_child(self, pid: int) -> None:
-        child = self.children[pid]
+    def readable(self, pid: object) -> None:
+        child = self.children[pid]  # type: ignore[index]
         data = os.read(child.fd, 1 << 16)
         if data:
             child.chunks.append(data)
             return
-        _, status = self._reap(pid)
+        _, status = self._reap(pid)  # type: ignore[arg-type]
         if child.chunks:
-            send(self.out_fd, (child.job_id, *pickle.loads(b"".join(child.chunks))))
+            self.answer(child.job_id, *pickle.loads(b"".join(child.chunks)))
         elif os.WIFSIGNALED(status):
-            send(self.out_fd, (child.job_id, "signal", str(os.WTERMSIG(status))))
+            self.answer(child.job_id, "signal", str(os.WTERMSIG(status)))
         else:
-            send(self.out_fd, (child.job_id, "error", f"exit status {os.WEXITSTATUS(status)}"))
+            self.answer(child.job_id, "error", f"exit status {os.WEXITSTATUS(status)}")
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         now = time.monotonic()
         for pid, child in list(self.children.items()):
             if child.deadline <= now:
-                _kill_group(pid)
                 self._reap(pid)
-                send(self.out_fd, (child.job_id, "timeout", ""))
+                self.answer(child.job_id, "timeout")
 
     def _reap(self, pid: int) -> tuple[int, int]:
         child = self.children.pop(pid)
@@ -245,8 +234,142 @@ class Zygote:
 
     def shutdown(self) -> None:
         for pid in list(self.children):
-            _kill_group(pid)
             self._reap(pid)
+
+
+@dataclass(eq=False)
+class _Server:
+    proc: subprocess.Popen[bytes]
+    reader: FrameReader = field(default_factory=FrameReader)
+    ready: bool = False
+    job: tuple[int, float] | None = None  # (job id, deadline)
+
+
+class Servers(_Dispatcher):
+    """JOBS warm fresh interpreters, each running one candidate at a time (see the module docstring)."""
+
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        super().__init__(jobs, out_fd)
+        self.servers: list[_Server] = []
+        self.warm_failures: list[str] = []
+        for _ in range(jobs):
+            self._start()
+
+    def _start(self) -> None:
+        debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pt2doctor.reduce.zygote", "--server"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
+        )
+        server = _Server(proc)
+        self.servers.append(server)
+        self.selector.register(proc.stdout, selectors.EVENT_READ, server)  # type: ignore[arg-type]
+
+    def dispatch(self) -> None:
+        for server in self.servers:
+            if not self.pending:
+                break
+            if server.ready and server.job is None:
+                job_id, text, timeout_s = self.pending.popleft()
+                server.job = (job_id, time.monotonic() + timeout_s)
+                try:
+                    send(server.proc.stdin.fileno(), ("run", job_id, text))  # type: ignore[union-attr]
+                except OSError:
+                    pass  # it died; its stdout's end of file answers the job
+        if self.pending and not self.servers:  # every server failed to warm up: say why
+            why = self.warm_failures[-1] if self.warm_failures else "no worker"
+            while self.pending:
+                self.answer(self.pending.popleft()[0], "error", why)
+
+    def wait_s(self) -> float | None:
+        deadlines = [s.job[1] for s in self.servers if s.job is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def readable(self, server: object) -> None:
+        assert isinstance(server, _Server)
+        data = os.read(server.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
+        if not data:
+            self._retire(server, replace=server.ready)
+            return
+        for message in server.reader.feed(data):
+            if message == ("ready",):
+                server.ready = True
+            elif message[0] == "failed":
+                self.warm_failures.append(str(message[1]))
+            else:
+                server.job = None
+                self.answer(*message)
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for server in list(self.servers):
+            if server.job is not None and server.job[1] <= now:
+                job_id = server.job[0]
+                server.job = None
+                self._retire(server, replace=True)
+                self.answer(job_id, "timeout")
+
+    def _retire(self, server: _Server, *, replace: bool) -> None:
+        """Kill and reap `server`; answer its unfinished job; start another in its place."""
+        self.servers.remove(server)
+        self.selector.unregister(server.proc.stdout)  # type: ignore[arg-type]
+        _kill_group(server.proc.pid)
+        status = server.proc.wait()
+        for stream in (server.proc.stdin, server.proc.stdout):
+            stream.close()  # type: ignore[union-attr]
+        if server.job is not None:
+            job_id = server.job[0]
+            if status < 0:
+                self.answer(job_id, "signal", str(-status))
+            else:
+                self.answer(job_id, "error", f"exit status {status}")
+        if replace:
+            self._start()
+
+    def shutdown(self) -> None:
+        for server in list(self.servers):
+            server.job = None
+            self._retire(server, replace=False)
+
+
+def _healthy() -> bool:
+    """After a failed candidate: whether this server's CUDA context is still usable."""
+    import torch
+
+    if not torch.cuda.is_initialized():
+        return True
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return False
+    return True
+
+
+def serve_candidates(out_fd: int) -> None:
+    """A server's life: warm up, then run the candidates read from stdin one at a time."""
+    import torch
+
+    from pt2doctor.capture.torch_compat import config_checkpoint
+
+    try:
+        warm_up("cuda" if torch.cuda.is_available() else "cpu")
+    except Exception as exc:
+        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
+        return
+    restore = config_checkpoint()
+    send(out_fd, ("ready",))
+    reader = FrameReader()
+    while data := os.read(0, 1 << 20):
+        for message in reader.feed(data):
+            if message[0] == "quit":
+                return
+            _, job_id, text = message
+            restore()
+            torch._dynamo.reset()
+            status, text = run_guarded(text)
+            send(out_fd, (job_id, status, text))
+            if status != "ok" and not _healthy():
+                return
 
 
 def _kill_group(pid: int) -> None:
@@ -256,28 +379,42 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def _uses_servers() -> bool:
+    """Servers where a GPU is visible (asking poisons forks, but then nothing is forked)."""
+    import torch
+
+    if os.environ.get("PT2DOCTOR_MINIFY_SERVERS"):
+        return True
+    return bool(torch.version.cuda or torch.version.hip) and torch.cuda.is_available()
+
+
 def _serve(jobs: int, out_fd: int) -> None:
     try:
-        warm_up()
+        servers = _uses_servers()
+        if not servers:
+            warm_up("cpu")
+            servers = forks_poisoned()
     except Exception as exc:  # tell the parent why, rather than dying silently
         send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
         return
     send(out_fd, ("ready",))
-    exec_fresh = forks_poisoned() or bool(os.environ.get("PT2DOCTOR_MINIFY_EXEC"))  # the env: to test that path
-    zygote = Zygote(jobs, out_fd, exec_fresh=exec_fresh)
+    dispatcher = Servers(jobs, out_fd) if servers else Forks(jobs, out_fd)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        zygote.serve()
+        dispatcher.serve()
     except KeyboardInterrupt:
         pass
     finally:
-        zygote.shutdown()
+        dispatcher.shutdown()
 
 
 def main(argv: list[str]) -> int:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
-    _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd)
+    if argv[1:] == ["--server"]:
+        serve_candidates(out_fd)
+    else:
+        _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd)
     os._exit(0)  # skip torch's interpreter teardown (~1 s): the parent waits for this exit
 
 

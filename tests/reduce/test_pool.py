@@ -1,0 +1,37 @@
+"""The worker pool's isolation contract, both ways it runs candidates (forked children; warm servers,
+the GPU way, forced here with PT2DOCTOR_MINIFY_SERVERS): a candidate that crashes or hangs takes
+only itself with it, and the pool keeps answering afterwards."""
+
+import pytest
+
+from pt2doctor.reduce.pool import RunResult, WorkerPool
+
+HEADER = "import os, time\ndef describe_failure(exc):\n    return f'{type(exc).__name__}: {exc}'\n"
+OK = HEADER + "def check():\n    pass\n"
+FAILS = HEADER + "def check():\n    raise ValueError('boom')\n"
+ABORTS = HEADER + "def check():\n    os.abort()\n"
+HANGS = HEADER + "def check():\n    time.sleep(600)\n"
+# A candidate may change global state; in a reused server the next one must not see it.
+SETS_CONFIG = HEADER + "import torch._inductor.config as c\nc.max_autotune = True\ndef check():\n    pass\n"
+READS_CONFIG = HEADER + "import torch._inductor.config as c\ndef check():\n    assert not c.max_autotune, 'leaked'\n"
+
+
+@pytest.fixture(scope="module", params=["forks", "servers"])
+def pool(request):
+    env = {"PT2DOCTOR_MINIFY_SERVERS": "1"} if request.param == "servers" else {}
+    with WorkerPool(2, timeout_s=4.0, env=env) as workers:
+        yield workers
+
+
+def test_crash_and_hang_take_only_their_candidate(pool):
+    results = pool.run([OK, FAILS, ABORTS, HANGS])
+    assert results == [
+        RunResult("ok"), RunResult("failed", "ValueError: boom"), RunResult("signal", "6"), RunResult("timeout"),
+    ]
+    # The workers that died or were killed were replaced: the pool still answers, in order.
+    assert pool.run([FAILS, OK, OK]) == [RunResult("failed", "ValueError: boom"), RunResult("ok"), RunResult("ok")]
+
+
+def test_a_candidate_never_sees_the_config_another_one_set(pool):
+    assert pool.run([SETS_CONFIG, SETS_CONFIG]) == [RunResult("ok")] * 2
+    assert pool.run([READS_CONFIG, READS_CONFIG]) == [RunResult("ok")] * 2
