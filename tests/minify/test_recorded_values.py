@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from graphs import INDUCTOR_DYNAMIC_SCRIPT
 
-from pt2doctor.reduce.fx_load import load_failing
+from pt2doctor.reduce.fx_load import _aot_positions, load_failing
 
 # A gather, compiled by a backend that misbehaves only when an index is above zero.
 GATHER = """
@@ -119,3 +119,14 @@ def test_after_aot_graph_takes_its_dynamo_parents_values(recorded, tmp_path):
     assert [(s.shape, s.dtype, s.saved) for s in tensors] == [((6, 5), "float32", "arg2"), ((3,), "int64", "arg4")]
     assert torch.equal(torch.load(tmp_path / "repro_inputs.pt", weights_only=True)["arg4"], torch.tensor([4, 1, 3]))
     assert all(not s.saved for s in load_failing(run_dir).case.inputs if s.kind == "tensor")  # no out_dir: random
+
+
+def test_aot_inputs_map_to_dynamo_inputs_after_the_lifted_parameters():
+    def tensor(*shape, dtype="float32"):
+        return {"kind": "tensor", "shape": list(shape), "dtype": dtype}
+
+    dynamo = [{"kind": "scalar", "value": 6}, tensor(6, 5), tensor(3, dtype="int64")]
+    weight = tensor(5, 5)  # a parameter of the Dynamo graph module: AOTAutograd's first input
+    assert _aot_positions(dynamo, [weight, *dynamo]) == {2: 1, 3: 2}
+    assert _aot_positions(dynamo, [weight, dynamo[0], tensor(6, 5), tensor(3)]) == {}  # a dtype differs
+    assert _aot_positions(dynamo, dynamo[1:]) == {}
