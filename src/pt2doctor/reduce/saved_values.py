@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
 
+from pt2doctor.capture.torch_compat import is_fake_tensor
 from pt2doctor.model.minify import InputSpec, TensorSpec
 
 FILE_NAME = "repro_inputs.pt"
 
 
 def _is_real(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor)
+    return isinstance(value, torch.Tensor) and not is_fake_tensor(value)
 
 
 def values_matter(inputs: Sequence[Any], accuracy: bool) -> bool:
