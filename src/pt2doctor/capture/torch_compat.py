@@ -403,19 +403,23 @@ def is_graph_break(exc: BaseException) -> bool:
 # --- warm processes (reduce.zygote, reduce.verify) -----------------------------------------------
 
 def prewarm_inductor() -> None:
-    """Import Inductor and run its CPU vector-ISA probe (2.11, 2.13).
+    """Import Inductor, and where no GPU is visible run its CPU vector-ISA probe (2.11, 2.13).
 
     `valid_vec_isa_list()` builds a test library per ISA the CPU claims and dlopens each in a
-    child process (~1 s on x86; cached per process). Its answer is a fact about the machine that
-    every Inductor compile on CPU computes first, so running it early changes when, not what.
+    child process (~1 s on x86 with Inductor's cache warm; tens of seconds cold, when the builds
+    include ATen's vector headers). Its answer is a fact about the machine that every Inductor
+    compile on CPU computes first, so running it early changes when, not what. Where a GPU is
+    visible the repro most likely runs there and never asks, so the probe is not run.
     Self-contained: its source also runs in the verifying interpreter, which imports nothing of
     pt2doctor. Never raises.
     """
     try:
+        import torch
         import torch._inductor.compile_fx  # noqa: F401
         from torch._inductor.cpu_vec_isa import valid_vec_isa_list
 
-        valid_vec_isa_list()
+        if not torch.cuda.is_available():
+            valid_vec_isa_list()
     except Exception:
         pass
 

@@ -132,12 +132,22 @@ if __name__ == "__main__":
 '''
 
 
+# Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
+# start (seconds per worker, each importing torch) than one small graph takes to compile, and a
+# failure inside one reaches the caller only wrapped (`SubprocException`).
+_ONE_COMPILE_THREAD = """\
+import torch._inductor.config
+torch._inductor.config.compile_threads = 1  # one small graph: no compile worker pool
+"""
+
+
 def render(script: ReproScript) -> str:
     """The repro program's text; a pure, byte-stable function of `script`."""
     parts = [
         _docstring(script),
         "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n",
         "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
+        _ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
         f"ACCURACY = {script.accuracy!r}\nTOLERANCE = {script.tolerance!r}\n"
         f"DYNAMIC = {any(s.dynamic for s in script.inputs)!r}\n",

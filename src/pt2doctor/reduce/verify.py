@@ -15,7 +15,10 @@ Inductor's CPU-capability probe (`torch_compat.INDUCTOR_PREWARM_SOURCE`, ~2 s a 
 otherwise spend on its first compile): the probe's answer is a cached fact about the machine that
 the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py` reaches after
 its import lines, plus modules it would import and a machine probe it would run: nothing of any
-candidate, nothing of pt2doctor. It imports at low priority (nice 10: on a
+candidate, nothing of pt2doctor. Once the script has exited (`sys.exit`, as a repro does, or by
+returning) its exit status and output are final, so the interpreter's teardown (~1 s with torch
+loaded, more with a CUDA context) is skipped; an uncaught exception or a signal ends it the
+ordinary way. It imports at low priority (nice 10: on a
 few cores the worker pool's warm-up is the critical path) and takes its normal priority back, where
 it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify` starts a
 new one.
@@ -53,7 +56,17 @@ except OSError:
 if path:
     sys.argv = [os.path.basename(path)]
     sys.path[0] = os.path.dirname(path)
-    runpy.run_path(path, run_name="__main__")
+    code = 0
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:  # what the interpreter would do with it, then no teardown
+        code = exit.code or 0
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 """.format(prewarm=textwrap.indent(INDUCTOR_PREWARM_SOURCE, "    "))
 
 
