@@ -1,5 +1,5 @@
 """The worker pool's isolation contract, both ways it runs candidates (forked children; warm servers,
-the GPU way, forced here with PT2DOCTOR_MINIFY_SERVERS): a candidate that crashes or hangs takes
+the GPU way, asked for here): a candidate that crashes or hangs takes
 only itself with it, and the pool keeps answering afterwards."""
 
 import pytest
@@ -18,8 +18,7 @@ READS_CONFIG = HEADER + "import torch._inductor.config as c\ndef check():\n    a
 
 @pytest.fixture(scope="module", params=["forks", "servers"])
 def pool(request):
-    env = {"PT2DOCTOR_MINIFY_SERVERS": "1"} if request.param == "servers" else {}
-    with WorkerPool(2, timeout_s=4.0, env=env) as workers:
+    with WorkerPool(2, timeout_s=4.0, servers=request.param == "servers") as workers:
         yield workers
 
 

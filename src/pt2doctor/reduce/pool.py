@@ -4,7 +4,8 @@ Contract: `WorkerPool.run(scripts)` returns one `RunResult` per script, in the o
 whatever order the forked children finish in. The zygote (`reduce.zygote`) is started at
 construction and warms up while the caller prepares its first batch; `run` waits for it. The
 pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
-children. `on_ready` is called once the zygote is warm (the verifier starts its own warm-up
+children. `servers=True` makes it run candidates in warm servers (the GPU way, `reduce.zygote`)
+without importing torch itself. `on_ready` is called once the zygote is warm (the verifier starts its own warm-up
 then). With `fork=True` the zygote is forked from this process instead of started as a new
 interpreter, so a parent that has already imported torch saves the zygote that import (~1-2 s of
 CPU, which on a few busy cores is wall time); fork only from a process with no threads running
@@ -38,7 +39,7 @@ class WorkerPoolError(RuntimeError):
 
 class WorkerPool:
     def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
-                 on_ready: Callable[[], None] | None = None) -> None:
+                 servers: bool = False, on_ready: Callable[[], None] | None = None) -> None:
         self.jobs = max(1, jobs)
         self._on_ready = on_ready
         self.timeout_s = timeout_s
@@ -48,7 +49,7 @@ class WorkerPool:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
         else:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs)],
+                [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs), *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
                 env={**os.environ, **(env or {})},

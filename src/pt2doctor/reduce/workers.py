@@ -9,6 +9,9 @@ itself (the parent needs both to load a graph) and then forks the zygote from th
 zygote does not import them a second time; on a machine of a few busy cores that CPU time is wall
 time. Called once torch is in use (`reduce.api`, a caller that already ran things), it starts the
 zygote as a new interpreter instead: forking a process with threads or a CUDA context is unsafe.
+Where the machine shows a GPU, candidates run in warm servers (`reduce.zygote`), and their zygote
+is started at once as a new interpreter that never imports torch, so the servers' warm-up (torch,
+CUDA, Triton: the critical path there) starts before the parent's own `import torch`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from pt2doctor.reduce.pool import WorkerPool
 from pt2doctor.reduce.verify import FreshInterpreter
+from pt2doctor.reduce.zygote import gpu_device_visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +45,10 @@ class Workers:
 
 def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True) -> Workers:
     verifier = FreshInterpreter(out_dir) if verify else None
-    fork = "torch" not in sys.modules and threading.active_count() == 1
+    servers = gpu_device_visible()
+    fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
     env = {"PT2DOCTOR_REPRO_FILE": str((Path(out_dir) / "repro.py").resolve())}
-    pool = WorkerPool(jobs, timeout_s, fork=fork, env=env, on_ready=verifier.prewarm if verifier else None)
+    pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, env=env, on_ready=verifier.prewarm if verifier else None)
     return Workers(pool, verifier)

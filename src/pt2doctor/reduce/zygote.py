@@ -22,8 +22,9 @@ Contract:
     candidate with it and is replaced at once; a server whose candidate failed exits after
     answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert
     poisons the context), so no candidate runs in a damaged process.
-  The zygote picks `Servers` when torch sees a GPU (or `PT2DOCTOR_MINIFY_SERVERS` is set, to
-  test that path) or when, after warming, a test fork shows its children would be bad.
+  `Servers` are used when the parent asks for them (`--servers`: it saw a GPU's device files and
+  started this zygote without torch, so the servers' warm-up overlaps its own `import torch`),
+  when torch sees a GPU, or when, after warming, a test fork shows its children would be bad.
 - Stdin closing (the parent died) or a signal ends the zygote and kills its children.
 """
 
@@ -313,7 +314,7 @@ class Servers(_Dispatcher):
         """Kill and reap `server`; answer its unfinished job; start another in its place."""
         self.servers.remove(server)
         self.selector.unregister(server.proc.stdout)  # type: ignore[arg-type]
-        _kill_group(server.proc.pid)
+        _kill_group(server.proc.pid)  # may have been killed already (`shutdown`)
         status = server.proc.wait()
         for stream in (server.proc.stdin, server.proc.stdout):
             stream.close()  # type: ignore[union-attr]
@@ -327,6 +328,8 @@ class Servers(_Dispatcher):
             self._start()
 
     def shutdown(self) -> None:
+        for server in self.servers:  # all at once: a process with a CUDA context takes a while to die
+            _kill_group(server.proc.pid)
         for server in list(self.servers):
             server.job = None
             self._retire(server, replace=False)
@@ -379,19 +382,25 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def gpu_device_visible() -> bool:
+    """Whether this machine shows processes a GPU (NVIDIA's or AMD's device files), asked without
+    torch or a driver call, so a parent can choose `Servers` before it imports torch."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return False
+    return any(os.path.exists(path) for path in ("/dev/nvidiactl", "/dev/kfd"))
+
+
 def _uses_servers() -> bool:
-    """Servers where a GPU is visible (asking poisons forks, but then nothing is forked)."""
+    """Servers where torch sees a GPU (asking poisons forks, but then nothing is forked)."""
     import torch
 
-    if os.environ.get("PT2DOCTOR_MINIFY_SERVERS"):
-        return True
     return bool(torch.version.cuda or torch.version.hip) and torch.cuda.is_available()
 
 
-def _serve(jobs: int, out_fd: int) -> None:
+def _serve(jobs: int, out_fd: int, servers: bool) -> None:
+    """`servers`: the parent chose them; else choose here, warming up to fork if not."""
     try:
-        servers = _uses_servers()
-        if not servers:
+        if not servers and not (servers := _uses_servers()):
             warm_up("cpu")
             servers = forks_poisoned()
     except Exception as exc:  # tell the parent why, rather than dying silently
@@ -409,12 +418,13 @@ def _serve(jobs: int, out_fd: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """`JOBS [--servers]`: a zygote (with `--servers` it never imports torch itself); `--server`: one server."""
     out_fd = os.dup(1)
     os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
     if argv[1:] == ["--server"]:
         serve_candidates(out_fd)
     else:
-        _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd)
+        _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd, servers="--servers" in argv[2:])
     os._exit(0)  # skip torch's interpreter teardown (~1 s): the parent waits for this exit
 
 
@@ -427,7 +437,7 @@ def serve_forked(jobs: int, request_fd: int, out_fd: int, quiet: bool, env: dict
             devnull = os.open(os.devnull, os.O_RDWR)
             os.dup2(devnull, 2)
         os.dup2(2, 1)
-        _serve(jobs, out_fd)
+        _serve(jobs, out_fd, servers=False)
     finally:
         os._exit(0)  # never run the parent's code (or its atexit handlers) in this process
 
