@@ -15,7 +15,7 @@ the run that records the failing graph (torch: the program under TORCHDYNAMO_REP
 under the graph recorder) is not counted for either, and is reported separately for ours.
 The load average is written per row: the machine may be shared.
 Usage: python bench/minify.py [--models chain100,...] [--bugs compile_error,...] [--device cpu|cuda]
-                              [--tools ours,torch,torch-no-isolate] [--out bench/results/minify-DATE.md]
+                              [--tools ours,torch,torch-no-isolate]  (`ours:N`: ours with --jobs N) [--out bench/results/minify-DATE.md]
 """
 
 from __future__ import annotations
@@ -88,14 +88,14 @@ def _final_ops(repro: Path) -> list[str] | None:
     return re.findall(r"torch\.ops\.(aten\.\w+\.\w+)\(", forward)
 
 
-def run_ours(workdir: Path, bug: str) -> dict:
+def run_ours(workdir: Path, bug: str, jobs: str = "") -> dict:
     started = time.monotonic()
     subprocess.run([sys.executable, "-c", "import sys; from pt2doctor.capture.graph_recorder import run_script_recorded as r; r('user.py', 'run')"],
                    cwd=workdir, capture_output=True, timeout=1800)
     record_s = time.monotonic() - started
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()", "run", "--json",
-                           *(["--accuracy"] if bug == "accuracy" else [])],
+                           *(["--accuracy"] if bug == "accuracy" else []), *(["--jobs", jobs] if jobs else [])],
                           cwd=workdir, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     try:
@@ -125,7 +125,7 @@ def main() -> None:
                                              backend="triton" if args.device == "cuda" else "cpp")
                     (workdir / "user.py").write_text(textwrap.dedent(program))
                     load = os.getloadavg()[0]
-                    result = run_ours(workdir, bug) if tool == "ours" else run_torch(workdir, bug, tool == "torch")
+                    result = run_ours(workdir, bug, tool.partition(":")[2]) if tool.startswith("ours") else run_torch(workdir, bug, tool == "torch")
                 rows.append({"model": model, "bug": bug, "tool": tool, "load": f"{load:.1f}/{os.getloadavg()[0]:.1f}", **result})
                 print(json.dumps(rows[-1]), flush=True)
                 write_table(rows, args.out, args.device)  # after every row: a long run keeps what it has

@@ -86,7 +86,7 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, 
         target = known or find_target(workers.pool, initial, context, None)
         problem = ReductionProblem(
             initial, FxOracle(workers.pool, context, target), key=case_key, sort_key=case_sort_key,
-            size=lambda c: c.node_count, jobs=options.jobs, reporter=reporter, deadline_s=options.deadline_s,
+            size=lambda c: c.node_count, jobs=workers.pool.jobs, reporter=reporter, deadline_s=options.deadline_s,
         )
         stopped = None
         try:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
+from pt2doctor.reduce.zygote import MAX_SERVERS, FrameReader, send, serve_forked
 
 Status = Literal["ok", "failed", "signal", "timeout", "error"]
 
@@ -40,7 +40,7 @@ class WorkerPoolError(RuntimeError):
 class WorkerPool:
     def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
                  servers: bool = False, on_ready: Callable[[], None] | None = None) -> None:
-        self.jobs = max(1, jobs)
+        self.jobs = max(1, min(jobs, MAX_SERVERS) if servers else jobs)  # candidates run at once
         self._on_ready = on_ready
         self.timeout_s = timeout_s
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))

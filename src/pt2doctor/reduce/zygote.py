@@ -15,7 +15,8 @@ Contract:
     compile_threads=1) because forking a process with live OpenMP or compile-pool threads can
     deadlock the child.
   - `Servers` (a GPU): a process that touched the CUDA driver cannot fork children that use it,
-    and with a GPU build even imports may (torch then marks forked children "bad"). So JOBS fresh
+    and with a GPU build even imports may (torch then marks forked children "bad"). So JOBS (at
+    most `MAX_SERVERS`) fresh
     interpreters (`--server`), each in its own process group, warm once (torch, Inductor, the CUDA
     context and a first Triton compile) and then run candidates one at a time, Dynamo reset and
     the compiler configs restored before each. A server that crashes or hangs takes only its
@@ -246,14 +247,20 @@ class _Server:
     job: tuple[int, float] | None = None  # (job id, deadline)
 
 
+# At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
+# minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
+# contexts are created one after another) outlast the work; each also holds GPU memory.
+MAX_SERVERS = 8
+
+
 class Servers(_Dispatcher):
-    """JOBS warm fresh interpreters, each running one candidate at a time (see the module docstring)."""
+    """Up to MAX_SERVERS warm fresh interpreters, each running one candidate at a time (see the module docstring)."""
 
     def __init__(self, jobs: int, out_fd: int) -> None:
-        super().__init__(jobs, out_fd)
+        super().__init__(min(jobs, MAX_SERVERS), out_fd)
         self.servers: list[_Server] = []
         self.warm_failures: list[str] = []
-        for _ in range(jobs):
+        for _ in range(self.jobs):
             self._start()
 
     def _start(self) -> None:
