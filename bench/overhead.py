@@ -1,7 +1,9 @@
 """Benchmark: `pt2doctor run` vs plain `python` on a compiled GPT-2 (random weights, 2 layers) called
 with several sequence lengths. Alternating runs, median ratio. Goal: <= 1.10x.
 
-Usage: python bench/overhead.py [--repeat N]   (needs `transformers`)
+Usage: python bench/overhead.py [--repeat N] [--record]   (needs `transformers`)
+`--record`: `pt2doctor run --record`, which also writes every graph for the minifier (and turns
+AOTAutograd's cache off, so the after-AOT graphs are seen: recorded runs redo AOT on warm caches).
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--backend", default="inductor")
+    parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="pt2doctor-bench-"))
     script = work / "gpt2_workload.py"
@@ -47,7 +50,8 @@ def main() -> None:
     env = dict(os.environ)
     env.pop("TORCH_TRACE", None)
     plain_cmd = [sys.executable, str(script)]
-    ours_cmd = [sys.executable, "-m", "pt2doctor", "run", "--json", "--out", str(work / "run"), str(script)]
+    ours_cmd = [sys.executable, "-m", "pt2doctor", "run", "--json", "--out", str(work / "run"),
+                *(["--record"] if args.record else []), str(script)]
     timed(plain_cmd, env)  # warm the Inductor/FX caches once, so both sides see the same cache state
     plain, ours = [], []
     for _ in range(args.repeat):
@@ -55,7 +59,8 @@ def main() -> None:
         ours.append(timed(ours_cmd, env))
     ratios = [o / p for o, p in zip(ours, plain)]
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, date {time.strftime('%Y-%m-%d')}, backend {args.backend}")
+          f"Python {platform.python_version()}, date {time.strftime('%Y-%m-%d')}, backend {args.backend}"
+          + (", recording" if args.record else ""))
     print("| run | python (s) | pt2doctor run (s) | ratio |\n| --- | --- | --- | --- |")
     for i, (p, o, r) in enumerate(zip(plain, ours, ratios), 1):
         print(f"| {i} | {p:.2f} | {o:.2f} | {r:.3f} |")

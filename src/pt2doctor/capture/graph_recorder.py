@@ -32,8 +32,14 @@ With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
 environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
 by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
 the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
-of that graph. AOTAutograd's cache is off while recording (a hit skips Inductor's inner
-compile, and with it the after-AOT graph); Inductor's own FX graph cache stays on. Backends: a registered name is kept as a name; a plain callable from
+of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
+after-AOT graph. With `every_aot_graph` (or `PT2DOCTOR_RECORD_AOT=1`; the failure workflows,
+`diagnose` and `minify --script`, ask for it) the cache is off while recording, so every after-AOT
+graph is seen. Without it (`run --record`, which must stay cheap: with the cache off a warm GPT-2
+run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
+is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
+a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
+own FX graph cache stays on either way. Backends: a registered name is kept as a name; a plain callable from
 the user's script is kept as its source (with the script's top-level imports) via
 `inspect.getsource`, or as a stub naming it when the source is unavailable.
 """
@@ -60,6 +66,7 @@ from pt2doctor.model.serialize import to_builtins
 MARKER_SIZE = 256
 INDEX_VALUES_BYTES = 16 << 20
 FAILURE_VALUES_BYTES = 1 << 30
+EVERY_AOT_GRAPH_ENV = "PT2DOCTOR_RECORD_AOT"
 
 
 class GraphRecorder:
@@ -282,9 +289,12 @@ def _accuracy_tolerance(given: float | None) -> float | None:
     return float(value) if value else None
 
 
-def install(out_dir: Path, *, accuracy_tolerance: float | None = None) -> Callable[[], None]:
+def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
+            every_aot_graph: bool | None = None) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir))
+    if every_aot_graph is None:
+        every_aot_graph = os.environ.get(EVERY_AOT_GRAPH_ENV) == "1"
     tolerance = _accuracy_tolerance(accuracy_tolerance)
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
@@ -316,8 +326,9 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None) -> Callab
         finally:
             recorder.mark("")
 
-    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile),
-                torch_compat.disable_aot_autograd_cache()]
+    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile)]
+    if every_aot_graph:
+        restores.append(torch_compat.disable_aot_autograd_cache())
 
     def uninstall() -> None:
         for restore in reversed(restores):
@@ -332,7 +343,7 @@ def run_script_recorded(script: str, out_dir: str, argv: list[str] | None = None
     import runpy
     import sys
 
-    uninstall = install(Path(out_dir))
+    uninstall = install(Path(out_dir), every_aot_graph=True)  # a failure workflow (`minify --script`, tests)
     sys.argv = [script, *(argv or [])]
     try:
         runpy.run_path(script, run_name="__main__")

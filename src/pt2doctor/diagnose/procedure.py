@@ -208,7 +208,8 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:
-            recorded = load_failing(run_dir, accuracy=found.category == Category.ACCURACY.value)
+            recorded = load_failing(run_dir, accuracy=found.category == Category.ACCURACY.value,
+                                    out_dir=options.out_dir)
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
             if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:

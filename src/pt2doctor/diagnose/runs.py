@@ -20,6 +20,7 @@ from typing import Any
 
 from pt2doctor.analysis import enrich, verdict_for
 from pt2doctor.analysis.failures import first_message_line, signature
+from pt2doctor.capture.graph_recorder import EVERY_AOT_GRAPH_ENV
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script, stop_all
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import Attempt
@@ -80,6 +81,7 @@ class VariantRunner:
             env["PT2DOCTOR_OVERRIDES"] = json.dumps(variant.overrides)
         if variant.record:
             env["PT2DOCTOR_FRAME_RECORD"] = str(self.run_dir(variant.label) / "frames")
+            env[EVERY_AOT_GRAPH_ENV] = "1"  # a failure is expected: every after-AOT graph, cache or not
         options = RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,

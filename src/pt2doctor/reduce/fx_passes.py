@@ -116,6 +116,8 @@ def _resize(spec: InputSpec, old_new: tuple[int, int]) -> InputSpec:
     old, new = old_new
     if isinstance(spec, ScalarSpec):
         return dataclasses.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
+    if old not in spec.shape:
+        return spec  # keeps its saved value, if any
     shape = tuple(new if s == old else s for s in spec.shape)
     return dataclasses.replace(spec, shape=shape, stride=_restride(spec, shape), saved="")
 
