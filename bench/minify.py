@@ -94,7 +94,7 @@ def run_ours(workdir: Path, bug: str, jobs: str = "") -> dict:
                    cwd=workdir, capture_output=True, timeout=1800)
     record_s = time.monotonic() - started
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()", "run", "--json",
+    proc = subprocess.run([sys.executable, "-m", "pt2doctor", "minify", "run", "--json",
                            *(["--accuracy"] if bug == "accuracy" else []), *(["--jobs", jobs] if jobs else [])],
                           cwd=workdir, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
