@@ -34,3 +34,10 @@ def test_crash_and_hang_take_only_their_candidate(pool):
 def test_a_candidate_never_sees_the_config_another_one_set(pool):
     assert pool.run([SETS_CONFIG, SETS_CONFIG]) == [RunResult("ok")] * 2
     assert pool.run([READS_CONFIG, READS_CONFIG]) == [RunResult("ok")] * 2
+
+
+def test_servers_that_never_warm_up_answer_with_the_reason():
+    env = {"PT2DOCTOR_SERVER_WARM_UP_TIMEOUT": "0.2"}  # nothing imports torch that fast
+    with WorkerPool(1, timeout_s=4.0, servers=True, env=env) as pool:
+        (result,) = pool.run([OK])
+    assert result.status == "error" and "did not warm up in 0.2 s" in result.text

@@ -22,7 +22,8 @@ Contract:
     the compiler configs restored before each. A server that crashes or hangs takes only its
     candidate with it and is replaced at once; a server whose candidate failed exits after
     answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert
-    poisons the context), so no candidate runs in a damaged process.
+    poisons the context), so no candidate runs in a damaged process. A server not warm within
+    `WARM_UP_TIMEOUT_S` is given up on; with none left, queries are answered `error` with why.
   `Servers` are used when the parent asks for them (`--servers`: it saw a GPU's device files and
   started this zygote without torch, so the servers' warm-up overlaps its own `import torch`),
   when torch sees a GPU, or when, after warming, a test fork shows its children would be bad.
@@ -247,12 +248,16 @@ class _Server:
     reader: FrameReader = field(default_factory=FrameReader)
     ready: bool = False
     job: tuple[int, float] | None = None  # (job id, deadline)
+    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
 
 
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
 # minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
 # contexts are created one after another) outlast the work; each also holds GPU memory.
 MAX_SERVERS = 8
+# A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
+# GPU ends the minification with its reason instead of leaving every query waiting.
+WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600))
 
 
 class Servers(_Dispatcher):
@@ -292,7 +297,7 @@ class Servers(_Dispatcher):
                 self.answer(self.pending.popleft()[0], "error", why)
 
     def wait_s(self) -> float | None:
-        deadlines = [s.job[1] for s in self.servers if s.job is not None]
+        deadlines = [s.job[1] if s.job is not None else s.warm_deadline for s in self.servers if s.job or not s.ready]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     def readable(self, server: object) -> None:
@@ -313,7 +318,10 @@ class Servers(_Dispatcher):
     def expire(self) -> None:
         now = time.monotonic()
         for server in list(self.servers):
-            if server.job is not None and server.job[1] <= now:
+            if not server.ready and server.warm_deadline <= now:
+                self.warm_failures.append(f"a worker did not warm up in {WARM_UP_TIMEOUT_S:g} s")
+                self._retire(server, replace=False)
+            elif server.job is not None and server.job[1] <= now:
                 job_id = server.job[0]
                 server.job = None
                 self._retire(server, replace=True)
