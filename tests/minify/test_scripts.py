@@ -7,11 +7,13 @@ Covers a custom backend defined in the user's script (PyTorch's launcher cannot 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 
 from pt2doctor.capture.graph_recorder import record_script
 
@@ -52,7 +54,7 @@ SEGFAULTS = """
 """
 
 
-def _minify_script(tmp_path: Path, source: str) -> tuple[int, dict]:
+def _minify_script(tmp_path: Path, source: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
     script = tmp_path / "user.py"
     script.write_text(textwrap.dedent(source))
     run_dir = tmp_path / "run"
@@ -60,6 +62,7 @@ def _minify_script(tmp_path: Path, source: str) -> tuple[int, dict]:
     proc = subprocess.run(
         [sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()",
          str(run_dir), "--json", "--jobs", "2"], capture_output=True, text=True, timeout=600,
+        env={**os.environ, **(env or {})},
     )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}
 
@@ -74,8 +77,9 @@ def test_custom_backend_in_user_script(tmp_path):
     assert subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "run", capture_output=True).returncode == 1
 
 
-def test_segfaulting_backend(tmp_path):
-    code, result = _minify_script(tmp_path, SEGFAULTS)
+@pytest.mark.parametrize("servers", ["0", "1"], ids=["forks", "servers"])  # servers: the GPU way
+def test_segfaulting_backend(tmp_path, servers):
+    code, result = _minify_script(tmp_path, SEGFAULTS, env={"PT2DOCTOR_MINIFY_SERVERS": servers})
     assert code == 0, result
     assert result["ops"] == ["torch.tanh"]
     assert result["signature"] == {"kind": "signal", "text": "SIGSEGV"}

@@ -12,10 +12,12 @@ zygote as a new interpreter instead: forking a process with threads or a CUDA co
 Where the machine shows a GPU, candidates run in warm servers (`reduce.zygote`), and their zygote
 is started at once as a new interpreter that never imports torch, so the servers' warm-up (torch,
 CUDA, Triton: the critical path there) starts before the parent's own `import torch`.
+`PT2DOCTOR_MINIFY_SERVERS=1` asks for servers anyway (where forking misbehaves; the tests).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ class Workers:
 
 def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True) -> Workers:
     verifier = FreshInterpreter(out_dir) if verify else None
-    servers = gpu_device_visible()
+    servers = gpu_device_visible() or os.environ.get("PT2DOCTOR_MINIFY_SERVERS") == "1"
     fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
