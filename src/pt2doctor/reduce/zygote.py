@@ -242,15 +242,6 @@ class Forks(_Dispatcher):
             self._reap(pid)
 
 
-@dataclass(eq=False)
-class _Server:
-    proc: subprocess.Popen[bytes]
-    reader: FrameReader = field(default_factory=FrameReader)
-    ready: bool = False
-    job: tuple[int, float] | None = None  # (job id, deadline)
-    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
-
-
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
 # minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
 # contexts are created one after another) outlast the work; each also holds GPU memory.
@@ -258,6 +249,15 @@ MAX_SERVERS = 8
 # A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
 # GPU ends the minification with its reason instead of leaving every query waiting.
 WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600))
+
+
+@dataclass(eq=False)
+class _Server:
+    proc: subprocess.Popen[bytes]
+    reader: FrameReader = field(default_factory=FrameReader)
+    ready: bool = False
+    job: tuple[int, float] | None = None  # (job id, deadline)
+    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
 
 
 class Servers(_Dispatcher):
