@@ -38,6 +38,17 @@ CHAIN_INPUTS = [TensorSpec((16, 16), (16, 1))]
 
 # A user script compiled with dynamic shapes whose Inductor compile fails on the relu (after AOT),
 # with an index input whose values the recorder keeps. Recorded once a session (`recorded`).
+# A user script's own backend that refuses one op (the head of a script, indented to be dedented).
+PICKY_BACKEND = """
+    import torch
+
+    def picky_backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.relu:
+                raise NotImplementedError("picky_backend: no relu please")
+        return gm
+"""
+
 INDUCTOR_DYNAMIC_SCRIPT = """
     import torch
     import torch._inductor.config

@@ -15,21 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from graphs import INDUCTOR_DYNAMIC_SCRIPT
+from graphs import INDUCTOR_DYNAMIC_SCRIPT, PICKY_BACKEND
 
 from pt2doctor.capture.graph_recorder import record_script
 
 MINIFY = [sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()"]
 
-DYNAMIC = """
-    import torch
-
-    def picky_backend(gm, example_inputs):
-        for node in gm.graph.nodes:
-            if node.target is torch.relu:
-                raise NotImplementedError("picky_backend: no relu please")
-        return gm
-
+DYNAMIC = PICKY_BACKEND + """
     def f(x):
         x = torch.sin(x) * x.shape[0]
         x = torch.relu(x + 1)

@@ -14,18 +14,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from graphs import PICKY_BACKEND
 
 from pt2doctor.capture.graph_recorder import record_script
 
-RAISES = """
-    import torch
-
-    def picky_backend(gm, example_inputs):
-        for node in gm.graph.nodes:
-            if node.target is torch.relu:
-                raise NotImplementedError("picky_backend: no relu please")
-        return gm
-
+RAISES = PICKY_BACKEND + """
     def f(x, w):
         for _ in range(4):
             x = torch.sin(x @ w) * 2

@@ -138,12 +138,14 @@ def _save_constants(gm: Any, path: Path) -> str | None:
     return path.name
 
 
-def _is_index(value: Any) -> bool:
+def is_index(value: Any) -> bool:
+    """An integer or bool tensor (indices, masks): its values matter, and random stand-ins (zeros) hide bugs."""
     return not (value.is_floating_point() or value.is_complex())
 
 
-def _has_values(value: Any) -> bool:
-    """A plain dense tensor with data: not a subclass (fake tensors are one), sparse, or on `meta`."""
+def has_values(value: Any) -> bool:
+    """A plain dense tensor with data: not a subclass (fake tensors are one; `torch.load(weights_only=True)`
+    reads none back), sparse, or on `meta`. The one test of what can be saved, here and in `reduce.saved_values`."""
     import torch
 
     return type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
@@ -156,7 +158,7 @@ def _save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only
 
     values = {}
     for index, value in enumerate(inputs):
-        if _has_values(value) and (_is_index(value) or not indices_only) and value.nbytes <= budget:
+        if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
             values[index] = value.detach().cpu().clone()
             budget -= value.nbytes
     if not values:

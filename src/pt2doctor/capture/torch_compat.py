@@ -424,14 +424,6 @@ def prewarm_inductor() -> None:
         pass
 
 
-# The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify).
-INDUCTOR_PREWARM_SOURCE = inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"
-
-
-# --- saved input values (reduce.saved_values) ----------------------------------------------------
-
-def is_fake_tensor(value: Any) -> bool:
-    """A `FakeTensor` (metadata only, no values): what AOTAutograd hands Inductor (2.13)."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return isinstance(value, FakeTensor)
+def prewarm_inductor_source() -> str:
+    """The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify)."""
+    return inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"

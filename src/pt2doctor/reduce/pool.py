@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pt2doctor.reduce.zygote import MAX_SERVERS, FrameReader, send, serve_forked
+from pt2doctor.reduce.servers import MAX_SERVERS
+from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
 
 Status = Literal["ok", "failed", "signal", "timeout", "error"]
 

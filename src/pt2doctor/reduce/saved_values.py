@@ -20,27 +20,23 @@ from typing import Any
 
 import torch
 
-from pt2doctor.capture.torch_compat import is_fake_tensor
+from pt2doctor.capture.graph_recorder import has_values, is_index
 from pt2doctor.model.minify import InputSpec, TensorSpec
 
 FILE_NAME = "repro_inputs.pt"
 
 
-def _is_real(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and not is_fake_tensor(value)
-
-
 def values_matter(inputs: Sequence[Any], accuracy: bool) -> bool:
     """Real values matter for a wrong-result failure, and in integer tensors (indices, masks)."""
-    real = [v for v in inputs if _is_real(v)]
-    return bool(real) and (accuracy or any(not (v.is_floating_point() or v.is_complex()) for v in real))
+    real = [v for v in inputs if has_values(v)]
+    return bool(real) and (accuracy or any(is_index(v) for v in real))
 
 
 def save_values(inputs: Sequence[Any], specs: Sequence[InputSpec], out: Path) -> list[InputSpec]:
     """Write the real tensor inputs to `out/repro_inputs.pt`; their specs name their entries."""
     values, named = {}, list(specs)
     for index, (value, spec) in enumerate(zip(inputs, specs)):
-        if _is_real(value) and isinstance(spec, TensorSpec):
+        if has_values(value) and isinstance(spec, TensorSpec):
             values[f"arg{index}"] = value.detach().cpu().clone()
             named[index] = dataclasses.replace(spec, saved=f"arg{index}")
     out.mkdir(parents=True, exist_ok=True)

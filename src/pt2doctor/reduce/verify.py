@@ -11,7 +11,7 @@ overlap the reduction: it imports exactly the modules every repro imports on its
 it as `__main__` (`runpy`), with `sys.argv` and the working directory `python repro.py` would
 have. Told `prewarm()` (by the pool, once its zygote is warm: earlier, the probe's file lock
 would make the zygote wait on this low-priority process), it also imports Inductor and runs
-Inductor's CPU-capability probe (`torch_compat.INDUCTOR_PREWARM_SOURCE`, ~2 s a repro would
+Inductor's CPU-capability probe (`torch_compat.prewarm_inductor`, ~2 s a repro would
 otherwise spend on its first compile): the probe's answer is a cached fact about the machine that
 the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py` reaches after
 its import lines, plus modules it would import and a machine probe it would run: nothing of any
@@ -26,6 +26,7 @@ new one.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -33,12 +34,12 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from pt2doctor.capture.torch_compat import INDUCTOR_PREWARM_SOURCE
+from pt2doctor.capture.torch_compat import prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.signature import from_exit
 
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
-_BOOT = """\
+_BOOT_TEMPLATE = """\
 import os, runpy, sys
 os.nice(10)
 import traceback
@@ -67,7 +68,13 @@ if path:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-""".format(prewarm=textwrap.indent(INDUCTOR_PREWARM_SOURCE, "    "))
+"""
+
+
+@functools.cache
+def _boot() -> str:
+    """The verifier's program; built on first use (the prewarm's source is read from torch_compat's file)."""
+    return _BOOT_TEMPLATE.format(prewarm=textwrap.indent(prewarm_inductor_source(), "    "))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +92,7 @@ class FreshInterpreter:
         Path(cwd).mkdir(parents=True, exist_ok=True)
         self.cwd = Path(cwd)
         self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-            [sys.executable, "-c", _BOOT], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", _boot()], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
             start_new_session=True,  # a Ctrl-C meant for the reduction must not kill the verifier
         )

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pt2doctor.reduce.pool import WorkerPool
+from pt2doctor.reduce.servers import gpu_device_visible
 from pt2doctor.reduce.verify import FreshInterpreter
-from pt2doctor.reduce.zygote import gpu_device_visible
 
 
 @dataclass(frozen=True, slots=True)

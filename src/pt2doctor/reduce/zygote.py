@@ -14,16 +14,9 @@ Contract:
     process group. The zygote stays single-threaded (torch.set_num_threads(1), Inductor
     compile_threads=1) because forking a process with live OpenMP or compile-pool threads can
     deadlock the child.
-  - `Servers` (a GPU): a process that touched the CUDA driver cannot fork children that use it,
-    and with a GPU build even imports may (torch then marks forked children "bad"). So JOBS (at
-    most `MAX_SERVERS`) fresh
-    interpreters (`--server`), each in its own process group, warm once (torch, Inductor, the CUDA
-    context and a first Triton compile) and then run candidates one at a time, Dynamo reset and
-    the compiler configs restored before each. A server that crashes or hangs takes only its
-    candidate with it and is replaced at once; a server whose candidate failed exits after
-    answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert
-    poisons the context), so no candidate runs in a damaged process. A server not warm within
-    `WARM_UP_TIMEOUT_S` is given up on; with none left, queries are answered `error` with why.
+  - `Servers` (a GPU, `reduce.servers`): a process that touched the CUDA driver cannot fork
+    children that use it, so candidates run in warm reusable interpreters instead, under the
+    same contract.
   `Servers` are used when the parent asks for them (`--servers`: it saw a GPU's device files and
   started this zygote without torch, so the servers' warm-up overlaps its own `import torch`),
   when torch sees a GPU, or when, after warming, a test fork shows its children would be bad.
@@ -37,7 +30,6 @@ import pickle
 import selectors
 import signal
 import struct
-import subprocess
 import sys
 import time
 from collections import deque
@@ -111,8 +103,9 @@ def run_guarded(text: str) -> tuple[str, str]:
         return "error", f"{type(exc).__name__}: {exc}"[:500]
 
 
-class _Dispatcher:
-    """What both ways share: jobs read from stdin into a queue, results written to the parent."""
+class Dispatcher:
+    """What both ways (`Forks`, `servers.Servers`) share: jobs read from stdin into a queue,
+    results written to the parent."""
 
     def __init__(self, jobs: int, out_fd: int) -> None:
         self.jobs = jobs
@@ -191,7 +184,7 @@ def forks_poisoned() -> bool:
     return os.waitstatus_to_exitcode(status) != 0
 
 
-class Forks(_Dispatcher):
+class Forks(Dispatcher):
     """One child forked from this warm process per candidate."""
 
     def __init__(self, jobs: int, out_fd: int) -> None:
@@ -234,7 +227,7 @@ class Forks(_Dispatcher):
         child = self.children.pop(pid)
         self.selector.unregister(child.fd)
         os.close(child.fd)
-        _kill_group(pid)  # gcc or other grandchildren the candidate left behind
+        kill_group(pid)  # gcc or other grandchildren the candidate left behind
         return os.waitpid(pid, 0)
 
     def shutdown(self) -> None:
@@ -242,169 +235,11 @@ class Forks(_Dispatcher):
             self._reap(pid)
 
 
-# At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
-# minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
-# contexts are created one after another) outlast the work; each also holds GPU memory.
-MAX_SERVERS = 8
-# A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
-# GPU ends the minification with its reason instead of leaving every query waiting.
-WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600))
-
-
-@dataclass(eq=False)
-class _Server:
-    proc: subprocess.Popen[bytes]
-    reader: FrameReader = field(default_factory=FrameReader)
-    ready: bool = False
-    job: tuple[int, float] | None = None  # (job id, deadline)
-    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
-
-
-class Servers(_Dispatcher):
-    """Up to MAX_SERVERS warm fresh interpreters, each running one candidate at a time (see the module docstring)."""
-
-    def __init__(self, jobs: int, out_fd: int) -> None:
-        super().__init__(min(jobs, MAX_SERVERS), out_fd)
-        self.servers: list[_Server] = []
-        self.warm_failures: list[str] = []
-        for _ in range(self.jobs):
-            self._start()
-
-    def _start(self) -> None:
-        debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.reduce.zygote", "--server"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
-        )
-        server = _Server(proc)
-        self.servers.append(server)
-        self.selector.register(proc.stdout, selectors.EVENT_READ, server)  # type: ignore[arg-type]
-
-    def dispatch(self) -> None:
-        for server in self.servers:
-            if not self.pending:
-                break
-            if server.ready and server.job is None:
-                job_id, text, timeout_s = self.pending.popleft()
-                server.job = (job_id, time.monotonic() + timeout_s)
-                try:
-                    send(server.proc.stdin.fileno(), ("run", job_id, text))  # type: ignore[union-attr]
-                except OSError:
-                    pass  # it died; its stdout's end of file answers the job
-        if self.pending and not self.servers:  # every server failed to warm up: say why
-            why = self.warm_failures[-1] if self.warm_failures else "no worker"
-            while self.pending:
-                self.answer(self.pending.popleft()[0], "error", why)
-
-    def wait_s(self) -> float | None:
-        deadlines = [s.job[1] if s.job is not None else s.warm_deadline for s in self.servers if s.job or not s.ready]
-        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-
-    def readable(self, server: object) -> None:
-        assert isinstance(server, _Server)
-        data = os.read(server.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
-        if not data:
-            self._retire(server, replace=server.ready)
-            return
-        for message in server.reader.feed(data):
-            if message == ("ready",):
-                server.ready = True
-            elif message[0] == "failed":
-                self.warm_failures.append(str(message[1]))
-            else:
-                server.job = None
-                self.answer(*message)
-
-    def expire(self) -> None:
-        now = time.monotonic()
-        for server in list(self.servers):
-            if not server.ready and server.warm_deadline <= now:
-                self.warm_failures.append(f"a worker did not warm up in {WARM_UP_TIMEOUT_S:g} s")
-                self._retire(server, replace=False)
-            elif server.job is not None and server.job[1] <= now:
-                job_id = server.job[0]
-                server.job = None
-                self._retire(server, replace=True)
-                self.answer(job_id, "timeout")
-
-    def _retire(self, server: _Server, *, replace: bool) -> None:
-        """Kill and reap `server`; answer its unfinished job; start another in its place."""
-        self.servers.remove(server)
-        self.selector.unregister(server.proc.stdout)  # type: ignore[arg-type]
-        _kill_group(server.proc.pid)  # may have been killed already (`shutdown`)
-        status = server.proc.wait()
-        for stream in (server.proc.stdin, server.proc.stdout):
-            stream.close()  # type: ignore[union-attr]
-        if server.job is not None:
-            job_id = server.job[0]
-            if status < 0:
-                self.answer(job_id, "signal", str(-status))
-            else:
-                self.answer(job_id, "error", f"exit status {status}")
-        if replace:
-            self._start()
-
-    def shutdown(self) -> None:
-        for server in self.servers:  # all at once: a process with a CUDA context takes a while to die
-            _kill_group(server.proc.pid)
-        for server in list(self.servers):
-            server.job = None
-            self._retire(server, replace=False)
-
-
-def _healthy() -> bool:
-    """After a failed candidate: whether this server's CUDA context is still usable."""
-    import torch
-
-    if not torch.cuda.is_initialized():
-        return True
-    try:
-        torch.cuda.synchronize()
-    except Exception:
-        return False
-    return True
-
-
-def serve_candidates(out_fd: int) -> None:
-    """A server's life: warm up, then run the candidates read from stdin one at a time."""
-    import torch
-
-    from pt2doctor.capture.torch_compat import config_checkpoint
-
-    try:
-        warm_up("cuda" if torch.cuda.is_available() else "cpu")
-    except Exception as exc:
-        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
-        return
-    restore = config_checkpoint()
-    send(out_fd, ("ready",))
-    reader = FrameReader()
-    while data := os.read(0, 1 << 20):
-        for message in reader.feed(data):
-            if message[0] == "quit":
-                return
-            _, job_id, text = message
-            restore()
-            torch._dynamo.reset()
-            status, text = run_guarded(text)
-            send(out_fd, (job_id, status, text))
-            if status != "ok" and not _healthy():
-                return
-
-
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def gpu_device_visible() -> bool:
-    """Whether this machine shows processes a GPU (NVIDIA's or AMD's device files), asked without
-    torch or a driver call, so a parent can choose `Servers` before it imports torch."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
-        return False
-    return any(os.path.exists(path) for path in ("/dev/nvidiactl", "/dev/kfd"))
 
 
 def _uses_servers() -> bool:
@@ -424,7 +259,12 @@ def _serve(jobs: int, out_fd: int, servers: bool) -> None:
         send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
         return
     send(out_fd, ("ready",))
-    dispatcher = Servers(jobs, out_fd) if servers else Forks(jobs, out_fd)
+    if servers:
+        from pt2doctor.reduce.servers import Servers
+
+        dispatcher: Dispatcher = Servers(jobs, out_fd)
+    else:
+        dispatcher = Forks(jobs, out_fd)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         dispatcher.serve()
@@ -435,13 +275,10 @@ def _serve(jobs: int, out_fd: int, servers: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """`JOBS [--servers]`: a zygote (with `--servers` it never imports torch itself); `--server`: one server."""
+    """`JOBS [--servers]`; with `--servers` the zygote never imports torch itself."""
     out_fd = os.dup(1)
     os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
-    if argv[1:] == ["--server"]:
-        serve_candidates(out_fd)
-    else:
-        _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd, servers="--servers" in argv[2:])
+    _serve(int(argv[1]) if len(argv) > 1 else 1, out_fd, servers="--servers" in argv[2:])
     os._exit(0)  # skip torch's interpreter teardown (~1 s): the parent waits for this exit
 
 

@@ -1,0 +1,205 @@
+"""The GPU way to run candidates: a few warm fresh interpreters ("servers"), reused, each candidate isolated.
+
+A process that touched the CUDA driver cannot fork children that use it, and with a GPU build even
+imports may (torch then marks forked children "bad"), so `reduce.zygote`'s `Forks` cannot serve a
+GPU. `Servers` (a `zygote.Dispatcher`, same protocol, same contract) starts JOBS (at most
+`MAX_SERVERS`) interpreters (`python -m pt2doctor.reduce.servers`), each in its own process group.
+Contract:
+- Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `zygote.warm_up`)
+  and then runs candidates one at a time, the compiler configs restored and Dynamo reset before
+  each, so nothing one candidate set is seen by the next.
+- A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
+  only its candidate with it and is replaced at once. A server whose candidate failed exits after
+  answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert poisons
+  the context), so no candidate runs in a damaged process.
+- A server not warm within `WARM_UP_TIMEOUT_S` is given up on; with none left, queries are
+  answered `error` with the reason.
+- `gpu_device_visible()` lets a parent choose servers before it imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from pt2doctor.reduce.zygote import Dispatcher, FrameReader, kill_group, run_guarded, send, warm_up
+
+
+# At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
+# minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
+# contexts are created one after another) outlast the work; each also holds GPU memory.
+MAX_SERVERS = 8
+# A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
+# GPU ends the minification with its reason instead of leaving every query waiting.
+WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600))
+
+
+@dataclass(eq=False)
+class _Server:
+    proc: subprocess.Popen[bytes]
+    reader: FrameReader = field(default_factory=FrameReader)
+    ready: bool = False
+    job: tuple[int, float] | None = None  # (job id, deadline)
+    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
+
+    @property
+    def deadline(self) -> float | None:
+        """When it must have answered: its job's deadline, or while warming up, the warm-up's."""
+        if self.job is not None:
+            return self.job[1]
+        return None if self.ready else self.warm_deadline
+
+
+class Servers(Dispatcher):
+    """Up to MAX_SERVERS warm fresh interpreters, each running one candidate at a time."""
+
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        super().__init__(min(jobs, MAX_SERVERS), out_fd)
+        self.servers: list[_Server] = []
+        self.warm_failures: list[str] = []
+        for _ in range(self.jobs):
+            self._start()
+
+    def _start(self) -> None:
+        debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pt2doctor.reduce.servers"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
+        )
+        server = _Server(proc)
+        self.servers.append(server)
+        self.selector.register(proc.stdout, selectors.EVENT_READ, server)  # type: ignore[arg-type]
+
+    def dispatch(self) -> None:
+        for server in self.servers:
+            if not self.pending:
+                break
+            if server.ready and server.job is None:
+                job_id, text, timeout_s = self.pending.popleft()
+                server.job = (job_id, time.monotonic() + timeout_s)
+                try:
+                    send(server.proc.stdin.fileno(), ("run", job_id, text))  # type: ignore[union-attr]
+                except OSError:
+                    pass  # it died; its stdout's end of file answers the job
+        if self.pending and not self.servers:  # every server failed to warm up: say why
+            why = self.warm_failures[-1] if self.warm_failures else "no worker"
+            while self.pending:
+                self.answer(self.pending.popleft()[0], "error", why)
+
+    def wait_s(self) -> float | None:
+        deadlines = [s.deadline for s in self.servers if s.deadline is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def readable(self, server: object) -> None:
+        assert isinstance(server, _Server)
+        data = os.read(server.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
+        if not data:
+            self._retire(server, replace=server.ready)
+            return
+        for message in server.reader.feed(data):
+            if message == ("ready",):
+                server.ready = True
+            elif message[0] == "failed":
+                self.warm_failures.append(str(message[1]))
+            else:
+                server.job = None
+                self.answer(*message)
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for server in list(self.servers):
+            if not server.ready and server.warm_deadline <= now:
+                self.warm_failures.append(f"a worker did not warm up in {WARM_UP_TIMEOUT_S:g} s")
+                self._retire(server, replace=False)
+            elif server.job is not None and server.job[1] <= now:
+                job_id = server.job[0]
+                server.job = None
+                self._retire(server, replace=True)
+                self.answer(job_id, "timeout")
+
+    def _retire(self, server: _Server, *, replace: bool) -> None:
+        """Kill and reap `server`; answer its unfinished job; start another in its place."""
+        self.servers.remove(server)
+        self.selector.unregister(server.proc.stdout)  # type: ignore[arg-type]
+        kill_group(server.proc.pid)  # may have been killed already (`shutdown`)
+        status = server.proc.wait()
+        for stream in (server.proc.stdin, server.proc.stdout):
+            stream.close()  # type: ignore[union-attr]
+        if server.job is not None:
+            job_id = server.job[0]
+            if status < 0:
+                self.answer(job_id, "signal", str(-status))
+            else:
+                self.answer(job_id, "error", f"exit status {status}")
+        if replace:
+            self._start()
+
+    def shutdown(self) -> None:
+        for server in self.servers:  # all at once: a process with a CUDA context takes a while to die
+            kill_group(server.proc.pid)
+        for server in list(self.servers):
+            server.job = None
+            self._retire(server, replace=False)
+
+
+def _healthy() -> bool:
+    """After a failed candidate: whether this server's CUDA context is still usable."""
+    import torch
+
+    if not torch.cuda.is_initialized():
+        return True
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        return False
+    return True
+
+
+def serve_candidates(out_fd: int) -> None:
+    """A server's life: warm up, then run the candidates read from stdin one at a time."""
+    import torch
+
+    from pt2doctor.capture.torch_compat import config_checkpoint
+
+    try:
+        warm_up("cuda" if torch.cuda.is_available() else "cpu")
+    except Exception as exc:
+        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
+        return
+    restore = config_checkpoint()
+    send(out_fd, ("ready",))
+    reader = FrameReader()
+    while data := os.read(0, 1 << 20):
+        for message in reader.feed(data):
+            if message[0] == "quit":
+                return
+            _, job_id, text = message
+            restore()
+            torch._dynamo.reset()
+            status, text = run_guarded(text)
+            send(out_fd, (job_id, status, text))
+            if status != "ok" and not _healthy():
+                return
+
+
+def gpu_device_visible() -> bool:
+    """Whether this machine shows processes a GPU (NVIDIA's or AMD's device files), asked without
+    torch or a driver call, so a parent can choose `Servers` before it imports torch."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return False
+    return any(os.path.exists(path) for path in ("/dev/nvidiactl", "/dev/kfd"))
+
+
+def main() -> None:
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # stray prints from torch must not corrupt the protocol
+    serve_candidates(out_fd)
+    os._exit(0)  # skip torch's interpreter teardown: the zygote waits for this exit
+
+
+if __name__ == "__main__":
+    main()
