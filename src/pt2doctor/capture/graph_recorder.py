@@ -28,6 +28,10 @@ tensor values are kept only where they matter and are cheap to keep:
   below rejects it), all its tensor inputs as they were then, as many as fit in
   `FAILURE_VALUES_BYTES`, once per graph (a run-time failure sees them after any in-place change
   the failing call made).
+  Under `pt2doctor accuracy` (`PT2DOCTOR_ACCURACY`) a graph its probe judges failing is one: the probe
+  (installed after the recorder, `capture.child`) appends its verdict to its results file before it
+  passes the judged first call on to the recorder's callable, which then saves that call's inputs.
+  Until a graph has its verdict, a call reads the file's new lines (`ProbeVerdicts`); nothing is judged twice.
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
 environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
 by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
@@ -63,6 +67,7 @@ from pt2doctor.model.minify import (
 )
 from pt2doctor.model.serialize import to_builtins
 
+ACCURACY_PROBE_ENV = "PT2DOCTOR_ACCURACY"
 MARKER_SIZE = 256
 INDEX_VALUES_BYTES = 16 << 20
 FAILURE_VALUES_BYTES = 1 << 30
@@ -266,6 +271,55 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
     return run
 
 
+class ProbeVerdicts:
+    """The accuracy probe's verdict by compile id, read from its results file as the probe appends them."""
+
+    def __init__(self, path: Path, tolerance: float) -> None:
+        self.path, self.tolerance, self.offset = path, tolerance, 0
+        self.verdicts: dict[str, str] = {}
+
+    def verdict(self, compile_id: str) -> str | None:
+        if compile_id not in self.verdicts and self.path.exists():
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+            complete = data[:data.rfind(b"\n") + 1]  # a line being written is read next time
+            self.offset += len(complete)
+            for line in complete.splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:  # never the user's problem
+                    continue
+                self.verdicts.setdefault(str(record.get("graph")), str(record.get("verdict")))
+        return self.verdicts.get(compile_id)
+
+
+def _probe_verdicts() -> ProbeVerdicts | None:
+    spec = os.environ.get(ACCURACY_PROBE_ENV)
+    if not spec:
+        return None
+    parsed = json.loads(spec)
+    return ProbeVerdicts(Path(parsed["out"]), float(parsed.get("tol") or 1e-4))  # the probe's own default
+
+
+def _kept_if_probe_fails(recorder: GraphRecorder, graph_id: str, compile_id: str, verdicts: ProbeVerdicts,
+                         compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """`compiled`; the first call after the probe's verdict on `compile_id` is the one it judged
+    (see the contract): when the verdict is a failure, its inputs are saved before it runs."""
+    state = {"judged": False}
+
+    def run(*args: Any) -> Any:
+        if not state["judged"] and (verdict := verdicts.verdict(compile_id)) is not None:
+            state["judged"] = True
+            if verdict == "fail":
+                recorder.fail_accuracy(graph_id, verdicts.tolerance, args)
+        return compiled(*args)
+
+    if getattr(compiled, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
 def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
     """(eager fp32, eager fp64) outputs on copies of `args`, the RNG state as it was before."""
     import torch
@@ -298,6 +352,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
     if every_aot_graph is None:
         every_aot_graph = os.environ.get(EVERY_AOT_GRAPH_ENV) == "1"
     tolerance = _accuracy_tolerance(accuracy_tolerance)
+    verdicts = _probe_verdicts()
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
@@ -314,6 +369,9 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
             recorder.mark("")
         if eager is not None:
             compiled = _accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
+        compile_id = torch_compat.current_compile_id()
+        if verdicts is not None and compile_id is not None:
+            compiled = _kept_if_probe_fails(recorder, graph_id, compile_id, verdicts, compiled)
         return _wrap_runtime(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:

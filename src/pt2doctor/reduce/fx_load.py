@@ -1,7 +1,10 @@
 """Load what `capture.graph_recorder` wrote under `RUN_DIR/graphs/` and pick the graph to minify.
 
 Contract: `load_failing(run_dir)` returns a `RecordedFailure` (the graph as an `FxCase`, how to
-compile it, the recorded signature when there is one) or raises `NothingToMinify`. Choice:
+compile it, the recorded signature when there is one) or raises `NothingToMinify`; `load_compile(run_dir,
+compile_id)` does the same for a graph another check blamed (`pt2doctor accuracy`'s probe): that Dynamo
+compile's graph, or with Inductor its forward/inference AOT graph (rule 1's blame), against the
+fp64-referenced accuracy check, with no expected signature. `load_failing`'s choice:
 1. a recorded failure: an after-AOT graph is preferred over the Dynamo graph it came from (the
    exception passes through both), and a run-time failure of a Dynamo graph compiled by Inductor
    is blamed on its forward/inference AOT graph;
@@ -84,20 +87,41 @@ def _blame_aot(entries: dict[str, dict[str, Any]], graph_id: str) -> str:
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4,
                  out_dir: Path | None = None) -> RecordedFailure:
-    graphs = Path(run_dir) / "graphs"
-    index = _read_jsonl(graphs / "index.jsonl")
-    if not index:
-        raise NothingToMinify(f"no recorded graphs under {graphs}")
-    entries = {e["id"]: e for e in index}
+    graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
-    failures = _read_jsonl(graphs / "failures.jsonl")
     if accuracy:
-        graph_id, description = _blame_aot(entries, index[-1]["id"] if index[-1]["stage"] == "dynamo" else index[-1]["parent"] or index[-1]["id"]), None
+        last = list(entries.values())[-1]
+        graph_id, description = _blame_aot(entries, last["id"] if last["stage"] == "dynamo" else last["parent"] or last["id"]), None
     else:
         graph_id, description = _choose(entries, failures, inflight)
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f["tolerance"] for f in failures if f.get("phase") == "accuracy"), tolerance)
+    return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+
+
+def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = 1e-4,
+                 out_dir: Path | None = None) -> RecordedFailure:
+    """The graph to minify for Dynamo compile `compile_id` against the accuracy check (see the contract)."""
+    graphs, entries, failures = _read_run(run_dir)
+    dynamo = next((e for e in entries.values() if e["stage"] == "dynamo" and e.get("compile_id") == compile_id), None)
+    if dynamo is None:
+        raise NothingToMinify(f"no recorded graph for compile id {compile_id}")
+    return _load(graphs, entries, failures, _blame_aot(entries, dynamo["id"]), None, True, tolerance, out_dir)
+
+
+def _read_run(run_dir: Path) -> tuple[Path, dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """(the graphs directory, its index entries by id in compile order, its recorded failures)."""
+    graphs = Path(run_dir) / "graphs"
+    index = _read_jsonl(graphs / "index.jsonl")
+    if not index:
+        raise NothingToMinify(f"no recorded graphs under {graphs}")
+    return graphs, {e["id"]: e for e in index}, _read_jsonl(graphs / "failures.jsonl")
+
+
+def _load(graphs: Path, entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], graph_id: str,
+          description: str | None, accuracy: bool, tolerance: float, out_dir: Path | None) -> RecordedFailure:
+    """`graph_id`'s graph as a case, its values (with `out_dir`) saved beside the repro, and its context."""
     entry = entries[graph_id]
     values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
     return RecordedFailure(
