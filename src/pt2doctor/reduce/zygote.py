@@ -35,6 +35,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from pt2doctor.capture import torch_compat
+
 _HEADER = struct.Struct("!I")
 
 
@@ -64,13 +66,15 @@ class FrameReader:
 
 
 def warm_up(device: str = "cpu") -> None:
-    """Import and exercise Inductor once, so what runs candidates starts warm: a tiny graph compiled
-    with `compile_fx_inner` on `device` (on CPU that includes the one-off ISA probe, ~1 s; on a GPU
-    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only,
-    and must not initialize CUDA (`Forks`)."""
+    """Import and exercise Inductor once, so what runs candidates starts warm: Inductor imported
+    with the CPU-ISA probe run beside the import (`torch_compat.prewarm_inductor`), then a tiny
+    graph compiled with `compile_fx_inner` on `device` (on a GPU: the CUDA context and Triton's
+    first compile). A zygote that forks children warms on CPU only, and must not initialize CUDA
+    (`Forks`)."""
     import torch
 
     torch.set_num_threads(1)
+    torch_compat.prewarm_inductor()
     import torch._dynamo
     import torch._inductor.config as inductor_config
     import torch.fx
