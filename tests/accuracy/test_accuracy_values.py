@@ -1,8 +1,8 @@
 """End to end: `pt2doctor accuracy` minifies with the input values the run saw, not random ones.
 
 `large_values.py`'s backend computes a wrong result only on a float input above 50 together with an
-index above zero, values random stand-ins never have. The recorder keeps the inputs of the graph
-the probe judged failing, and the accuracy command's minifier loads them as `minify RUN_DIR` does
+index above zero, values random stand-ins never have. The probe hands the recorder the inputs of
+the graph it judged wrong, and the accuracy command's minifier loads them as `minify RUN_DIR` does
 (`reduce.fx_load.load_compile`), so the repro reads them from `repro_inputs.pt`.
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from pt2doctor.capture.graph_recorder import ProbeVerdicts
 from pt2doctor.reduce.fx_load import NothingToMinify, load_compile, load_failing
 
 X = torch.linspace(-100.0, 100.0, 24).reshape(6, 4)  # as in large_values.py
@@ -80,14 +79,3 @@ def test_a_graph_that_passes_keeps_no_float_values(accuracy_run):
     assert [g["verdict"] for g in run.doc["accuracy"]] == ["pass"]
     assert _failures(run.out_dir) == []
     assert list((run.out_dir / "graphs").glob("*.inputs.pt")) == []
-
-
-def test_probe_verdicts_are_read_as_they_are_appended_a_partial_line_later(tmp_path):
-    results = tmp_path / "accuracy.jsonl"
-    verdicts = ProbeVerdicts(results, 1e-4)
-    assert verdicts.verdict("0/0") is None  # no file yet
-    results.write_text('{"graph": "0/0", "verdict": "pass"}\n{"graph": "1/0", "verd')
-    assert (verdicts.verdict("0/0"), verdicts.verdict("1/0")) == ("pass", None)
-    with open(results, "a") as handle:
-        handle.write('ict": "fail"}\nnot json\n')
-    assert verdicts.verdict("1/0") == "fail"

@@ -5,8 +5,8 @@ Contract: `check_accuracy(options, reporter)` runs the script once with the prob
 has random ops it runs the script again with `fallback_random` in `<out>/recheck-fallback-random/`;
 `analysis.accuracy.explain` then names the causes; finally the first graph that fails without
 explanation is minified with the accuracy check (`reduce.fx_minify`, the fp64-referenced rule the
-probe used) and its repro verified in a fresh interpreter. The recorder sees the probe's verdicts
-and keeps the inputs of each graph the probe judges failing (`capture.graph_recorder`), so the repro
+probe used) and its repro verified in a fresh interpreter. The probe hands the recorder the
+inputs of each graph it judges wrong (`capture.graph_recorder.keep_failing_inputs`), so the repro
 reads the values the probe judged (`repro_inputs.pt`) rather than random ones. The returned session
 holds the results in `Session.accuracy` (one `GraphAccuracy` per compiled graph, in the order they
 first ran).
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.analysis.accuracy import FALLBACK_RANDOM, explain, needs_rng_recheck, with_functions
-from pt2doctor.capture.graph_recorder import ACCURACY_PROBE_ENV
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
@@ -64,7 +63,7 @@ def probe_options(options: AccuracyOptions, out_dir: Path, *, record: bool,
     (out_dir / RESULTS).unlink(missing_ok=True)
     if record:  # the recorder appends: graphs of an earlier run in this directory must not mix in
         shutil.rmtree(RunPaths(out_dir).graphs_dir, ignore_errors=True)
-    env = {**options.run.env, ACCURACY_PROBE_ENV: json.dumps(
+    env = {**options.run.env, "PT2DOCTOR_ACCURACY": json.dumps(
         {"out": str((out_dir / RESULTS).resolve()), "tol": options.tolerance})}
     spec = dict(overrides or {})
     if options.backend:

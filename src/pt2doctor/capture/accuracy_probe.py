@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture import torch_compat
+from pt2doctor.capture import graph_recorder, torch_compat
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.serialize import to_builtins
 
@@ -58,7 +58,10 @@ class AccuracyProbe:
         def run(*args: Any) -> Any:  # Dynamo calls what a backend returns unboxed, `fn(*graphargs)` (2.13)
             if not state["checked"]:
                 state["checked"] = True
-                self.write(self.check(graph_id, eager, backend, compiled, list(args)))
+                record = self.check(graph_id, eager, backend, compiled, list(args))
+                self.write(record)
+                if record.verdict == "fail":  # a recorded run keeps what was judged wrong (`graph_recorder`)
+                    graph_recorder.keep_failing_inputs(graph_id, self.tol, args)
             return compiled(*args)
 
         return run

@@ -28,10 +28,8 @@ tensor values are kept only where they matter and are cheap to keep:
   below rejects it), all its tensor inputs as they were then, as many as fit in
   `FAILURE_VALUES_BYTES`, once per graph (a run-time failure sees them after any in-place change
   the failing call made).
-  Under `pt2doctor accuracy` (`PT2DOCTOR_ACCURACY`) a graph its probe judges failing is one: the probe
-  (installed after the recorder, `capture.child`) appends its verdict to its results file before it
-  passes the judged first call on to the recorder's callable, which then saves that call's inputs.
-  Until a graph has its verdict, a call reads the file's new lines (`ProbeVerdicts`); nothing is judged twice.
+  Under `pt2doctor accuracy` a graph its probe judges wrong is one: the probe hands the inputs it
+  judged to `keep_failing_inputs`, so nothing is judged twice.
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
 environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
 by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
@@ -67,11 +65,11 @@ from pt2doctor.model.minify import (
 )
 from pt2doctor.model.serialize import to_builtins
 
-ACCURACY_PROBE_ENV = "PT2DOCTOR_ACCURACY"
 MARKER_SIZE = 256
 INDEX_VALUES_BYTES = 16 << 20
 FAILURE_VALUES_BYTES = 1 << 30
 EVERY_AOT_GRAPH_ENV = "PT2DOCTOR_RECORD_AOT"
+_installed: GraphRecorder | None = None  # the recorder `install` started in this process
 
 
 class GraphRecorder:
@@ -82,6 +80,7 @@ class GraphRecorder:
         self.failures = open(self.dir / "failures.jsonl", "a", buffering=1)
         self.counter = itertools.count()
         self.current_dynamo: str | None = None
+        self.dynamo_by_compile_id: dict[str, str] = {}
         self.failed_with_values: set[str] = set()
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
@@ -123,6 +122,8 @@ class GraphRecorder:
             "values": _save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         }
         self.index.write(json.dumps(entry) + "\n")
+        if stage == "dynamo" and entry["compile_id"]:
+            self.dynamo_by_compile_id[entry["compile_id"]] = graph_id
         return graph_id
 
     def close(self) -> None:
@@ -271,53 +272,13 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
     return run
 
 
-class ProbeVerdicts:
-    """The accuracy probe's verdict by compile id, read from its results file as the probe appends them."""
-
-    def __init__(self, path: Path, tolerance: float) -> None:
-        self.path, self.tolerance, self.offset = path, tolerance, 0
-        self.verdicts: dict[str, str] = {}
-
-    def verdict(self, compile_id: str) -> str | None:
-        if compile_id not in self.verdicts and self.path.exists():
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
-            complete = data[:data.rfind(b"\n") + 1]  # a line being written is read next time
-            self.offset += len(complete)
-            for line in complete.splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:  # never the user's problem
-                    continue
-                self.verdicts.setdefault(str(record.get("graph")), str(record.get("verdict")))
-        return self.verdicts.get(compile_id)
-
-
-def _probe_verdicts() -> ProbeVerdicts | None:
-    spec = os.environ.get(ACCURACY_PROBE_ENV)
-    if not spec:
-        return None
-    parsed = json.loads(spec)
-    return ProbeVerdicts(Path(parsed["out"]), float(parsed.get("tol") or 1e-4))  # the probe's own default
-
-
-def _kept_if_probe_fails(recorder: GraphRecorder, graph_id: str, compile_id: str, verdicts: ProbeVerdicts,
-                         compiled: Callable[..., Any]) -> Callable[..., Any]:
-    """`compiled`; the first call after the probe's verdict on `compile_id` is the one it judged
-    (see the contract): when the verdict is a failure, its inputs are saved before it runs."""
-    state = {"judged": False}
-
-    def run(*args: Any) -> Any:
-        if not state["judged"] and (verdict := verdicts.verdict(compile_id)) is not None:
-            state["judged"] = True
-            if verdict == "fail":
-                recorder.fail_accuracy(graph_id, verdicts.tolerance, args)
-        return compiled(*args)
-
-    if getattr(compiled, "_boxed_call", False):
-        run._boxed_call = True  # type: ignore[attr-defined]
-    return run
+def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]) -> None:
+    """The accuracy probe (`capture.accuracy_probe`) judged the graph of `compile_id` wrong on
+    `inputs`: where a recorder is installed, they are kept as its own accuracy failure's are."""
+    recorder = _installed
+    graph_id = recorder.dynamo_by_compile_id.get(compile_id) if recorder is not None else None
+    if graph_id is not None:
+        recorder.fail_accuracy(graph_id, tolerance, inputs)  # type: ignore[union-attr]
 
 
 def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
@@ -352,7 +313,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
     if every_aot_graph is None:
         every_aot_graph = os.environ.get(EVERY_AOT_GRAPH_ENV) == "1"
     tolerance = _accuracy_tolerance(accuracy_tolerance)
-    verdicts = _probe_verdicts()
+    global _installed
+    _installed = recorder
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
@@ -369,9 +331,6 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
             recorder.mark("")
         if eager is not None:
             compiled = _accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
-        compile_id = torch_compat.current_compile_id()
-        if verdicts is not None and compile_id is not None:
-            compiled = _kept_if_probe_fails(recorder, graph_id, compile_id, verdicts, compiled)
         return _wrap_runtime(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -391,9 +350,11 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
         restores.append(torch_compat.disable_aot_autograd_cache())
 
     def uninstall() -> None:
+        global _installed
         for restore in reversed(restores):
             restore()
         recorder.close()
+        _installed = None
 
     return uninstall
 
