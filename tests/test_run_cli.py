@@ -142,3 +142,16 @@ def test_run_record_then_minify_the_run_directory(tmp_path):
     assert folded["verified"] is True and folded["nodes_after"] == 1
     page = pt2doctor("report", "--html", "-o", str(tmp_path / "page.html"), str(tmp_path))
     assert page.code == 0 and 'id="extra-minify"' in (tmp_path / "page.html").read_text()
+
+
+def test_a_kernel_error_reported_late_points_to_launch_blocking(tmp_path):
+    """A CUDA kernel error surfaces after its graph returned (simulated on CPU): `run` says the line may
+    be wrong and how to find the graph; `minify` on that run says how to record it so it can."""
+    script = Path(__file__).parent / "diagnose" / "scripts" / "late_kernel_error.py"
+    run = pt2doctor("run", "--record", "--out", str(tmp_path), str(script))
+    assert run.code == 1
+    said = " ".join(run.stdout.split())
+    assert "CUDA_LAUNCH_BLOCKING=1" in said and "pt2doctor diagnose" in said
+    minified = pt2doctor("minify", str(tmp_path))
+    assert minified.code == 3
+    assert "CUDA_LAUNCH_BLOCKING=1 pt2doctor run --record" in " ".join(minified.stderr.split())

@@ -218,6 +218,34 @@ def test_a_hang_in_the_backend_is_a_timeout_at_the_backend_stage(diagnosed):
     assert d["stages"]["eager"] == "pass"
 
 
+def test_a_kernel_error_reported_late_is_tied_to_the_graph_that_launched_it(diagnosed):
+    """CUDA's way of reporting (simulated on CPU): the error shows after the graph returned, so the
+    recorder saw no graph fail; the re-run with CUDA_LAUNCH_BLOCKING=1 ties it to the graph."""
+    script = HERE / "late_kernel_error.py"
+    run, d = diagnosed(script, options=("--no-minify",))
+    _assert_bundle(run, d)
+    assert d["category"] == "runtime_crash" and d["stage"] == "backend"
+    assert "cuda-launch-blocking" in [a["label"] for a in d["attempts"]]
+    assert any("CUDA_LAUNCH_BLOCKING=1" in note and "g0000" in note for note in d["notes"])
+    lines = script.read_text().splitlines()
+    first = d["user_frames"][0]
+    assert lines[first["line"] - 1].startswith("y = f(")  # the compiled call, not the later raise
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_a_cuda_device_assert_after_the_graph_returned_is_minified_from_its_graph(diagnosed):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    run, d = diagnosed(HERE / "gpu_late_device_assert.py")
+    _assert_bundle(run, d)
+    assert d["stage"] == "backend"
+    assert any("CUDA_LAUNCH_BLOCKING=1" in note for note in d["notes"])
+    assert d["repro_verified"] and d["minified_nodes"] == 1
+    assert "device-side assert" in _refails_fresh(d["repro"])
+
+
 @pytest.mark.slow
 @pytest.mark.gpu
 @pytest.mark.parametrize("bug", ["compile_error", "accuracy"])

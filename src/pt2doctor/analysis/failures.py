@@ -17,6 +17,9 @@ from pt2doctor.model import Category, Failure, Session
 _KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|triton.*CompilationError|"
                      r"ptxas|nvrtc|torchinductor_\S+\.(cpp|py)")
 _CUDA = re.compile(r"CUDA error|illegal memory access|device-side assert|cudaError|CUBLAS_STATUS|out of memory", re.I)
+# A kernel's error that CUDA reports at some later call: the place it surfaces is not where it happened.
+_ASYNC_CUDA = re.compile(r"CUDA kernel errors might be asynchronously reported|device-side assert|illegal memory access|"
+                         r"misaligned address|unspecified launch failure|illegal instruction", re.I)
 _ACCURACY = re.compile(r"accuracy|Tensor-likes are not (close|equal)|Mismatched elements|allclose|not close", re.I)
 _COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
 
@@ -35,6 +38,12 @@ def _timeout(f: Failure) -> bool:
 
 def _signal(f: Failure) -> bool:
     return f.origin == "signal" or bool(_CUDA.search(_text(f)))
+
+
+def asynchronous_cuda_error(f: Failure) -> bool:
+    """A CUDA kernel error, which CUDA reports at a later call unless `CUDA_LAUNCH_BLOCKING=1`: the
+    failing kernel may belong to a compiled graph that had already returned."""
+    return bool(_ASYNC_CUDA.search(_text(f)))
 
 
 def _recompilation(f: Failure) -> bool:

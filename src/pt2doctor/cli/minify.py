@@ -83,6 +83,10 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
             outcome = _minify(run_dir, script, out_dir, jobs, timeout_s, accuracy, tolerance, console, workers)
         except (NothingToMinify, CannotReproduce) as exc:
             console.print(f"pt2doctor minify: {exc}")
+            if isinstance(exc, NothingToMinify) and _failed_with_async_cuda_error(run_dir):
+                console.print("The run failed with a CUDA kernel error, which CUDA reports after the graph that launched "
+                              "it has returned. Record it with launches synchronous (`CUDA_LAUNCH_BLOCKING=1 pt2doctor "
+                              "run --record SCRIPT`), or let `pt2doctor diagnose SCRIPT` do it.")
             sys.exit(3)
     result = outcome.result
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
@@ -94,6 +98,17 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     if as_json:
         click.echo(dumps(result, pretty=True).decode())
     sys.exit(0 if result.verified else 1)
+
+
+def _failed_with_async_cuda_error(run_dir: Path) -> bool:
+    from pt2doctor.analysis.failures import asynchronous_cuda_error
+    from pt2doctor.report.document import ReportInputError, load_session
+
+    try:
+        session = load_session(run_dir / "session.json")
+    except (ReportInputError, OSError):
+        return False
+    return bool(session.failures) and asynchronous_cuda_error(session.failures[0])
 
 
 def _fold_into_session(run_dir: Path, result: object) -> None:

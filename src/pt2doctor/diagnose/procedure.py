@@ -8,7 +8,9 @@ Steps, with the runs made in parallel where they do not depend on each other:
 1. reproduce: the unchanged script twice (the first with the graph recorder on); a failure that
    does not repeat the same way is `flaky` and nothing is minified from it. The reference-backend
    runs of step 3 are queued behind these two so the cores never idle.
-2. classify: the category `run` gives the first failure (`analysis.failures`).
+2. classify: the category `run` gives the first failure (`analysis.failures`). A CUDA kernel error
+   that no compiled graph raised is re-run once with CUDA_LAUNCH_BLOCKING=1 (CUDA reports such
+   errors at a later call): when a compiled graph raises it there, that run is the one diagnosed.
 3. stage: the script under `eager`, `aot_eager`, `aot_eager_decomp_partition` (`diagnose.stages`);
    the first that fails names the stage. When even `eager` fails, a run with compilation off
    (`set_stance("force_eager")`) tells a bug in the script (`user_error`, stop) from a Dynamo one.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro, describe
 from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
@@ -107,6 +111,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
         flaky(found, a1, a2)
         return
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
+    a1 = _tie_cuda_error_to_graph(runner, found, a1)
     found.original_backend, on_cuda = _recorded_backend(runner.run_dir(a1.label))
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
@@ -156,6 +161,43 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {describe(found.bisection)}")
     conclude(found)
+
+
+def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -> Attempt:
+    """A CUDA kernel error that no compiled graph raised may still be a compiled kernel's: CUDA reports
+    it at a later call, after the graph that launched it returned. One more recorded run with
+    CUDA_LAUNCH_BLOCKING=1 raises it at its launch; when a compiled graph raised it there, that run
+    stands for the failure from here on (its graphs are minified, its frames say where)."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    if (failure is None or not asynchronous_cuda_error(failure) or os.environ.get("CUDA_LAUNCH_BLOCKING") == "1"
+            or _failed_graph(runner.run_dir(a1.label))):
+        return a1
+    runner.reporter.status("CUDA reported a kernel error after the fact: re-running with CUDA_LAUNCH_BLOCKING=1")
+    with found.timed("launch_blocking"):
+        blocking = runner.submit(Variant.launch_blocking()).result()
+    found.attempts.append(blocking)
+    graph = _failed_graph(runner.run_dir(blocking.label)) if blocking.outcome == "fail" else None
+    if graph is None:
+        found.notes.append(f"with CUDA_LAUNCH_BLOCKING=1 no compiled graph raised the CUDA error ({blocking.outcome}: "
+                           f"{blocking.error or 'no error'}): the failing kernel was launched outside compiled code")
+        return a1
+    found.notes.append(f"CUDA reported the kernel error only after compiled graph {graph} had returned; with "
+                       "CUDA_LAUNCH_BLOCKING=1 that graph raises it, so that run is the one diagnosed")
+    found.session = runner.sessions.get(blocking.label)
+    found.category, found.error = blocking.category or found.category, blocking.error
+    return blocking
+
+
+def _failed_graph(run_dir: Path) -> str | None:
+    """The recorded graph that the graph recorder saw fail in `run_dir`'s run, if any."""
+    failures = RunPaths(run_dir).graphs_dir / "failures.jsonl"
+    lines = failures.read_text().splitlines() if failures.is_file() else []
+    for line in lines:
+        try:
+            return str(json.loads(line)["graph"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return None
 
 
 def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt) -> None:

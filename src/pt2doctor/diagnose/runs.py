@@ -2,7 +2,7 @@
 
 Contract: a `Variant` is a label plus what the child changes before the script runs (through
 `PT2DOCTOR_OVERRIDES`, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
-call, `stance` sets `torch.compiler.set_stance`; a recording variant also records the compiled graphs
+call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant also records the compiled graphs
 (the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
 `Session` each run wrote stays in `runs/<label>/` as evidence. Runs are quiet: the script's output
@@ -32,10 +32,17 @@ class Variant:
     backend: str | None = None  # None: whatever the script asks for
     overrides: dict[str, Any] = field(default_factory=dict)
     record: bool = False
+    env: dict[str, str] = field(default_factory=dict)  # set for the child, e.g. CUDA_LAUNCH_BLOCKING
 
     @classmethod
     def original(cls, n: int, record: bool = False) -> Variant:
         return cls(f"original-{n}", record=record)
+
+    @classmethod
+    def launch_blocking(cls) -> Variant:
+        """The original, recorded, with CUDA's kernel launches synchronous: a kernel's error is raised
+        by the call that launched it, inside the compiled graph that did."""
+        return cls("cuda-launch-blocking", record=True, env={"CUDA_LAUNCH_BLOCKING": "1"})
 
     @classmethod
     def with_backend(cls, backend: str) -> Variant:
@@ -76,7 +83,7 @@ class VariantRunner:
         stop_all()
 
     def _run(self, variant: Variant) -> Attempt:
-        env = dict(self.call.env)
+        env = {**self.call.env, **variant.env}
         if variant.overrides:
             env["PT2DOCTOR_OVERRIDES"] = json.dumps(variant.overrides)
         if variant.record:

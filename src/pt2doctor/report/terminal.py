@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pt2doctor.analysis.compile_time import phase_totals
+from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.analysis.recompiles import fix_for
 from pt2doctor.model import Session
 from pt2doctor.report.document import Report
@@ -63,6 +64,10 @@ def _failures(s: Session) -> list[object]:
         if f.file:
             body.append(f"at {f.file}:{f.line}\n", style="cyan")
         body.append((f.message.strip() or "(no message)")[:1500])
+        if asynchronous_cuda_error(f):
+            body.append("\npt2doctor: CUDA reports a kernel's error at a later call, so the line above may not be where "
+                        "it happened. `pt2doctor diagnose` re-runs the script with CUDA_LAUNCH_BLOCKING=1 to find "
+                        "the compiled graph that raised it.", style="green")
         out.append(Panel(body, title="failure", title_align="left", border_style="red"))
     return out
 
