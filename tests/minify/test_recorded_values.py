@@ -130,3 +130,15 @@ def test_aot_inputs_map_to_dynamo_inputs_after_the_lifted_parameters():
     assert _aot_positions(dynamo, [weight, *dynamo]) == {2: 1, 3: 2}
     assert _aot_positions(dynamo, [weight, dynamo[0], tensor(6, 5), tensor(3)]) == {}  # a dtype differs
     assert _aot_positions(dynamo, dynamo[1:]) == {}
+
+
+def test_a_failure_whose_inputs_cannot_be_saved_is_recorded_without_them(tmp_path):
+    """Saving values must not turn the failure into another one (a poisoned CUDA context cannot be read)."""
+    from pt2doctor.capture.graph_recorder import GraphRecorder
+
+    recorder = GraphRecorder(tmp_path)
+    (recorder.dir / "g0000.inputs.pt").mkdir()  # where the values would go: torch.save fails
+    recorder.fail("g0000", "run", RuntimeError("CUDA error: device-side assert triggered"), [torch.arange(3)])
+    recorder.close()
+    (entry,) = [json.loads(line) for line in (tmp_path / "graphs" / "failures.jsonl").read_text().splitlines()]
+    assert entry["graph"] == "g0000" and entry["values"] is None

@@ -159,17 +159,24 @@ def has_values(value: Any) -> bool:
 
 def _save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
     """Save the tensor inputs that have values (with `indices_only`, the integer/bool ones), in
-    input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved."""
+    input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved.
+    Never raises: values that cannot be read (a CUDA context a kernel's error has poisoned) are
+    simply not kept, and the failure is recorded without them."""
     import torch
 
     values = {}
-    for index, value in enumerate(inputs):
-        if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
-            values[index] = value.detach().cpu().clone()
-            budget -= value.nbytes
-    if not values:
+    try:
+        for index, value in enumerate(inputs):
+            if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
+                values[index] = value.detach().cpu().clone()
+                budget -= value.nbytes
+        if not values:
+            return None
+        torch.save(values, path)
+    except Exception:
+        if path.is_file():  # half written
+            path.unlink()
         return None
-    torch.save(values, path)
     return path.name
 
 

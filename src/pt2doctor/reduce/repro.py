@@ -80,6 +80,12 @@ def same_as_fp64_reference(mod, args, expected, actual, tolerance):
     return same(expected, actual, reference, tol=tolerance, equal_nan=True, ignore_non_fp=True)
 
 
+def synchronize():
+    """Wait for the GPU: CUDA reports a kernel's error at a later call, which must be in the part that launched it."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def describe_failure(exc):
     while getattr(exc, "inner_exception", None) is not None:
         exc = exc.inner_exception
@@ -114,9 +120,11 @@ def check():
     args = make_inputs()
     try:
         expected = mod(*args)
+        synchronize()
     except Exception as e:
         raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
     actual = compile_repro(mod, args)(*args)
+    synchronize()
     if ACCURACY and not same_as_fp64_reference(mod, args, expected, actual, TOLERANCE):
         raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
 
