@@ -16,6 +16,7 @@ from typing import NoReturn
 import click
 
 from pt2doctor.analysis.verdict import EXIT_USAGE
+from pt2doctor.capture import bytecode_cache
 
 EXIT_INTERNAL = 70
 
@@ -46,6 +47,7 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    bytecode_cache.use_in_this_process()  # before anything imports torch
     _register()
     try:
         code = cli.main(args=argv, prog_name="pt2doctor", standalone_mode=False)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection
 
@@ -43,7 +44,7 @@ class PendingBisection:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(out_dir / "bisect.log", "wb")
-        env = with_package_path(dict(os.environ))
+        env = with_package_path(worker_env())
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "pt2doctor.diagnose.bisect_child", "--serve", "1" if cuda else "0"],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

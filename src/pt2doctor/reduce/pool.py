@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.reduce.servers import MAX_SERVERS
 from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
 
@@ -53,7 +54,7 @@ class WorkerPool:
                 [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs), *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
-                env={**os.environ, **(env or {})},
+                env=worker_env({**os.environ, **(env or {})}),
             )
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]

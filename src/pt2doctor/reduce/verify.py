@@ -34,6 +34,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.signature import from_exit
@@ -93,7 +94,7 @@ class FreshInterpreter:
         self.cwd = Path(cwd)
         self._proc: subprocess.Popen[str] | None = subprocess.Popen(
             [sys.executable, "-c", _boot()], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, env=worker_env(),
             start_new_session=True,  # a Ctrl-C meant for the reduction must not kill the verifier
         )
 
@@ -146,6 +147,7 @@ def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
         else:
             proc = subprocess.run(
                 [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True, timeout=timeout_s,
+                env=worker_env(),
             )
     except subprocess.TimeoutExpired:
         return Verification(False, None, None, "timed out")
