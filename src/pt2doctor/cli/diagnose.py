@@ -90,7 +90,6 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
 
 
 def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
-    from pt2doctor.diagnose.bisect import describe
 
     style = "green" if not d.failed else "red"
     console.print(f"\n[bold {style}]{d.headline}[/]")
@@ -105,7 +104,7 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
     if d.user_frames:
         console.print("where: " + ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]))
     if d.bisection:
-        console.print(f"bisection: {describe(d.bisection)}")
+        console.print(f"bisection: {d.bisection.describe()}")
     if d.repro:
         word = "verified in a fresh interpreter" if d.repro_verified else "NOT verified"
         console.print(f"repro: {d.repro} ({d.minified_nodes} node(s): {', '.join(d.culprit_ops)}; {word})")

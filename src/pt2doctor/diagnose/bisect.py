@@ -20,20 +20,6 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection
 
-SUBSYSTEM_TITLES = {
-    "pre_grad_passes": "pre-grad FX passes",
-    "joint_graph_passes": "joint-graph passes",
-    "post_grad_passes": "post-grad passes",
-    "lowerings": "a lowering (aten op -> Inductor IR)",
-    "decomposition": "a decomposition",
-    "cudagraphs": "CUDA graphs",
-    "inductor_fallback_random": "random-number codegen (fallback_random fixes it)",
-    "inductor_emulate_precision_casts": "precision casts (emulate_precision_casts fixes it)",
-    "inductor_layout_optimization": "layout optimization",
-    "inductor_comprehensive_padding": "comprehensive padding",
-    "aot_eager_decomp_partition_cse": "CSE in the partitioner",
-}
-
 
 class PendingBisection:
     """A bisection process started early: it imports torch and warms Inductor up while the minifier
@@ -87,14 +73,3 @@ def bisect_repro(repro: Path, target: str, out_dir: Path, *, backend: str = "ind
                  timeout_s: float = 600.0) -> Bisection:
     cuda = "'cuda" in repro.read_text()
     return PendingBisection(out_dir, cuda=cuda).run(repro, target, backend=backend, jobs=jobs, timeout_s=timeout_s)
-
-
-def describe(bisection: Bisection) -> str:
-    if bisection.backend is None:
-        return bisection.note or "no bisection"
-    if bisection.subsystem is None:
-        return f"{bisection.backend} as a whole (no pass or lowering isolates it: code generation)"
-    title = SUBSYSTEM_TITLES.get(bisection.subsystem, bisection.subsystem)
-    where = f", application #{bisection.bisect_number}" if bisection.bisect_number else ""
-    info = f": {bisection.debug_info}" if bisection.debug_info and bisection.debug_info != bisection.subsystem else ""
-    return f"{bisection.backend} / {title}{where}{info}"

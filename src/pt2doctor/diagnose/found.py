@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pt2doctor.capture.process_meta import is_user_file
-from pt2doctor.diagnose.bisect import describe
-from pt2doctor.diagnose.stages import GRAPH_STAGES, STAGE_TITLES
+from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category, Environment, Session
-from pt2doctor.model.diagnosis import Attempt, Bisection, Diagnosis
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis
 from pt2doctor.model.minify import MinifyResult
 
 
@@ -183,4 +182,4 @@ def conclude(found: Found) -> None:
             carried = " (the repro includes its source)" if found.minify else ""
             found.next_steps.append(f"The failure is inside {backend}: fix it there{carried}.")
     if found.bisection and found.bisection.subsystem:
-        found.next_steps.append(f"CompilerBisector: disabling {describe(found.bisection)} makes it pass.")
+        found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")

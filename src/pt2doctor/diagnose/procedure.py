@@ -35,12 +35,12 @@ from typing import Any
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.runner import Reporter, SilentReporter
-from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro, describe
+from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
-from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, STAGE_TITLES, blame, ladder
+from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import Attempt, Diagnosis
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis
 
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE.value, Category.BACKEND_FAILURE.value, Category.RUNTIME_CRASH.value,
@@ -159,7 +159,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
             found.bisection = (
                 pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
-        reporter.status(f"bisection: {describe(found.bisection)}")
+        reporter.status(f"bisection: {found.bisection.describe()}")
     conclude(found)
 
 

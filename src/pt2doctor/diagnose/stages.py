@@ -21,13 +21,6 @@ REFERENCE: tuple[tuple[str, str], ...] = (
     ("aot_eager_decomp_partition", "decomp_partition"),
 )
 GRAPH_STAGES = ("aot_autograd", "decomp_partition", "inductor", "backend")  # stages past Dynamo: a graph to minify
-STAGE_TITLES = {
-    "dynamo": "Dynamo (graph capture)",
-    "aot_autograd": "AOTAutograd",
-    "decomp_partition": "decompositions / partitioner",
-    "inductor": "Inductor (lowering / codegen)",
-    "backend": "the custom backend",
-}
 
 
 def ladder(original: str | None) -> list[tuple[str, str]]:

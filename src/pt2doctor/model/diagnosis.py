@@ -19,6 +19,28 @@ SCHEMA = "pt2doctor.diagnosis/1"
 
 StageOutcome = Literal["pass", "fail", "skipped"]
 
+# The words for a failing stage and for `CompilerBisector`'s subsystems, shared by every renderer.
+STAGE_TITLES = {
+    "dynamo": "Dynamo (graph capture)",
+    "aot_autograd": "AOTAutograd",
+    "decomp_partition": "decompositions / partitioner",
+    "inductor": "Inductor (lowering / codegen)",
+    "backend": "the custom backend",
+}
+SUBSYSTEM_TITLES = {
+    "pre_grad_passes": "pre-grad FX passes",
+    "joint_graph_passes": "joint-graph passes",
+    "post_grad_passes": "post-grad passes",
+    "lowerings": "a lowering (aten op -> Inductor IR)",
+    "decomposition": "a decomposition",
+    "cudagraphs": "CUDA graphs",
+    "inductor_fallback_random": "random-number codegen (fallback_random fixes it)",
+    "inductor_emulate_precision_casts": "precision casts (emulate_precision_casts fixes it)",
+    "inductor_layout_optimization": "layout optimization",
+    "inductor_comprehensive_padding": "comprehensive padding",
+    "aot_eager_decomp_partition_cse": "CSE in the partitioner",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
@@ -46,6 +68,17 @@ class Bisection:
     queries: int = 0
     time_s: float = 0.0
     note: str = ""
+
+    def describe(self) -> str:
+        """One line: the backend, the subsystem in words, which application, the bisector's detail."""
+        if self.backend is None:
+            return self.note or "no bisection"
+        if self.subsystem is None:
+            return f"{self.backend} as a whole (no pass or lowering isolates it: code generation)"
+        title = SUBSYSTEM_TITLES.get(self.subsystem, self.subsystem)
+        where = f", application #{self.bisect_number}" if self.bisect_number else ""
+        info = f": {self.debug_info}" if self.debug_info and self.debug_info != self.subsystem else ""
+        return f"{self.backend} / {title}{where}{info}"
 
 
 @dataclass(frozen=True, slots=True)

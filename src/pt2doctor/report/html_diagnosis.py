@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.diagnose.bisect import describe
-from pt2doctor.diagnose.stages import STAGE_TITLES
-from pt2doctor.model.diagnosis import Diagnosis
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
 
 
 def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") -> dict[str, Any]:
@@ -20,7 +18,7 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
         "category": d.category,
         "failing stage": STAGE_TITLES.get(d.stage or "", d.stage),
         "flaky": d.flaky,
-        "bisection": describe(d.bisection) if d.bisection else None,
+        "bisection": d.bisection.describe() if d.bisection else None,
         "culprit ops": list(d.culprit_ops),
         "minified nodes": d.minified_nodes,
         "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,

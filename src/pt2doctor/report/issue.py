@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 
 from pt2doctor.model import Session
-from pt2doctor.model.diagnosis import Diagnosis
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
 from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
@@ -100,16 +100,13 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def render_issue(d: Diagnosis, session: Session | None) -> str:
-    from pt2doctor.diagnose.bisect import describe
-    from pt2doctor.diagnose.stages import STAGE_TITLES
-
     stage = STAGE_TITLES.get(d.stage or "", d.stage or "an unknown stage")
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text,
         summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
-        bisection=describe(d.bisection) if d.bisection else "",
+        bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame["file"], frame["line"]) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
     )
