@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.capture.runner import RunOptions, ScriptError
-from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.capture.runner import RunOptions
+from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 
@@ -43,12 +43,8 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
     run = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script, "accuracy"),
                      timeout_s=timeout, stdout_to_stderr=as_json, strict=strict, label="accuracy")
     options = AccuracyOptions(run, tolerance, backend, minify=not no_minify, jobs=jobs)
-    try:
+    with input_errors():
         session = check_accuracy(options, TerminalReporter(quiet=False))
-    except ScriptError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except TraceError as exc:
-        raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
     report = emit(session, as_json=as_json, save_to=run.out_dir / "session.json")  # text includes the accuracy
     if as_json:
         click.echo(render_accuracy(session.accuracy), err=True)

@@ -16,8 +16,8 @@ from typing import Any
 import click
 
 from pt2doctor.analysis.whatif import Target, TrialResult, propose_trials
-from pt2doctor.capture.runner import RunOptions, ScriptError, run_script
-from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.capture.runner import RunOptions, run_script
+from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.serialize import dumps, to_builtins
@@ -49,7 +49,7 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
     options = RunOptions(script=script, args=kw["args"], out_dir=kw["out_dir"] or default_out_dir(script, label),
                          timeout_s=kw["timeout"], stdout_to_stderr=kw["as_json"], strict=kw["strict"], label=label)
     reporter = TerminalReporter(quiet=False)
-    try:
+    with input_errors():
         from pt2doctor.api.whatif import baseline_options, try_fixes
 
         session = run_script(baseline_options(options) if kw["try_fixes"] else options, reporter)
@@ -58,10 +58,6 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
         if kw["try_fixes"]:
             trials = [t for t in propose_trials(report.session) if t.target == target]
             results = try_fixes(report.session, options, trials, reporter)
-    except ScriptError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except TraceError as exc:
-        raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
     save_report(report, options.out_dir / "session.json")
     if kw["html"] is not None:
         _write_html(report, kw["html"])

@@ -1,12 +1,18 @@
-"""Shared output steps of the subcommands: save the enriched report, print it, pick the exit code."""
+"""Shared steps of the subcommands: save the enriched report, print it, pick the exit code; what a
+script that cannot run or a trace that cannot be read becomes (`input_errors`)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
+from pt2doctor.analysis.verdict import EXIT_DATA
+from pt2doctor.capture.runner import ScriptError
+from pt2doctor.capture.trace_reader import TraceError
 from pt2doctor.model import Session
 from pt2doctor.report.document import Report, build_report, save_report, to_json_bytes
 from pt2doctor.report.terminal import render_terminal
@@ -23,6 +29,22 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
         color = sys.stdout.isatty()
         click.echo(render_terminal(report, color=color, width=_width()), nl=False)
     return report
+
+
+class UnreadableTrace(click.ClickException):
+    exit_code = EXIT_DATA
+
+
+@contextmanager
+def input_errors() -> Iterator[None]:
+    """A script that cannot be run (missing, not Python) is a usage error (exit 64); a trace that
+    cannot be read under --strict exits 65 (EXIT_DATA), whichever command read it."""
+    try:
+        yield
+    except ScriptError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except TraceError as exc:
+        raise UnreadableTrace(f"unreadable trace (--strict): {exc}") from exc
 
 
 def _width() -> int:

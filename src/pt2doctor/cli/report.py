@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from pt2doctor.analysis.verdict import EXIT_DATA
-from pt2doctor.capture.trace_reader import TraceError
-from pt2doctor.cli.output import emit
+from pt2doctor.cli.output import emit, input_errors
 from pt2doctor.report.document import ReportInputError, load_session
 
 
@@ -27,12 +26,10 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     if path.is_dir() and (path / "diagnosis.json").is_file():
         return _report_diagnosis(path, as_json, html or output is not None, output)
     try:
-        session = load_session(path, strict=strict)
+        with input_errors():
+            session = load_session(path, strict=strict)
     except ReportInputError as exc:
         raise click.UsageError(str(exc)) from exc
-    except TraceError as exc:
-        click.echo(f"pt2doctor: unreadable trace (--strict): {exc}", err=True)
-        return EXIT_DATA
     report = emit(session, as_json=as_json)
     if html or output is not None:
         from pt2doctor.report.html import write_html_report

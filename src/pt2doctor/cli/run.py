@@ -8,9 +8,8 @@ from pathlib import Path
 import click
 
 from pt2doctor.api import cold as _cold
-from pt2doctor.capture.runner import RunOptions, ScriptError, run_script
-from pt2doctor.capture.trace_reader import TraceError
-from pt2doctor.cli.output import emit
+from pt2doctor.capture.runner import RunOptions, run_script
+from pt2doctor.cli.output import emit, input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.report.advice import render_cold
 
@@ -36,12 +35,8 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, stdout_to_stderr=as_json, strict=strict)
     options = _cold.with_private_cache(options) if cold else options
-    try:
+    with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))
-    except ScriptError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except TraceError as exc:
-        raise click.ClickException(f"unreadable trace (--strict): {exc}") from exc
     report = emit(session, as_json=as_json, save_to=options.out_dir / "session.json")
     if cold:
         click.echo(render_cold(_cold.measure(options, TerminalReporter(quiet=False))), err=as_json)
