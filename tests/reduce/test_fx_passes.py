@@ -71,3 +71,24 @@ def test_result_still_fails_and_second_reduction_is_a_no_op(ops):
     again = _problem(first.graph.owning_module or torch.fx.GraphModule(torch.nn.Module(), first.graph), list(first.inputs), _has_relu)
     assert reduce(again, FX_PASSES).code == again.current.code
     assert again.stats.accepted == {}
+
+
+def test_isolate_ops_asks_views_after_ops_that_compute_equally_rarely():
+    from pt2doctor.reduce.fx_passes import isolate_ops
+
+    aten = torch.ops.aten
+
+    def f(x):
+        return (aten.relu.default(aten.permute.default(x, [1, 0])),)
+
+    asked = []
+
+    def oracle(cases):
+        asked.extend(c.ops for c in cases)
+        return [Outcome.PASSES for _ in cases]
+
+    gm = torch.fx.symbolic_trace(f)
+    problem = ReductionProblem(initial_case(make_base(gm, SPECS[:1])), oracle, key=case_key, sort_key=case_sort_key,
+                               jobs=1)
+    isolate_ops(problem)
+    assert asked == [("aten.relu.default",), ("aten.permute.default",)]  # graph order is the other way

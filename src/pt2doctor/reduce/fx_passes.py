@@ -4,9 +4,10 @@ Contract: passes build candidates with `fx_case.build_case` / `fx_case.rebase` f
 problem's current case and change it only through the problem's gate (see `reduce.core`).
 - `isolate_ops`: the smallest candidates first: one node alone (its tensor inputs cut), one per
   distinct (op, input metadata), rarest op first (the lowerings a graph uses everywhere are the
-  best exercised), then graph order. Most compiler bugs are one lowering, so this usually ends
-  the search in a batch or two whatever the graph's size; only the `MAX_ISOLATED` rarest are
-  tried (past that it would cost more than bisection).
+  best exercised), views after the ops of the same rarity that compute something (a view only
+  re-labels memory: no compiler generates code for it), then graph order. Most compiler bugs are
+  one lowering, so this usually ends the search in a batch or two whatever the graph's size; only
+  the `MAX_ISOLATED` first are tried (past that it would cost more than bisection).
 - `truncate_outputs`: binary search on the output point; the prefix returns every value that is
   live at the cut, as torch's minifier does.
 - `truncate_inputs`: binary search on the input point; everything before it becomes new inputs
@@ -56,7 +57,9 @@ def isolate_ops(problem: Problem) -> None:
     counts = collections.Counter(c[0] for c in classes)
     representatives = {c: name for c, name in reversed(list(zip(classes, names)))}  # first of each class wins
     order = {name: i for i, name in enumerate(names)}
-    chosen = sorted(representatives.items(), key=lambda item: (counts[item[0][0]], order[item[1]]))
+    views = {n.name for n in case.call_nodes if getattr(n.target, "is_view", False)}  # OpOverload.is_view
+    chosen = sorted(representatives.items(),
+                    key=lambda item: (counts[item[0][0]], item[1] in views, order[item[1]]))
     problem.consider_first([_alone(case, name) for _, name in chosen[:max(MAX_ISOLATED, 4 * problem.jobs)]])
 
 
