@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 from pt2doctor.capture import bytecode_cache
 
 
-def test_nothing_changes_where_torch_has_its_bytecode(monkeypatch):
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+def test_nothing_changes_where_torch_has_its_bytecode(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "pycache_prefix", None)
-    assert not bytecode_cache.torch_lacks_bytecode()  # a pip install writes it (this environment)
+    torch_init = bytecode_cache.importlib.util.find_spec("torch").origin
+    has_it = os.path.exists(bytecode_cache.importlib.util.cache_from_source(torch_init))
+    assert bytecode_cache.torch_lacks_bytecode() is not has_it  # as on this machine
+    monkeypatch.setattr(bytecode_cache, "torch_lacks_bytecode", lambda: False)  # as after a pip install
     env = bytecode_cache.worker_env({"PYTHONDONTWRITEBYTECODE": "1"})
     assert env == {"PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -24,7 +27,8 @@ def test_workers_write_and_share_bytecode_where_torch_has_none(monkeypatch, tmp_
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(bytecode_cache, "torch_lacks_bytecode", lambda: True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    env = bytecode_cache.worker_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"})
+    env = bytecode_cache.worker_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin",
+                                     "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     cache = tmp_path / "pt2doctor" / "pycache"
     assert env["PYTHONPYCACHEPREFIX"] == str(cache) and "PYTHONDONTWRITEBYTECODE" not in env
     subprocess.run([sys.executable, "-c", "import pt2doctor.capture.bytecode_cache"], env=env, check=True)
