@@ -121,6 +121,9 @@ def test_success_exits_zero(tmp_path):
     d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())
     assert d["category"] is None and "nothing fails" in d["headline"]
     assert "nothing fails" in run.stderr
+    # the stage runs queued at the start are not wanted now: stopped at once, and quietly
+    assert "SIGKILL" not in run.stderr and "SIGTERM" not in run.stderr, run.stderr
+    assert "".join(run.stderr.split()).endswith("report.html"), run.stderr  # nothing reports after the bundle
 
 
 def test_function_limits_compilation_to_functions_of_that_name(diagnosed):

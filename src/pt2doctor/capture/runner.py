@@ -61,6 +61,7 @@ class RunOptions:
     strict: bool = False
     label: str = "run"
     echo: bool = True
+    cancelled: threading.Event | None = None  # once set, the run is not wanted: a child starting then is stopped
 
 
 def check_script(script: Path) -> None:
@@ -115,13 +116,15 @@ _STOPPED: set[int] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def stop_all() -> None:
-    """Interrupt every child still running (Ctrl-C in a caller that runs several at once)."""
+def stop_all(first: signal.Signals = signal.SIGINT) -> None:
+    """Stop every child still running (Ctrl-C in a caller that runs several at once), asking with
+    `first`: SIGINT lets a script see KeyboardInterrupt; SIGTERM ends one whose result nobody wants
+    at once (SIGINT waits out a script busy importing torch)."""
     with _LIVE_LOCK:
         live = list(_LIVE)
         _STOPPED.update(proc.pid for proc in live)
     for proc in live:
-        _stop(proc, signal.SIGINT)
+        _stop(proc, first)
 
 
 def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
@@ -132,6 +135,11 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True)
     with _LIVE_LOCK:
         _LIVE.add(proc)
+        unwanted = options.cancelled is not None and options.cancelled.is_set()  # set before stop_all ran
+        if unwanted:
+            _STOPPED.add(proc.pid)
+    if unwanted:
+        _stop(proc, signal.SIGTERM)
     tail = _Tail(echo)
     pump = threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)
     pump.start()

@@ -13,7 +13,9 @@ stops what is still running.
 from __future__ import annotations
 
 import json
-from concurrent.futures import Future, ThreadPoolExecutor
+import signal
+import threading
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,7 @@ class VariantRunner:
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
+        self._closed = threading.Event()
 
     def submit(self, variant: Variant) -> Future[Attempt]:
         self._submitted += 1
@@ -79,8 +82,11 @@ class VariantRunner:
         return self.call.out_dir / "runs" / label
 
     def close(self) -> None:
+        """No run is wanted any more: queued ones never start, running ones (and one starting
+        right now) are terminated, and none reports progress after this."""
+        self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        stop_all()
+        stop_all(signal.SIGTERM)
 
     def _run(self, variant: Variant) -> Attempt:
         env = {**self.call.env, **variant.env}
@@ -92,12 +98,17 @@ class VariantRunner:
         options = RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,
+            cancelled=self._closed,
         )
+        if self._closed.is_set():
+            raise CancelledError(variant.label)
         self.reporter.status(f"run {variant.label}: started ({self._finished} of {self._submitted} runs done)")
         session = enrich(run_script(options))
         self.sessions[variant.label] = session
         self._finished += 1
         attempt = attempt_of(variant, session)
+        if self._closed.is_set():  # stopped because it is not wanted: not a result to report
+            return attempt
         said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
         self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {self._finished} of "
                              f"{self._submitted} runs done)")
