@@ -426,25 +426,28 @@ def prewarm_inductor() -> None:
         import torch
 
         probe = not torch.cuda.is_available()
-        threads = []
+        isas: list[object] = []
         if probe and platform.machine() in ("x86_64", "AMD64"):
-            import torch._inductor.codecache  # noqa: F401
-            import torch.utils.cpp_extension  # noqa: F401
-            from torch._inductor import cpu_vec_isa
+            try:
+                import torch._inductor.codecache  # noqa: F401 - what the checks import, before any thread
+                import torch.utils.cpp_extension  # noqa: F401
+                from torch._inductor import cpu_vec_isa
 
-            claimed = cpu_vec_isa.x86_isa_checker()
+                claimed = cpu_vec_isa.x86_isa_checker()
+                isas = [isa for isa in cpu_vec_isa.supported_vec_isa_list
+                        if all(flag in claimed for flag in str(isa).split())]
+            except Exception:  # not this torch's layout: `valid_vec_isa_list()` below does it all
+                isas = []
 
-            def check(isa: object) -> None:
-                try:
-                    bool(isa)
-                except Exception:
-                    pass
+        def check(isa: object) -> None:
+            try:
+                bool(isa)
+            except Exception:
+                pass
 
-            threads = [threading.Thread(target=check, args=(isa,), daemon=True)
-                       for isa in cpu_vec_isa.supported_vec_isa_list
-                       if all(flag in claimed for flag in str(isa).split())]
-            for thread in threads:
-                thread.start()
+        threads = [threading.Thread(target=check, args=(isa,), daemon=True) for isa in isas]
+        for thread in threads:
+            thread.start()
         import torch._inductor.compile_fx  # noqa: F401
         for thread in threads:
             thread.join()

@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.analysis.failures import asynchronous_cuda_error
+from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
