@@ -32,12 +32,12 @@ def cache_dir() -> Path:
 
 def torch_lacks_bytecode() -> bool:
     """Whether importing torch here compiles it from source (no bytecode where Python looks for it)."""
-    spec = importlib.util.find_spec("torch")  # finds the package without importing it
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return False
     try:
+        spec = importlib.util.find_spec("torch")  # finds the package without importing it
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return False
         return not os.path.exists(importlib.util.cache_from_source(spec.origin))
-    except (NotImplementedError, ValueError):
+    except (ImportError, NotImplementedError, ValueError):  # no torch, or no bytecode for this Python
         return False
 
 
