@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from graphs import INDUCTOR_DYNAMIC_SCRIPT, PICKY_BACKEND
+from graphs import INDUCTOR_DYNAMIC_SCRIPT, INDUCTOR_MARK_DYNAMIC_SCRIPT, PICKY_BACKEND
 
 from pt2doctor.capture.graph_recorder import record_script
 
@@ -115,6 +115,18 @@ def test_symbolic_shapes_survive_through_inductor_after_aot(recorded, minified):
     seen = subprocess.run([sys.executable, "-c", SIZES_SEEN_BY_INDUCTOR], cwd=run_dir, capture_output=True, text=True,
                           timeout=300)
     assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", "['SymInt']"], seen.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_only_the_dims_that_were_symbolic_are_symbolic_in_an_after_aot_repro(recorded, minified):
+    run_dir = recorded(INDUCTOR_MARK_DYNAMIC_SCRIPT)
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["stage"], result["ops"], result["verified"]) == ("aot", ["aten.relu.default"], True)
+    assert "DYNAMIC_DIMS = [(0,)]" in (run_dir / "repro.py").read_text()
+    seen = subprocess.run([sys.executable, "-c", SIZES_SEEN_BY_INDUCTOR], cwd=run_dir, capture_output=True, text=True,
+                          timeout=300)
+    assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", "['SymInt', 'int']"], seen.stderr[-2000:]
 
 
 def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):

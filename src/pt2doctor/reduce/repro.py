@@ -7,7 +7,9 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
   ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate whose eager
   run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
   compiles the way the failing stage did and runs; in accuracy mode it compares compiled against
-  eager, judged by an fp64 run (`torch._dynamo.utils.same`, as `same_two_models` does).
+  eager, judged by an fp64 run (`torch._dynamo.utils.same`, as `same_two_models` does). After AOT
+  with symbolic sizes, the graph Inductor gets is traced with a SymInt exactly where the recorded
+  run had one (`DYNAMIC_DIMS`; pytorch#114296) and a static size everywhere else.
 - `describe_failure(exc)` is the single definition of how a failure is described; the minifier's
   workers call it on candidates and `python repro.py` prints it after `PT2DOCTOR REPRO FAILED: `,
   so a verified repro and the reduction agree on what "the same failure" means.
@@ -103,14 +105,36 @@ def compile_repro(mod, args):
     from torch._inductor.compile_fx import compile_fx_inner
 
     if DYNAMIC:
-        from torch.fx.experimental.proxy_tensor import make_fx
-
-        gm = make_fx(mod, tracing_mode="symbolic")(*args)
+        gm = trace_symbolic(mod, args)
         compile_args = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
     else:
         gm, compile_args = torch.fx.symbolic_trace(mod), list(args)
     compiled = compile_fx_inner(gm, compile_args)
     return lambda *a: compiled(list(a))
+
+
+def trace_symbolic(mod, args):
+    """The graph traced with symbolic sizes where the recorded run had them (`DYNAMIC_DIMS`), static elsewhere."""
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    shape_env, fakes = fake_mode.shape_env, []
+    for index, (arg, dims) in enumerate(zip(args, DYNAMIC_DIMS)):
+        source = LocalSource(f"arg{index}")
+        if isinstance(arg, torch.Tensor):
+            sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(arg.dim())]
+            context = StatelessSymbolicContext(dynamic_sizes=sizes)
+            fakes.append(fake_mode.from_tensor(arg, source=source, symbolic_context=context))
+        elif dims:  # a SymInt input
+            symbol = shape_env.create_symbol(arg, source, dynamic_dim=DimDynamic.DYNAMIC)
+            fakes.append(shape_env.create_symintnode(symbol, hint=arg, source=source))
+        else:
+            fakes.append(arg)
+    with fake_mode:
+        return make_fx(mod)(*fakes)
 ''',
 }
 
@@ -159,6 +183,7 @@ def render(script: ReproScript) -> str:
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
         f"ACCURACY = {script.accuracy!r}\nTOLERANCE = {script.tolerance!r}\n"
         f"DYNAMIC = {any(s.dynamic for s in script.inputs)!r}\n",
+        _render_dynamic_dims(script),
         _render_backend(script) if script.stage is Stage.DYNAMO else "",
         _render_module(script.forward_code),
         _render_inputs(script),
@@ -167,6 +192,14 @@ def render(script: ReproScript) -> str:
         _CHECK,
     ]
     return "\n".join(p for p in parts if p)
+
+
+def _render_dynamic_dims(script: ReproScript) -> str:
+    """After AOT, per input, which dims were symbolic (a SymInt input: True); the rest stay static."""
+    if script.stage is not Stage.AOT or not any(s.dynamic for s in script.inputs):
+        return ""
+    dims = [s.dynamic if isinstance(s, TensorSpec) else bool(s.dynamic) for s in script.inputs]
+    return f"DYNAMIC_DIMS = {dims!r}\n"
 
 
 def _docstring(script: ReproScript) -> str:
