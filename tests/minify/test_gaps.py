@@ -106,27 +106,19 @@ print(sorted(set(sizes)))
 
 
 @pytest.mark.slow
-def test_symbolic_shapes_survive_through_inductor_after_aot(recorded, minified):
-    run_dir = recorded(INDUCTOR_DYNAMIC_SCRIPT)
+@pytest.mark.parametrize(("script", "marker", "sizes"), [
+    (INDUCTOR_DYNAMIC_SCRIPT, "DYNAMIC = True", "['SymInt']"),  # dynamic=True: every dim
+    (INDUCTOR_MARK_DYNAMIC_SCRIPT, "DYNAMIC_DIMS = [(0,)]", "['SymInt', 'int']"),  # only the dim that was
+], ids=["all-dims", "one-dim"])
+def test_symbolic_shapes_survive_through_inductor_after_aot(recorded, minified, script, marker, sizes):
+    run_dir = recorded(script)
     run, result = minified(run_dir)
     assert run.code == 0, run.stderr[-2000:]
     assert (result["stage"], result["ops"], result["verified"]) == ("aot", ["aten.relu.default"], True)
-    assert "DYNAMIC = True" in (run_dir / "repro.py").read_text()
+    assert marker in (run_dir / "repro.py").read_text()
     seen = subprocess.run([sys.executable, "-c", SIZES_SEEN_BY_INDUCTOR], cwd=run_dir, capture_output=True, text=True,
                           timeout=300)
-    assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", "['SymInt']"], seen.stderr[-2000:]
-
-
-@pytest.mark.slow
-def test_only_the_dims_that_were_symbolic_are_symbolic_in_an_after_aot_repro(recorded, minified):
-    run_dir = recorded(INDUCTOR_MARK_DYNAMIC_SCRIPT)
-    run, result = minified(run_dir)
-    assert run.code == 0, run.stderr[-2000:]
-    assert (result["stage"], result["ops"], result["verified"]) == ("aot", ["aten.relu.default"], True)
-    assert "DYNAMIC_DIMS = [(0,)]" in (run_dir / "repro.py").read_text()
-    seen = subprocess.run([sys.executable, "-c", SIZES_SEEN_BY_INDUCTOR], cwd=run_dir, capture_output=True, text=True,
-                          timeout=300)
-    assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", "['SymInt', 'int']"], seen.stderr[-2000:]
+    assert seen.stdout.splitlines() == ["CppCompileError: C++ compile error", sizes], seen.stderr[-2000:]
 
 
 def test_ctrl_c_keeps_the_best_so_far_repro(tmp_path):
