@@ -74,7 +74,7 @@ if path:
 
 @functools.cache
 def _boot() -> str:
-    """The verifier's program; built on first use (the prewarm's source is read from torch_compat's file)."""
+    """The verifier's program, built on first use (it reads the prewarm's source from `torch_compat/warm.py`)."""
     return _BOOT_TEMPLATE.format(prewarm=textwrap.indent(prewarm_inductor_source(), "    "))
 
 

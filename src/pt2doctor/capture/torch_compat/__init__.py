@@ -1,0 +1,90 @@
+"""Every private torch API pt2doctor touches, in one place, with the versions it was checked on.
+
+Contract: the rest of pt2doctor imports torch internals only through this package, by this one name
+(`from pt2doctor.capture import torch_compat`). Each function says which torch versions it was
+checked on; when a later torch moves something, the fix is here. Checked on: torch 2.13.0 (CPU,
+this repo's CI) and 2.11 (CUDA, the lent GPU machine). The functions live in one module per
+pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
+- `observe`: the structured trace, config, the in-process watch and the advisors;
+- `record`: the graph recorder's seams, repro material, caches and configs, the accuracy rule;
+- `diagnose`: the compiler bisector and frame recordings;
+- `warm`: warming fresh interpreters up (the minifier's workers and verifier).
+"""
+
+from pt2doctor.capture.torch_compat.observe import (
+    trace_logger,
+    trace_formatter,
+    dynamo_explain,
+    config_diff,
+    reset_dynamo,
+    interned_strings,
+    dynamo_config,
+    config_module,
+    patch_torch_compile,
+)
+from pt2doctor.capture.torch_compat.record import (
+    patch_backend_call,
+    patch_inductor_inner_compile,
+    backend_chain,
+    registered_backends,
+    current_compile_id,
+    symint_hint,
+    fx_module_source,
+    config_lines,
+    qualified_name,
+    unwrap_backend_exception,
+    disable_aot_autograd_cache,
+    cuda_fork_poisoned,
+    config_checkpoint,
+    same_as_fp64_reference,
+    clone_input,
+    node_example_value,
+)
+from pt2doctor.capture.torch_compat.diagnose import (
+    compiler_bisector,
+    compile_every_time,
+    bisector_subsystems,
+    install_bisect_policy,
+    patch_dynamo_exception_handler,
+    is_graph_break,
+)
+from pt2doctor.capture.torch_compat.warm import (
+    prewarm_inductor,
+    prewarm_inductor_source,
+)
+
+__all__ = [
+    "trace_logger",
+    "trace_formatter",
+    "dynamo_explain",
+    "config_diff",
+    "reset_dynamo",
+    "interned_strings",
+    "dynamo_config",
+    "config_module",
+    "patch_torch_compile",
+    "patch_backend_call",
+    "patch_inductor_inner_compile",
+    "backend_chain",
+    "registered_backends",
+    "current_compile_id",
+    "symint_hint",
+    "fx_module_source",
+    "config_lines",
+    "qualified_name",
+    "unwrap_backend_exception",
+    "disable_aot_autograd_cache",
+    "cuda_fork_poisoned",
+    "config_checkpoint",
+    "same_as_fp64_reference",
+    "clone_input",
+    "node_example_value",
+    "compiler_bisector",
+    "compile_every_time",
+    "bisector_subsystems",
+    "install_bisect_policy",
+    "patch_dynamo_exception_handler",
+    "is_graph_break",
+    "prewarm_inductor",
+    "prewarm_inductor_source",
+]

@@ -1,0 +1,196 @@
+"""Private torch APIs for recording and replaying graphs: the backend and Inductor seams, graph
+source and config as code, caches, configs to restore, and the accuracy rule (capture.graph_recorder,
+capture.accuracy_probe, reduce). See the package contract in `torch_compat/__init__.py`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def patch_backend_call(wrapper: Callable[..., Any]) -> Callable[[], None]:
+    """Route every Dynamo backend call through `wrapper(original, output_graph, gm, example_inputs)`.
+
+    `OutputGraph._call_user_compiler` is the one place every backend (named, registered or a user
+    callable) is called from (2.13). Returns the function that restores the original.
+    """
+    from torch._dynamo.output_graph import OutputGraph
+
+    original = OutputGraph._call_user_compiler
+
+    def patched(self: Any, gm: Any, example_inputs: Any) -> Any:
+        return wrapper(original, self, gm, example_inputs)
+
+    OutputGraph._call_user_compiler = patched  # type: ignore[method-assign]
+
+    def restore() -> None:
+        OutputGraph._call_user_compiler = original  # type: ignore[method-assign]
+
+    return restore
+
+
+def patch_inductor_inner_compile(wrapper: Callable[..., Any]) -> Callable[[], None]:
+    """Route the graphs AOTAutograd hands Inductor through `wrapper(original, gm, inputs, **kw)`.
+
+    `compile_fx_inner` looks `_compile_fx_inner` up as a module global at call time (2.13), the
+    same seam torch's own after-AOT minifier wraps.
+    """
+    from torch._inductor import compile_fx
+
+    original = compile_fx._compile_fx_inner
+
+    def patched(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        return wrapper(original, gm, example_inputs, *args, **kwargs)
+
+    compile_fx._compile_fx_inner = patched  # type: ignore[assignment]
+
+    def restore() -> None:
+        compile_fx._compile_fx_inner = original  # type: ignore[assignment]
+
+    return restore
+
+
+def backend_chain(compiler_fn: Any) -> list[Any]:
+    """The wrappers Dynamo puts around a backend, outermost first (WrapBackendDebug,
+    _TorchCompileWrapper / _TorchCompileInductorWrapper, the user's callable) (2.13)."""
+    chain = []
+    while compiler_fn is not None and len(chain) < 8:
+        chain.append(compiler_fn)
+        compiler_fn = getattr(compiler_fn, "_torchdynamo_orig_backend", None) or getattr(compiler_fn, "compiler_fn", None)
+    return chain
+
+
+def registered_backends() -> dict[str, Any]:
+    """Registered backend name -> compiler function (2.13)."""
+    from torch._dynamo.backends import registry
+
+    registry._lazy_import()
+    return dict(registry._COMPILER_FNS)
+
+
+def current_compile_id() -> str | None:
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    return None if compile_id is None else str(compile_id)
+
+
+def symint_hint(value: Any) -> int:
+    """A SymInt's concrete example value without adding a guard (2.13: `node.hint`)."""
+    hint = getattr(getattr(value, "node", None), "hint", None)
+    return int(hint) if hint is not None else int(value)
+
+
+def fx_module_source(gm: Any) -> str:
+    """Import block plus `forward` code of an FX graph module, as torch's own pickling writes it
+    (`torch.fx.graph_module._format_import_block`, 2.13)."""
+    from torch.fx.graph_module import _format_import_block
+    from torch.package import sys_importer
+
+    python = gm.graph.python_code(root_module="self")
+    return _format_import_block(python.globals, sys_importer) + "\n" + python.src
+
+
+def config_lines() -> tuple[str, ...]:
+    """Non-default Inductor and Dynamo config as code lines (`codegen_config`, 2.13)."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    lines = []
+    for module, name in ((inductor_config, "torch._inductor.config"), (dynamo_config, "torch._dynamo.config")):
+        body = [line for line in module.codegen_config().splitlines() if line.strip()]
+        if body:
+            lines += [f"import {name}", *body]
+    return tuple(lines)
+
+
+def qualified_name(target: Any) -> str:
+    """`torch.relu`, `aten.relu.default`, `operator.add`: how FX names a call target (2.13)."""
+    from torch.fx.node import _get_qualified_name
+
+    if isinstance(target, str):
+        return target
+    try:
+        return _get_qualified_name(target).removeprefix("torch.ops.")
+    except Exception:
+        return str(target)
+
+
+def unwrap_backend_exception(exc: BaseException) -> BaseException:
+    """The backend's own exception inside BackendCompilerFailed / InductorError (2.13)."""
+    while getattr(exc, "inner_exception", None) is not None:
+        exc = exc.inner_exception  # type: ignore[attr-defined]
+    return exc
+
+
+def disable_aot_autograd_cache() -> Callable[[], None]:
+    """Turn AOTAutograd's cache off (`torch._functorch.config.enable_autograd_cache`, 2.11, 2.13);
+    returns the restore. A cache hit skips Inductor's inner compile, so the after-AOT graph would
+    never be seen by `patch_inductor_inner_compile`."""
+    import torch._functorch.config as functorch_config
+
+    previous = functorch_config.enable_autograd_cache
+    functorch_config.enable_autograd_cache = False
+
+    def restore() -> None:
+        functorch_config.enable_autograd_cache = previous
+
+    return restore
+
+
+def cuda_fork_poisoned() -> bool:
+    """In a forked child: whether torch marked it a "bad fork" that cannot use CUDA (its parent had
+    touched the CUDA driver): `torch.cuda._is_in_bad_fork` (2.11, 2.13; False on CPU builds)."""
+    import torch.cuda
+
+    return bool(torch.cuda._is_in_bad_fork())
+
+
+def config_checkpoint() -> Callable[[], None]:
+    """Snapshot Dynamo's, AOTAutograd's and Inductor's configs; the returned function restores
+    them (`get_config_copy` / `load_config`, 2.11, 2.13), silencing the deprecation warnings that
+    re-setting retired keys gives."""
+    import warnings
+
+    import torch._dynamo.config
+    import torch._functorch.config
+    import torch._inductor.config
+
+    saved = [(m, m.get_config_copy()) for m in (torch._dynamo.config, torch._functorch.config, torch._inductor.config)]
+
+    def restore() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for module, copy in saved:
+                module.load_config(copy)
+
+    return restore
+
+
+def same_as_fp64_reference(expected: Any, actual: Any, reference: Any, tolerance: float) -> bool:
+    """PyTorch's accuracy rule (`same_two_models` semantics): allclose, else RMSE(actual, fp64) within
+    a dtype-dependent multiple of RMSE(expected, fp64) (`torch._dynamo.utils.same`, 2.13).
+
+    The same call, with the same keywords, as `same_as_fp64_reference` in the minifier's repro
+    template (`reduce/repro.py`), which must stay torch-only and so cannot import this one: the two
+    judge a graph identically. Errors are not logged (the probe asks per node).
+    """
+    from torch._dynamo.utils import same
+
+    return bool(same(expected, actual, reference, tol=tolerance, equal_nan=True, ignore_non_fp=True,
+                     log_error=lambda *args, **kwargs: None))
+
+
+def clone_input(value: Any) -> Any:
+    """A copy of a tensor with the same size, strides and storage offset (`torch._dynamo.utils.clone_input`,
+    2.13), so a compiled graph that assumed the strides runs on it; non-tensors as they are."""
+    import torch
+    from torch._dynamo.utils import clone_input as _clone
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    return _clone(value.detach()).requires_grad_(value.requires_grad and value.is_floating_point())
+
+
+def node_example_value(node: Any) -> Any:
+    """The fake value Dynamo attached to an FX node (`meta["example_value"]`, 2.13), or `meta["val"]`."""
+    return node.meta.get("example_value", node.meta.get("val"))

@@ -1,0 +1,68 @@
+"""Private torch APIs for warming fresh interpreters up (reduce.zygote, reduce.verify). See the
+package contract in `torch_compat/__init__.py`."""
+
+from __future__ import annotations
+
+import inspect
+
+
+def prewarm_inductor() -> None:
+    """Import Inductor, and where no GPU is visible run its CPU vector-ISA probe (2.11, 2.13).
+
+    `valid_vec_isa_list()` checks each ISA the CPU claims, one after the other: it builds a test
+    library (cached on disk) and dlopens it in a child process, which loads libtorch_cpu (~0.45 s
+    per ISA on x86 with the cache warm, so ~1.4 s for avx2/avx512/avx512_vnni; tens of seconds
+    cold). Its answer is a fact about the machine that every Inductor compile on CPU computes
+    first, so running it early changes when, not what. Here each claimed ISA's check (`bool(isa)`,
+    cached per ISA object by torch) runs in a thread of its own while this thread imports
+    Inductor's compiler, so the children load on other cores; `valid_vec_isa_list()` then reads the
+    cached answers. What the checks import lazily is imported first, so no thread imports a module
+    while another does. Where anything here differs in a later torch, the list is just computed
+    the ordinary way. Where a GPU is visible the repro most likely runs there and never asks, so
+    the probe is not run.
+    Self-contained: its source also runs in the verifying interpreter, which imports nothing of
+    pt2doctor. Never raises.
+    """
+    try:
+        import platform
+        import threading
+
+        import torch
+
+        probe = not torch.cuda.is_available()
+        isas: list[object] = []
+        if probe and platform.machine() in ("x86_64", "AMD64"):
+            try:
+                import torch._inductor.codecache  # noqa: F401 - what the checks import, before any thread
+                import torch.utils.cpp_extension  # noqa: F401
+                from torch._inductor import cpu_vec_isa
+
+                claimed = cpu_vec_isa.x86_isa_checker()
+                isas = [isa for isa in cpu_vec_isa.supported_vec_isa_list
+                        if all(flag in claimed for flag in str(isa).split())]
+            except Exception:  # not this torch's layout: `valid_vec_isa_list()` below does it all
+                isas = []
+
+        def check(isa: object) -> None:
+            try:
+                bool(isa)
+            except Exception:
+                pass
+
+        threads = [threading.Thread(target=check, args=(isa,), daemon=True) for isa in isas]
+        for thread in threads:
+            thread.start()
+        import torch._inductor.compile_fx  # noqa: F401
+        for thread in threads:
+            thread.join()
+        if probe:
+            from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+            valid_vec_isa_list()
+    except Exception:
+        pass
+
+
+def prewarm_inductor_source() -> str:
+    """The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify)."""
+    return inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"
