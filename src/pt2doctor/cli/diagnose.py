@@ -90,7 +90,6 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
 
 
 def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
-
     style = "green" if not d.failed else "red"
     console.print(f"\n[bold {style}]{d.headline}[/]")
     if d.stages:
