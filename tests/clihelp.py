@@ -31,5 +31,5 @@ def pt2doctor(*args: str, cwd: Path | None = None, stdin: str | None = None, tim
     env.pop("TORCH_TRACE", None)
     proc = subprocess.run([sys.executable, "-m", "pt2doctor", *args], capture_output=True, text=True, cwd=cwd,
                           input=stdin, timeout=timeout, env=env)
-    out_dir = Path(args[args.index("--out") + 1]) if "--out" in args else Path()
+    out_dir = (cwd or Path()) / args[args.index("--out") + 1] if "--out" in args else Path()
     return CliRun(proc.returncode, proc.stdout, proc.stderr, out_dir)

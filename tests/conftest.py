@@ -33,7 +33,8 @@ def diagnosed(tmp_path_factory: pytest.TempPathFactory):
         key = (str(script), *options, "--", *args)
         if key not in cache:
             out = tmp_path_factory.mktemp(script.stem)
-            run = pt2doctor("diagnose", "--out", str(out / "bundle"), *options, str(script), *args, timeout=900)
+            # a relative --out, as users type it: every path diagnose hands on must still resolve
+            run = pt2doctor("diagnose", "--out", "bundle", *options, str(script), *args, cwd=out, timeout=900)
             path = out / "bundle" / "diagnosis.json"
             assert path.exists(), run.stderr[-3000:]
             cache[key] = (run, json.loads(path.read_text()))

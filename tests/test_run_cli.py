@@ -41,6 +41,16 @@ def test_fullgraph_break_is_also_listed_as_a_fatal_graph_break(run_json):
     assert gb["line"] == 5 and gb["fatal"] and any("reorderable_logging_functions" in h for h in gb["hints"])
 
 
+def test_a_frame_dynamo_skipped_is_a_graph_break_not_a_failure(run_json):
+    """Without fullgraph, a break Dynamo cannot resume from skips the frame; the program goes on."""
+    run = run_json("skipped_frame.py")
+    doc = run.doc
+    assert run.code == 0 and doc["failures"] == []
+    (gb,) = doc["graph_breaks"]
+    assert gb["line"] == 9 and gb["function"] == "helper" and not gb["fatal"]
+    assert "fatal" not in run.stderr
+
+
 def test_signal_death_records_the_signal(run_json):
     doc = run_json("segfault.py").doc
     assert doc["exit"] == {"code": None, "signal": 11, "timed_out": False, "interrupted": False}

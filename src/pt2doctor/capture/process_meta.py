@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pt2doctor.capture.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
@@ -97,8 +98,17 @@ def failures(meta: dict[str, Any], exit_info: ExitInfo, compile_failures: Iterab
     elif exit_info.interrupted:
         out.append(_stack_failure("interrupt", "KeyboardInterrupt", "interrupted (Ctrl-C)", paths))
     matched = {f.compile_id for f in out if f.compile_id is not None}
-    out.extend(f for f in compile_failures if f.compile_id not in matched and not _is_same(f, out))
+    recovered = [f for f in compile_failures if f.compile_id not in matched and not _is_same(f, out)]
+    # a graph break the process did not die of made Dynamo skip its frame: a break, not a failure
+    out.extend(f for f in recovered if not is_graph_break_failure(f.exception, f.traceback))
     return out
+
+
+def settle_fatal(breaks: Iterable[GraphBreak], failures: Iterable[Failure]) -> list[GraphBreak]:
+    """A break is fatal only where a compile it ended is among the run's failures (the process died of
+    it, as under `fullgraph=True`); else Dynamo skipped the frame and ran it eagerly."""
+    failed = {f.compile_id for f in failures if f.compile_id is not None}
+    return [b if not b.fatal or failed.intersection(b.compile_ids) else replace(b, fatal=False) for b in breaks]
 
 
 def _is_same(failure: Failure, known: list[Failure]) -> bool:

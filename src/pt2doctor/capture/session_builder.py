@@ -172,11 +172,18 @@ def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason:
     fold.facts.limit_hits.append(LimitHit(function, file, line, key[1], limit, reason.splitlines()[0]))
 
 
+def is_graph_break_failure(fail_type: str, reason: str) -> bool:
+    """A frame's compile failed on a graph break it could not resume from: fatal under `fullgraph=True`,
+    otherwise Dynamo skips the frame (it runs eagerly) and the program goes on. The trace does not say
+    which; only how the process ended does (`process_meta.failures`)."""
+    return fail_type in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "Explanation:" in reason
+
+
 def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_type: str, reason: str,
                         function: str) -> None:
     file, line = m.get("fail_user_frame_filename"), m.get("fail_user_frame_lineno")
     where = SourceLoc(file, int(line), function) if file and line else None
-    if fail_type in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "Explanation:" in reason:
+    if is_graph_break_failure(fail_type, reason):
         _add_break(fold, reason, cid, fatal=True, where=where)
     first = reason.strip().splitlines()[0] if reason.strip() else fail_type
     fold.facts.compile_failures.append(Failure(

@@ -60,6 +60,11 @@ class DiagnoseOptions:
     minify: bool = True
     bisect: bool = True
 
+    def __post_init__(self) -> None:
+        # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves
+        # from anywhere, and the steps that run in other directories find what they were given
+        object.__setattr__(self, "out_dir", Path(self.out_dir).absolute())
+
 
 def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_reporter: Any = None) -> Diagnosis:
     reporter = reporter or SilentReporter()
@@ -288,7 +293,7 @@ def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     found.replay = str(replay)
     expected = found.error.split(":", 1)[0]
     try:
-        proc = subprocess.run([sys.executable, str(replay)], capture_output=True, text=True, cwd=options.out_dir,
+        proc = subprocess.run([sys.executable, replay.name], capture_output=True, text=True, cwd=replay.parent,
                               timeout=max(60.0, options.query_timeout_s))
     except subprocess.TimeoutExpired:
         found.notes.append("replay.py did not finish in time")
