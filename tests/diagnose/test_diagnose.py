@@ -49,6 +49,17 @@ def test_dynamo_failure_names_the_users_line(diagnosed):
     assert "force_eager" in labels and d["repro"] is None
 
 
+def test_a_hard_recompile_limit_is_explained_by_the_guard_that_failed(diagnosed):
+    """fail_on_recompile_limit_hit is the program's choice: diagnose says why it recompiled, not 'a Dynamo bug'."""
+    run, d = diagnosed(HERE / "recompile_limit_fail.py")
+    assert run.code == 1 and d["category"] == "recompilation"
+    (hit,) = json.loads((run.out_dir / "runs" / "original-1" / "session.json").read_text())["limit_hits"]
+    assert hit["function"] == "scale" and hit["fatal"] and hit["guard_failures"][0]["subject"] == "k"
+    steps = " ".join(d["next_steps"])
+    assert "not a compiler bug" in steps and "`k`" in steps and "Dynamo bug" not in steps
+    assert "replay" not in d["timings"]
+
+
 def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     """The guide's record/replay, working: replay.py compiles the failing frame again and fails the same way."""
     run, d = diagnosed(HERE / "dynamo_internal.py")

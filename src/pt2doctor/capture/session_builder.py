@@ -108,13 +108,10 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
     if cid is None or m.get("is_runtime"):
         return
     key = (event.rank, _frame_key(cid))
-    start = fold.starts.get(key)
-    function = m.get("co_name") or (start.function if start else "?")
-    file = m.get("co_filename") or (start.file if start else "?")
-    line = int(m.get("co_firstlineno") or (start.line if start else 0))
+    function, file, line = _code_of(fold, key, m)
     fail_type, fail_reason = m.get("fail_type"), m.get("fail_reason")
-    if fail_reason and _LIMIT_MARK in fail_reason.lower():
-        _on_limit_hit(fold, key, function, file, line, fail_reason)
+    if fail_reason and (_LIMIT_MARK in fail_reason.lower() or fail_type == "FailOnRecompileLimitHit"):
+        _on_limit_hit(fold, key, function, file, line, fail_reason, fatal=fail_type == "FailOnRecompileLimitHit")
         return
     known = fold.compiles.get(key)
     if known is not None and m.get("is_forward") is False:
@@ -161,15 +158,23 @@ def _add_backward(known: Compile, m: dict[str, Any]) -> Compile:
     return replace(known, phases=phases, time_s=time)
 
 
-def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason: str) -> None:
-    start = fold.starts.get(key)
+def _code_of(fold: _Fold, key, m: dict[str, Any]) -> tuple[str, str, int]:
+    """(function, file, first line) of the compiled code: from the metrics, else from the frame's other
+    compiles (a compile refused at the recompile limit has no code fields), else from its start."""
+    if m.get("co_name"):
+        return m["co_name"], m.get("co_filename") or "?", int(m.get("co_firstlineno") or 0)
     same_frame = [c for (rank, cid), c in fold.compiles.items() if rank == key[0] and cid.frame == key[1].frame]
     if same_frame:
-        function, file, line = same_frame[0].function, same_frame[0].file, same_frame[0].line
-    elif start is not None:
-        function, file, line = start.function, start.file, start.line
+        return same_frame[0].function, same_frame[0].file, same_frame[0].line
+    start = fold.starts.get(key)
+    return (start.function, start.file, start.line) if start else ("?", "?", 0)
+
+
+def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason: str, *, fatal: bool) -> None:
     limit = "accumulated_recompile_limit" if "accumulated" in reason else "recompile_limit"
-    fold.facts.limit_hits.append(LimitHit(function, file, line, key[1], limit, reason.splitlines()[0]))
+    failures = tuple(parse_guard_failure(r) for r in fold.reasons.get(key, ()))
+    fold.facts.limit_hits.append(
+        LimitHit(function, file, line, key[1], limit, reason.splitlines()[0], fatal=fatal, guard_failures=failures))
 
 
 def is_graph_break_failure(fail_type: str, reason: str) -> bool:

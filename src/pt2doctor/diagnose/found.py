@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pt2doctor.analysis.recompiles import fix_for
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category, Environment, Session
@@ -153,11 +154,27 @@ def _traced_frames(message: str) -> list[dict[str, Any]]:
     return [f for f in reversed(frames) if is_user_file(f["file"])]
 
 
+def _recompile_limit_steps(found: Found) -> None:
+    """The program asked to fail at the recompile limit (`fail_on_recompile_limit_hit`,
+    `error_on_recompile`): a configuration's choice, not a compiler bug; what matters is why it recompiled."""
+    hits = found.session.limit_hits if found.session else ()
+    why = next((h.guard_failures[0] for h in hits if h.guard_failures), None)
+    found.next_steps.append("Dynamo stopped the program at the recompile limit because the configuration asks it to "
+                            "(fail_on_recompile_limit_hit or error_on_recompile): not a compiler bug.")
+    if why is not None:
+        found.next_steps.append(f"It wanted to recompile because {why.text}; fix: {fix_for(why)}")
+    command = " ".join(found.command)
+    found.next_steps.append(f"`pt2doctor recompiles {command}` explains every recompile and checks the fixes; or "
+                            "raise torch._dynamo.config.recompile_limit if each recompile is wanted.")
+
+
 def conclude(found: Found) -> None:
     stage_title = STAGE_TITLES.get(found.stage or "", found.stage or "an unknown stage")
     backend = found.original_backend or "the original backend"
     found.headline = f"{found.category} in {stage_title}: {found.error}"
-    if found.stage == "dynamo":
+    if found.category == Category.RECOMPILATION.value:
+        _recompile_limit_steps(found)
+    elif found.stage == "dynamo":
         where = found.user_frames[0] if found.user_frames else None
         at = f" at {where['file']}:{where['line']}" if where else ""
         found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")

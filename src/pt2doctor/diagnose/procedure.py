@@ -148,7 +148,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
             return
     refine_category(found)
     where(found)
-    if found.stage == "dynamo":
+    if found.stage == "dynamo" and found.category != Category.RECOMPILATION.value:  # a limit hit has no frame to replay
         with found.timed("replay"):
             try:
                 _replay(options, runner.run_dir(a1.label), found, reporter)

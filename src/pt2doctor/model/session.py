@@ -146,7 +146,8 @@ class Recompile:
 
 @dataclass(frozen=True, slots=True)
 class LimitHit:
-    """A frame that hit `recompile_limit` (or the accumulated limit) and fell back to eager."""
+    """A frame that hit `recompile_limit` (or the accumulated limit) and fell back to eager, or, with
+    `fail_on_recompile_limit_hit`, raised (`fatal`); `guard_failures`: why it wanted to recompile."""
 
     function: str
     file: str
@@ -154,6 +155,8 @@ class LimitHit:
     compile_id: CompileId
     limit: str
     message: str
+    fatal: bool = False
+    guard_failures: tuple[GuardFailure, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,8 +104,11 @@ def _recompiles(s: Session) -> list[object]:
         if r.guard_failures:
             out.append(Text(f"     fix: {fix_for(r.guard_failures[0])}", style="green"))
     for h in s.limit_hits:
-        out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: later new inputs run eagerly",
-                        style="bold red"))
+        then = "the program was stopped (fail_on_recompile_limit_hit)" if h.fatal else "later new inputs run eagerly"
+        out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {then}", style="bold red"))
+        for g in h.guard_failures[:1]:
+            out.append(Text(f"     it wanted to recompile because {g.text}"))
+            out.append(Text(f"     fix: {fix_for(g)}", style="green"))
     return out
 
 
