@@ -17,6 +17,7 @@ EXAMPLES = Path(__file__).parents[1] / "src" / "pt2doctor" / "examples"
     [
         ("fullgraph_break.py", "graph_break", 5, 1),
         ("backend_failure.py", "backend_failure", 5, 1),
+        ("graph_raises.py", "backend_failure", 6, 1),
         ("recompile_limit.py", "recompilation", 13, 1),
         ("user_error.py", "user_error", 9, 1),
         ("accuracy_assert.py", "accuracy", 9, 1),

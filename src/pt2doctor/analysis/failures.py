@@ -69,7 +69,9 @@ def _raised_in_generated_code(f: Failure) -> bool:
 
 
 def _backend(f: Failure) -> bool:
-    return _short(f) in ("BackendCompilerFailed", "InductorError", "LoweringException", "InvalidBackend")
+    """The backend failed to compile, or the graph it returned raised as it ran (origin `graph`)."""
+    return _short(f) in ("BackendCompilerFailed", "InductorError", "LoweringException", "InvalidBackend") or (
+        f.origin == "graph")
 
 
 def _dynamo_internal(f: Failure) -> bool:

@@ -2,7 +2,8 @@
 
 Contract: `install()` (in the child, before the script runs) wraps every callable a Dynamo backend
 returns in a counter keyed by the compile id it was compiled under, and returns `snapshot()`, the
-`{compile id: calls}` the child writes to its sidecar at exit. The wrapper is one Python call and
+`{compile id: calls}` the child writes to its sidecar at exit. An exception that comes out of
+a compiled graph's call is tagged with that graph's compile id (`RAISED_BY`). The wrapper is one Python call and
 an integer add per graph call, and keeps the boxed calling convention (`_boxed_call`). It imports
 nothing: the hook goes in when the script itself imports Dynamo (an import hook on
 `torch._dynamo.output_graph`), so a script that never uses torch still never imports it.
@@ -32,12 +33,29 @@ def install() -> Callable[[], dict[str, int]]:
         @functools.wraps(compiled)
         def counted(*args: Any, **kwargs: Any) -> Any:
             calls[compile_id] += 1
-            return compiled(*args, **kwargs)
+            try:
+                return compiled(*args, **kwargs)
+            except BaseException as exc:
+                _mark_raised_by(exc, compile_id)
+                raise
 
         return counted
 
     after_import(_HOOKED_MODULE, lambda: torch_compat.patch_backend_call(on_backend_call))
     return lambda: dict(calls)
+
+
+RAISED_BY = "_pt2doctor_raised_by_graph"
+
+
+def _mark_raised_by(exc: BaseException, compile_id: str) -> None:
+    """Tag `exc` with the compiled graph it came out of as that graph ran (the innermost one wins), so
+    the child's record can tell a graph's run-time error from the script's own."""
+    if not hasattr(exc, RAISED_BY):
+        try:
+            setattr(exc, RAISED_BY, compile_id)
+        except (AttributeError, TypeError):
+            pass  # an exception type without a __dict__: left untagged
 
 
 _HOOKED_MODULE = "torch._dynamo.output_graph"  # defines OutputGraph, the one place backends are called

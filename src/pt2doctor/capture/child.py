@@ -43,6 +43,7 @@ def _exception_record(exc: BaseException) -> dict[str, Any]:
         "chain": chain,
         "frames": frames,
         "traceback": "".join(traceback.format_exception(exc))[-_MAX_MESSAGE:],
+        "raised_by_graph": getattr(exc, "_pt2doctor_raised_by_graph", None),  # call_counter.RAISED_BY
     }
 
 

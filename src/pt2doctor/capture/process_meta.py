@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture.session_builder import is_graph_break_failure
-from pt2doctor.model import Category, Compile, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
+from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
 _NOT_USER = tuple(
@@ -125,12 +125,21 @@ def _from_exception(exc: dict[str, Any], compile_failures: list[Failure]) -> Fai
     if match is not None and match.file:
         # Dynamo knows the line inside the compiled function; the traceback only has the call site.
         where = SourceLoc(match.file, match.line or 0)
+    graph = _compile_id(exc.get("raised_by_graph")) if match is None else None
     return Failure(
         category=Category.UNCLASSIFIED, exception=str(exc.get("type", "Exception")),
         message=str(exc.get("message", "")), file=where.file if where else None, line=where.line if where else None,
-        origin="exception", compile_id=match.compile_id if match else None, user_frames=user,
+        origin="graph" if graph else "exception",
+        compile_id=match.compile_id if match else graph, user_frames=user,
         chain=tuple(exc.get("chain", ())), traceback=str(exc.get("traceback", "")),
     )
+
+
+def _compile_id(text: object) -> CompileId | None:
+    try:
+        return CompileId.parse(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def _stack_failure(origin: str, exception: str, message: str, paths: RunPaths) -> Failure:

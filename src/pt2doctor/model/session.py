@@ -51,7 +51,7 @@ class GuardKind(str, Enum):
     OTHER = "other"
 
 
-FailureOrigin = Literal["exception", "signal", "timeout", "compile", "interrupt"]
+FailureOrigin = Literal["exception", "graph", "signal", "timeout", "compile", "interrupt"]
 CompileStatus = Literal["ok", "failed", "empty"]
 
 
