@@ -26,3 +26,8 @@ def recompile_session(tmp_path_factory: pytest.TempPathFactory) -> Session:
 @pytest.fixture(scope="session")
 def break_session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     return run("break_causes.py", tmp_path_factory.mktemp("break_causes"))
+
+
+@pytest.fixture(scope="session")
+def value_session(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    return run("recompile_values.py", tmp_path_factory.mktemp("recompile_values"))

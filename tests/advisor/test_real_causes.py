@@ -10,7 +10,7 @@ from pt2doctor.model import GuardKind, Session
 
 CAUSES = {
     "by_size": (GuardKind.SIZE, "input `x`: size at dim 0 changed 16 -> 17", "mark_dynamic(x, 0)"),
-    "by_dtype": (GuardKind.DTYPE, "input `x`: dtype changed float32 -> float16", "one dtype"),
+    "by_dtype": (GuardKind.DTYPE, "input `x`: dtype changed float32 -> float16", "x.to(torch.float32)"),
     "by_stride": (GuardKind.STRIDE, "input `x`: became non-contiguous", ".contiguous()"),
     "by_grad": (GuardKind.REQUIRES_GRAD, "input `x`: requires_grad changed False -> True", "no_grad"),
     "by_scalar": (GuardKind.VALUE, "Python int `n` changed", "torch.tensor(n)"),

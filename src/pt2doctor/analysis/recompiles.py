@@ -2,45 +2,133 @@
 
 Contract: `recompile_chains(session)` groups recompiles by function (in compile order) and picks, for
 each recompile, the guard failure that caused it (`primary_failure`); `find_recompiles(session)` turns
-each chain into one finding with the concrete fix from `FIXES` (looked up by guard kind). Pure.
+each chain into one finding with the concrete fix (`fix_for`). Pure.
 
-Which failure is the cause: torch lists one failed guard per cache entry, newest entry first. A
-failure is "explained away" when another entry of the same frame was compiled for the value this call
-has (e.g. the newest entry is float64 but an older float32 entry failed on something else), so the
-cause is the first failure that is not explained away; the newest entry's failure otherwise.
+Which failure is the cause: torch lists one failed guard per cache entry, newest entry first, and only
+the first guard of an entry that failed. A failure is "explained away" when another entry was compiled
+for what this call has: another entry expected the value this call has (e.g. the newest entry is float64
+but an older float32 entry failed on something else), or, for torch's global state (grad mode, autocast),
+another entry failed on a later guard: torch checks the global state first, so that entry had this
+call's state. The cause is the first failure not explained away; the newest entry's failure otherwise.
 A Python value's new value is not in torch's guard text; it is inferred from a later recompile whose
 failed entry is this compile (that guard then states the value this compile specialized on).
+
+The fix depends on what changed, not only on the guard's kind (`cause_of` -> `Cause` -> `FIXES`): an
+int can become dynamic, a float is specialized unless `specialize_float` is off, a string, bool or None
+is a mode flag (one graph per value is expected), `training` flips with `model.train()/eval()`, a value
+Dynamo carried across a graph break (`___stackN`) is fixed at the break, not by name.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import Enum
 
-from pt2doctor.model import Finding, GuardFailure, GuardKind, LimitHit, Recompile, Session, Severity, SourceLoc
+from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, LimitHit, Recompile, Session, Severity,
+                             SourceLoc)
 
-FIXES: dict[GuardKind, str] = {
-    GuardKind.SIZE: "mark the dimension dynamic at the call site, before the first call: "
-                    "`torch._dynamo.mark_dynamic({subject}, {dim})`, or compile with `dynamic=True`; if it only "
-                    "takes a few values, `torch._dynamo.mark_static({subject}, {dim})` keeps one graph per value",
-    GuardKind.SYMBOLIC: "the dynamic range guessed for `{subject}` was too narrow: `torch._dynamo.mark_dynamic({subject}, "
-                        "{dim})` on the first call, or `dynamic=True`",
-    GuardKind.DTYPE: "call with one dtype (cast once before the call, e.g. `{subject}.float()`), or accept one "
-                     "compile per dtype",
-    GuardKind.STRIDE: "pass a consistent layout: call `{subject}.contiguous()` before the call",
-    GuardKind.RANK: "call with a consistent number of dims (reshape before the call)",
-    GuardKind.REQUIRES_GRAD: "keep requires_grad consistent (run inference under `torch.no_grad()`, or `.detach()` "
-                             "`{subject}`)",
-    GuardKind.DEVICE: "keep `{subject}` on one device",
-    GuardKind.VALUE: "pass `{subject}` as a tensor (`torch.tensor({subject})`) so its value is data, not a constant, "
-                     "or let it be a dynamic int: `dynamic=True`, or "
-                     "`torch.compiler.config.dynamic_sources = \"L['{subject}']\"`",
-    GuardKind.GLOBAL: "do not change `{subject}` between calls; pass it as an argument instead of reading a global",
-    GuardKind.TYPE: "call with one type for `{subject}`",
-    GuardKind.IDENTITY: "reuse the same `{subject}` object (e.g. build the module once, compile it once)",
-    GuardKind.DISPATCH_KEYS: "call with consistent tensor modes/subclasses for `{subject}`",
-    GuardKind.OTHER: "see the guard text; `TORCH_LOGS=guards` prints all guards",
+
+class Cause(str, Enum):
+    """What changed, finer than `GuardKind`: the key of `FIXES`."""
+
+    SIZE = "size"
+    CARRIED_TENSOR = "carried_tensor"
+    SYMBOLIC = "symbolic"
+    ZERO_ONE = "zero_one_specialization"
+    DTYPE = "dtype"
+    PARAM_DTYPE = "parameter_dtype"
+    STRIDE = "stride"
+    RANK = "rank"
+    REQUIRES_GRAD = "requires_grad"
+    PARAM_REQUIRES_GRAD = "parameter_requires_grad"
+    DEVICE = "device"
+    INT = "int"
+    MODULE_INT = "module_int"
+    FLOAT = "float"
+    FLAG = "flag"
+    FLAG_ONCE = "flag_once"
+    TRAINING = "training"
+    KWARGS = "kwargs"
+    LENGTH = "length"
+    CARRIED_VALUE = "carried_value"
+    GLOBAL = "global"
+    TYPE = "type"
+    NONE_OR_TENSOR = "none_or_tensor"
+    CALLABLE_KIND = "callable_kind"
+    IDENTITY = "identity"
+    SHARED_CODE = "shared_code"
+    DISPATCH_KEYS = "dispatch_keys"
+    GRAD_MODE = "grad_mode"
+    AUTOCAST = "autocast"
+    GLOBAL_STATE = "global_state"
+    OTHER = "other"
+
+
+_MARK_DYNAMIC = "`torch.compiler.config.dynamic_sources = \"{source}\"`"
+FIXES: dict[Cause, str] = {
+    Cause.SIZE: "mark the dimension dynamic at the call site, before the first call: "
+                "`torch._dynamo.mark_dynamic({subject}, {dim})`, or compile with `dynamic=True`; if it only "
+                "takes a few values, `torch._dynamo.mark_static({subject}, {dim})` keeps one graph per value",
+    Cause.CARRIED_TENSOR: "the tensor is made before the graph break {brk} and used after it: the code after the "
+                          "break recompiles once and then treats this size as dynamic (expected); removing that "
+                          "graph break (see the graph-break list) avoids it",
+    Cause.SYMBOLIC: "the dynamic range guessed for `{subject}` was too narrow: `torch._dynamo.mark_dynamic({subject}, "
+                    "{dim})` on the first call, or `dynamic=True`",
+    Cause.ZERO_ONE: "size 0 or 1 gets its own graph (0/1 specialization), once: expected. To share one graph, torch's "
+                    "hint: `torch._dynamo.decorators.mark_unbacked({subject}, {dim})` before the call (an unbacked "
+                    "size is never specialized; ops that branch on it may then need `torch._check`)",
+    Cause.DTYPE: "call with the dtype it was compiled with (cast before the call: `{subject}.to(torch.{expected})`), "
+                 "or accept one compile per dtype",
+    Cause.PARAM_DTYPE: "the module's parameters changed dtype after it was compiled (e.g. `model.to(torch.{actual})`): "
+                       "one graph per dtype is expected; convert the model before compiling it",
+    Cause.STRIDE: "pass a consistent layout: call `{subject}.contiguous()` before the call",
+    Cause.RANK: "call with a consistent number of dims (reshape before the call)",
+    Cause.REQUIRES_GRAD: "keep requires_grad consistent (run inference under `torch.no_grad()`, or `.detach()` "
+                         "`{subject}`)",
+    Cause.PARAM_REQUIRES_GRAD: "parameters were frozen or unfrozen (`requires_grad_`) after compiling: one graph per "
+                               "setting is expected; set requires_grad before the first compiled call",
+    Cause.DEVICE: "keep `{subject}` on one device",
+    Cause.INT: "pass `{subject}` as a tensor (`torch.tensor({subject})`) so its value is data, not a constant, "
+               "or let it be a dynamic int: " + _MARK_DYNAMIC + " (or `dynamic=True`)",
+    Cause.MODULE_INT: "`{subject}` is an int attribute of an nn.Module, which torch keeps static: "
+                      "`torch._dynamo.config.allow_unspec_int_on_nn_module = True` (torch's hint), or "
+                      + _MARK_DYNAMIC + ", or keep the count in a tensor (a buffer)",
+    Cause.FLOAT: "torch specializes Python floats: `torch._dynamo.config.specialize_float = False` makes `{subject}` "
+                 "a graph input, or pass it as a tensor (`torch.tensor({subject})`)",
+    Cause.FLAG: "`{subject}` is a mode or config flag ({type}): one graph per value is expected; keep its values few "
+                "(each costs a compile and counts against the recompile limit)",
+    Cause.FLAG_ONCE: "`{subject}` changed once, after the first call (set on first use, e.g. a config field filled "
+                     "lazily): set it before the first compiled call so one graph serves",
+    Cause.TRAINING: "`model.train()` / `model.eval()` compile one graph per mode: normal (once per mode); nothing to "
+                    "fix unless the mode flips often",
+    Cause.KWARGS: "the call passed a different set of keyword arguments: one graph per call signature is expected; "
+                  "pass the same keywords on every call to share one",
+    Cause.LENGTH: "the length of `{container}` is part of the graph: one graph per length is expected; pass a "
+                  "fixed-length container (or a tensor) to share one",
+    Cause.CARRIED_VALUE: "the value is computed before the graph break {brk} and used after it, so the code after the "
+                         "break is compiled for each value: remove that graph break (see the graph-break list), or "
+                         "keep the value a tensor (no `.item()`, `int()`, `float()` before the break){float_tip}",
+    Cause.GLOBAL: "do not change `{subject}` between calls; pass it as an argument instead of reading a global",
+    Cause.TYPE: "call with one type for `{subject}`",
+    Cause.NONE_OR_TENSOR: "`{subject}` is None on some calls and a tensor on others (e.g. a cache that is empty on the "
+                          "first step): one graph for each is expected, one extra compile",
+    Cause.CALLABLE_KIND: "pass one kind of callable for `{subject}` (e.g. always a plain `def` function): each kind "
+                         "compiles its own graph",
+    Cause.IDENTITY: "reuse the same `{subject}` object (e.g. build the module once, compile it once)",
+    Cause.SHARED_CODE: "different functions or modules (e.g. two models' `forward`) run through this one wrapped "
+                       "frame (a decorator's wrapper calling `{owner}`), so they share its cache and one recompile "
+                       "limit: each new one recompiles the frame, which is expected; raise "
+                       "`torch._dynamo.config.recompile_limit` if the limit is hit",
+    Cause.DISPATCH_KEYS: "call with consistent tensor modes/subclasses for `{subject}`",
+    Cause.GRAD_MODE: "one graph per grad mode is expected (training vs `torch.no_grad()` / `torch.inference_mode()`): "
+                     "nothing to fix; compile and warm up under the mode you run in",
+    Cause.AUTOCAST: "one graph per autocast state is expected: keep `torch.autocast` consistently on (or off) around "
+                    "the compiled call",
+    Cause.GLOBAL_STATE: "each setting of `{subject}` compiles its own graph: set it once, before the first compiled call",
+    Cause.OTHER: "see the guard text; `TORCH_LOGS=guards` prints all guards",
 }
 
 
@@ -61,8 +149,99 @@ class Chain:
     limit_hit: LimitHit | None = None
 
 
-def fix_for(failure: GuardFailure) -> str:
-    return FIXES[failure.kind].format(subject=failure.subject, dim=failure.dim if failure.dim is not None else 0)
+def cause_of(failure: GuardFailure) -> Cause:
+    """What changed, by kind and then by the value's type and source (see the module docstring)."""
+    for test, cause in _REFINE.get(failure.kind, ()):
+        if test(failure):
+            return cause
+    return _BY_KIND.get(failure.kind, Cause.OTHER)
+
+
+def _carried(f: GuardFailure) -> bool:
+    return re.fullmatch(r"___stack\d+", f.subject) is not None
+
+
+def _on_parameter(f: GuardFailure) -> bool:
+    return "._parameters[" in f.raw or "Guard failed on a parameter" in f.raw
+
+
+def _literal(f: GuardFailure) -> str:
+    text = (f.expected or "").strip()
+    if re.fullmatch(r"-?\d+", text):
+        return "int"
+    if re.fullmatch(r"-?\d+\.\d*(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan", text):
+        return "float"
+    return {"True": "a bool", "False": "a bool", "None": "None"}.get(text, "a string" if text[:1] in "'\"" else "a value")
+
+
+def _global_state(f: GuardFailure) -> bool:
+    return "GLOBAL_STATE changed" in f.raw
+
+
+_REFINE: dict[GuardKind, tuple[tuple[Callable[[GuardFailure], bool], Cause], ...]] = {
+    GuardKind.SIZE: ((_carried, Cause.CARRIED_TENSOR),),
+    GuardKind.SYMBOLIC: ((lambda f: f.expected == ">= 2", Cause.ZERO_ONE),),
+    GuardKind.DTYPE: ((_on_parameter, Cause.PARAM_DTYPE),),
+    GuardKind.REQUIRES_GRAD: ((_on_parameter, Cause.PARAM_REQUIRES_GRAD),),
+    GuardKind.VALUE: (
+        (_carried, Cause.CARRIED_VALUE),
+        (lambda f: f.subject.endswith(".training") or f.subject == "training", Cause.TRAINING),
+        (lambda f: f.subject == "len(kwargs)", Cause.KWARGS),
+        (lambda f: f.subject.startswith("len("), Cause.LENGTH),
+        (lambda f: "allow_unspec_int_on_nn_module" in f.raw, Cause.MODULE_INT),
+        (lambda f: _literal(f) == "int", Cause.INT),
+        (lambda f: _literal(f) == "float", Cause.FLOAT),
+    ),
+    GuardKind.TYPE: ((lambda f: f.expected == "tensor", Cause.NONE_OR_TENSOR),
+                     (lambda f: f.expected == "function", Cause.CALLABLE_KIND)),
+    GuardKind.IDENTITY: ((lambda f: f.subject.endswith(".__code__"), Cause.SHARED_CODE),),
+    GuardKind.OTHER: ((lambda f: _global_state(f) and "grad_mode" in f.subject, Cause.GRAD_MODE),
+                      (lambda f: _global_state(f) and "autocast" in f.subject, Cause.AUTOCAST),
+                      (_global_state, Cause.GLOBAL_STATE)),
+}
+_BY_KIND = {GuardKind.SIZE: Cause.SIZE, GuardKind.SYMBOLIC: Cause.SYMBOLIC, GuardKind.DTYPE: Cause.DTYPE,
+            GuardKind.STRIDE: Cause.STRIDE, GuardKind.RANK: Cause.RANK, GuardKind.REQUIRES_GRAD: Cause.REQUIRES_GRAD,
+            GuardKind.DEVICE: Cause.DEVICE, GuardKind.VALUE: Cause.FLAG, GuardKind.GLOBAL: Cause.GLOBAL,
+            GuardKind.TYPE: Cause.TYPE, GuardKind.IDENTITY: Cause.IDENTITY,
+            GuardKind.DISPATCH_KEYS: Cause.DISPATCH_KEYS}
+
+
+def fix_for(failure: GuardFailure, chain: Chain | None = None) -> str:
+    """The concrete change for `failure`; `chain` (its function's recompiles) sharpens it where known."""
+    cause = cause_of(failure)
+    if cause is Cause.FLAG and chain is not None and _set_once(failure, chain):
+        cause = Cause.FLAG_ONCE
+    return FIXES[cause].format_map(_fix_fields(failure, chain))
+
+
+def _fix_fields(f: GuardFailure, chain: Chain | None) -> dict[str, object]:
+    brk = break_site(chain.function, chain.file) if chain else None
+    if brk is None and f.source is not None and f.source.function:
+        brk = break_site(f.source.function, f.source.file)
+    return {"subject": f.subject, "dim": f.dim if f.dim is not None else 0, "expected": f.expected,
+            "actual": f.actual, "source": torch_source(f) or f.subject, "type": _literal(f),
+            "container": f.subject[4:-1] if f.subject.startswith("len(") else f.subject,
+            "brk": f"at {brk[0].rsplit('/', 1)[-1]}:{brk[1]}" if brk else "",
+            "owner": f.subject.removesuffix(".__code__"),
+            "float_tip": "; a float can also become a graph input: `torch._dynamo.config.specialize_float = False`"
+                         if _literal(f) == "float" else ""}
+
+
+def _set_once(failure: GuardFailure, chain: Chain) -> bool:
+    """A flag that was None when first compiled and changed once: set lazily on first use."""
+    same = [s for s in chain.steps if s.cause is not None and s.cause.subject == failure.subject]
+    return failure.expected == "None" and len(same) == 1
+
+
+def torch_hint(failure: GuardFailure) -> str | None:
+    """torch's own advice on a guard failure: `(HINT: ...)`, the 0/1-specialization remark, the parameter note."""
+    first = failure.raw.strip().split("\n", 1)[0]
+    m = _HINT.search(first) or _PARAM_HINT.search(first)
+    return m["hint"].strip() if m else None
+
+
+_HINT = re.compile(r":\d+ in \S+\s+\((?:HINT:\s*)?(?P<hint>.*)\)\s*$")  # `# file:line in fn (HINT: ...)`
+_PARAM_HINT = re.compile(r"(?P<hint>Guard failed on a parameter\b.*?)\.?\s*$")
 
 
 def primary_failure(recompile: Recompile, others: tuple[Recompile, ...] = ()) -> GuardFailure | None:
@@ -70,11 +249,15 @@ def primary_failure(recompile: Recompile, others: tuple[Recompile, ...] = ()) ->
     failures = recompile.guard_failures
     if not failures:
         return None
+    if all(_global_state(f) for f in failures):  # the flags that differ from every entry: the fewest named
+        return min(failures, key=lambda f: len(f.subject.split(", ")))
     accepted = _accepted_values(others or (recompile,))
     for failure in failures:
+        if _global_state(failure):  # another entry got past the global-state check: it had this call's state
+            continue
         if failure.actual is None or failure.actual not in accepted.get((failure.kind, failure.subject), set()):
             return failure
-    return failures[0]
+    return next(f for f in failures if not _global_state(f))
 
 
 def _accepted_values(recompiles: tuple[Recompile, ...]) -> dict[tuple[GuardKind, str], set[str]]:
@@ -85,6 +268,17 @@ def _accepted_values(recompiles: tuple[Recompile, ...]) -> dict[tuple[GuardKind,
             if g.expected is not None and g.kind is not GuardKind.SIZE:  # a size entry may have gone dynamic
                 out[(g.kind, g.subject)].add(g.expected)
     return out
+
+
+def entry_failures(recompile: Recompile, besides: GuardFailure | None = None) -> tuple[str, ...]:
+    """Each cache entry's failure, labelled by entry and deduplicated (`entries 0/0, 0/1: ...`); `besides`
+    (the cause, as torch wrote it) left out."""
+    by_text: dict[str, list[str]] = defaultdict(list)
+    for g in recompile.guard_failures:
+        if besides is not None and g.raw == besides.raw:
+            continue
+        by_text[g.text].append(str(g.failed_entry) if g.failed_entry is not None else "?")
+    return tuple(f"{'entries' if len(ids) > 1 else 'entry'} {', '.join(ids)}: {text}" for text, ids in by_text.items())
 
 
 def recompile_chains(session: Session) -> list[Chain]:
@@ -99,7 +293,8 @@ def recompile_chains(session: Session) -> list[Chain]:
 
     for key in sorted(set(groups) | set(limits), key=order):
         recompiles = tuple(groups.get(key, ()))
-        steps = tuple(Step(r, _with_actual(primary_failure(r, recompiles), r, recompiles)) for r in recompiles)
+        steps = tuple(Step(r, _carried_across(_with_actual(primary_failure(r, recompiles), r, recompiles), r,
+                                              session.graph_breaks)) for r in recompiles)
         chains.append(Chain(*key, steps=steps, limit_hit=limits.get(key)))
     return chains
 
@@ -110,14 +305,37 @@ def _with_actual(cause: GuardFailure | None, r: Recompile, recompiles: tuple[Rec
     for later in recompiles:
         for g in later.guard_failures:
             if g.failed_entry == r.compile_id and g.subject == cause.subject and g.expected is not None:
+                if _carried(cause):
+                    return replace(cause, actual=g.expected, text=f"{cause.text.rsplit(' to ', 1)[0]} to "
+                                                                    f"{cause.expected}, then {g.expected}")
                 noun = cause.text.split("`", 1)[0].strip()
                 text = f"{noun} `{cause.subject}` changed {cause.expected} -> {g.expected}"
                 return replace(cause, actual=g.expected, text=text)
     return cause
 
 
+def break_site(function: str, file: str) -> tuple[str, int] | None:
+    """The graph break a resumed frame (`torch_dynamo_resume_in_f_at_17`) continues after: (file, 17)."""
+    m = re.match(r"torch_dynamo_resume_in_.+_at_(?P<line>\d+)$", function)
+    return (file, int(m["line"])) if m else None
+
+
+def _carried_across(cause: GuardFailure | None, r: Recompile,
+                    breaks: tuple[GraphBreak, ...]) -> GuardFailure | None:
+    """A value on Dynamo's stack (`___stackN`) is named by the graph break it crossed, not by its temporary."""
+    site = break_site(r.function, r.file)
+    if cause is None or not _carried(cause) or site is None:
+        return cause
+    code = next((b.code for b in breaks if (b.file, b.line) == site and b.code), "")
+    code = re.sub(r"\s{2,}#.*$", "", code).strip()  # the user's trailing comment is not the statement
+    where = f"the graph break at {site[0].rsplit('/', 1)[-1]}:{site[1]}" + (f" (`{code}`)" if code else "")
+    text = cause.text.replace("a graph break", where, 1)
+    return replace(cause, text=text, source=SourceLoc(site[0], site[1], r.function, code))
+
+
 _ENTRY_BODY = re.compile(r"^\d+/\d+(?:_\d+)?: (?P<body>.*)$", re.S)
 _RAW_TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?:size|stride|rank|dtype|device|requires_grad|dispatch)")
+_RAW_SIZE = re.compile(r"(?P<src>[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*?)\.(?:size|stride)\(\)\[\d+\]")
 _RAW_LHS = re.compile(r"^(?P<lhs>.+?)\s*(?:==|!=|\bis\b)")
 
 
@@ -125,8 +343,8 @@ def torch_source(failure: GuardFailure) -> str | None:
     """The torch source name a guard was on (`L['x']`), for `dynamic_sources`; None if not recoverable."""
     entry = _ENTRY_BODY.match(failure.raw.strip())
     body = (entry["body"] if entry else failure.raw).split("\n", 1)[0].split("#", 1)[0].strip()
-    tensor, lhs = _RAW_TENSOR.search(body), _RAW_LHS.match(body)
-    name = tensor["name"] if tensor else (lhs["lhs"].strip() if lhs else "")
+    tensor, size, lhs = _RAW_TENSOR.search(body), _RAW_SIZE.search(body), _RAW_LHS.match(body)
+    name = tensor["name"] if tensor else size["src"] if size else (lhs["lhs"].strip() if lhs else "")
     if name.startswith(("L[", "G[")):
         return name
     local = re.match(r"(?P<root>[A-Za-z_]\w*)(?P<rest>(?:\[.*|\..*)?)$", name)
@@ -156,7 +374,7 @@ def _finding(chain: Chain) -> Finding:
                      "fell back to eager (run uncompiled)",)
     kinds = Counter((c.kind, c.subject) for c in causes)
     fixes = tuple(dict.fromkeys(
-        fix_for(next(c for c in causes if (c.kind, c.subject) == key)) for key, _n in kinds.most_common()))
+        fix_for(next(c for c in causes if (c.kind, c.subject) == key), chain) for key, _n in kinds.most_common()))
     where = next((c.source for c in causes if c.source is not None), SourceLoc(chain.file, chain.line, chain.function))
     n, limit_hit = len(chain.steps), chain.limit_hit is not None
     benign = n == 1 and not limit_hit and bool(causes) and causes[0].kind is GuardKind.SIZE

@@ -18,8 +18,8 @@ from enum import Enum
 from typing import Any, Literal
 
 from pt2doctor.analysis.cookbook import advice_for
-from pt2doctor.analysis.recompiles import pretty_function, recompile_chains, torch_source
-from pt2doctor.model import GuardKind, Session
+from pt2doctor.analysis.recompiles import Cause, cause_of, pretty_function, recompile_chains, torch_source
+from pt2doctor.model import GuardFailure, GuardKind, Session
 
 Target = Literal["graph_breaks", "recompiles"]
 _RTOL, _ATOL = 1e-3, 1e-4
@@ -89,28 +89,52 @@ def propose_trials(session: Session) -> list[Trial]:
     return list(trials.values())
 
 
+_DYNAMIC_SOURCE = {Cause.SIZE, Cause.SYMBOLIC, Cause.INT, Cause.MODULE_INT}  # what dynamic_sources can mark
+_DYNAMIC_TRUE_HELPS = {Cause.SIZE, Cause.SYMBOLIC, Cause.INT, Cause.CARRIED_TENSOR}
+# configs that torch's own hint (or its docs) name for a cause; tried as they are
+_CAUSE_CONFIGS: dict[Cause, tuple[str, str, dict[str, Any]]] = {
+    Cause.MODULE_INT: ("allow_unspec_int_on_nn_module", "torch._dynamo.config.allow_unspec_int_on_nn_module = True",
+                       {"dynamo_config": {"allow_unspec_int_on_nn_module": True}}),
+    Cause.FLOAT: ("specialize_float", "torch._dynamo.config.specialize_float = False",
+                  {"dynamo_config": {"specialize_float": False}}),
+}
+
+
 def _recompile_trials(session: Session) -> list[Trial]:
-    sources: dict[str, str] = {}
-    for chain in recompile_chains(session):
-        for step in chain.steps:
-            cause = step.cause
-            if cause is None or cause.kind not in (GuardKind.SIZE, GuardKind.SYMBOLIC, GuardKind.VALUE):
-                continue
-            source = torch_source(cause)
-            if source is None or "___" in source:  # Dynamo's own temporaries cannot be marked
-                continue
-            entry = f"{source}:{cause.dim}" if cause.dim is not None and cause.kind is not GuardKind.VALUE else source
-            sources.setdefault(entry, f"{pretty_function(chain.function)}: {cause.text}")
     if not session.recompiles and not session.limit_hits:
         return []
-    because = "; ".join(sources.values()) or f"{len(session.recompiles)} recompile(s)"
-    trials = [Trial("dynamic=True", "torch.compile(..., dynamic=True)", json.dumps({"compile_kwargs": {"dynamic": True}}),
-                    "recompiles", because)]
-    if sources:
-        calls = ", ".join(sources)
-        trials.insert(0, Trial("mark_dynamic", f"mark dynamic: {calls}", json.dumps({"mark_dynamic": list(sources)}),
-                               "recompiles", because))
+    marks: dict[str, dict[str, str]] = {"dynamic": {}, "unbacked": {}}
+    configs: dict[Cause, list[str]] = {}
+    dynamic_helps: list[str] = []
+    for chain in recompile_chains(session):
+        for step in chain.steps:
+            if step.cause is None:
+                continue
+            cause, why = cause_of(step.cause), f"{pretty_function(chain.function)}: {step.cause.text}"
+            entry = _source_entry(step.cause)
+            if entry is not None and cause in _DYNAMIC_SOURCE | {Cause.ZERO_ONE}:
+                marks["unbacked" if cause is Cause.ZERO_ONE else "dynamic"].setdefault(entry, why)
+            if cause in _CAUSE_CONFIGS or (cause is Cause.CARRIED_VALUE and "." in (step.cause.expected or "")):
+                configs.setdefault(Cause.FLOAT if cause is Cause.CARRIED_VALUE else cause, []).append(why)
+            if cause in _DYNAMIC_TRUE_HELPS:
+                dynamic_helps.append(why)
+    trials = [Trial(f"mark_{kind}", f"mark {kind}: {', '.join(found)}", json.dumps({f"mark_{kind}": list(found)}),
+                    "recompiles", "; ".join(found.values())) for kind, found in marks.items() if found]
+    trials += [Trial(_CAUSE_CONFIGS[c][0], _CAUSE_CONFIGS[c][1], json.dumps(_CAUSE_CONFIGS[c][2]), "recompiles",
+                     "; ".join(dict.fromkeys(whys))) for c, whys in configs.items()]
+    if dynamic_helps:
+        trials.append(Trial("dynamic=True", "torch.compile(..., dynamic=True)",
+                            json.dumps({"compile_kwargs": {"dynamic": True}}), "recompiles",
+                            "; ".join(dict.fromkeys(dynamic_helps))))
     return trials
+
+
+def _source_entry(failure: GuardFailure) -> str | None:
+    """`L['x']:0` for a tensor's dim, `L['self'].n` for a scalar; None for Dynamo's temporaries."""
+    source = torch_source(failure)
+    if source is None or "___" in source:  # Dynamo's own temporaries cannot be marked
+        return None
+    return f"{source}:{failure.dim}" if failure.dim is not None and failure.kind is not GuardKind.VALUE else source
 
 
 def measure(session: Session) -> Measure:
@@ -120,16 +144,23 @@ def measure(session: Session) -> Measure:
 
 def judge(trial: Trial, before: Session, after: Session, equal: bool | None, run_dir: str | None = None) -> TrialResult:
     b, a = measure(before), measure(after)
-    what = trial.target.replace("_", " ")
+    what = _counts(trial.target, b, a)
     if not a.ok and b.ok:
         outcome, why = Outcome.REFUTED, "the script failed under this change"
     elif equal is False:
         outcome, why = Outcome.REFUTED, "the compiled functions returned different values"
     elif a.of(trial.target) < b.of(trial.target):
-        outcome, why = Outcome.VERIFIED, f"{what}: {b.of(trial.target)} -> {a.of(trial.target)}"
+        outcome, why = Outcome.VERIFIED, what
     else:
-        outcome, why = Outcome.REFUTED, f"{what} did not go down ({b.of(trial.target)} -> {a.of(trial.target)})"
+        outcome, why = Outcome.REFUTED, f"did not go down: {what}"
     return TrialResult(trial, b, a, equal, outcome, why, run_dir)
+
+
+def _counts(target: Target, b: Measure, a: Measure) -> str:
+    """The measured numbers the verdict rests on, spelled as the `measured` line spells them."""
+    if target == "graph_breaks":
+        return f"graph breaks {b.graph_breaks} -> {a.graph_breaks}"
+    return f"recompiles {b.recompiles} -> {a.recompiles}, limit hits {b.limit_hits} -> {a.limit_hits}"
 
 
 def outputs_equal(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> bool | None:

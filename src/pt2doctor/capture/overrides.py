@@ -9,6 +9,8 @@ Contract: `install(spec)` is called once by `capture/child.py` with the JSON obj
 - `mark_dynamic`: torch source names with an optional dim (`"L['x']:0"`), appended to
   `torch.compiler.config.dynamic_sources`: the supported way to mark an input dynamic without editing
   the script, and it wins over `dynamic=False` (torch/compiler/config.py, 2.13).
+- `mark_unbacked`: the same, appended to `torch.compiler.config.unbacked_sources` (what
+  `torch._dynamo.decorators.mark_unbacked` does in code: no 0/1 specialization for that size).
 - `reorderable_print`: add `print` to `torch._dynamo.config.reorderable_logging_functions`.
 - `compile_kwargs`: keyword arguments forced onto every `torch.compile` call (e.g. `{"dynamic": true}`),
   through `torch_compat.patch_torch_compile`, the one place that replaces a torch function.
@@ -36,7 +38,9 @@ def install(spec: dict[str, Any]) -> None:
     for key, module_name in _CONFIG_KEYS.items():
         _set_config(torch_compat.config_module(module_name), spec.get(key) or {})
     if spec.get("mark_dynamic"):
-        _add_dynamic_sources(list(spec["mark_dynamic"]))
+        _add_sources("dynamic_sources", list(spec["mark_dynamic"]))
+    if spec.get("mark_unbacked"):
+        _add_sources("unbacked_sources", list(spec["mark_unbacked"]))
     if spec.get("reorderable_print"):
         torch_compat.dynamo_config().reorderable_logging_functions.add(print)
     if spec.get("stance"):
@@ -59,10 +63,10 @@ def _set_config(module: Any, values: dict[str, Any]) -> None:
         setattr(module, name, value)
 
 
-def _add_dynamic_sources(sources: list[str]) -> None:
+def _add_sources(option: str, sources: list[str]) -> None:
     config = torch_compat.config_module("compiler")
-    existing = [s for s in (config.dynamic_sources or "").split(",") if s.strip()]
-    config.dynamic_sources = ",".join(dict.fromkeys(existing + sources))
+    existing = [s for s in (getattr(config, option) or "").split(",") if s.strip()]
+    setattr(config, option, ",".join(dict.fromkeys(existing + sources)))
 
 
 def _seed(seed: int) -> None:

@@ -7,8 +7,10 @@ no pattern still yields a value (`GuardKind.OTHER`, the raw first line as the re
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from pt2doctor.model import GuardFailure, GuardKind, SourceLoc
 from pt2doctor.model.ids import CompileId
@@ -77,7 +79,20 @@ def _user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:
             frames.append(SourceLoc(match["file"], int(match["line"]), match["fn"].strip(), code))
         elif not lines[i].strip() and frames:
             break
-    return tuple(frames)
+    return tuple(f for f in frames if not _is_launcher_frame(f.file))
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+_EXAMPLES_DIR = _PACKAGE_DIR + "examples" + os.sep
+
+
+def _is_launcher_frame(file: str) -> bool:
+    """pt2doctor's own frames and runpy's (the child runs the script through `runpy.run_path`); the
+    bundled examples (`pt2doctor demo`) live in the package but are user code."""
+    ours = file.startswith(_PACKAGE_DIR) and not file.startswith(_EXAMPLES_DIR)
+    return ours or file == "<frozen runpy>" or Path(file).name == "runpy.py"
 
 
 # --- guard failures ---------------------------------------------------------------------------
@@ -87,7 +102,14 @@ _TENSOR = re.compile(
     r"tensor '(?P<name>.+?)' (?P<what>size|stride|rank|dtype|device|requires_grad|dispatch key set)"
     r" mismatch(?: at index (?P<dim>\d+))?\.(?: expected (?P<exp>[^,]+?))?(?:, actual (?P<act>.+?))?\s*$"
 )
-_CODE_SUFFIX = re.compile(r"\s+#\s*(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
+# torch appends advice to a tensor guard on a parameter: `... actual BFloat16. Guard failed on a parameter, ...`
+_PARAM_NOTE = re.compile(r"\.?\s+(?P<note>Guard failed on a parameter\b.*)$")
+# `EXPR  # code  # file:line in fn (NOTE)`: the code may itself hold `#`; NOTE is torch's `(HINT: ...)` or its
+# 0/1-specialization remark (torch/_dynamo/guards.py, 2.13)
+_CODE_SUFFIX = re.compile(
+    r"\s+#\s*(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)(?:\s+\((?P<note>.*)\))?\s*$")
+_BARE_NOTE = re.compile(r"\s+\((?P<note>HINT:.*)\)\s*$")
+_NOT_USER_CODE = "not due user code"
 _TORCH_DTYPES = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
     "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
@@ -98,24 +120,64 @@ _KINDS = {"size": GuardKind.SIZE, "stride": GuardKind.STRIDE, "rank": GuardKind.
           "dispatch key set": GuardKind.DISPATCH_KEYS}
 
 
-def parse_guard_failure(raw: str) -> GuardFailure:
-    """One entry of `recompile_reasons` (e.g. ``0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5``)."""
-    entry = _ENTRY.match(raw.strip())
-    failed_entry = CompileId.parse(entry["cid"]) if entry else None
-    body = entry["body"] if entry else raw.strip()
+@dataclass(frozen=True, slots=True)
+class GuardLine:
+    """A guard failure's first line taken apart: the guard, the user line torch blamed, and torch's note."""
+
+    expr: str
+    source: SourceLoc | None
+    note: str | None
+
+
+def split_guard_line(body: str) -> GuardLine:
+    """`EXPR  # code  # file:line in fn (HINT: ...)` (then an optional user stack) -> its parts."""
     first, _, rest = body.partition("\n")
     stack = _user_stack(rest.splitlines()) if rest else ()
     suffix = _CODE_SUFFIX.search(first)
-    expr = first[: suffix.start()].strip() if suffix else first.strip()
+    bare = None if suffix else _BARE_NOTE.search(first) or _PARAM_NOTE.search(first)
+    cut = suffix or bare
+    expr = first[: cut.start()].strip() if cut else first.strip()
+    note = (cut["note"] or None) if cut else None
     source = stack[-1] if stack else (
-        SourceLoc(suffix["file"], int(suffix["line"]), suffix["fn"], suffix["code"]) if suffix else None)
-    tensor = _TENSOR.search(expr)
+        SourceLoc(suffix["file"], int(suffix["line"]), suffix["fn"], suffix["code"].strip()) if suffix else None)
+    if note and _NOT_USER_CODE in note:  # torch: "user code shown is first use of this value", not the cause
+        source = None
+    return GuardLine(expr, source, note.removeprefix("HINT:").strip() if note else None)
+
+
+def guard_note(raw: str) -> str | None:
+    """torch's own advice attached to a guard failure (`(HINT: ...)`, the parameter remark), if any."""
+    entry = _ENTRY.match(raw.strip())
+    return split_guard_line(entry["body"] if entry else raw.strip()).note
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    raw: str
+    failed_entry: CompileId | None
+    source: SourceLoc | None
+
+    def failure(self, kind: GuardKind, subject: str, text: str, dim: int | None = None,
+                expected: str | None = None, actual: str | None = None) -> GuardFailure:
+        return GuardFailure(kind, subject, text, self.raw, dim, expected, actual, self.failed_entry, self.source)
+
+
+def parse_guard_failure(raw: str) -> GuardFailure:
+    """One entry of `recompile_reasons` (e.g. ``0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5``)."""
+    entry = _ENTRY.match(raw.strip())
+    line = split_guard_line(entry["body"] if entry else raw.strip())
+    ctx = _Ctx(raw, CompileId.parse(entry["cid"]) if entry else None, line.source)
+    tensor = _TENSOR.search(line.expr)
     if tensor:
-        return _tensor_failure(tensor, raw, failed_entry, source)
-    return _expr_failure(expr, raw, failed_entry, source)
+        return _tensor_failure(tensor, ctx)
+    for parse in _EXPR_PARSERS:
+        failure = parse(line.expr, ctx)
+        if failure is not None:
+            return failure
+    return ctx.failure(GuardKind.OTHER, line.expr, f"guard failed: {_pretty_expr(line.expr)}")
 
 
-def _tensor_failure(m: re.Match[str], raw: str, failed_entry, source) -> GuardFailure:
+def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
     kind = _KINDS[m["what"]]
     name, dim = _pretty_source(m["name"]), int(m["dim"]) if m["dim"] else None
     exp, act = (m["exp"] or "").strip() or None, (m["act"] or "").strip() or None
@@ -124,68 +186,175 @@ def _tensor_failure(m: re.Match[str], raw: str, failed_entry, source) -> GuardFa
     if kind is GuardKind.REQUIRES_GRAD and exp and exp.startswith("requires_grad="):
         exp = "True" if exp.endswith("1") else "False"
         act = act or ("False" if exp == "True" else "True")
-    text = _tensor_text(kind, name, dim, exp, act)
-    return GuardFailure(kind, name, text, raw, dim, exp, act, failed_entry, source)
+    return ctx.failure(kind, name, _tensor_text(kind, _tensor_noun(m["name"], name), dim, exp, act), dim, exp, act)
 
 
-def _tensor_text(kind: GuardKind, name: str, dim: int | None, exp: str | None, act: str | None) -> str:
+def _tensor_noun(source: str, name: str) -> str:
+    if is_dynamo_temporary(name):
+        return "a tensor carried across a graph break"
+    if "._parameters[" in source or "._buffers[" in source:
+        return f"{'parameter' if '._parameters[' in source else 'buffer'} `{name}`"
+    return f"input `{name}`"
+
+
+def _tensor_text(kind: GuardKind, what: str, dim: int | None, exp: str | None, act: str | None) -> str:
     change = f"{exp} -> {act}" if exp is not None and act is not None else f"expected {exp}" if exp else "changed"
     if kind is GuardKind.SIZE:
-        return f"input `{name}`: size at dim {dim} changed {change}"
+        return f"{what}: size at dim {dim} changed {change}"
     if kind is GuardKind.STRIDE:
-        return f"input `{name}`: became non-contiguous or changed layout (stride at dim {dim} changed {change})"
+        return f"{what}: became non-contiguous or changed layout (stride at dim {dim} changed {change})"
     if kind is GuardKind.RANK:
-        return f"input `{name}`: number of dims changed {change}"
+        return f"{what}: number of dims changed {change}"
     if kind is GuardKind.REQUIRES_GRAD:
-        return f"input `{name}`: requires_grad changed {change}"
-    return f"input `{name}`: {kind.value} changed {change}"
+        return f"{what}: requires_grad changed {change}"
+    return f"{what}: {kind.value} changed {change}"
+
+
+def is_dynamo_temporary(subject: str) -> bool:
+    """`___stack0`: a value Dynamo carried on the stack into the frame it resumed after a graph break."""
+    return re.fullmatch(r"___stack\d+", subject) is not None
+
+
+_GLOBAL_STATE = re.compile(r"^GLOBAL_STATE changed:\s*(?P<flags>.*)$")
+_STATE_NAMES = {
+    "grad_mode": "grad mode (torch.no_grad / torch.inference_mode / torch.enable_grad)",
+    "deterministic_algorithms": "torch.use_deterministic_algorithms",
+    "torch_function": "a torch function mode", "default_dtype": "torch.get_default_dtype()",
+    "num_threads": "torch.get_num_threads()", "allow_tf32": "TF32 matmul (torch.backends.cuda.matmul.allow_tf32)",
+}
+_AUTOCAST = re.compile(r"autocast(?:\((?P<device>\w+)\))?(?:_enabled)?$")
+
+
+def _global_state(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    m = _GLOBAL_STATE.match(expr)
+    if m is None:
+        return None
+    flags = m["flags"].split() or ["global state"]
+    words = ", ".join(_state_words(f) for f in flags)
+    return ctx.failure(GuardKind.OTHER, ", ".join(flags), f"torch's global state differs from when compiled: {words}")
+
+
+def _state_words(flag: str) -> str:
+    autocast = _AUTOCAST.match(flag)
+    if autocast:
+        return f"autocast on {autocast['device']} (on/off)" if autocast["device"] else "autocast (on/off)"
+    return _STATE_NAMES.get(flag, flag)
+
+
+_NOT_TENSOR = re.compile(r"^expected type of '(?P<name>.+)' to be a tensor type, '? but found <class '(?P<type>[^']+)'>")
+_NOT_FUNCTION = re.compile(r"^CodeGuardAccessor: Not a function on (?P<name>.+?)\.__code__$")
+
+
+def _not_tensor(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    m = _NOT_TENSOR.match(expr)
+    if m is None:
+        return None
+    name, found = _pretty_source(m["name"]), m["type"]
+    now = "None" if found == "NoneType" else f"a {found}"
+    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a tensor when compiled and is now {now}",
+                       expected="tensor", actual=found)
+
+
+def _not_function(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    m = _NOT_FUNCTION.match(expr)
+    if m is None:
+        return None
+    name = _pretty_source(m["name"])
+    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a Python function when compiled and is now another kind "
+                       "of callable (a builtin, a functools.partial or a callable object)", expected="function")
+
+
+def _type_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    if "___check_type_id" not in expr:
+        return None
+    subject = _pretty_source(_first_arg(expr))
+    return ctx.failure(GuardKind.TYPE, subject, f"`{subject}` changed type")
+
+
+def _obj_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    if "___check_obj_id" not in expr:
+        return None
+    subject = _pretty_source(_first_arg(expr))
+    if subject.endswith(".__code__"):  # a wrapper frame (a decorator) that calls whatever function it wraps
+        owner = subject.removesuffix(".__code__")
+        return ctx.failure(GuardKind.IDENTITY, subject, f"`{owner}` is a different function than when compiled: "
+                           "another function or module runs through this same frame")
+    return ctx.failure(GuardKind.IDENTITY, subject, f"`{subject}` is a different object than when compiled")
 
 
 _DICT_CONTAINS = re.compile(r"___dict_contains\('(?P<key>[^']+)',\s*(?P<obj>.+?)\.__dict__\)")
-_EQ = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|\bis not\b|\bis\b)\s*(?P<rhs>.+)$")
-_SIZE_SRC = re.compile(r"(?P<src>.+?)\.(?:size|stride)\(\)\[(?P<dim>\d+)\]")
 
 
-def _expr_failure(expr: str, raw: str, failed_entry, source) -> GuardFailure:
-    if "___check_type_id" in expr:
-        subject = _pretty_source(_first_arg(expr))
-        return GuardFailure(GuardKind.TYPE, subject, f"`{subject}` changed type", raw, None, None, None, failed_entry, source)
-    if "___check_obj_id" in expr:
-        subject = _pretty_source(_first_arg(expr))
-        return GuardFailure(GuardKind.IDENTITY, subject, f"`{subject}` is a different object than when compiled",
-                            raw, None, None, None, failed_entry, source)
-    contains = _DICT_CONTAINS.search(expr)
-    if contains:
-        subject = f"{_pretty_source(contains['obj'])}.{contains['key']}"
-        kind = GuardKind.GLOBAL if "G[" in contains["obj"] or not contains["obj"].startswith("L[") else GuardKind.VALUE
-        return GuardFailure(kind, subject, f"attribute `{subject}` was set or deleted (an object's __dict__ changed)",
-                            raw, None, None, None, failed_entry, source)
+def _dict_contains(expr: str, ctx: _Ctx) -> GuardFailure | None:
+    m = _DICT_CONTAINS.search(expr)
+    if m is None:
+        return None
+    subject = f"{_pretty_source(m['obj'])}.{m['key']}"
+    kind = GuardKind.GLOBAL if "G[" in m["obj"] or not m["obj"].startswith("L[") else GuardKind.VALUE
+    return ctx.failure(kind, subject, f"attribute `{subject}` was set or deleted (an object's __dict__ changed)")
+
+
+# a guarded source: `L['x']`, `kwargs['input_ids']`, `self._modules['fc'].weight` (no operators, no spaces)
+_SIZE_SRC = re.compile(r"(?P<src>[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*?)\.(?:size|stride)\(\)\[(?P<dim>\d+)\]")
+_LOWER_BOUND = re.compile(r"^(?P<n>\d+)\s*<=\s*\S+$")
+
+
+def _symbolic(expr: str, ctx: _Ctx) -> GuardFailure | None:
     size = _SIZE_SRC.search(expr)
-    if size or re.search(r"\b[su]\d+\b", expr) or any(op in expr for op in ("<=", ">=", " < ", " > ")):
-        subject = _pretty_source(size["src"]) if size else expr
-        dim = int(size["dim"]) if size else None
-        text = f"input `{subject}`: a dynamic-shape guard failed ({_pretty_expr(expr)})"
-        return GuardFailure(GuardKind.SYMBOLIC, subject, text, raw, dim, None, None, failed_entry, source)
+    if not (size or re.search(r"\b[su]\d+\b", expr) or any(op in expr for op in ("<=", ">=", " < ", " > "))):
+        return None
+    subject = _pretty_source(size["src"]) if size else _pretty_expr(expr)
+    dim = int(size["dim"]) if size else None
+    bound = _LOWER_BOUND.match(expr) if size else None
+    if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw):
+        text = (f"input `{subject}`: size at dim {dim} became 0 or 1, but the dynamic graph was compiled for sizes "
+                ">= 2 (torch specializes sizes 0 and 1: 0/1 specialization)")
+        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, ">= 2")
+    if bound:
+        text = f"input `{subject}`: size at dim {dim} fell below {bound['n']}, the least the dynamic graph allows"
+        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, f">= {bound['n']}")
+    text = f"input `{subject}`: a dynamic-shape guard failed ({_pretty_expr(expr)})"
+    return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim)
+
+
+_EQ = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|\bis not\b|\bis\b)\s*(?P<rhs>.+)$")
+
+
+def _equality(expr: str, ctx: _Ctx) -> GuardFailure | None:
     eq = _EQ.match(expr)
-    if eq:
-        subject = _pretty_source(eq["lhs"])
-        is_global = eq["lhs"].startswith("G[") or eq["lhs"].startswith("G.")
-        kind = GuardKind.GLOBAL if is_global else GuardKind.VALUE
-        noun = "global" if is_global else f"Python {_value_type(eq['rhs'])}"
-        text = f"{noun} `{subject}` changed: the graph was specialized to {subject} {eq['op']} {eq['rhs'].strip()}"
-        return GuardFailure(kind, subject, text, raw, None, eq["rhs"].strip(), None, failed_entry, source)
-    return GuardFailure(GuardKind.OTHER, expr, f"guard failed: {_pretty_expr(expr)}", raw, None, None, None,
-                        failed_entry, source)
+    if eq is None:
+        return None
+    subject, rhs = _pretty_source(eq["lhs"]), eq["rhs"].strip()
+    if is_dynamo_temporary(subject):
+        text = (f"a Python value carried across a graph break changed: the code resumed after the break "
+                f"was specialized to {rhs}")
+        return ctx.failure(GuardKind.VALUE, subject, text, expected=rhs)
+    is_global = eq["lhs"].startswith(("G[", "G."))
+    kind = value_type(rhs)
+    noun = "global" if is_global else f"Python {kind}" if kind not in ("None", "value") else "Python value"
+    # a bool that failed `== True` is False now: the one guard whose new value the text implies
+    actual = {"True": "False", "False": "True"}.get(rhs) if eq["op"] == "==" else None
+    text = (f"{noun} `{subject}` changed {rhs} -> {actual}" if actual else
+            f"{noun} `{subject}` changed: the graph was specialized to {subject} {eq['op']} {rhs}")
+    return ctx.failure(GuardKind.GLOBAL if is_global else GuardKind.VALUE, subject, text, expected=rhs, actual=actual)
 
 
-def _value_type(literal: str) -> str:
+_EXPR_PARSERS = (_global_state, _not_tensor, _not_function, _type_id, _obj_id, _dict_contains, _symbolic, _equality)
+
+
+def value_type(literal: str) -> str:
+    """The Python type of a constant as a guard prints it: `int`, `float`, `bool`, `None`, `str`, or `value`."""
     text = literal.strip()
     if re.fullmatch(r"-?\d+", text):
         return "int"
-    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?|-?inf|nan", text):
+    if re.fullmatch(r"-?\d+\.\d*(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan", text):
         return "float"
     if text in ("True", "False"):
         return "bool"
+    if text == "None":
+        return "None"
+    if re.fullmatch(r"""(['"]).*\1""", text, re.S):
+        return "str"
     return "value"
 
 
@@ -209,9 +378,9 @@ _SOURCE_PART = re.compile(r"""(?:L|G)\[['"]([^'"]+)['"]\]""")
 
 
 def _pretty_source(source: str) -> str:
-    """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`, `L['self']._modules['fc']` stays readable."""
+    """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`, `L['self']._modules['fc']._parameters['weight']` -> `self.fc.weight`."""
     text = _SOURCE_PART.sub(r"\1", source.strip())
-    text = re.sub(r"\._modules\[['\"]([^'\"]+)['\"]\]", r".\1", text)
+    text = re.sub(r"\._(?:modules|parameters|buffers)\[['\"]([^'\"]+)['\"]\]", r".\1", text)
     text = re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", text)
     # a keyword argument collected by `**kwargs` (HF models: `kwargs['input_ids']`) is named at the call site
     return re.sub(r"^kwargs\.", "", text)

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from pt2doctor.analysis.compile_time import phase_totals
 from pt2doctor.analysis.failures import asynchronous_cuda_error
-from pt2doctor.analysis.recompiles import fix_for
+from pt2doctor.analysis.recompiles import entry_failures, fix_for, recompile_chains, torch_hint
 from pt2doctor.model import Session
 from pt2doctor.report.document import Report
 
@@ -91,24 +91,36 @@ def _breaks(s: Session) -> list[object]:
 
 
 def _recompiles(s: Session) -> list[object]:
+    """Per function, each recompile's cause (`recompile_chains`: the guard that changed, not merely the
+    first listed), torch's own hint, the other cache entries' failures, then the fixes."""
     if not s.recompiles and not s.limit_hits:
         return []
     out: list[object] = [Text(f"\nRecompilations ({len(s.recompiles)})", style="bold")]
-    for r in s.recompiles:
-        line = Text(f"  [{r.compile_id}] ", style="dim")
-        line.append(f"{r.function}", style="bold")
-        line.append(f" ({r.file}:{r.line})", style="cyan")
-        out.append(line)
-        for g in r.guard_failures[:3]:
-            out.append(Text(f"     {g.text}" + (f"   <- {g.source}" if g.source else "")))
-        if r.guard_failures:
-            out.append(Text(f"     fix: {fix_for(r.guard_failures[0])}", style="green"))
-    for h in s.limit_hits:
-        then = "the program was stopped (fail_on_recompile_limit_hit)" if h.fatal else "later new inputs run eagerly"
-        out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {then}", style="bold red"))
-        for g in h.guard_failures[:1]:
-            out.append(Text(f"     it wanted to recompile because {g.text}"))
-            out.append(Text(f"     fix: {fix_for(g)}", style="green"))
+    for chain in recompile_chains(s):
+        hints: set[str] = set()
+        for step in chain.steps:
+            line = Text(f"  [{step.recompile.compile_id}] ", style="dim")
+            line.append(f"{step.recompile.function}", style="bold")
+            line.append(f" ({step.recompile.file}:{step.recompile.line})", style="cyan")
+            out.append(line)
+            cause = step.cause
+            if cause is None:
+                out.append(Text(f"     {step.recompile.reason[:300]}"))
+                continue
+            out.append(Text(f"     {cause.text}" + (f"   <- {cause.source}" if cause.source else "")))
+            if (hint := torch_hint(cause)) and hint not in hints:
+                hints.add(hint)
+                out.append(Text(f"     torch: {hint[:300]}", style="dim"))
+            out += [Text(f"     also failed: {other}", style="dim")
+                    for other in entry_failures(step.recompile, besides=cause)[:3]]
+        if (h := chain.limit_hit) is not None:
+            then = "the program was stopped (fail_on_recompile_limit_hit)" if h.fatal else "later new inputs run eagerly"
+            out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {then}", style="bold red"))
+            out += [Text(f"     it wanted to recompile because {g.text}") for g in h.guard_failures[:1]]
+        causes = [step.cause for step in chain.steps if step.cause is not None]
+        if chain.limit_hit is not None and not causes:
+            causes = list(chain.limit_hit.guard_failures[:1])
+        out += [Text(f"     fix: {fix}", style="green") for fix in dict.fromkeys(fix_for(c, chain) for c in causes)]
     return out
 
 
