@@ -52,6 +52,13 @@ def test_a_frame_dynamo_skipped_is_a_graph_break_not_a_failure(run_json):
     assert "fatal" not in run.stderr
 
 
+def test_a_script_that_changes_directory_is_observed_and_recorded_in_a_relative_out_dir(tmp_path):
+    run = pt2doctor("run", "--record", "--json", "--out", "rel", str(SCRIPTS / "chdir.py"), cwd=tmp_path)
+    assert run.code == 0, run.stderr[-2000:]
+    assert len(run.doc["compiles"]) == 1 and run.doc["failures"] == []
+    assert (tmp_path / "rel" / "graphs" / "index.jsonl").is_file()
+
+
 def test_signal_death_records_the_signal(run_json):
     doc = run_json("segfault.py").doc
     assert doc["exit"] == {"code": None, "signal": 11, "timed_out": False, "interrupted": False}

@@ -63,6 +63,10 @@ class RunOptions:
     echo: bool = True
     cancelled: threading.Event | None = None  # once set, the run is not wanted: a child starting then is stopped
 
+    def __post_init__(self) -> None:
+        # absolute: the child is handed paths under it, and a script may change its working directory
+        object.__setattr__(self, "out_dir", Path(self.out_dir).absolute())
+
 
 def check_script(script: Path) -> None:
     if not script.exists():

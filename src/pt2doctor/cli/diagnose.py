@@ -91,7 +91,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
 
 def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: ignore[no-untyped-def]
     style = "green" if not d.failed else "red"
-    console.print(f"\n[bold {style}]{d.headline}[/]")
+    console.print(f"\n{d.headline}", style=f"bold {style}", markup=False)  # texts quote errors: no markup
     if d.stages:
         table = Table(title="stage -> result", show_header=True, header_style="bold")
         table.add_column("backend")
@@ -101,18 +101,18 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
             table.add_row(backend, f"[{color}]{result}[/]")
         console.print(table)
     if d.user_frames:
-        console.print("where: " + ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]))
+        console.print("where: " + ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]), markup=False)
     if d.bisection:
-        console.print(f"bisection: {d.bisection.describe()}")
+        console.print(f"bisection: {d.bisection.describe()}", markup=False)
     if d.repro:
         word = "verified in a fresh interpreter" if d.repro_verified else "NOT verified"
-        console.print(f"repro: {d.repro} ({d.minified_nodes} node(s): {', '.join(d.culprit_ops)}; {word})")
+        console.print(f"repro: {d.repro} ({d.minified_nodes} node(s): {', '.join(d.culprit_ops)}; {word})", markup=False)
     for note in d.notes:
-        console.print(f"[dim]note: {note}[/]")
+        console.print(f"note: {note}", style="dim", markup=False)
     for step in d.next_steps:
-        console.print(f"-> {step}")
+        console.print(f"-> {step}", markup=False)
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in d.timings.items())
     console.print(f"[dim]{timings}[/]")
     if written:
-        console.print("wrote " + ", ".join(str(p) for p in written))
+        console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
     sys.stderr.flush()

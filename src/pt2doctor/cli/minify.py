@@ -82,7 +82,7 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
         try:
             outcome = _minify(run_dir, script, out_dir, jobs, timeout_s, accuracy, tolerance, console, workers)
         except (NothingToMinify, CannotReproduce) as exc:
-            console.print(f"pt2doctor minify: {exc}")
+            console.print(f"pt2doctor minify: {exc}", markup=False)
             if isinstance(exc, NothingToMinify) and _failed_with_async_cuda_error(run_dir):
                 console.print("The run failed with a CUDA kernel error, which CUDA reports after the graph that launched "
                               "it has returned. Record it with launches synchronous (`CUDA_LAUNCH_BLOCKING=1 pt2doctor "
@@ -92,7 +92,7 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
     console.print(
         f"{result.signature}: {result.nodes_before} -> {result.nodes_after} nodes {list(result.ops)} "
-        f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}"
+        f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}", markup=False,
     )
     _fold_into_session(run_dir, result)
     if as_json:

@@ -16,4 +16,5 @@ class TerminalReporter:
     def status(self, text: str) -> None:
         if not self._quiet:
             elapsed = time.monotonic() - self._started
-            self._console.print(f"[dim]pt2doctor [{elapsed:5.1f}s] {text}[/dim]")
+            # `text` quotes error messages: never read as markup (`[/bold]` in a message is text)
+            self._console.print(f"pt2doctor [{elapsed:5.1f}s] {text}", style="dim", markup=False)
