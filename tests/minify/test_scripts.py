@@ -78,6 +78,31 @@ def test_segfaulting_backend(tmp_path, servers):
     assert result["signature"] == {"kind": "signal", "text": "SIGSEGV"}
 
 
+CAUGHT_THEN_FATAL = """
+    import torch
+
+    def my_backend(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.cos:
+                raise RuntimeError("my_backend: cos unsupported (caught by the script)")
+            if node.target is torch.exp:
+                raise RuntimeError("my_backend: exp unsupported (the failure the run ends with)")
+        return gm.forward
+
+    try:
+        torch.compile(lambda x: torch.cos(x) + 1, backend=my_backend)(torch.randn(3))
+    except Exception as exc:
+        print("ignored:", type(exc).__name__)
+    torch.compile(lambda x: torch.exp(x) * 2, backend=my_backend)(torch.randn(3))
+"""
+
+
+def test_the_failure_the_run_ended_with_is_minified_not_an_earlier_caught_one(tmp_path):
+    code, result = _minify_script(tmp_path, CAUGHT_THEN_FATAL)
+    assert code == 0, result
+    assert result["ops"] == ["torch.exp"] and "exp unsupported" in result["signature"]["text"]
+
+
 def test_nothing_failed_exits_3(tmp_path):
     script = tmp_path / "ok.py"
     script.write_text("import torch\ntorch.compile(lambda x: x + 1, backend='eager')(torch.randn(2))\n")

@@ -194,10 +194,11 @@ def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -
 
 
 def _failed_graph(run_dir: Path) -> str | None:
-    """The recorded graph that the graph recorder saw fail in `run_dir`'s run, if any."""
+    """The recorded graph that the graph recorder saw fail last (the failure the run ended with) in
+    `run_dir`'s run, if any."""
     failures = RunPaths(run_dir).graphs_dir / "failures.jsonl"
     lines = failures.read_text().splitlines() if failures.is_file() else []
-    for line in lines:
+    for line in reversed(lines):
         try:
             return str(json.loads(line)["graph"])
         except (json.JSONDecodeError, KeyError, TypeError):

@@ -71,7 +71,11 @@ def load_graph_module(graphs: Path, entry: dict[str, Any]) -> torch.fx.GraphModu
 def _choose(entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], inflight: str) -> tuple[str, str | None]:
     """(graph id, recorded description or None for a signal death)."""
     if failures:
-        failure = next((f for f in failures if entries[f["graph"]]["stage"] == "aot"), failures[0])
+        # the run ended with its last failure (earlier ones were caught by the script); the same error is
+        # recorded by the Dynamo graph and by the AOT graph inside it: blame the AOT one, the more precise
+        last = failures[-1]
+        same = [f for f in failures if f["description"] == last["description"]]
+        failure = next((f for f in reversed(same) if entries[f["graph"]]["stage"] == "aot"), last)
         return _blame_aot(entries, failure["graph"]), failure["description"]
     if inflight:
         return _blame_aot(entries, inflight.split()[0]), None
