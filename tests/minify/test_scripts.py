@@ -103,6 +103,28 @@ def test_the_failure_the_run_ended_with_is_minified_not_an_earlier_caught_one(tm
     assert result["ops"] == ["torch.exp"] and "exp unsupported" in result["signature"]["text"]
 
 
+def _minify_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from pt2doctor.cli import main; main()", "minify", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_directory_without_a_recording_is_a_usage_error(tmp_path):
+    proc = _minify_cli(str(tmp_path / "nowhere"))
+    assert proc.returncode == 64 and "holds no recorded graphs" in proc.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_damaged_recording_is_bad_input_not_an_internal_error(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(CAUGHT_THEN_FATAL))
+    record_script(script, tmp_path / "run")
+    for code in (tmp_path / "run" / "graphs").glob("g*.py"):
+        code.write_bytes(code.read_bytes()[:30])  # cut short, as by a killed recorder
+    proc = _minify_cli(str(tmp_path / "run"))
+    assert proc.returncode == 65, proc.stderr[-2000:]
+    assert "cannot be read" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_nothing_failed_exits_3(tmp_path):
     script = tmp_path / "ok.py"
     script.write_text("import torch\ntorch.compile(lambda x: x + 1, backend='eager')(torch.randn(2))\n")

@@ -3,7 +3,8 @@
 Parsing and dispatch only: loading is `reduce.fx_load`, reducing `reduce.fx_minify`; progress
 goes through `MinifyProgress`, a reporter handed to the reducer. The worker pool and the verifying
 interpreter start before torch is imported here, so their start-up overlaps loading. Exit status: 0 verified repro,
-1 repro written but not verified, 3 nothing to minify or the failure does not reproduce.
+1 repro written but not verified, 3 nothing to minify or the failure does not reproduce, 64 RUN_DIR is no
+recording, 65 the recording cannot be read, 130 interrupted (the best repro so far is written).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
+from pt2doctor.analysis.verdict import EXIT_DATA, EXIT_INTERRUPTED
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
@@ -47,15 +49,28 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
     from pt2doctor.reduce.fx_load import load_failing
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
+    from pt2doctor.reduce.fx_load import NothingToMinify
+
     if script is not None:
         record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
-    recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir)
+    try:
+        recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir)
+    except NothingToMinify:
+        raise
+    except Exception as exc:  # a file of the recording cut short or damaged: bad input, not our bug
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise DamagedRun(f"{run_dir} cannot be read: {type(exc).__name__}: {first} (a recording cut short or "
+                         "edited?); record it again with `pt2doctor run --record SCRIPT`") from exc
     options = MinifyOptions(out_dir, jobs, timeout_s, expected=recorded.expected, graph_name=recorded.graph_id)
     progress = MinifyProgress(console)
     try:
         return minify_case(recorded.case, recorded.context, options, progress, workers=workers)
     finally:
         progress.stop()
+
+
+class DamagedRun(click.ClickException):
+    exit_code = EXIT_DATA
 
 
 @click.command("minify")
@@ -73,6 +88,9 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     from pt2doctor.reduce.workers import start_workers
 
     console = Console(stderr=True, highlight=False)
+    if script is None and not (run_dir / "graphs").is_dir():
+        raise click.UsageError(f"{run_dir} holds no recorded graphs: give a directory written by "
+                               "`pt2doctor run --record SCRIPT` (or pass --script SCRIPT to record it first)")
     out_dir = out or run_dir
     # Workers first (no torch imported yet): their warm-up overlaps recording and loading.
     with start_workers(jobs, timeout_s, out_dir) as workers:
@@ -97,6 +115,9 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     _fold_into_session(run_dir, result)
     if as_json:
         click.echo(dumps(result, pretty=True).decode())
+    if result.stopped_early == "interrupted":
+        console.print("interrupted: the repro is the smallest graph found so far, not a minimal one")
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(0 if result.verified else 1)
 
 
