@@ -14,14 +14,14 @@ from clihelp import CliRun, pt2doctor  # noqa: E402
 
 @pytest.fixture(scope="session")
 def accuracy_run(tmp_path_factory: pytest.TempPathFactory):
-    """`pt2doctor accuracy --json` on a planted script, once per session per (script, extra args)."""
+    """`pt2doctor accuracy --json` on a planted script, once per session per (script, extra args, script args)."""
     cache: dict[tuple[str, ...], CliRun] = {}
 
-    def get(script: str, *extra: str) -> CliRun:
-        key = (script, *extra)
+    def get(script: str, *extra: str, args: tuple[str, ...] = ()) -> CliRun:
+        key = (script, *extra, "--", *args)
         if key not in cache:
             out = tmp_path_factory.mktemp(Path(script).stem)
-            cache[key] = pt2doctor("accuracy", "--json", "--out", str(out), *extra, str(SCRIPTS / script),
+            cache[key] = pt2doctor("accuracy", "--json", "--out", str(out), *extra, str(SCRIPTS / script), *args,
                                    timeout=600)
         return cache[key]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH, explain, headline, needs_rng_recheck
 from pt2doctor.analysis.verdict import verdict_for
 from pt2doctor.model import SCHEMA, Category, ExitInfo, Session
-from pt2doctor.model.accuracy import Cause, DivergentNode, GraphAccuracy
+from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.serialize import convert, to_builtins
 from pt2doctor.report.accuracy import render_accuracy
 
@@ -18,6 +18,7 @@ def _exit_code(script_code: int, results: list[GraphAccuracy]) -> int:
 
 def _fail(**kw) -> GraphAccuracy:
     kw.setdefault("first_divergent", RELU)
+    kw.setdefault("backend", "inductor")
     return GraphAccuracy("0/0", "fail", max_abs_err=1.0, rmse_ratio=1e6, **kw)
 
 
@@ -71,3 +72,35 @@ def test_headline_and_text_name_the_first_divergent_op():
 def test_results_round_trip_through_json():
     (result,) = explain([_fail(random_ops=("torch.rand",))], [GraphAccuracy("0/0", "pass")])
     assert convert(to_builtins(result), GraphAccuracy) == result
+
+
+def test_fallback_random_is_inductors_config_so_other_backends_are_not_rechecked():
+    user = _fail(random_ops=("torch.rand",), backend="my_backend")
+    assert not needs_rng_recheck([user])
+    (result,) = explain([user], [GraphAccuracy("0/0", "pass")])
+    assert result.recheck is None and result.real_failure and result.causes == (Cause.RANDOM,)
+    text = render_accuracy([result])
+    assert "compiled may draw different numbers" in text and "fallback_random" not in text
+    assert "fallback_random = True to make compiled draw like eager" in render_accuracy(
+        explain([_fail(random_ops=("torch.rand",))]))
+
+
+def test_random_ops_are_no_cause_of_a_graph_that_passes():
+    (result,) = explain([GraphAccuracy("0/0", "pass", random_ops=("torch.rand",), backend="inductor")])
+    assert result.causes == () and "random ops" not in render_accuracy([result])
+
+
+def test_an_unavailable_fp64_reference_is_stated_with_its_reason():
+    result = _fail(fp64_unavailable="RuntimeError: expected m1 and m2 to have the same dtype")
+    text = render_accuracy([result])
+    assert "fp64 reference unavailable: RuntimeError: expected m1 and m2 to have the same dtype" in text
+    assert "judged against eager alone" in text
+    assert convert(to_builtins(result), GraphAccuracy) == result
+
+
+def test_a_reference_equal_to_eager_is_said_to_carry_no_information():
+    same = GraphAccuracy("0/0", "pass", forward=Errors("pass", 0.0, 0.0, None, 0.0, 0.0))
+    differs = GraphAccuracy("0/0", "pass", forward=Errors("pass", 0.0, 0.0, 1.0, 1e-8, 1e-8))
+    assert same.reference_equals_eager and not differs.reference_equals_eager
+    assert "carries no information about this" in render_accuracy([same])
+    assert "carries no information" not in render_accuracy([differs])

@@ -65,7 +65,7 @@ def test_dropout_is_flagged_as_rng_and_passes_with_fallback_random(accuracy_run)
     assert run.code == 0, run.stderr[-3000:]
     graph = _graph(run)
     assert graph["verdict"] == "fail" and graph["explained"]
-    assert graph["random_ops"] == ["torch.nn.functional.dropout"]
+    assert graph["random_ops"] == ["torch.nn.functional.dropout"] and graph["backend"] == "inductor"
     assert "random" in graph["causes"]
     assert graph["recheck"] == {"config": {"inductor_config": {"fallback_random": True}}, "verdict": "pass"}
     assert (run.out_dir / "recheck-fallback-random" / "session.json").exists()
@@ -97,9 +97,9 @@ def test_backend_option_compiles_with_another_backend(accuracy_run):
 
 
 @pytest.mark.slow
-def test_nondeterministic_graph_is_called_out_and_fp64_free_graph_is_judged_against_eager(accuracy_run):
-    """A real run-to-run difference (atomic adds from two threads); the fp64 run fails on the baked-in
-    float32 dtype, so the verdict falls back to eager like `same_two_models` instead of an error."""
+def test_nondeterministic_graph_is_called_out_and_its_dtype_constant_runs_in_fp64(accuracy_run):
+    """A real run-to-run difference (atomic adds from two threads); the graph's baked-in float32 dtype
+    is made fp64 in the reference run, so the graph has an fp64 reference."""
     import torch
 
     if torch.get_num_threads() < 2:
@@ -107,7 +107,7 @@ def test_nondeterministic_graph_is_called_out_and_fp64_free_graph_is_judged_agai
     run = accuracy_run("scatter_nondeterministic.py", "--no-minify")
     assert run.code == 0, run.stderr[-3000:]
     graph = _graph(run)
-    assert graph["verdict"] == "pass" and graph["error"] is None
+    assert graph["verdict"] == "pass" and graph["error"] is None and graph["fp64_unavailable"] is None
     assert graph["deterministic"] is False and graph["run_to_run_max_abs"] > 0
     assert "nondeterminism" in graph["causes"]
 
@@ -118,3 +118,45 @@ def test_tf32_is_called_out_as_reduced_precision(accuracy_run):
     graph = _graph(run)
     assert "tf32" in graph["reduced_precision"]
     assert graph["verdict"] == "pass"
+
+
+def test_graph_without_fp64_reference_is_judged_against_eager_and_its_bug_fails(accuracy_run):
+    """The bitcast stays float32, so the fp64 run raises inside torch.matmul (FX prints the graph's code
+    to stderr then): the softmax bug is still a FAIL, the reason is stated, and no traceback is shown."""
+    run = accuracy_run("packed_bits.py", "--no-minify")
+    assert run.code == 1, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "fail" and graph["error"] is None
+    assert graph["fp64_unavailable"].startswith("RuntimeError: expected m1 and m2 to have the same dtype")
+    assert graph["rmse_ratio"] is None and graph["first_divergent"]["op"] == "torch.softmax"
+    assert f"fp64 reference unavailable: {graph['fp64_unavailable'][:40]}" in run.stderr
+    assert "Traceback" not in run.stderr and "FX-traced" not in run.stderr
+
+
+def test_graph_without_fp64_reference_and_without_a_bug_passes_quietly(accuracy_run):
+    run = accuracy_run("packed_bits.py", "--backend", "eager", "--no-minify")
+    assert run.code == 0, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "pass" and graph["fp64_unavailable"] and graph["max_abs_err"] == 0.0
+    assert "Traceback" not in run.stderr and "FX-traced" not in run.stderr
+
+
+def test_dropouts_that_do_not_draw_are_not_random_ops(accuracy_run):
+    """nn.Dropout in eval mode and F.dropout(p=0.0) return their input: only the softmax bug is left."""
+    run = accuracy_run("dropout_backend.py", "--no-minify", args=("eval",))
+    assert run.code == 1, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["verdict"] == "fail" and graph["random_ops"] == [] and graph["causes"] == []
+    assert graph["first_divergent"]["op"] == "torch.softmax"
+    assert "random ops" not in run.stderr
+
+
+def test_random_ops_under_a_user_backend_are_not_rechecked_with_inductors_config(accuracy_run):
+    run = accuracy_run("dropout_backend.py", "--no-minify", args=("train",))
+    assert run.code == 1, run.stderr[-3000:]
+    graph = _graph(run)
+    assert graph["backend"] == "round_softmax_through_bf16"
+    assert graph["random_ops"] == ["torch.nn.functional.dropout"] and graph["causes"] == ["random"]
+    assert graph["recheck"] is None and not graph["explained"]
+    assert not (run.out_dir / "recheck-fallback-random").exists()
+    assert "fallback_random" not in run.stderr

@@ -1,12 +1,14 @@
 """What the per-graph accuracy results mean: known non-bugs, explained differences, the exit code.
 
 Contract: pure functions over `GraphAccuracy` values (no torch, no I/O).
-- `needs_rng_recheck(results)`: a graph failed and has random ops, so a re-run with
-  `FALLBACK_RANDOM` (Inductor then calls eager's RNG ops) tells an RNG difference from a bug.
+- `needs_rng_recheck(results)`: a graph Inductor compiled failed and has ops that draw, so a re-run
+  with `FALLBACK_RANDOM` (Inductor then calls eager's RNG ops) tells an RNG difference from a bug.
+  The config is Inductor's: under any other backend it changes nothing, so there is no re-run.
 - `explain(results, recheck)`: name the causes (random ops, reduced precision, nondeterminism) and
   mark a failure `explained` only when the evidence says so: it passes under fallback_random, or
-  the compiled graph differs from itself about as much as from eager. Reduced precision is called
-  out but never excuses a failure: PyTorch's rule already allows bf16/fp16 a 3x larger RMSE.
+  the compiled graph differs from itself about as much as from eager. Random ops are a cause only of
+  a failure (a graph that passes drew alike). Reduced precision is called out but never excuses a
+  failure: PyTorch's rule already allows bf16/fp16 a 3x larger RMSE.
 - `headline(results)`: one line; `analysis.verdict` makes a graph failing without explanation the
   run's verdict (category `accuracy`, exit code `EXIT_MISMATCH`) unless the script itself failed.
 """
@@ -27,21 +29,26 @@ _NOISE_SHARE = 0.5  # run-to-run difference at least half the compiled-vs-eager 
 
 
 def needs_rng_recheck(results: Sequence[GraphAccuracy]) -> bool:
-    return any(r.verdict == "fail" and r.random_ops for r in results)
+    return any(_rng_may_explain(r) for r in results)
+
+
+def _rng_may_explain(result: GraphAccuracy) -> bool:
+    return result.verdict == "fail" and bool(result.random_ops) and result.inductor
 
 
 def explain(results: Sequence[GraphAccuracy], recheck: Sequence[GraphAccuracy] = ()) -> list[GraphAccuracy]:
     again = {r.graph: r for r in recheck}
-    return [explain_one(r, again.get(r.graph) if r.random_ops else None) for r in results]
+    return [explain_one(r, again.get(r.graph) if _rng_may_explain(r) else None) for r in results]
 
 
 def explain_one(result: GraphAccuracy, again: GraphAccuracy | None) -> GraphAccuracy:
-    causes = [c for c, present in ((Cause.RANDOM, bool(result.random_ops)),
+    failed = result.verdict == "fail"
+    causes = [c for c, present in ((Cause.RANDOM, failed and bool(result.random_ops)),
                                    (Cause.REDUCED_PRECISION, bool(result.reduced_precision)),
                                    (Cause.NONDETERMINISM, result.deterministic is False)) if present]
     recheck = Recheck(FALLBACK_RANDOM, again.verdict) if again is not None else None
     noisy = result.deterministic is False and (result.run_to_run_max_abs or 0.0) >= _NOISE_SHARE * (result.max_abs_err or 0.0)
-    explained = result.verdict == "fail" and ((recheck is not None and recheck.verdict == "pass") or noisy)
+    explained = failed and ((recheck is not None and recheck.verdict == "pass") or noisy)
     out = replace(result, causes=tuple(causes), recheck=recheck, explained=explained)
     if again is not None and again.verdict == "fail" and again.first_divergent is not None:
         # The bug is still there without RNG noise: that run's localization is the trustworthy one.

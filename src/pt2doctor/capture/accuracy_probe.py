@@ -4,25 +4,33 @@ Contract: `install(spec)` is called once by `capture/child.py` with the JSON obj
 `PT2DOCTOR_ACCURACY` (`{"out": path, "tol": 1e-4}`) and returns the uninstall function. It wraps
 every Dynamo backend call (`torch_compat.patch_backend_call`); on the first call of each compiled
 graph, before the user's own call, it runs on clones of the real inputs:
-1. the Dynamo graph eagerly in fp32, eagerly in fp64 (floating inputs cast), and compiled twice,
-   forward and, when grad is on and an input requires it, backward (`autograd.grad` of the outputs
-   against a fixed cotangent); the RNG state is restored before each run and before the user's call,
-   so the program draws and computes exactly what it would without the probe;
-2. judges compiled against eager with PyTorch's rule (`torch_compat.same_as_fp64_reference`);
+1. the Dynamo graph eagerly in fp32, eagerly in fp64 (floating inputs, parameters and the graph's
+   own float dtype constants cast, as torch's `cast_to_fp64` does for after-AOT graphs), and compiled
+   twice, forward and, when grad is on and an input requires it, backward (`autograd.grad` of the
+   outputs against a fixed cotangent); the RNG state is restored before each run and before the
+   user's call, so the program draws and computes exactly what it would without the probe;
+2. judges compiled against eager with PyTorch's rule (`torch_compat.same_as_fp64_reference`). An
+   output with no fp64 value (the fp64 run raised, or the output stays float32 in it) is judged as
+   `same_two_models` judges without a reference: allclose within the tolerance, else a failure; the
+   reason is recorded (`GraphAccuracy.fp64_unavailable`);
 3. when the graph fails, localizes in ONE instrumented run, no bisection: the graph rewritten so every
    floating intermediate is an output, compiled once with the same backend, each intermediate judged
    with the same rule; the first failing one in topological order is the first divergent node.
-One `GraphAccuracy` per graph is appended to `out` as a JSON line. A probe error is recorded on the
-graph (`verdict="error"`) and never changes the user's program.
+One `GraphAccuracy` per graph is appended to `out` as a JSON line, with the backend's name and the
+random ops that actually draw (a dropout with p=0 or training=False does not). A probe error is
+recorded on the graph (`verdict="error"`) and never changes the user's program; what the probe's runs
+write to stderr (FX prints a failing graph's code there) is swallowed, never shown to the user.
 """
 
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +39,10 @@ from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.serialize import to_builtins
 
 TOP_NODES = 5
-_RANDOM = re.compile(r"dropout|rand|bernoulli|multinomial|normal|uniform|exponential|poisson|rrelu|cauchy|geometric")
+# One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`), so
+# `torch.nn.functional.normalize` or `Tensor.expand` never match.
+_RANDOM = re.compile(r"^(rand|bernoulli|multinomial|normal_?$|uniform|exponential|poisson|cauchy|geometric|log_normal)"
+                     r"|dropout|rrelu")
 _REDUCED = ("bfloat16", "float16")
 _REL_FLOOR = 1e-6  # relative error against |eager| below this is meaningless (a dropped unit, a zero)
 
@@ -47,18 +58,17 @@ class AccuracyProbe:
         self.tol = tol
 
     def on_backend_call(self, original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
-        import torch.fx
-
         graph_id = torch_compat.current_compile_id() or "?"
-        eager = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the backend may rewrite gm's graph
+        eager = _graph_copy(gm)  # the backend may rewrite gm's graph
         compiled = original(output_graph, gm, example_inputs)
         backend = output_graph.compiler_fn
+        name = backend_name(backend)
         state = {"checked": False}
 
         def run(*args: Any) -> Any:  # Dynamo calls what a backend returns unboxed, `fn(*graphargs)` (2.13)
             if not state["checked"]:
                 state["checked"] = True
-                record = self.check(graph_id, eager, backend, compiled, list(args))
+                record = replace(self.check(graph_id, eager, backend, compiled, list(args)), backend=name)
                 self.write(record)
                 if record.verdict == "fail":  # a recorded run keeps what was judged wrong (`graph_recorder`)
                     graph_recorder.keep_failing_inputs(graph_id, self.tol, args)
@@ -67,8 +77,8 @@ class AccuracyProbe:
         return run
 
     def check(self, graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[Any]) -> GraphAccuracy:
-        try:
-            with _same_rng():
+        try:  # FX prints the code of a graph that raises to stderr (`_WrappedCall`, 2.13): not the user's
+            with _same_rng(), redirect_stderr(io.StringIO()):
                 return judge_graph(graph_id, gm, backend, compiled, args, self.tol)
         except Exception as exc:  # the probe must never break the user's program
             return GraphAccuracy(graph_id, "error", error=f"{type(exc).__name__}: {exc}"[:2000])
@@ -93,12 +103,13 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
 
     want_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
     rng = _rng_state()
-    runs = {}
-    for name, fn, cast in (("eager", gm, False), ("fp64", _fp64_module, True),
-                           ("compiled", compiled, False), ("again", compiled, False)):
+    runs: dict[str, Any] = {}
+    for name, fn in (("eager", gm), ("fp64", None), ("compiled", compiled), ("again", compiled)):
         _set_rng_state(rng)
-        runs[name] = _fp64_run(fn, gm, args, want_grad) if cast else run_once(fn, args, want_grad, cast)
-    fp64_fwd, fp64_bwd = runs["fp64"] if runs["fp64"] is not None else (None, None)
+        runs[name] = fp64_run(gm, args, want_grad) if fn is None else run_once(fn, args, want_grad, False)
+    (fp64, unavailable) = runs["fp64"]
+    fp64_fwd, fp64_bwd = fp64 if fp64 is not None else (None, None)
+    unavailable = unavailable or missing_reference(runs["eager"][0], fp64_fwd)
     forward = compare(runs["eager"][0], runs["compiled"][0], fp64_fwd, tol)
     backward = compare(runs["eager"][1], runs["compiled"][1], fp64_bwd, tol) if runs["eager"][1] else None
     again = _max_abs(runs["compiled"][0] + runs["compiled"][1], runs["again"][0] + runs["again"][1])
@@ -118,7 +129,7 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
         forward=forward, backward=backward, first_divergent=nodes[0] if nodes else None,
         top_divergent=tuple(sorted(nodes, key=lambda n: -(n.max_abs_err or 0.0))[:TOP_NODES]),
         nodes_compared=count, random_ops=random_ops(gm), reduced_precision=reduced_precision(gm, args),
-        deterministic=again == 0.0, run_to_run_max_abs=again, error=error,
+        deterministic=again == 0.0, run_to_run_max_abs=again, error=error, fp64_unavailable=unavailable,
     )
 
 
@@ -154,20 +165,31 @@ def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64:
     return [o.detach() for o in outputs], grads
 
 
-def _fp64_run(make: Callable[[Any], Any], gm: Any, args: Sequence[Any], want_grad: bool) -> Any:
-    """The fp64 reference run, or None when the graph cannot run in fp64 (a dtype baked into it, say):
-    then, as in `same_two_models` ("Could not generate fp64 outputs"), compiled is judged against eager."""
+def fp64_run(gm: Any, args: Sequence[Any], want_grad: bool) -> tuple[Any, str | None]:
+    """`(run, None)`: the fp64 reference run; or `(None, why)` when the graph cannot run in fp64 (an op
+    with no fp64 kernel, a dtype the cast cannot reach): then, as in `same_two_models` ("Could not
+    generate fp64 outputs"), compiled is judged against eager alone."""
     try:
-        return run_once(make(gm), args, want_grad, True)
-    except Exception:
-        return None
+        return run_once(fp64_module(gm), args, want_grad, True), None
+    except Exception as exc:
+        return None, _one_line(exc)
+
+
+def missing_reference(eager: Sequence[Any], fp64: Sequence[Any] | None) -> str | None:
+    """Why some floating output has no fp64 value although the fp64 run ran, or None."""
+    for index, (e, r) in enumerate(zip(eager, fp64 or ())):
+        if _is_float(e) and not _is_fp64(r):
+            return f"output {index} stays {str(getattr(r, 'dtype', None)).removeprefix('torch.')} in the fp64 run"
+    return None
 
 
 def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] | None, tol: float) -> Errors:
-    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), list(fp64) if fp64 is not None else None,
-                                             tol)
-    reference = fp64 if fp64 is not None else [None] * len(eager)
-    stats = [_pair_errors(e, c, r) for e, c, r in zip(eager, compiled, reference) if e.is_floating_point()]
+    """PyTorch's verdict on the floating outputs (the others are ignored, as `ignore_non_fp` does), each
+    against its fp64 value where it has one, and the errors behind it."""
+    reference = list(fp64) if fp64 is not None else [None] * len(eager)
+    pairs = [(e, c, r if _is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if _is_float(e)]
+    ok = len(eager) == len(compiled) and all(same(e, c, r, tol) for e, c, r in pairs)
+    stats = [_pair_errors(e, c, r) for e, c, r in pairs]
     return Errors(
         "pass" if ok else "fail",
         max_abs_err=_max_opt(*(s[0] for s in stats)), max_rel_err=_max_opt(*(s[1] for s in stats)),
@@ -176,8 +198,21 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] |
     )
 
 
-def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
+def same(eager: Any, compiled: Any, fp64: Any | None, tol: float) -> bool:
+    """PyTorch's rule on one floating output. Without an fp64 value it is `same`'s rule when no
+    reference exists (allclose within `tol`, same dtype, else a failure), as `same_two_models` calls it
+    (`ignore_non_fp=False`): `same_as_fp64_reference` passes `ignore_non_fp=True`, which makes `same`
+    pass any floating output that lacks a float64 reference (torch/_dynamo/utils.py, 2.13)."""
+    import torch
 
+    if fp64 is not None:
+        return torch_compat.same_as_fp64_reference([eager], [compiled], [fp64], tol)
+    if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
+        return False
+    return bool(torch.allclose(eager, compiled, atol=tol, rtol=tol, equal_nan=True))
+
+
+def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
     e, c = eager.double(), compiled.double()
     if e.shape != c.shape:
         return (None,) * 5
@@ -187,7 +222,7 @@ def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ..
         return _finite(_nanmax(diff)), _finite(_nanmax(rel)), None, None, None
     r = fp64.double()
     rmse_c, rmse_e = _rmse(r, c), _rmse(r, e)
-    ratio = rmse_c / rmse_e if rmse_e else (1.0 if rmse_c == 0 else None)
+    ratio = rmse_c / rmse_e if rmse_e else None  # eager equals fp64: the ratio is undefined (README)
     return _finite(_nanmax(diff)), _finite(_nanmax(rel)), _finite(ratio), _finite(rmse_c), _finite(rmse_e)
 
 
@@ -200,17 +235,16 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
         return [], 0
     with torch.no_grad():
         inputs = [torch_compat.clone_input(a).detach() if isinstance(a, torch.Tensor) else a for a in args]
-        compiled = backend(probe, inputs)
+        compiled = backend(_graph_copy(probe), inputs)  # the backend may rewrite the graph it is given
         rng = _rng_state()
         values = {}
-        for name, fn, cast in (("eager", probe, False), ("fp64", _fp64_module, True),
-                               ("compiled", compiled, False)):
+        for name, fn in (("eager", probe), ("fp64", None), ("compiled", compiled)):
             _set_rng_state(rng)
-            run = _fp64_run(fn, probe, args, False) if cast else run_once(fn, args, False, cast)
+            run = fp64_run(probe, args, False)[0] if fn is None else run_once(fn, args, False, False)
             values[name] = run[0] if run is not None else [None] * len(nodes)
     failing = []
     for index, (node, e, c, r) in enumerate(zip(nodes, values["eager"], values["compiled"], values["fp64"])):
-        errors = compare([e], [c], [r] if r is not None else None, tol)
+        errors = compare([e], [c], [r], tol)
         if errors.verdict == "fail":
             failing.append(describe_node(node, index, errors))
     return failing, len(nodes)
@@ -262,8 +296,34 @@ def _op_name(node: Any) -> str:
 
 
 def random_ops(gm: Any) -> tuple[str, ...]:
-    names = (_op_name(n) for n in gm.graph.nodes if n.op.startswith("call_"))
-    return tuple(dict.fromkeys(n for n in names if _RANDOM.search(n.lower())))
+    """The graph's ops that draw random numbers when they run, by qualified name."""
+    nodes = (n for n in gm.graph.nodes if n.op in ("call_function", "call_method") and draws(n))
+    return tuple(dict.fromkeys(_op_name(n) for n in nodes))
+
+
+def draws(node: Any) -> bool:
+    """Whether an FX call draws: a random op, except a dropout that cannot (p=0 or training=False:
+    it returns its input, `F.dropout`) and an rrelu outside training (its slope is then fixed). A
+    value the graph computes (a SymFloat p) may draw."""
+    segments = _op_name(node).lower().split(".")[1:]
+    if not any(_RANDOM.search(s) for s in segments):
+        return False
+    if any("dropout" in s for s in segments):  # (input, p=0.5, training=True) for every dropout (2.13)
+        return _arg(node, 1, ("p",), 0.5) != 0 and _arg(node, 2, ("training", "train"), True) is not False
+    if any("rrelu" in s for s in segments):  # (input, lower, upper, training=False)
+        return _arg(node, 3, ("training",), False) is not False
+    return True
+
+
+def _arg(node: Any, index: int, names: tuple[str, ...], default: Any) -> Any:
+    found = next((node.kwargs[n] for n in names if n in node.kwargs), default)
+    return node.args[index] if len(node.args) > index else found
+
+
+def backend_name(compiler_fn: Any) -> str | None:
+    """The backend's name as torch.compile was given it (`inductor`, `aot_eager`, a callable's name)."""
+    chain = torch_compat.backend_chain(compiler_fn)
+    return getattr(chain[0], "__name__", None) or type(chain[-1]).__name__ if chain else None
 
 
 def reduced_precision(gm: Any, args: Sequence[Any]) -> tuple[str, ...]:
@@ -277,12 +337,35 @@ def reduced_precision(gm: Any, args: Sequence[Any]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _fp64_module(gm: Any) -> Any:
+def fp64_module(gm: Any) -> Any:
+    """A copy of `gm` computing in fp64: its floating parameters, buffers and tensor constants cast, and
+    every float dtype the graph names (`.to(torch.float32)`, `.type(...)`, `dtype=` of a factory,
+    `.float()`) made fp64, as `torch._dynamo.debug_utils.cast_dtype_args_to_fp64` does for after-AOT
+    graphs (2.13; it reaches `dtype=` keywords only). A bitcast `.view(dtype)` is left alone."""
+    import torch
+    from torch.fx.node import map_aggregate
+
+    module = copy.deepcopy(gm).to(torch.float64)  # parameters and buffers
+    for node in module.graph.nodes:
+        if node.op == "get_attr":  # a tensor constant Dynamo stored as a plain attribute
+            owner, _, name = str(node.target).rpartition(".")
+            holder = module.get_submodule(owner)
+            if _is_float(getattr(holder, name, None)):
+                setattr(holder, name, getattr(holder, name).to(torch.float64))
+        elif node.op in ("call_function", "call_method") and _op_name(node).rpartition(".")[2] != "view":
+            node.target = "double" if node.op == "call_method" and node.target in _CASTS else node.target
+            node.args, node.kwargs = map_aggregate((node.args, node.kwargs), _fp64_dtype)
+    module.recompile()
+    return module
+
+
+_CASTS = ("float", "half", "bfloat16")
+
+
+def _fp64_dtype(value: Any) -> Any:
     import torch
 
-    if not any(t.is_floating_point() for t in list(gm.parameters()) + list(gm.buffers())):
-        return gm
-    return copy.deepcopy(gm).to(torch.float64)
+    return torch.float64 if isinstance(value, torch.dtype) and value.is_floating_point else value
 
 
 def _to_fp64(value: Any) -> Any:
@@ -311,6 +394,23 @@ def _is_float(value: Any) -> bool:
     import torch
 
     return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _graph_copy(gm: Any) -> Any:
+    import torch.fx
+
+    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+
+
+def _is_fp64(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.dtype == torch.float64
+
+
+def _one_line(exc: BaseException) -> str:
+    first = next((line for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first.strip()}"[:300]
 
 
 def _rmse(a: Any, b: Any) -> float:

@@ -83,6 +83,10 @@ _call_counts: Any = None
 
 def _install_hooks() -> None:
     global _call_counts
+    if os.environ.get("PT2DOCTOR_ACCURACY"):  # before the counter, whose wrapper must count only the program's calls
+        from pt2doctor.capture import accuracy_probe
+
+        accuracy_probe.install(json.loads(os.environ["PT2DOCTOR_ACCURACY"]))
     if os.environ.get("TORCH_TRACE"):  # a traced run: count how often each compiled graph runs
         from pt2doctor.capture import call_counter
 
@@ -100,10 +104,6 @@ def _install_hooks() -> None:
         from pt2doctor.capture import overrides
 
         overrides.install(json.loads(os.environ["PT2DOCTOR_OVERRIDES"]))
-    if os.environ.get("PT2DOCTOR_ACCURACY"):
-        from pt2doctor.capture import accuracy_probe
-
-        accuracy_probe.install(json.loads(os.environ["PT2DOCTOR_ACCURACY"]))
 
 
 def main() -> None:

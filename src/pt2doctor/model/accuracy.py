@@ -5,7 +5,10 @@ Contract: plain frozen values, no torch. The child's probe (`capture/accuracy_pr
 it learns from re-checks (`analysis/accuracy.py`) and stores them as `Session.accuracy` (the
 `accuracy` key of session.json, README). Errors are measured against eager on the same inputs; `rmse_ratio` is
 RMSE(compiled, fp64 eager) / RMSE(eager fp32, fp64 eager), the quantity PyTorch's rule bounds
-(None when eager matches fp64 exactly, so the ratio is undefined).
+(None when eager matches fp64 exactly, so the ratio is undefined). `fp64_unavailable` says why some
+output had no fp64 value (that output was then judged against eager alone, allclose within the
+tolerance, as `same_two_models` does); `reference_equals_eager` that the fp64 values equal eager's
+exactly, so they say nothing about this graph's rounding (a graph that casts its result to float32).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ AccuracyVerdict = Literal["pass", "fail", "error"]
 class Cause(str, Enum):
     """A known reason for a difference that is not a compiler bug."""
 
-    RANDOM = "random"  # random ops: compiled and eager draw differently unless fallback_random
+    RANDOM = "random"  # ops that draw: compiled may draw differently (Inductor: unless fallback_random)
     REDUCED_PRECISION = "reduced_precision"  # bf16/fp16 values or TF32 matmuls
     NONDETERMINISM = "nondeterminism"  # the compiled graph differs from itself run to run
 
@@ -82,7 +85,19 @@ class GraphAccuracy:
     minified: dict[str, Any] | None = None
     error: str | None = None
     function: str | None = None
+    backend: str | None = None  # the backend's name (`inductor`, `aot_eager`, a callable's __name__)
+    fp64_unavailable: str | None = None  # why an output had no fp64 reference: "RuntimeError: ..."
 
     @property
     def real_failure(self) -> bool:
         return self.verdict == "fail" and not self.explained
+
+    @property
+    def inductor(self) -> bool:
+        """Inductor compiled the graph, so Inductor's configs (fallback_random) can change its results."""
+        return self.backend == "inductor"
+
+    @property
+    def reference_equals_eager(self) -> bool:
+        judged = [e for e in (self.forward, self.backward) if e is not None and e.rmse_eager is not None]
+        return bool(judged) and all(e.rmse_eager == 0.0 for e in judged)

@@ -13,8 +13,7 @@ from pt2doctor.analysis.accuracy import FALLBACK_RANDOM_LINE, headline
 from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
 
 _CAUSE_TEXT = {
-    Cause.RANDOM: ("random ops in the graph ({ops}): compiled and eager draw different numbers;\n"
-                   "        set " + FALLBACK_RANDOM_LINE + " to make compiled draw like eager"),
+    Cause.RANDOM: "random ops in the graph ({ops}): compiled may draw different numbers from eager",
     Cause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x eager's error",
     Cause.NONDETERMINISM: "nondeterminism: two compiled runs on the same inputs differ by up to {run_to_run}",
 }
@@ -38,6 +37,7 @@ def _graph(r: GraphAccuracy) -> list[str]:
     for label, errors in (("forward", r.forward), ("backward", r.backward)):
         if errors is not None:
             lines.append(f"  {label + ':':9} {_errors(errors)}")
+    lines += _reference(r)
     if r.first_divergent is not None:
         lines.append(f"  first divergent node ({r.nodes_compared} intermediates compared, one instrumented run):")
         lines.append(f"    {_node(r.first_divergent)}")
@@ -49,6 +49,8 @@ def _graph(r: GraphAccuracy) -> list[str]:
         lines.append("  top divergent nodes by max abs error:")
         lines += [f"    {_node(n)}" for n in r.top_divergent]
     lines += [f"  note: {_cause(r, c)}" for c in r.causes]
+    if Cause.RANDOM in r.causes and r.inductor:
+        lines.append(f"        set {FALLBACK_RANDOM_LINE} to make compiled draw like eager")
     if r.recheck is not None:
         lines.append(f"  re-checked with {FALLBACK_RANDOM_LINE}: {r.recheck.verdict}")
         if r.recheck.verdict == "pass":
@@ -56,6 +58,16 @@ def _graph(r: GraphAccuracy) -> list[str]:
     if r.minified:
         lines.append(f"  minified: {_minified(r.minified)}")
     return lines
+
+
+def _reference(r: GraphAccuracy) -> list[str]:
+    if r.fp64_unavailable:
+        return [f"  fp64 reference unavailable: {r.fp64_unavailable}",
+                "        judged against eager alone (allclose within the tolerance), as same_two_models does"]
+    if r.reference_equals_eager:
+        return ["  note: the fp64 reference equals eager exactly: it carries no information about this",
+                "        graph's rounding (the values are computed in float32 in the fp64 run too)"]
+    return []
 
 
 def _errors(e: Errors) -> str:

@@ -32,12 +32,19 @@ def _row(r: GraphAccuracy) -> dict[str, Any]:
         "graph": r.graph, "function": r.function, "verdict": verdict_word(r),
         "max abs err": r.max_abs_err, "RMSE ratio": r.rmse_ratio,
         "backward": r.backward.verdict if r.backward else "not computed",
+        "fp64 reference": _reference(r),
         "first divergent": f"{first.op} at {first.file}:{first.line}" if first else None,
         "known causes": ", ".join(c.value for c in r.causes) or None,
         "fallback_random re-check": r.recheck.verdict if r.recheck else None,
         "minified repro": minified.get("error") or minified.get("repro"),
         "repro verified": minified.get("verified") if minified else None,
     }
+
+
+def _reference(r: GraphAccuracy) -> str | None:
+    if r.fp64_unavailable:
+        return f"unavailable: {r.fp64_unavailable}"
+    return "equals eager exactly (no information about rounding)" if r.reference_equals_eager else None
 
 
 def _node(n: DivergentNode, first: bool) -> dict[str, Any]:

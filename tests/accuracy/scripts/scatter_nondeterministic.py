@@ -1,6 +1,6 @@
 """index_add with many duplicate indices: Inductor's CPU kernel adds atomically from several threads,
 so two compiled runs sum in different orders (nondeterministic, within tolerance). The graph holds a
-float32 dtype constant, so it cannot run in fp64: judged against eager, as same_two_models does."""
+float32 dtype constant (`dtype=src.dtype`): the fp64 reference run makes it fp64, as torch's cast_to_fp64 does."""
 import torch
 
 
