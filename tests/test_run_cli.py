@@ -128,6 +128,12 @@ def test_bad_script_is_a_usage_error_without_traceback(tmp_path, target):
     assert "no such script" in run.stderr or "is a directory" in run.stderr
 
 
+@pytest.mark.parametrize("command", ["run", "diagnose", "accuracy", "recompiles"])
+def test_a_timeout_that_is_not_positive_is_a_usage_error(command):
+    run = pt2doctor(command, "--timeout", "-1", str(SCRIPTS / "call_counts.py"))
+    assert run.code == 64 and "--timeout" in run.stderr
+
+
 def test_report_rejects_a_path_without_session_or_trace(tmp_path):
     run = pt2doctor("report", str(tmp_path))
     assert run.code == 64 and "no session.json" in run.stderr and "Traceback" not in run.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from pt2doctor.capture.runner import RunOptions
-from pt2doctor.cli.output import input_errors
+from pt2doctor.cli.output import SECONDS, input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 
@@ -24,7 +24,7 @@ from pt2doctor.cli.run import default_out_dir
 @click.option("--tol", "tolerance", type=float, default=1e-4, show_default=True, help="Tolerance of PyTorch's accuracy rule.")
 @click.option("--backend", default=None, help="Compile every torch.compile call with this backend instead.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace).")
-@click.option("--timeout", type=float, default=None, help="Stop the script after this many seconds.")
+@click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the session JSON (with its `accuracy` list).")
 @click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")

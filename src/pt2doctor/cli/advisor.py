@@ -17,7 +17,7 @@ import click
 
 from pt2doctor.analysis.whatif import Target, TrialResult, propose_trials
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.cli.output import input_errors
+from pt2doctor.cli.output import SECONDS, input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.serialize import dumps, to_builtins
@@ -28,7 +28,7 @@ from pt2doctor.report.document import Report, build_report, save_report
 def advisor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     decorators = (
         click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace)."),
-        click.option("--timeout", type=float, default=None, help="Stop the script after this many seconds."),
+        click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text."),
         click.option("--html", "html", type=click.Path(path_type=Path), default=None,
                      help="Also write the HTML report to this file."),

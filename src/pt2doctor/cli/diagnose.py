@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pt2doctor.capture.runner import ScriptError, check_script
 from pt2doctor.cli.minify import MinifyProgress
+from pt2doctor.cli.output import SECONDS
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 
@@ -45,7 +46,7 @@ class _MinifyStatus(MinifyProgress):
 @click.command("diagnose", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
-@click.option("--timeout", type=float, default=None, help="Stop each run of the script after this many seconds.")
+@click.option("--timeout", type=SECONDS, default=None, help="Stop each run of the script after this many seconds.")
 @click.option("--function", "function", default=None, help="Compile only functions of this name (TORCHDYNAMO_DEBUG_FUNCTION).")
 @click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Runs and minifier queries in parallel.")
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")

@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.analysis.verdict import EXIT_DATA, EXIT_INTERRUPTED
+from pt2doctor.cli.output import SECONDS
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
@@ -46,10 +47,8 @@ class MinifyProgress:
 def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeout_s: float, accuracy: bool,
             tolerance: float, console: Console, workers: Workers) -> MinifyOutcome:
     from pt2doctor.capture.graph_recorder import record_script
-    from pt2doctor.reduce.fx_load import load_failing
+    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
-
-    from pt2doctor.reduce.fx_load import NothingToMinify
 
     if script is not None:
         record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
@@ -76,7 +75,7 @@ class DamagedRun(click.ClickException):
 @click.command("minify")
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Where to write repro.py and minify.json (default: RUN_DIR).")
-@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True, help="Seconds per query.")
+@click.option("--timeout", "timeout_s", type=SECONDS, default=120.0, show_default=True, help="Seconds per query.")
 @click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Candidates run in parallel.")
 @click.option("--accuracy", is_flag=True, help="Minify a wrong-result failure (fp64-referenced check).")
 @click.option("--tolerance", type=float, default=1e-4, show_default=True)

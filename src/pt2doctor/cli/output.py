@@ -17,6 +17,8 @@ from pt2doctor.model import Session
 from pt2doctor.report.document import Report, build_report, save_report, to_json_bytes
 from pt2doctor.report.terminal import render_terminal
 
+SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
+
 
 def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Report:
     report = build_report(session)

@@ -9,7 +9,7 @@ import click
 
 from pt2doctor.api import cold as _cold
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.cli.output import emit, input_errors
+from pt2doctor.cli.output import SECONDS, emit, input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.report.advice import render_cold
 
@@ -20,7 +20,7 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace).")
-@click.option("--timeout", type=float, default=None, help="Stop the script after this many seconds.")
+@click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the session JSON instead of the summary.")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
