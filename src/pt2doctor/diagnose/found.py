@@ -110,6 +110,7 @@ def _said(attempt: Attempt) -> str:
 
 def user_error(found: Found, off: Attempt) -> None:
     found.category = Category.USER_ERROR.value
+    found.stage = None  # it fails with compilation off: no compiler stage is to blame
     same = off.signature == found.attempts[0].signature
     found.headline = ("the script fails the same way with compilation turned off: a bug in the script, not in "
                       "torch.compile" if same else

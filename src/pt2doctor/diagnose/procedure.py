@@ -138,14 +138,15 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
-    reporter.status(f"failing stage: {STAGE_TITLES.get(found.stage or '', found.stage)}")
-    if found.stage == "dynamo":
+    if found.stage == "dynamo":  # even backend='eager' fails: the script itself, or Dynamo?
+        reporter.status("it fails with backend='eager' too: running it with compilation off")
         with found.timed("compilation_off"):
             off = runner.submit(Variant.compilation_off()).result()
         found.attempts.append(off)
         if off.outcome == "fail":
             user_error(found, off)
             return
+    reporter.status(f"failing stage: {STAGE_TITLES.get(found.stage or '', found.stage)}")
     refine_category(found)
     where(found)
     if found.stage == "dynamo" and found.category != Category.RECOMPILATION.value:  # a limit hit has no frame to replay
