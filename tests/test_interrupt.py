@@ -34,6 +34,9 @@ def test_run_ctrl_c_writes_the_session_and_exits_130(tmp_path):
     session = json.loads((out / "session.json").read_text())
     assert session["exit"]["interrupted"] is True
     assert session["compiles"], "what was traced before Ctrl-C is kept"
+    (failure,) = session["failures"]  # our Ctrl-C is not the script's error
+    assert failure["origin"] == "interrupt" and failure["category"] != "user_error"
+    assert failure["file"] == str(SCRIPTS / "hang.py")
     assert "Traceback" not in done.stderr.split("KeyboardInterrupt")[0][-200:]
 
 

@@ -88,7 +88,11 @@ def failures(meta: dict[str, Any], exit_info: ExitInfo, compile_failures: Iterab
              timeout_s: float | None) -> list[Failure]:
     out: list[Failure] = []
     exc = meta.get("exception")
-    if isinstance(exc, dict):
+    if exit_info.interrupted and isinstance(exc, dict) and str(exc.get("type", "")).endswith("KeyboardInterrupt"):
+        # our Ctrl-C, forwarded: the script did not fail; where it was is in the exception's frames
+        interrupt = _from_exception(exc, [])
+        out.append(replace(interrupt, exception="KeyboardInterrupt", message="interrupted (Ctrl-C)", origin="interrupt"))
+    elif isinstance(exc, dict):
         out.append(_from_exception(exc, list(compile_failures)))
     elif exit_info.timed_out:
         out.append(_stack_failure("timeout", "Timeout", f"still running after {timeout_s:g} s; stopped", paths))
