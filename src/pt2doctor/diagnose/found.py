@@ -105,7 +105,8 @@ def flaky(found: Found, a1: Attempt, a2: Attempt) -> None:
 
 
 def _said(attempt: Attempt) -> str:
-    return "passed" if attempt.outcome == "pass" else f"failed ({attempt.signature})"
+    """How a run ended, in the error's own words (its signature normalises numbers away)."""
+    return "passed" if attempt.outcome == "pass" else f"failed ({attempt.error or attempt.signature})"
 
 
 def user_error(found: Found, off: Attempt) -> None:
@@ -114,7 +115,8 @@ def user_error(found: Found, off: Attempt) -> None:
     same = off.signature == found.attempts[0].signature
     found.headline = ("the script fails the same way with compilation turned off: a bug in the script, not in "
                       "torch.compile" if same else
-                      f"the script fails with compilation turned off too ({off.signature}): fix that first")
+                      f"the script fails with compilation turned off too ({off.error or off.signature}): "
+                      "fix that first")
     where(found)
     found.next_steps.append("Fix the error in the script (it also fails under torch.compiler.set_stance('force_eager')).")
 
