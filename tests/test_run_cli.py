@@ -139,6 +139,11 @@ def test_report_rejects_a_path_without_session_or_trace(tmp_path):
     assert run.code == 64 and "no session.json" in run.stderr and "Traceback" not in run.stderr
 
 
+def test_report_rejects_a_file_that_is_not_a_trace(tmp_path):
+    run = pt2doctor("report", str(SCRIPTS / "call_counts.py"))
+    assert run.code == 64 and "is not a TORCH_TRACE" in run.stderr
+
+
 def test_report_strict_on_corrupted_trace_exits_65():
     corrupted = Path(__file__).parent / "fixtures" / "traces" / "corrupted.log"
     lenient = pt2doctor("report", str(corrupted))

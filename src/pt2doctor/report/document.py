@@ -71,4 +71,7 @@ def _session_from_trace(path: Path, strict: bool = False) -> Session:
     session = session_from_trace(path, strict=strict)
     if not session.trace.files:
         raise ReportInputError(f"{path} holds no session.json and no TORCH_TRACE *.log files")
+    if not session.trace.events and session.trace.unreadable:
+        raise ReportInputError(f"{path} is not a TORCH_TRACE: none of its {session.trace.unreadable} line(s) is a "
+                               "trace line")
     return session
