@@ -57,3 +57,14 @@ def test_directory_with_several_rank_files(tmp_path: Path):
     assert session.trace.ranks == (0, 1)
     assert len(session.trace.files) == 2
     assert {b.line: b.count for b in session.graph_breaks} == {5: 2, 6: 2}
+
+
+def test_a_trace_cut_before_its_first_finished_compile_does_not_claim_torch_was_never_imported(tmp_path):
+    from pt2doctor.analysis.verdict import verdict_for
+    from pt2doctor.capture.trace_import import session_from_trace
+
+    lines = (TRACES / "toy_and_recompiles.log").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"compilation_metrics"' in line)
+    (tmp_path / "cut.log").write_text("".join(lines[:cut]))
+    headline = verdict_for(session_from_trace(tmp_path / "cut.log")).headline
+    assert headline.startswith("OK, but the trace holds no") and "never imported torch" not in headline
