@@ -60,6 +60,13 @@ def test_a_hard_recompile_limit_is_explained_by_the_guard_that_failed(diagnosed)
     assert "replay" not in d["timings"]
 
 
+def test_a_compile_failure_suppressed_by_the_script_is_named_not_reported_as_nothing(diagnosed):
+    run, d = diagnosed(HERE / "suppressed.py")
+    assert run.code == 0 and d["category"] is None
+    assert "1 compile(s) failed and ran eagerly" in d["headline"] and "cos is unsupported" in d["headline"]
+    assert any("suppress_errors = False" in step for step in d["next_steps"])
+
+
 def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     """The guide's record/replay, working: replay.py compiles the failing frame again and fails the same way."""
     run, d = diagnosed(HERE / "dynamo_internal.py")

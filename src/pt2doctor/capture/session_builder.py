@@ -190,7 +190,10 @@ def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_typ
     where = SourceLoc(file, int(line), function) if file and line else None
     if is_graph_break_failure(fail_type, reason):
         _add_break(fold, reason, cid, fatal=True, where=where)
-    first = reason.strip().splitlines()[0] if reason.strip() else fail_type
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    first = lines[0] if lines else fail_type
+    if first.startswith("backend=") and first.endswith(" raised:") and len(lines) > 1:
+        first = f"{first} {lines[1]}"  # Dynamo's wrapper line says nothing: keep what the backend raised
     fold.facts.compile_failures.append(Failure(
         category=Category.UNCLASSIFIED, exception=fail_type, message=first, file=file,
         line=int(line) if line else None, origin="compile", compile_id=_frame_key(cid),

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import fix_for
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES
@@ -87,6 +88,14 @@ def success(found: Found) -> None:
     compiled = bool(session and session.compiles)
     found.headline = ("nothing fails: the script ran twice without an error" if compiled else
                       "nothing to diagnose: the script ran without an error and never compiled anything")
+    suppressed = [f for f in session.failures if f.origin == "compile"] if session else []
+    if suppressed:  # torch._dynamo.config.suppress_errors: the frame ran eagerly, the run went on
+        first = suppressed[0]
+        found.headline = (f"the script ran without an error, but {len(suppressed)} compile(s) failed and ran eagerly "
+                          f"instead (suppress_errors): {first.exception.rsplit('.', 1)[-1]}: "
+                          f"{first_message_line(first.message)}")
+        found.next_steps.append("Set torch._dynamo.config.suppress_errors = False and run `pt2doctor diagnose` "
+                                "again: it then reproduces, classifies and minifies that failure.")
     found.next_steps.append("If the results look wrong rather than failing, run `pt2doctor accuracy SCRIPT`.")
     if session and (session.graph_breaks or session.recompiles):
         found.next_steps.append("It has graph breaks or recompiles: `pt2doctor run SCRIPT` explains them.")
