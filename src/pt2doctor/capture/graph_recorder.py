@@ -6,9 +6,13 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   `{"id": "g0003", "stage": "dynamo"|"aot", "compile_id": "0/0", "parent": "g0002"|null,
     "aot_kind": "forward"|"backward"|"inference"|null, "backend": {"kind", "name", "source"},
     "config": [code lines], "inputs": [TensorSpec/ScalarSpec as JSON], "nodes": N,
-    "constants": "g0003.constants.pt"|null, "values": "g0003.inputs.pt"|null}`
+    "constants": "g0003.constants.pt"|null, "values": "g0003.inputs.pt"|null,
+    "submodules": {"cond_true_0": "g0003.cond_true_0.py", ...}}`
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
-- `g0003.constants.pt`: get_attr tensors (torch.save), only when the graph has any.
+- `g0003.<name>.py`: each graph submodule it reaches by get_attr (a higher-order op's branches:
+  torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
+- `g0003.constants.pt`: get_attr tensors (torch.save; submodules' under dotted names), only when
+  there are any. Tensors only, so `torch.load(weights_only=True)` reads them back.
 - `g0003.inputs.pt`: real input values (torch.save of `{input index: CPU tensor}`), only where
   they matter (below).
 - `failures.jsonl`: `{"graph": id, "phase": "compile"|"run"|"accuracy", "description": "Type: first line"}`
@@ -41,25 +45,22 @@ graph is seen. Without it (`run --record`, which must stay cheap: with the cache
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
 is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
 a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
-own FX graph cache stays on either way. Backends: a registered name is kept as a name; a plain callable from
-the user's script is kept as its source (with the script's top-level imports) via
-`inspect.getsource`, or as a stub naming it when the source is unavailable.
+own FX graph cache stays on either way. Backends: see `capture.backend_source` (a registered name is kept as a
+name; a user's backend as standalone source with what it needs from its module, or a stub).
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import itertools
 import json
 import mmap
 import os
-import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.capture.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
 from pt2doctor.model.minify import (
     ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, InputSpec, ScalarSpec, TensorSpec,
 )
@@ -112,6 +113,7 @@ class GraphRecorder:
     def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
         graph_id = f"g{next(self.counter):04d}"
         (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
+        submodules = self._save_submodules(gm, graph_id)
         constants = _save_constants(gm, self.dir / f"{graph_id}.constants.pt")
         entry = {
             "id": graph_id, "stage": stage, "compile_id": torch_compat.current_compile_id(),
@@ -119,12 +121,22 @@ class GraphRecorder:
             "backend": to_builtins(backend) if backend else None, "config": list(torch_compat.config_lines()),
             "inputs": [to_builtins(s) for s in input_specs(gm, example_inputs)],
             "nodes": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")), "constants": constants,
+            "submodules": submodules,
             "values": _save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         }
         self.index.write(json.dumps(entry) + "\n")
         if stage == "dynamo" and entry["compile_id"]:
             self.dynamo_by_compile_id[entry["compile_id"]] = graph_id
         return graph_id
+
+    def _save_submodules(self, gm: Any, graph_id: str) -> dict[str, str]:
+        """The graph modules `gm` reaches by get_attr (a higher-order op's branches), nested ones
+        too, each as code like the graph itself (`<id>.<name>.py`): {qualified name: file}, parents first."""
+        files = {}
+        for name, sub in _graph_attrs(gm):
+            files[name] = f"{graph_id}.{name}.py"
+            (self.dir / files[name]).write_text(torch_compat.fx_module_source(sub))
+        return files
 
     def close(self) -> None:
         self.mark("")
@@ -135,13 +147,39 @@ class GraphRecorder:
 
 
 def _save_constants(gm: Any, path: Path) -> str | None:
-    names = [str(n.target) for n in gm.graph.nodes if n.op == "get_attr"]
-    if not names:
-        return None
+    """The get_attr tensors of `gm` and of its graph submodules (by qualified name, `cond_true_0.c`):
+    tensors only, so `torch.load(weights_only=True)` reads them back; the submodules are code."""
     import torch
 
-    torch.save({name: getattr(gm, name) for name in names}, path)
+    modules = [("", gm), *_graph_attrs(gm)]
+    values = {
+        f"{prefix}.{n.target}".lstrip("."): _attr(module, str(n.target))
+        for prefix, module in modules for n in module.graph.nodes if n.op == "get_attr"
+    }
+    values = {name: value for name, value in values.items() if isinstance(value, torch.Tensor)}
+    if not values:
+        return None
+    torch.save(values, path)
     return path.name
+
+
+def _attr(module: Any, target: str) -> Any:
+    for part in target.split("."):
+        module = getattr(module, part)
+    return module
+
+
+def _graph_attrs(gm: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """(qualified name, graph module) for every graph module `gm` reaches by get_attr, recursively, parents first."""
+    import torch.fx
+
+    found = []
+    for node in gm.graph.nodes:
+        value = _attr(gm, str(node.target)) if node.op == "get_attr" else None
+        if isinstance(value, torch.fx.GraphModule):
+            name = f"{prefix}{node.target}"
+            found += [(name, value), *_graph_attrs(value, f"{name}.")]
+    return list(dict(found).items())
 
 
 def is_index(value: Any) -> bool:
@@ -201,34 +239,6 @@ def _spec(value: Any, meta: Any) -> InputSpec:
     if isinstance(value, torch.SymInt):
         return ScalarSpec(torch_compat.symint_hint(value), dynamic=True)
     return ScalarSpec(value if isinstance(value, (int, float, bool)) else None)
-
-
-def backend_spec(compiler_fn: Any) -> BackendSpec:
-    chain = torch_compat.backend_chain(compiler_fn)
-    name = getattr(chain[0], "__name__", None) or type(chain[-1]).__name__
-    innermost = chain[-1]
-    registered = torch_compat.registered_backends()
-    if name == "inductor" or registered.get(name) is innermost:
-        return BackendSpec(BackendKind.NAMED, name)
-    return callable_backend_spec(innermost)
-
-
-def callable_backend_spec(fn: Any) -> BackendSpec:
-    """A user callable as source (with its module's top-level imports), or a stub."""
-    name = getattr(fn, "__name__", type(fn).__name__)
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        return BackendSpec(BackendKind.STUB, name, f"backend {name!r}: source unavailable")
-    return BackendSpec(BackendKind.SOURCE, name, "\n".join(_module_imports(fn)) + "\n\n\n" + textwrap.dedent(source))
-
-
-def _module_imports(fn: Any) -> list[str]:
-    try:
-        tree = ast.parse(Path(inspect.getsourcefile(fn) or "").read_text())
-    except (OSError, TypeError, SyntaxError):
-        return []
-    return [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _graph_copy(gm: Any) -> Any:

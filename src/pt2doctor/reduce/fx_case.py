@@ -13,6 +13,10 @@ Contract:
 - Dims whose size equals a symbolic input dim stay symbolic in new inputs, and `rebase` refuses
   to make a symbolic size 0 or 1: those are specialized, so the compile would see a constant
   instead of a SymInt and the repro would lose what made it dynamic (pytorch#114296).
+- A higher-order op (torch.cond, autograd.Function, checkpoint) is one node: its branch graph
+  modules stay get_attr nodes (`FxBase.modules`), never inputs, and travel with every case that
+  keeps the op; such a case's `code` is the class body (an `__init__` setting the branches, then
+  `forward`) and its `prelude` defines the branches' classes (`reduce.repro`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import torch.fx
 
 from pt2doctor.capture.torch_compat import qualified_name
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
+from pt2doctor.reduce.repro import module_body, submodule_class
 
 CALL_OPS = ("call_function", "call_method", "call_module")
 _DTYPE_COST = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3}
@@ -36,6 +41,7 @@ class FxBase:
     specs: dict[str, InputSpec]  # node name -> metadata, for every tensor/scalar-valued node
     order: dict[str, int]
     symbolic_sizes: frozenset[int] = frozenset()
+    modules: dict[str, torch.fx.GraphModule] = field(default_factory=dict)  # get_attr name -> branch graph
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +93,7 @@ def _numel(shape: Sequence[int]) -> int:
 
 def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase | None:
     """A base from a graph module and its input specs; None when fake propagation fails."""
-    graph = _lift_get_attrs(gm)
+    graph, modules = _lift_get_attrs(gm)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     specs: dict[str, InputSpec] = dict(zip((p.name for p in placeholders), inputs))
     for p in placeholders[len(inputs):]:
@@ -95,7 +101,7 @@ def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase |
     inputs = [specs[p.name] for p in placeholders]
     symbolic = frozenset(s.shape[d] for s in inputs if isinstance(s, TensorSpec) for d in s.dynamic)
     symbolic |= frozenset(int(s.value) for s in inputs if isinstance(s, ScalarSpec) and s.dynamic and isinstance(s.value, int))
-    values = propagate(graph, inputs)
+    values = propagate(graph, inputs, modules)
     if values is None:
         return None
     for node in graph.nodes:
@@ -104,32 +110,45 @@ def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase |
             if spec is not None:
                 specs[node.name] = spec
     order = {n.name: i for i, n in enumerate(graph.nodes)}
-    return FxBase(graph, specs, order, symbolic - {0, 1})
+    return FxBase(graph, specs, order, symbolic - {0, 1}, modules)
 
 
-def _lift_get_attrs(gm: torch.fx.GraphModule) -> torch.fx.Graph:
-    """Copy the graph, turning get_attr constants into placeholders (their values become inputs)."""
+def _lift_get_attrs(gm: torch.fx.GraphModule) -> tuple[torch.fx.Graph, dict[str, torch.fx.GraphModule]]:
+    """Copy the graph, turning get_attr constants into placeholders (their values become inputs);
+    get_attrs of graph modules (a higher-order op's branches) stay, their modules returned by name."""
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    modules = {str(n.target): getattr(gm, str(n.target)) for n in attrs
+               if isinstance(getattr(gm, str(n.target)), torch.fx.GraphModule)}
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             env[node] = graph.node_copy(node, env.__getitem__)
     for node in attrs:
-        env[node] = graph.placeholder(node.name)
-        env[node].meta["lifted_value"] = getattr(gm, str(node.target))
+        if str(node.target) not in modules:
+            env[node] = graph.placeholder(node.name)
+            env[node].meta["lifted_value"] = getattr(gm, str(node.target))
     for node in gm.graph.nodes:
-        if node.op not in ("placeholder", "get_attr"):
+        if node.op != "placeholder" and node not in env:
             env[node] = graph.node_copy(node, env.__getitem__)
-    return graph
+    return graph, modules
 
 
-def propagate(graph: torch.fx.Graph, inputs: Sequence[InputSpec]) -> dict[str, object] | None:
+def module_root(modules: dict[str, torch.fx.GraphModule]) -> torch.nn.Module:
+    """A root for a graph of the base: its branch graph modules as attributes."""
+    root = torch.nn.Module()
+    for name, module in modules.items():
+        setattr(root, name, module)
+    return root
+
+
+def propagate(graph: torch.fx.Graph, inputs: Sequence[InputSpec],
+              modules: dict[str, torch.fx.GraphModule] | None = None) -> dict[str, object] | None:
     """Fake-run the graph on inputs with these specs; node name -> fake value, or None if invalid."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    gm = torch.fx.GraphModule(module_root(modules or {}), graph)
     values: dict[str, object] = {}
     try:
         with mode:
@@ -202,7 +221,29 @@ def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> Fx
     ordered = sorted(outputs, key=base.order.__getitem__)
     graph.output(tuple(env[nodes[name]] for name in ordered))
     python = graph.python_code("self")
-    return FxCase(base, cuts & needed, tuple(ordered), graph, python.src, render_prelude(python.globals), tuple(inputs))
+    used = {str(n.target): base.modules[str(n.target)] for n in graph.nodes if n.op == "get_attr" and str(n.target) in base.modules}
+    if not used:
+        return FxCase(base, cuts & needed, tuple(ordered), graph, python.src, render_prelude(python.globals), tuple(inputs))
+    classes, globals_ = _submodule_classes(used)
+    code = module_body(python.src, used)
+    prelude = render_prelude({**globals_, **python.globals}) + classes
+    return FxCase(base, cuts & needed, tuple(ordered), graph, code, prelude, tuple(inputs))
+
+
+def _submodule_classes(modules: dict[str, torch.fx.GraphModule], prefix: str = "") -> tuple[tuple[str, ...], dict[str, object]]:
+    """The class definitions of `modules` and of the graph modules nested in them (innermost
+    first, so each is defined before its parent's), and the globals their code refers to."""
+    classes: list[str] = []
+    globals_: dict[str, object] = {}
+    for name, module in modules.items():
+        children = {str(n.target): getattr(module, str(n.target)) for n in module.graph.nodes if n.op == "get_attr"}
+        children = {k: v for k, v in children.items() if isinstance(v, torch.fx.GraphModule)}
+        nested, nested_globals = _submodule_classes(children, f"{prefix}{name}.")
+        python = module.graph.python_code("self")
+        classes += [*nested, submodule_class(f"{prefix}{name}", module_body(python.src, children, f"{prefix}{name}."))]
+        globals_.update(nested_globals)
+        globals_.update(python.globals)
+    return tuple(classes), globals_
 
 
 def _needed(nodes: dict[str, torch.fx.Node], cuts: frozenset[str], outputs: Sequence[str]) -> set[str]:
@@ -251,7 +292,7 @@ def rebase(case: FxCase, inputs: Sequence[InputSpec]) -> FxCase | None:
     """The same graph with new input specs, metadata re-propagated; None when invalid for them."""
     if any(_specializes(spec) for spec in inputs):
         return None
-    base = make_base(torch.fx.GraphModule(torch.nn.Module(), case.graph), inputs)
+    base = make_base(torch.fx.GraphModule(module_root(case.base.modules), case.graph), inputs)
     return None if base is None else initial_case(base)
 
 

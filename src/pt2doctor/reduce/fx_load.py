@@ -20,6 +20,8 @@ Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an aft
 whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave them) are saved
 beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as the API does), and
 the specs name them; without `out_dir` every input is random.
+A graph's branch submodules (higher-order ops) are read from their recorded code and traced
+(`torch_compat.trace_fx_module`), never unpickled; Inductor's random prims are registered first.
 Only `graphs/` is needed; `session.json` is not read.
 """
 
@@ -33,6 +35,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from pt2doctor.capture.torch_compat import higher_order_names, register_inductor_prims, trace_fx_module
 from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
@@ -59,13 +62,32 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def load_graph_module(graphs: Path, entry: dict[str, Any]) -> torch.fx.GraphModule:
+    """The recorded graph, its graph submodules (a higher-order op's branches) built from their
+    code first, innermost first, and set as its attributes with its constants (tensors only)."""
+    register_inductor_prims()  # an after-AOT graph with dropout calls prims.inductor_seeds & co
+    constants = torch.load(graphs / entry["constants"], weights_only=True) if entry.get("constants") else {}
+    submodules: dict[str, Any] = {}
+    for name, file in sorted((entry.get("submodules") or {}).items(), key=lambda item: -item[0].count(".")):
+        submodules[name] = _module_from_code(graphs / file, name, {**constants, **submodules})
+        for placeholder in (n for n in submodules[name].graph.nodes if n.op == "placeholder"):
+            placeholder.type = None  # FakeTensor annotations: nothing a repro should need to import
+        submodules[name].recompile()
+    return _module_from_code(graphs / f"{entry['id']}.py", "", {**constants, **submodules})
+
+
+def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torch.fx.GraphModule:
+    """The FX code in `path` traced as a module whose attributes are those of `attributes` (qualified
+    names) directly under `name` ("" for the graph itself)."""
+    code = path.read_text()
     namespace: dict[str, Any] = {}
-    exec(compile((graphs / f"{entry['id']}.py").read_text(), f"{entry['id']}.py", "exec"), namespace)
+    exec(compile(code, path.name, "exec"), namespace)
     module = type("Recorded", (torch.nn.Module,), {"forward": namespace["forward"]})()
-    if entry.get("constants"):
-        for name, value in torch.load(graphs / entry["constants"], weights_only=True).items():
-            setattr(module, name, value)
-    return torch.fx.symbolic_trace(module)
+    prefix = f"{name}." if name else ""
+    for qualified, value in attributes.items():
+        attribute = qualified.removeprefix(prefix)
+        if qualified.startswith(prefix) and "." not in attribute:
+            setattr(module, attribute, value)
+    return trace_fx_module(module, higher_order_names(code))
 
 
 def _choose(entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], inflight: str) -> tuple[str, str | None]:

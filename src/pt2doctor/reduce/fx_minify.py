@@ -64,7 +64,8 @@ def find_target(pool: WorkerPool, case: FxCase, context: ReproContext, expected:
     (result,) = pool.run([render(script_for(case, context))])
     seen = signature_of(result)
     if seen is None or seen.text.startswith("InvalidRepro"):
-        raise CannotReproduce(f"the graph does not fail in isolation ({result.status}: {result.text})", result)
+        how = "it ran without error" if result.status == "ok" else f"{result.status}: {result.text}"
+        raise CannotReproduce(f"the graph does not fail in isolation ({how})", result)
     if expected is not None and seen != expected:
         raise CannotReproduce(f"in isolation the graph fails with {seen}, not the recorded {expected}", result)
     return seen

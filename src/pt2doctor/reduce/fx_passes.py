@@ -36,10 +36,20 @@ MAX_ISOLATED = 16
 
 
 def _alone(case: FxCase, name: str) -> FxCase:
-    """The graph computing only `name`, its tensor-valued call inputs replaced by new inputs."""
+    """The graph computing only `name`, its tensor-valued call inputs replaced by new inputs. An
+    input with no metadata (a multi-output node: a higher-order op whose `getitem` this is) stays,
+    computed from inputs of its own, so the op travels whole, with its branch submodules."""
     node = next(n for n in case.call_nodes if n.name == name)
-    feeds = frozenset(n.name for n in node.all_input_nodes if n.op != "placeholder" and n.name in case.base.specs)
-    return build_case(case.base, case.cuts | feeds, [name])
+    return build_case(case.base, case.cuts | frozenset(_feeds(case, node)), [name])
+
+
+def _feeds(case: FxCase, node: object) -> list[str]:
+    feeds = []
+    for feed in node.all_input_nodes:  # type: ignore[attr-defined]
+        if feed.op in ("placeholder", "get_attr"):
+            continue
+        feeds += [feed.name] if feed.name in case.base.specs else _feeds(case, feed)
+    return feeds
 
 
 def _op_class(case: FxCase, name: str) -> tuple[object, ...]:

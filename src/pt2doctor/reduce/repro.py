@@ -15,12 +15,24 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
   so a verified repro and the reduction agree on what "the same failure" means.
 - Run as a script it exits 1 on an exception, dies of the signal on a crash, and exits 0 when the
   bug is gone.
+- A graph that calls higher-order ops defines its branches as classes (in the prelude) and is
+  built as a `GraphModule` by tracing (`graph_module`: the ops reject Proxies, so they are recorded
+  as nodes while tracing); for the Dynamo stage it is handed to the backend directly, as Dynamo
+  handed it over (Dynamo cannot re-trace every higher-order op it emits).
+- For the Dynamo stage, an int input that was a SymInt when the graph failed is compiled as one
+  (`torch.compiler.config.dynamic_sources` naming exactly those arguments), so a graph that became
+  dynamic after a recompile fails in the repro as it did.
+- A graph calling Inductor's random prims (dropout after AOT) imports `torch._inductor.inductor_prims`.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pt2doctor.capture.torch_compat import higher_order_names
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
 
@@ -108,7 +120,8 @@ def compile_repro(mod, args):
         gm = trace_symbolic(mod, args)
         compile_args = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
     else:
-        gm, compile_args = torch.fx.symbolic_trace(mod), list(args)
+        gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
+        compile_args = list(args)
     compiled = compile_fx_inner(gm, compile_args)
     return lambda *a: compiled(list(a))
 
@@ -140,7 +153,7 @@ def trace_symbolic(mod, args):
 
 _CHECK = f'''
 def check():
-    mod = Repro()
+    mod = MAKE_MODULE
     args = make_inputs()
     try:
         expected = mod(*args)
@@ -164,6 +177,54 @@ if __name__ == "__main__":
 '''
 
 
+# The Dynamo stage, for graphs Dynamo cannot compile again from their code.
+_COMPILE_DIRECT = '''
+def compile_repro(mod, args):
+    """Dynamo cannot trace every higher-order op it emits (autograd_function_apply: "unsupported
+    HigherOrderOperator", gb0306), so the graph goes to the backend as Dynamo handed it over."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    backend = lookup_backend(BACKEND) if isinstance(BACKEND, str) else BACKEND
+    return backend(mod, list(args))
+'''
+
+# The Dynamo stage with int inputs that were SymInts when the graph failed: `mark_dynamic` takes
+# tensors only, and a plain int argument is specialized, so those sources are named dynamic.
+_COMPILE_DYNAMIC_SOURCES = '''
+def compile_repro(mod, args):
+    compiled = torch.compile(mod, backend=BACKEND, fullgraph=True)
+
+    def run(*args):
+        with torch.compiler.config.patch(dynamic_sources=DYNAMIC_SOURCES):
+            return compiled(*args)
+
+    return run
+'''
+
+# Graphs that call higher-order ops (torch.cond, autograd.Function, checkpoint): their branches are
+# graph modules (`autograd_function_apply` runs them with `torch.fx.Interpreter`), built by tracing
+# the classes above; `symbolic_trace` alone cannot, because the ops reject Proxies.
+_HIGHER_ORDER_HELPERS = '''
+def graph_module(module):
+    """`module` as a GraphModule, its submodules first; calls of HIGHER_ORDER_OPS become nodes."""
+    for name, child in list(module.named_children()):
+        setattr(module, name, graph_module(child))
+    tracer, namespace = torch.fx.Tracer(), torch.ops.higher_order
+    cached = {name: namespace.__dict__.get(name) for name in HIGHER_ORDER_OPS}
+    for name in HIGHER_ORDER_OPS:
+        op = getattr(namespace, name)
+        setattr(namespace, name, lambda *a, op=op, **k: tracer.create_proxy("call_function", op, a, k))
+    try:
+        graph = tracer.trace(module)
+    finally:
+        for name, op in cached.items():
+            if op is None:
+                delattr(namespace, name)
+            else:
+                setattr(namespace, name, op)
+    return torch.fx.GraphModule(module, graph)
+'''
+
 # Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
 # start (seconds per worker, each importing torch) than one small graph takes to compile, and a
 # failure inside one reaches the caller only wrapped (`SubprocException`).
@@ -175,9 +236,12 @@ torch._inductor.config.compile_threads = 1  # one small graph: no compile worker
 
 def render(script: ReproScript) -> str:
     """The repro program's text; a pure, byte-stable function of `script`."""
+    code = "\n".join((*script.prelude, script.forward_code))
+    higher_order = higher_order_names(code)
     parts = [
         _docstring(script),
-        "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n",
+        "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
+        + (_INDUCTOR_PRIMS if "torch.ops.prims.inductor_" in code else ""),
         "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
         _ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
@@ -188,10 +252,56 @@ def render(script: ReproScript) -> str:
         _render_module(script.forward_code),
         _render_inputs(script),
         _HELPERS,
-        _COMPILE[script.stage],
-        _CHECK,
+        f"HIGHER_ORDER_OPS = {higher_order!r}\n{_HIGHER_ORDER_HELPERS}" if higher_order else "",
+        _render_compile(script, higher_order),
+        _CHECK.replace("MAKE_MODULE", "graph_module(Repro())" if higher_order else "Repro()"),
     ]
     return "\n".join(p for p in parts if p)
+
+
+# Inductor's random prims (dropout after AOT) exist only once this module is imported.
+_INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
+
+
+def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
+    if script.stage is not Stage.DYNAMO:
+        return _COMPILE[script.stage]
+    if higher_order:
+        return _COMPILE_DIRECT
+    sources = _dynamic_sources(script)
+    if sources:
+        return f"DYNAMIC_SOURCES = {sources!r}\n{_COMPILE_DYNAMIC_SOURCES}"
+    return _COMPILE[script.stage]
+
+
+def _dynamic_sources(script: ReproScript) -> str:
+    """Dynamo's source names (`L['k']`) of the int inputs that were SymInts, for `dynamic_sources`."""
+    forward = next(node for node in ast.walk(ast.parse(script.forward_code))
+                   if isinstance(node, ast.FunctionDef) and node.name == "forward")
+    names = [arg.arg for arg in forward.args.args[1:]]
+    return ",".join(f"L['{name}']" for name, spec in zip(names, script.inputs)
+                    if isinstance(spec, ScalarSpec) and spec.dynamic)
+
+
+def submodule_class(name: str, body: str) -> str:
+    """A graph submodule's class (`cond_true_0` -> `CondTrue0`), `body` its methods, unindented."""
+    return _render_module(body, class_name(name))
+
+
+def class_name(name: str) -> str:
+    camel = "".join(part[:1].upper() + part[1:] for part in re.split(r"[._]", name) if part)
+    return camel if camel != "Repro" else "Repro_"
+
+
+def module_body(forward_code: str, children: Iterable[str], prefix: str = "") -> str:
+    """`forward_code` preceded by an `__init__` that sets `children` (graph submodules, whose classes
+    are named after `prefix` + their name), or alone when there are none."""
+    children = list(children)
+    if not children:
+        return forward_code
+    init = ["def __init__(self):", "    super().__init__()"]
+    init += [f"    self.{child} = {class_name(prefix + child)}()" for child in children]
+    return "\n".join(init) + "\n\n" + forward_code.strip() + "\n"
 
 
 def _render_dynamic_dims(script: ReproScript) -> str:
@@ -222,9 +332,9 @@ def _render_backend(script: ReproScript) -> str:
     )
 
 
-def _render_module(forward_code: str) -> str:
+def _render_module(forward_code: str, name: str = "Repro") -> str:
     body = "\n".join(("    " + line) if line.strip() else "" for line in forward_code.strip().splitlines())
-    return f"\nclass Repro(torch.nn.Module):\n{body}\n"
+    return f"\nclass {name}(torch.nn.Module):\n{body}\n"
 
 
 def _render_inputs(script: ReproScript) -> str:

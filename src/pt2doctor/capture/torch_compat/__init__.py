@@ -39,6 +39,10 @@ from pt2doctor.capture.torch_compat.record import (
     same_as_fp64_reference,
     clone_input,
     node_example_value,
+    register_inductor_prims,
+    higher_order_names,
+    trace_fx_module,
+    aot_autograd_kwargs,
 )
 from pt2doctor.capture.torch_compat.diagnose import (
     compiler_bisector,
@@ -70,6 +74,10 @@ __all__ = [
     "current_compile_id",
     "symint_hint",
     "fx_module_source",
+    "register_inductor_prims",
+    "higher_order_names",
+    "trace_fx_module",
+    "aot_autograd_kwargs",
     "config_lines",
     "qualified_name",
     "unwrap_backend_exception",
