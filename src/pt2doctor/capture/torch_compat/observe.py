@@ -57,9 +57,14 @@ def config_diff() -> dict[str, str]:
                     value = getattr(module, key)
             except Exception:
                 continue
-            if not callable(value) and not _equals_default(value, entry):
+            if not callable(value) and not _equals_default(value, entry) and f"{name}.{key}" not in OWN_SETTINGS:
                 diff[f"{name}.{key}"] = repr(value)
     return diff
+
+
+# Config keys pt2doctor itself set in this process (the graph recorder turns AOTAutograd's cache off):
+# not the user's settings, so not in the config an issue report quotes.
+OWN_SETTINGS: set[str] = set()
 
 
 def _equals_default(value: Any, entry: Any) -> bool:

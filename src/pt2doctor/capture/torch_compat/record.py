@@ -128,11 +128,16 @@ def disable_aot_autograd_cache() -> Callable[[], None]:
     never be seen by `patch_inductor_inner_compile`."""
     import torch._functorch.config as functorch_config
 
+    from pt2doctor.capture.torch_compat.observe import OWN_SETTINGS
+
+    key = "torch._functorch.config.enable_autograd_cache"
     previous = functorch_config.enable_autograd_cache
     functorch_config.enable_autograd_cache = False
+    OWN_SETTINGS.add(key)
 
     def restore() -> None:
         functorch_config.enable_autograd_cache = previous
+        OWN_SETTINGS.discard(key)
 
     return restore
 
