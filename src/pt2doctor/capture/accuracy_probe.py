@@ -188,7 +188,7 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] |
     against its fp64 value where it has one, and the errors behind it."""
     reference = list(fp64) if fp64 is not None else [None] * len(eager)
     pairs = [(e, c, r if _is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if _is_float(e)]
-    ok = len(eager) == len(compiled) and all(same(e, c, r, tol) for e, c, r in pairs)
+    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), reference, tol)
     stats = [_pair_errors(e, c, r) for e, c, r in pairs]
     return Errors(
         "pass" if ok else "fail",
@@ -196,20 +196,6 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] |
         rmse_ratio=_max_opt(*(s[2] for s in stats)), rmse_compiled=_max_opt(*(s[3] for s in stats)),
         rmse_eager=_max_opt(*(s[4] for s in stats)),
     )
-
-
-def same(eager: Any, compiled: Any, fp64: Any | None, tol: float) -> bool:
-    """PyTorch's rule on one floating output. Without an fp64 value it is `same`'s rule when no
-    reference exists (allclose within `tol`, same dtype, else a failure), as `same_two_models` calls it
-    (`ignore_non_fp=False`): `same_as_fp64_reference` passes `ignore_non_fp=True`, which makes `same`
-    pass any floating output that lacks a float64 reference (torch/_dynamo/utils.py, 2.13)."""
-    import torch
-
-    if fp64 is not None:
-        return torch_compat.same_as_fp64_reference([eager], [compiled], [fp64], tol)
-    if eager.dtype != compiled.dtype or eager.shape != compiled.shape:
-        return False
-    return bool(torch.allclose(eager, compiled, atol=tol, rtol=tol, equal_nan=True))
 
 
 def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
