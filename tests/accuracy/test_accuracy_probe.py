@@ -6,7 +6,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from pt2doctor.capture.accuracy_probe import compare, fp64_module, fp64_run, missing_reference, random_ops
+from pt2doctor.capture.accuracy_fp64 import fp64_module, missing_reference
+from pt2doctor.capture.accuracy_probe import compare, fp64_run, random_ops
 
 
 def _ops(fn) -> tuple[str, ...]:

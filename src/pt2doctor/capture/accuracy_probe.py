@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import graph_recorder, torch_compat
+from pt2doctor.capture.accuracy_fp64 import fp64_module, is_float, is_fp64, missing_reference, to_fp64
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.serialize import to_builtins
 
@@ -59,7 +60,7 @@ class AccuracyProbe:
 
     def on_backend_call(self, original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = torch_compat.current_compile_id() or "?"
-        eager = _graph_copy(gm)  # the backend may rewrite gm's graph
+        eager = graph_recorder.graph_copy(gm)  # the backend may rewrite gm's graph
         compiled = original(output_graph, gm, example_inputs)
         backend = output_graph.compiler_fn
         name = backend_name(backend)
@@ -153,7 +154,7 @@ def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64:
     """Floating outputs (detached) and, with `want_grad`, the gradients of the inputs that require it."""
     import torch
 
-    inputs = [_to_fp64(a) if fp64 else torch_compat.clone_input(a) for a in args]
+    inputs = [to_fp64(a) if fp64 else torch_compat.clone_input(a) for a in args]
     with torch.set_grad_enabled(want_grad):
         outputs = [o for o in _flatten(fn(*inputs)) if isinstance(o, torch.Tensor)]
     leaves = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
@@ -175,19 +176,11 @@ def fp64_run(gm: Any, args: Sequence[Any], want_grad: bool) -> tuple[Any, str | 
         return None, _one_line(exc)
 
 
-def missing_reference(eager: Sequence[Any], fp64: Sequence[Any] | None) -> str | None:
-    """Why some floating output has no fp64 value although the fp64 run ran, or None."""
-    for index, (e, r) in enumerate(zip(eager, fp64 or ())):
-        if _is_float(e) and not _is_fp64(r):
-            return f"output {index} stays {str(getattr(r, 'dtype', None)).removeprefix('torch.')} in the fp64 run"
-    return None
-
-
 def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] | None, tol: float) -> Errors:
     """PyTorch's verdict on the floating outputs (the others are ignored, as `ignore_non_fp` does), each
     against its fp64 value where it has one, and the errors behind it."""
     reference = list(fp64) if fp64 is not None else [None] * len(eager)
-    pairs = [(e, c, r if _is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if _is_float(e)]
+    pairs = [(e, c, r if is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if is_float(e)]
     ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), reference, tol)
     stats = [_pair_errors(e, c, r) for e, c, r in pairs]
     return Errors(
@@ -221,7 +214,7 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
         return [], 0
     with torch.no_grad():
         inputs = [torch_compat.clone_input(a).detach() if isinstance(a, torch.Tensor) else a for a in args]
-        compiled = backend(_graph_copy(probe), inputs)  # the backend may rewrite the graph it is given
+        compiled = backend(graph_recorder.graph_copy(probe), inputs)  # the backend may rewrite its graph
         rng = _rng_state()
         values = {}
         for name, fn in (("eager", probe), ("fp64", None), ("compiled", compiled)):
@@ -242,7 +235,7 @@ def instrumented(gm: Any) -> tuple[Any, list[Any]]:
     import torch.fx
 
     graph = copy.deepcopy(gm.graph)
-    nodes = [n for n in graph.nodes if n.op.startswith("call_") and _is_float(torch_compat.node_example_value(n))]
+    nodes = [n for n in graph.nodes if n.op.startswith("call_") and is_float(torch_compat.node_example_value(n))]
     output = next(n for n in graph.nodes if n.op == "output")
     output.args = (tuple(nodes),)
     graph.eliminate_dead_code()
@@ -323,45 +316,6 @@ def reduced_precision(gm: Any, args: Sequence[Any]) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def fp64_module(gm: Any) -> Any:
-    """A copy of `gm` computing in fp64: its floating parameters, buffers and tensor constants cast, and
-    every float dtype the graph names (`.to(torch.float32)`, `.type(...)`, `dtype=` of a factory,
-    `.float()`) made fp64, as `torch._dynamo.debug_utils.cast_dtype_args_to_fp64` does for after-AOT
-    graphs (2.13; it reaches `dtype=` keywords only). A bitcast `.view(dtype)` is left alone."""
-    import torch
-    from torch.fx.node import map_aggregate
-
-    module = copy.deepcopy(gm).to(torch.float64)  # parameters and buffers
-    for node in module.graph.nodes:
-        if node.op == "get_attr":  # a tensor constant Dynamo stored as a plain attribute
-            owner, _, name = str(node.target).rpartition(".")
-            holder = module.get_submodule(owner)
-            if _is_float(getattr(holder, name, None)):
-                setattr(holder, name, getattr(holder, name).to(torch.float64))
-        elif node.op in ("call_function", "call_method") and _op_name(node).rpartition(".")[2] != "view":
-            node.target = "double" if node.op == "call_method" and node.target in _CASTS else node.target
-            node.args, node.kwargs = map_aggregate((node.args, node.kwargs), _fp64_dtype)
-    module.recompile()
-    return module
-
-
-_CASTS = ("float", "half", "bfloat16")
-
-
-def _fp64_dtype(value: Any) -> Any:
-    import torch
-
-    return torch.float64 if isinstance(value, torch.dtype) and value.is_floating_point else value
-
-
-def _to_fp64(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
-    return value
-
-
 def _cotangent(out: Any) -> Any:
     """A fixed, input-independent cotangent (not ones: a softmax's gradient against ones is zero)."""
     import torch
@@ -374,24 +328,6 @@ def _flatten(value: Any) -> list[Any]:
     import torch.utils._pytree as pytree
 
     return pytree.tree_leaves(value)
-
-
-def _is_float(value: Any) -> bool:
-    import torch
-
-    return isinstance(value, torch.Tensor) and value.is_floating_point()
-
-
-def _graph_copy(gm: Any) -> Any:
-    import torch.fx
-
-    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-
-
-def _is_fp64(value: Any) -> bool:
-    import torch
-
-    return isinstance(value, torch.Tensor) and value.dtype == torch.float64
 
 
 def _one_line(exc: BaseException) -> str:

@@ -47,6 +47,7 @@ is never a cache hit, so it is still recorded after AOT, while a run-time or acc
 a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
 own FX graph cache stays on either way. Backends: see `capture.backend_source` (a registered name is kept as a
 name; a user's backend as standalone source with what it needs from its module, or a stub).
+Inputs' metadata and saved values: `capture.graph_inputs`.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ from typing import Any
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
+from pt2doctor.capture.graph_inputs import input_specs, save_values
 from pt2doctor.model.minify import (
-    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, InputSpec, ScalarSpec, TensorSpec,
+    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec,
 )
 from pt2doctor.model.serialize import to_builtins
 
@@ -107,7 +109,7 @@ class GraphRecorder:
         graph = entry["graph"]
         if inputs and graph not in self.failed_with_values:
             self.failed_with_values.add(graph)
-            entry["values"] = _save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
+            entry["values"] = save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
         self.failures.write(json.dumps(entry) + "\n")
 
     def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
@@ -122,7 +124,7 @@ class GraphRecorder:
             "inputs": [to_builtins(s) for s in input_specs(gm, example_inputs)],
             "nodes": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")), "constants": constants,
             "submodules": submodules,
-            "values": _save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
+            "values": save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         }
         self.index.write(json.dumps(entry) + "\n")
         if stage == "dynamo" and entry["compile_id"]:
@@ -182,66 +184,8 @@ def _graph_attrs(gm: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return list(dict(found).items())
 
 
-def is_index(value: Any) -> bool:
-    """An integer or bool tensor (indices, masks): its values matter, and random stand-ins (zeros) hide bugs."""
-    return not (value.is_floating_point() or value.is_complex())
-
-
-def has_values(value: Any) -> bool:
-    """A plain dense tensor with data: not a subclass (fake tensors are one; `torch.load(weights_only=True)`
-    reads none back), sparse, or on `meta`. The one test of what can be saved, here and in `reduce.saved_values`."""
-    import torch
-
-    return type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
-
-
-def _save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
-    """Save the tensor inputs that have values (with `indices_only`, the integer/bool ones), in
-    input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved.
-    Never raises: values that cannot be read (a CUDA context a kernel's error has poisoned) are
-    simply not kept, and the failure is recorded without them."""
-    import torch
-
-    values = {}
-    try:
-        for index, value in enumerate(inputs):
-            if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
-                values[index] = value.detach().cpu().clone()
-                budget -= value.nbytes
-        if not values:
-            return None
-        torch.save(values, path)
-    except Exception:
-        if path.is_file():  # half written
-            path.unlink()
-        return None
-    return path.name
-
-
-def input_specs(gm: Any, example_inputs: Any) -> list[InputSpec]:
-    """Metadata of the example inputs; dims that are SymInts in the placeholders stay dynamic."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    metas = [p.meta.get("example_value", p.meta.get("val")) for p in placeholders]
-    return [_spec(value, meta) for value, meta in zip(example_inputs, metas + [None] * len(example_inputs))]
-
-
-def _spec(value: Any, meta: Any) -> InputSpec:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        sizes = meta.shape if isinstance(meta, torch.Tensor) else value.shape
-        return TensorSpec(
-            tuple(torch_compat.symint_hint(s) for s in value.shape),
-            tuple(torch_compat.symint_hint(s) for s in value.stride()),
-            str(value.dtype).removeprefix("torch."), str(value.device), bool(value.requires_grad),
-            tuple(d for d, s in enumerate(list(sizes) + list(value.shape)[len(sizes):]) if isinstance(s, torch.SymInt)),
-        )
-    if isinstance(value, torch.SymInt):
-        return ScalarSpec(torch_compat.symint_hint(value), dynamic=True)
-    return ScalarSpec(value if isinstance(value, (int, float, bool)) else None)
-
-
-def _graph_copy(gm: Any) -> Any:
+def graph_copy(gm: Any) -> Any:
+    """A GraphModule sharing `gm`'s parameters with a graph of its own (a backend may rewrite the one it is given)."""
     import copy
 
     import torch.fx
@@ -337,7 +281,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
         graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
-        eager = _graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
+        eager = graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
         try:
             compiled = original(output_graph, gm, example_inputs)
         except Exception as exc:

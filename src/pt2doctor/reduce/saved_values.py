@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from pt2doctor.capture.graph_recorder import has_values, is_index
+from pt2doctor.capture.graph_inputs import has_values, is_index
 from pt2doctor.model.minify import InputSpec, TensorSpec
 
 FILE_NAME = "repro_inputs.pt"
