@@ -223,7 +223,8 @@ def compile_repro(mod, args):
 
 # Graphs that call higher-order ops (torch.cond, autograd.Function, checkpoint): their branches are
 # graph modules (`autograd_function_apply` runs them with `torch.fx.Interpreter`), built by tracing
-# the classes above; `symbolic_trace` alone cannot, because the ops reject Proxies.
+# the classes above; `symbolic_trace` alone cannot, because the ops reject Proxies. The same tracing
+# as `torch_compat.trace_fx_module`, which the loader uses; a repro needs plain torch, so it carries a copy.
 _HIGHER_ORDER_HELPERS = '''
 def graph_module(module):
     """`module` as a GraphModule, its submodules first; calls of HIGHER_ORDER_OPS become nodes."""
