@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import pt2doctor
-from pt2doctor.capture.parse_text import guard_note, is_dynamo_temporary, parse_break_text, parse_guard_failure
+from pt2doctor.capture.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.model.torch_text import is_dynamo_temporary
 from pt2doctor.model import CompileId, GuardKind
 
 
@@ -61,7 +62,7 @@ def test_torch_hint_is_not_part_of_the_value():
     g = parse_guard_failure(HINTED)
     assert (g.kind, g.subject, g.expected) == (GuardKind.VALUE, "self.calls", "0")
     assert "HINT" not in g.text and "#" not in g.text and g.text.endswith("self.calls == 0")
-    assert guard_note(HINTED).startswith("torch.compile considers integer attributes")
+    assert parse_guard_failure(HINTED).hint.startswith("torch.compile considers integer attributes")
     assert (g.source.line, g.source.code) == (11, "self.calls += 1")
 
 

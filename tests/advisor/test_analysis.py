@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pt2doctor.analysis.cookbook import action_items
-from pt2doctor.analysis.recompiles import primary_failure, recompile_chains, torch_source
+from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
 from pt2doctor.analysis.whatif import Outcome, Trial, judge, outputs_equal, propose_trials
 from pt2doctor.capture.parse_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, CompileId, ExitInfo, GraphBreak, Recompile, Session
@@ -33,10 +33,10 @@ def test_a_python_value_change_is_completed_from_the_next_recompile() -> None:
 
 
 def test_torch_source_names_for_dynamic_sources() -> None:
-    assert torch_source(parse_guard_failure("0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2")) \
+    assert parse_guard_failure("0/0: tensor 'x' size mismatch at index 0. expected 1, actual 2").torch_source \
         == "L['x']"
-    assert torch_source(parse_guard_failure(
-        "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 8, actual 9")) == \
+    assert parse_guard_failure(
+        "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 8, actual 9").torch_source == \
         "L['kwargs']['input_ids']"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from pt2doctor.analysis.recompiles import (Cause, cause_of, entry_failures, find_recompiles, fix_for,
-                                           primary_failure, recompile_chains, torch_hint)
+                                           primary_failure, recompile_chains)
 from pt2doctor.analysis.whatif import Trial, judge, propose_trials
 from pt2doctor.capture.parse_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, CompileId, ExitInfo, GraphBreak, LimitHit, Recompile, Session
@@ -41,7 +41,7 @@ def test_module_int_attribute_gets_torchs_hint_and_the_source_torch_spells() -> 
     assert cause.text == "Python int `self.calls` changed 0 -> 1" and cause_of(cause) is Cause.MODULE_INT
     fix = fix_for(cause, chain)
     assert "allow_unspec_int_on_nn_module = True" in fix and "\"L['self'].calls\"" in fix and "dynamic=True" not in fix
-    assert torch_hint(cause).startswith("torch.compile considers integer attributes")
+    assert cause.hint is not None and cause.hint.startswith("torch.compile considers integer attributes")
 
 
 def test_module_int_trials_skip_dynamic_true_and_try_torchs_hint() -> None:

@@ -2,7 +2,9 @@
 
 Contract: `enrich(session)` returns the session with derived facts filled in (failure categories,
 cookbook hints); it is idempotent, so a saved session can be enriched again on load. `analyze`
-runs every analysis and returns findings, most important first.
+runs every analysis and returns findings, most important first. `analyze_session` does both and
+returns, with the enriched session, the whole `Analysis` renderers format: findings, verdict,
+each recompile chain with its chosen causes and fixes, each failure's root line and notes.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from pt2doctor.analysis.compile_time import find_compile_time
+from pt2doctor.analysis.compile_time import find_compile_time, phase_totals
 from pt2doctor.analysis.cookbook import with_advice
-from pt2doctor.analysis.failures import classify_failures
+from pt2doctor.analysis.failures import classify_failures, explain_failure
 from pt2doctor.analysis.graph_breaks import find_graph_breaks
-from pt2doctor.analysis.recompiles import find_recompiles
-from pt2doctor.analysis.verdict import Verdict, verdict_for
-from pt2doctor.model import Finding, Session, Severity
+from pt2doctor.analysis.recompiles import find_recompiles, recompile_chains
+from pt2doctor.analysis.verdict import verdict_for
+from pt2doctor.model import Analysis, Finding, Session, Severity, Verdict
 
 ANALYSES: tuple[Callable[[Session], list[Finding]], ...] = (
     find_graph_breaks,
@@ -37,4 +39,12 @@ def analyze(session: Session) -> list[Finding]:
     return sorted(findings, key=lambda f: (_ORDER[f.severity], -f.weight))
 
 
-__all__ = ["ANALYSES", "Verdict", "analyze", "enrich", "verdict_for"]
+def analyze_session(session: Session) -> tuple[Session, Analysis]:
+    session = enrich(session)
+    return session, Analysis(findings=tuple(analyze(session)), verdict=verdict_for(session),
+                             recompiles=tuple(recompile_chains(session)),
+                             failures=tuple(explain_failure(f) for f in session.failures),
+                             phase_totals=phase_totals(session))
+
+
+__all__ = ["ANALYSES", "Verdict", "analyze", "analyze_session", "enrich", "verdict_for"]

@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from pt2doctor.model import Category, Failure, Session
+from pt2doctor.model import Category, Failure, FailureExplanation, Session
+from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, without_backend_line
 
 _KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|triton.*CompilationError|"
                      r"ptxas|nvrtc|torchinductor_\S+\.(cpp|py)")
@@ -46,13 +47,25 @@ def asynchronous_cuda_error(f: Failure) -> bool:
     return bool(_ASYNC_CUDA.search(_text(f)))
 
 
+ASYNC_CUDA_NOTE = ("CUDA reports a kernel's error at a later call, so the line above may not be where it happened. "
+                   "`pt2doctor diagnose` re-runs the script with CUDA_LAUNCH_BLOCKING=1 to find the compiled graph "
+                   "that raised it.")
+
+
+def explain_failure(f: Failure) -> FailureExplanation:
+    """The failure's root line (the innermost exception of its chain, else its first message line) and notes."""
+    root = f.chain[-1] if f.chain else first_message_line(f.message)
+    notes = (ASYNC_CUDA_NOTE,) if asynchronous_cuda_error(f) else ()
+    return FailureExplanation(f, (root.splitlines() or ["(no message)"])[0], notes)
+
+
 def _recompilation(f: Failure) -> bool:
     return _short(f) in ("FailOnRecompileLimitHit", "RecompileError", "RecompileLimitExceeded") or (
         "recompile limit" in f.message.lower())
 
 
 def _graph_break(f: Failure) -> bool:
-    return _short(f) in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "torch._dynamo" in (
+    return _short(f) in GRAPH_BREAK_EXCEPTIONS and "torch._dynamo" in (
         f.exception + f.traceback) or (f.origin == "compile" and _short(f) == "Unsupported")
 
 
@@ -120,9 +133,6 @@ def classify_failures(session: Session) -> Session:
     return replace(session, failures=failures)
 
 
-_BACKEND_PREFIX = re.compile(r"^backend='[^']*' raised:$")
-
-
 def signature(session: Session) -> str | None:
     """The run's failure as normalised text ("Type: first line", a signal name, "timeout"), None if it
     passed. Two runs fail "the same way" exactly when their signatures are equal; the line naming the
@@ -147,5 +157,5 @@ def signature(session: Session) -> str | None:
 
 def first_message_line(message: str) -> str:
     """The first line that says something, past the `backend='...' raised:` line Dynamo wraps errors in."""
-    lines = [line.strip() for line in message.splitlines() if line.strip() and not _BACKEND_PREFIX.match(line.strip())]
+    lines = without_backend_line(message)
     return lines[0] if lines else ""

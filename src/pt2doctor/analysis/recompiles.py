@@ -24,11 +24,17 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 
-from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, LimitHit, Recompile, Session, Severity,
-                             SourceLoc)
+from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, Recompile, RecompileChain, RecompileStep,
+                             Session, Severity, SourceLoc)
+
+from pt2doctor.model.torch_text import ResumeName
+
+# The names the rest of analysis uses for a function's chain of recompiles and one step of it.
+Chain = RecompileChain
+Step = RecompileStep
 
 
 class Cause(str, Enum):
@@ -132,23 +138,6 @@ FIXES: dict[Cause, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One recompile of a chain: its id, the failure that caused it, and the other entries' failures."""
-
-    recompile: Recompile
-    cause: GuardFailure | None
-
-
-@dataclass(frozen=True, slots=True)
-class Chain:
-    function: str
-    file: str
-    line: int
-    steps: tuple[Step, ...]
-    limit_hit: LimitHit | None = None
-
-
 def cause_of(failure: GuardFailure) -> Cause:
     """What changed, by kind and then by the value's type and source (see the module docstring)."""
     for test, cause in _REFINE.get(failure.kind, ()):
@@ -158,24 +147,23 @@ def cause_of(failure: GuardFailure) -> Cause:
 
 
 def _carried(f: GuardFailure) -> bool:
-    return re.fullmatch(r"___stack\d+", f.subject) is not None
+    return f.origin == "carried"
 
 
 def _on_parameter(f: GuardFailure) -> bool:
-    return "._parameters[" in f.raw or "Guard failed on a parameter" in f.raw
+    return f.origin == "parameter"
+
+
+_TYPE_WORDS = {"bool": "a bool", "str": "a string", "value": "a value"}
 
 
 def _literal(f: GuardFailure) -> str:
-    text = (f.expected or "").strip()
-    if re.fullmatch(r"-?\d+", text):
-        return "int"
-    if re.fullmatch(r"-?\d+\.\d*(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan", text):
-        return "float"
-    return {"True": "a bool", "False": "a bool", "None": "None"}.get(text, "a string" if text[:1] in "'\"" else "a value")
+    """The expected value's type as the advice says it: `int`, `float`, `a bool`, `None`, `a string`, `a value`."""
+    return _TYPE_WORDS.get(f.value_type or "value", f.value_type or "a value")
 
 
 def _global_state(f: GuardFailure) -> bool:
-    return "GLOBAL_STATE changed" in f.raw
+    return f.origin == "state"
 
 
 _REFINE: dict[GuardKind, tuple[tuple[Callable[[GuardFailure], bool], Cause], ...]] = {
@@ -188,7 +176,7 @@ _REFINE: dict[GuardKind, tuple[tuple[Callable[[GuardFailure], bool], Cause], ...
         (lambda f: f.subject.endswith(".training") or f.subject == "training", Cause.TRAINING),
         (lambda f: f.subject == "len(kwargs)", Cause.KWARGS),
         (lambda f: f.subject.startswith("len("), Cause.LENGTH),
-        (lambda f: "allow_unspec_int_on_nn_module" in f.raw, Cause.MODULE_INT),
+        (lambda f: "allow_unspec_int_on_nn_module" in (f.hint or ""), Cause.MODULE_INT),
         (lambda f: _literal(f) == "int", Cause.INT),
         (lambda f: _literal(f) == "float", Cause.FLOAT),
     ),
@@ -219,7 +207,7 @@ def _fix_fields(f: GuardFailure, chain: Chain | None) -> dict[str, object]:
     if brk is None and f.source is not None and f.source.function:
         brk = break_site(f.source.function, f.source.file)
     return {"subject": f.subject, "dim": f.dim if f.dim is not None else 0, "expected": f.expected,
-            "actual": f.actual, "source": torch_source(f) or f.subject, "type": _literal(f),
+            "actual": f.actual, "source": f.torch_source or f.subject, "type": _literal(f),
             "container": f.subject[4:-1] if f.subject.startswith("len(") else f.subject,
             "brk": f"at {brk[0].rsplit('/', 1)[-1]}:{brk[1]}" if brk else "",
             "owner": f.subject.removesuffix(".__code__"),
@@ -231,17 +219,6 @@ def _set_once(failure: GuardFailure, chain: Chain) -> bool:
     """A flag that was None when first compiled and changed once: set lazily on first use."""
     same = [s for s in chain.steps if s.cause is not None and s.cause.subject == failure.subject]
     return failure.expected == "None" and len(same) == 1
-
-
-def torch_hint(failure: GuardFailure) -> str | None:
-    """torch's own advice on a guard failure: `(HINT: ...)`, the 0/1-specialization remark, the parameter note."""
-    first = failure.raw.strip().split("\n", 1)[0]
-    m = _HINT.search(first) or _PARAM_HINT.search(first)
-    return m["hint"].strip() if m else None
-
-
-_HINT = re.compile(r":\d+ in \S+\s+\((?:HINT:\s*)?(?P<hint>.*)\)\s*$")  # `# file:line in fn (HINT: ...)`
-_PARAM_HINT = re.compile(r"(?P<hint>Guard failed on a parameter\b.*?)\.?\s*$")
 
 
 def primary_failure(recompile: Recompile, others: tuple[Recompile, ...] = ()) -> GuardFailure | None:
@@ -282,42 +259,72 @@ def entry_failures(recompile: Recompile, besides: GuardFailure | None = None) ->
 
 
 def recompile_chains(session: Session) -> list[Chain]:
+    """Per function (limit hits first, then the most recompiled): each recompile's cause, torch's hint on
+    it, the other entries' failures and the fix; the chain's distinct fixes, most frequent cause first."""
     groups: dict[tuple[str, str, int], list[Recompile]] = defaultdict(list)
     for r in sorted(session.recompiles, key=lambda r: r.compile_id):
         groups[(r.function, r.file, r.line)].append(r)
     limits = {(h.function, h.file, h.line): h for h in session.limit_hits}
-    chains = []
+
     def order(key: tuple[str, str, int]) -> tuple[bool, int, str, int]:
         first = groups[key][0].compile_id.frame if groups.get(key) else limits[key].compile_id.frame
         return (key not in limits, -len(groups.get(key, ())), "", first)
 
+    chains = []
     for key in sorted(set(groups) | set(limits), key=order):
         recompiles = tuple(groups.get(key, ()))
         steps = tuple(Step(r, _carried_across(_with_actual(primary_failure(r, recompiles), r, recompiles), r,
                                               session.graph_breaks)) for r in recompiles)
-        chains.append(Chain(*key, steps=steps, limit_hit=limits.get(key)))
+        chains.append(_explained(Chain(*key, title="", steps=steps, limit_hit=limits.get(key))))
     return chains
 
 
+def _explained(chain: Chain) -> Chain:
+    """The chain with each step's hint, other failures and fix, its fixes, title and limit note filled in."""
+    steps = tuple(replace(s, torch_hint=s.cause.hint if s.cause else None,
+                          also_failed=entry_failures(s.recompile, besides=s.cause),
+                          fix=fix_for(s.cause, chain) if s.cause else None) for s in chain.steps)
+    causes = [s.cause for s in steps if s.cause is not None]
+    if chain.limit_hit is not None and not causes:
+        causes = list(chain.limit_hit.guard_failures[:1])
+    by_change = Counter((c.kind, c.subject) for c in causes)
+    fixes = tuple(dict.fromkeys(
+        fix_for(next(c for c in causes if (c.kind, c.subject) == key), chain) for key, _n in by_change.most_common()))
+    note = ""
+    if chain.limit_hit is not None:
+        note = ("the program was stopped (fail_on_recompile_limit_hit)" if chain.limit_hit.fatal
+                else "later calls with new values fell back to eager (ran uncompiled)")
+    title = f"{pretty_function(chain.function)} recompiled {len(steps)}x" + (
+        " and hit the recompile limit" if chain.limit_hit is not None else "")
+    return replace(chain, steps=steps, fixes=fixes, limit_note=note, title=title)
+
+
 def _with_actual(cause: GuardFailure | None, r: Recompile, recompiles: tuple[Recompile, ...]) -> GuardFailure | None:
-    if cause is None or cause.actual is not None or cause.kind not in (GuardKind.VALUE, GuardKind.GLOBAL):
+    if cause is None or cause.actual is not None or cause.expected is None or \
+            cause.kind not in (GuardKind.VALUE, GuardKind.GLOBAL):
         return cause
     for later in recompiles:
         for g in later.guard_failures:
             if g.failed_entry == r.compile_id and g.subject == cause.subject and g.expected is not None:
-                if _carried(cause):
-                    return replace(cause, actual=g.expected, text=f"{cause.text.rsplit(' to ', 1)[0]} to "
-                                                                    f"{cause.expected}, then {g.expected}")
-                noun = cause.text.split("`", 1)[0].strip()
-                text = f"{noun} `{cause.subject}` changed {cause.expected} -> {g.expected}"
-                return replace(cause, actual=g.expected, text=text)
+                known = replace(cause, actual=g.expected)
+                return replace(known, text=value_change_words(known))
     return cause
+
+
+def value_change_words(f: GuardFailure, across: str = "a graph break") -> str:
+    """A Python value that changed, once its new value is known, in words from the failure's facts."""
+    if f.origin == "carried":
+        return (f"a Python value carried across {across} changed: the code resumed after the break was specialized "
+                f"to {f.expected}, then {f.actual}")
+    noun = "global" if f.origin == "global" else (
+        f"Python {f.value_type}" if f.value_type not in (None, "None", "value") else "Python value")
+    return f"{noun} `{f.subject}` changed {f.expected} -> {f.actual}"
 
 
 def break_site(function: str, file: str) -> tuple[str, int] | None:
     """The graph break a resumed frame (`torch_dynamo_resume_in_f_at_17`) continues after: (file, 17)."""
-    m = re.match(r"torch_dynamo_resume_in_.+_at_(?P<line>\d+)$", function)
-    return (file, int(m["line"])) if m else None
+    resume = ResumeName.parse(function)
+    return (file, resume.line) if resume else None
 
 
 def _carried_across(cause: GuardFailure | None, r: Recompile,
@@ -329,36 +336,15 @@ def _carried_across(cause: GuardFailure | None, r: Recompile,
     code = next((b.code for b in breaks if (b.file, b.line) == site and b.code), "")
     code = re.sub(r"\s{2,}#.*$", "", code).strip()  # the user's trailing comment is not the statement
     where = f"the graph break at {site[0].rsplit('/', 1)[-1]}:{site[1]}" + (f" (`{code}`)" if code else "")
-    text = cause.text.replace("a graph break", where, 1)
+    text = value_change_words(cause, where) if cause.actual is not None and cause.kind is GuardKind.VALUE else \
+        cause.text.replace("a graph break", where, 1)
     return replace(cause, text=text, source=SourceLoc(site[0], site[1], r.function, code))
-
-
-_ENTRY_BODY = re.compile(r"^\d+/\d+(?:_\d+)?: (?P<body>.*)$", re.S)
-_RAW_TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?:size|stride|rank|dtype|device|requires_grad|dispatch)")
-_RAW_SIZE = re.compile(r"(?P<src>[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*?)\.(?:size|stride)\(\)\[\d+\]")
-_RAW_LHS = re.compile(r"^(?P<lhs>.+?)\s*(?:==|!=|\bis\b)")
-
-
-def torch_source(failure: GuardFailure) -> str | None:
-    """The torch source name a guard was on (`L['x']`), for `dynamic_sources`; None if not recoverable."""
-    entry = _ENTRY_BODY.match(failure.raw.strip())
-    body = (entry["body"] if entry else failure.raw).split("\n", 1)[0].split("#", 1)[0].strip()
-    tensor, size, lhs = _RAW_TENSOR.search(body), _RAW_SIZE.search(body), _RAW_LHS.match(body)
-    name = tensor["name"] if tensor else size["src"] if size else (lhs["lhs"].strip() if lhs else "")
-    if name.startswith(("L[", "G[")):
-        return name
-    local = re.match(r"(?P<root>[A-Za-z_]\w*)(?P<rest>(?:\[.*|\..*)?)$", name)
-    # 2.13 prints locals without `L[...]` (`x`, `kwargs['input_ids']`); dynamic_sources wants them with it
-    return f"L['{local['root']}']{local['rest']}" if local else None
 
 
 def pretty_function(name: str) -> str:
     """`torch_dynamo_resume_in_forward_at_7` -> `forward (after the graph break at line 7)`."""
-    prefix = "torch_dynamo_resume_in_"
-    if not name.startswith(prefix) or "_at_" not in name:
-        return name
-    fn, _, line = name[len(prefix):].rpartition("_at_")
-    return f"{fn} (after the graph break at line {line})"
+    resume = ResumeName.parse(name)
+    return f"{resume.function} (after the graph break at line {resume.line})" if resume else name
 
 
 def find_recompiles(session: Session) -> list[Finding]:
@@ -370,18 +356,12 @@ def _finding(chain: Chain) -> Finding:
     evidence = tuple(f"[{s.recompile.compile_id}] {s.cause.text if s.cause else s.recompile.reason}"
                      + (f"   <- {s.cause.source}" if s.cause and s.cause.source else "") for s in chain.steps)
     if chain.limit_hit is not None:
-        evidence += (f"hit {chain.limit_hit.limit} at [{chain.limit_hit.compile_id}]: later calls with new values "
-                     "fell back to eager (run uncompiled)",)
-    kinds = Counter((c.kind, c.subject) for c in causes)
-    fixes = tuple(dict.fromkeys(
-        fix_for(next(c for c in causes if (c.kind, c.subject) == key), chain) for key, _n in kinds.most_common()))
+        evidence += (f"hit {chain.limit_hit.limit} at [{chain.limit_hit.compile_id}]: {chain.limit_note}",)
     where = next((c.source for c in causes if c.source is not None), SourceLoc(chain.file, chain.line, chain.function))
     n, limit_hit = len(chain.steps), chain.limit_hit is not None
     benign = n == 1 and not limit_hit and bool(causes) and causes[0].kind is GuardKind.SIZE
     severity = Severity.ERROR if limit_hit else (Severity.INFO if benign else Severity.WARNING)
-    title = f"{pretty_function(chain.function)} recompiled {n}x" + (" and hit the recompile limit" if limit_hit else "")
-    if benign:
-        title += " (once, to become dynamic: expected)"
+    title = chain.title + (" (once, to become dynamic: expected)" if benign else "")
     last = chain.steps[-1].recompile.compile_id if chain.steps else chain.limit_hit.compile_id if chain.limit_hit else None
-    return Finding(kind="recompile", severity=severity, title=title, evidence=evidence, fix=fixes, where=where,
+    return Finding(kind="recompile", severity=severity, title=title, evidence=evidence, fix=chain.fixes, where=where,
                    compile_id=last, weight=n * 5 + (100 if limit_hit else 0))

@@ -8,24 +8,14 @@ script that succeeded but has a graph with unexplained wrong results exits 1 (`E
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
-from pt2doctor.model import Category, Session
+from pt2doctor.model import Category, Session, Verdict
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 64
 EXIT_DATA = 65
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    ok: bool
-    headline: str
-    exit_code: int
-    category: Category | None = None
 
 
 def exit_code(session: Session) -> int:

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from pt2doctor.analysis.cookbook import advice_for
-from pt2doctor.analysis.recompiles import Cause, cause_of, pretty_function, recompile_chains, torch_source
+from pt2doctor.analysis.recompiles import Cause, cause_of, pretty_function, recompile_chains
 from pt2doctor.model import GuardFailure, GuardKind, Session
 
 Target = Literal["graph_breaks", "recompiles"]
@@ -131,7 +131,7 @@ def _recompile_trials(session: Session) -> list[Trial]:
 
 def _source_entry(failure: GuardFailure) -> str | None:
     """`L['x']:0` for a tensor's dim, `L['self'].n` for a scalar; None for Dynamo's temporaries."""
-    source = torch_source(failure)
+    source = failure.torch_source
     if source is None or "___" in source:  # Dynamo's own temporaries cannot be marked
         return None
     return f"{source}:{failure.dim}" if failure.dim is not None and failure.kind is not GuardKind.VALUE else source

@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from pt2doctor.analysis.cookbook import advice_for
-from pt2doctor.analysis.recompiles import fix_for, pretty_function, recompile_chains
+from pt2doctor.analysis.recompiles import pretty_function, recompile_chains
 from pt2doctor.api.watch import Watch, watch
 from pt2doctor.capture import torch_compat
 from pt2doctor.model import Session
@@ -93,8 +93,6 @@ def render_profile(session: Session | None, frame_count: int, op_count: int) -> 
         lines.append(f"{pretty_function(chain.function)} ({chain.file}:{chain.line}): {len(chain.steps)} recompile(s)")
         for step in chain.steps:
             lines.append(f"  [{step.recompile.compile_id}] {step.cause.text if step.cause else step.recompile.reason}")
-            lines += [f"      also failed: {g.text}" for g in step.recompile.guard_failures if g is not step.cause
-                      and g.raw != (step.cause.raw if step.cause else None)]
-        fixes = dict.fromkeys(fix_for(s.cause) for s in chain.steps if s.cause is not None)
-        lines += [f"  fix: {fix}" for fix in fixes]
+            lines += [f"      also failed: {other}" for other in step.also_failed]
+        lines += [f"  fix: {fix}" for fix in chain.fixes]
     return "\n".join(lines) + "\n"

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pt2doctor.model import GuardFailure, GuardKind, SourceLoc
 from pt2doctor.model.ids import CompileId
+from pt2doctor.model.session import GuardOrigin
+from pt2doctor.model.torch_text import is_dynamo_temporary
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$')
@@ -145,12 +147,6 @@ def split_guard_line(body: str) -> GuardLine:
     return GuardLine(expr, source, note.removeprefix("HINT:").strip() if note else None)
 
 
-def guard_note(raw: str) -> str | None:
-    """torch's own advice attached to a guard failure (`(HINT: ...)`, the parameter remark), if any."""
-    entry = _ENTRY.match(raw.strip())
-    return split_guard_line(entry["body"] if entry else raw.strip()).note
-
-
 @dataclass(frozen=True, slots=True)
 class _Ctx:
     raw: str
@@ -167,14 +163,44 @@ def parse_guard_failure(raw: str) -> GuardFailure:
     entry = _ENTRY.match(raw.strip())
     line = split_guard_line(entry["body"] if entry else raw.strip())
     ctx = _Ctx(raw, CompileId.parse(entry["cid"]) if entry else None, line.source)
-    tensor = _TENSOR.search(line.expr)
+    failure = _parse_expr(line.expr, ctx)
+    return replace(failure, torch_source=_torch_source(line.expr), hint=line.note, origin=_origin(failure, line.expr),
+                   value_type=value_type(failure.expected) if failure.expected is not None else None)
+
+
+def _parse_expr(expr: str, ctx: _Ctx) -> GuardFailure:
+    tensor = _TENSOR.search(expr)
     if tensor:
         return _tensor_failure(tensor, ctx)
     for parse in _EXPR_PARSERS:
-        failure = parse(line.expr, ctx)
+        failure = parse(expr, ctx)
         if failure is not None:
             return failure
-    return ctx.failure(GuardKind.OTHER, line.expr, f"guard failed: {_pretty_expr(line.expr)}")
+    return ctx.failure(GuardKind.OTHER, expr, f"guard failed: {_pretty_expr(expr)}")
+
+
+def _torch_source(expr: str) -> str | None:
+    """The guarded value as torch names it (`L['x']`), as `torch.compiler.config.dynamic_sources` wants it."""
+    body = expr.split("#", 1)[0].strip()
+    tensor, size, eq = _TENSOR.search(body), _SIZE_SRC.search(body), _EQ.match(body)
+    name = tensor["name"] if tensor else size["src"] if size else (eq["lhs"].strip() if eq else "")
+    if name.startswith(("L[", "G[")):
+        return name
+    local = re.match(r"(?P<root>[A-Za-z_]\w*)(?P<rest>(?:\[.*|\..*)?)$", name)
+    # 2.13 prints locals without `L[...]` (`x`, `kwargs['input_ids']`); dynamic_sources wants them with it
+    return f"L['{local['root']}']{local['rest']}" if local else None
+
+
+def _origin(failure: GuardFailure, expr: str) -> GuardOrigin:
+    if _GLOBAL_STATE.match(expr):
+        return "state"
+    if is_dynamo_temporary(failure.subject):
+        return "carried"
+    if "._parameters[" in failure.raw or "Guard failed on a parameter" in failure.raw:
+        return "parameter"
+    if "._buffers[" in failure.raw:
+        return "buffer"
+    return "global" if failure.kind is GuardKind.GLOBAL else "input"
 
 
 def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
@@ -208,11 +234,6 @@ def _tensor_text(kind: GuardKind, what: str, dim: int | None, exp: str | None, a
     if kind is GuardKind.REQUIRES_GRAD:
         return f"{what}: requires_grad changed {change}"
     return f"{what}: {kind.value} changed {change}"
-
-
-def is_dynamo_temporary(subject: str) -> bool:
-    """`___stack0`: a value Dynamo carried on the stack into the frame it resumed after a graph break."""
-    return re.fullmatch(r"___stack\d+", subject) is not None
 
 
 _GLOBAL_STATE = re.compile(r"^GLOBAL_STATE changed:\s*(?P<flags>.*)$")

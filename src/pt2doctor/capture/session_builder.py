@@ -15,6 +15,7 @@ import msgspec
 
 from pt2doctor.capture import events as ev
 from pt2doctor.capture.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
 from pt2doctor.model import (
     Category,
     Compile,
@@ -181,7 +182,7 @@ def is_graph_break_failure(fail_type: str, reason: str) -> bool:
     """A frame's compile failed on a graph break it could not resume from: fatal under `fullgraph=True`,
     otherwise Dynamo skips the frame (it runs eagerly) and the program goes on. The trace does not say
     which; only how the process ended does (`process_meta.failures`)."""
-    return fail_type in ("Unsupported", "UncapturedHigherOrderOpError", "UserError") and "Explanation:" in reason
+    return fail_type in GRAPH_BREAK_EXCEPTIONS and "Explanation:" in reason
 
 
 def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_type: str, reason: str,
@@ -192,7 +193,7 @@ def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_typ
         _add_break(fold, reason, cid, fatal=True, where=where)
     lines = [line.strip() for line in reason.splitlines() if line.strip()]
     first = lines[0] if lines else fail_type
-    if first.startswith("backend=") and first.endswith(" raised:") and len(lines) > 1:
+    if backend_of_wrapper(first) is not None and len(lines) > 1:
         first = f"{first} {lines[1]}"  # Dynamo's wrapper line says nothing: keep what the backend raised
     fold.facts.compile_failures.append(Failure(
         category=Category.UNCLASSIFIED, exception=fail_type, message=first, file=file,

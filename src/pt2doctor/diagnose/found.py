@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pt2doctor.analysis.failures import first_message_line
-from pt2doctor.analysis.recompiles import fix_for
+from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category, Environment, Session
@@ -169,12 +169,14 @@ def _traced_frames(message: str) -> list[dict[str, Any]]:
 def _recompile_limit_steps(found: Found) -> None:
     """The program asked to fail at the recompile limit (`fail_on_recompile_limit_hit`,
     `error_on_recompile`): a configuration's choice, not a compiler bug; what matters is why it recompiled."""
-    hits = found.session.limit_hits if found.session else ()
-    why = next((h.guard_failures[0] for h in hits if h.guard_failures), None)
+    chains = recompile_chains(found.session) if found.session else []
+    chain = next((c for c in chains if c.limit_hit is not None and c.limit_hit.guard_failures), None)
     found.next_steps.append("Dynamo stopped the program at the recompile limit because the configuration asks it to "
                             "(fail_on_recompile_limit_hit or error_on_recompile): not a compiler bug.")
-    if why is not None:
-        found.next_steps.append(f"It wanted to recompile because {why.text}; fix: {fix_for(why)}")
+    if chain is not None and chain.limit_hit is not None:
+        why = chain.limit_hit.guard_failures[0]
+        fix = chain.fixes[0] if chain.fixes else ""
+        found.next_steps.append(f"It wanted to recompile because {why.text}" + (f"; fix: {fix}" if fix else ""))
     command = " ".join(found.command)
     found.next_steps.append(f"`pt2doctor recompiles {command}` explains every recompile and checks the fixes; or "
                             "raise torch._dynamo.config.recompile_limit if each recompile is wanted.")

@@ -1,6 +1,7 @@
 """pt2doctor's data model: frozen values, no torch, no other pt2doctor imports."""
 
-from pt2doctor.model.findings import Finding, Severity
+from pt2doctor.model.findings import (Analysis, FailureExplanation, Finding, RecompileChain, RecompileStep,
+                                       Severity, Verdict)
 from pt2doctor.model.ids import CompileId, SourceLoc
 from pt2doctor.model.session import (
     SCHEMA,
@@ -20,7 +21,7 @@ from pt2doctor.model.session import (
 )
 
 __all__ = [
-    "SCHEMA", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Failure", "Finding",
+    "SCHEMA", "Analysis", "FailureExplanation", "RecompileChain", "RecompileStep", "Verdict", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Failure", "Finding",
     "GraphBreak", "GuardFailure", "GuardKind", "LimitHit", "Phases", "Recompile", "Session",
     "Severity", "SourceLoc", "TraceStats",
 ]

@@ -117,9 +117,16 @@ class GraphBreak:
     fatal: bool = False
 
 
+GuardOrigin = Literal["input", "parameter", "buffer", "carried", "global", "state"]
+
+
 @dataclass(frozen=True, slots=True)
 class GuardFailure:
-    """One failed guard, in plain words, with what torch said verbatim."""
+    """One failed guard, in plain words, with what torch said verbatim and the facts taken from it:
+    `torch_source` is the guarded value as torch names it (`L['x']`, for `dynamic_sources`), `hint`
+    torch's own advice on it, `value_type` the Python type of the expected value (`int`, `float`,
+    `bool`, `None`, `str`, `value`), `origin` where the value lives (`carried`: on Dynamo's stack across
+    a graph break; `state`: torch's global state, grad mode or autocast)."""
 
     kind: GuardKind
     subject: str
@@ -130,6 +137,10 @@ class GuardFailure:
     actual: str | None = None
     failed_entry: CompileId | None = None
     source: SourceLoc | None = None
+    torch_source: str | None = None
+    hint: str | None = None
+    value_type: str | None = None
+    origin: GuardOrigin = "input"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,28 +9,26 @@ from __future__ import annotations
 
 from pt2doctor.analysis.whatif_cold import ColdWarm
 from pt2doctor.analysis.cookbook import ActionItem
-from pt2doctor.analysis.recompiles import Chain, Step, entry_failures, fix_for, pretty_function, torch_hint
 from pt2doctor.analysis.whatif import Outcome, TrialResult
+from pt2doctor.model import RecompileChain, RecompileStep
 
 
-def render_chains(chains: list[Chain]) -> str:
+def render_chains(chains: list[RecompileChain]) -> str:
     if not chains:
         return "No recompilations.\n"
     out = [f"Recompilations: {sum(len(c.steps) for c in chains)} in {len(chains)} function(s)", ""]
     for chain in chains:
-        out.append(f"{pretty_function(chain.function)}  ({chain.file}:{chain.line})  recompiled {len(chain.steps)}x")
+        out.append(f"{chain.title.removesuffix(' and hit the recompile limit')}  ({chain.file}:{chain.line})")
         for step in chain.steps:
             out += _step_lines(step)
         if chain.limit_hit is not None:
-            out.append(f"  !! hit {chain.limit_hit.limit} at [{chain.limit_hit.compile_id}]: later calls with new "
-                       "values fell back to eager (ran uncompiled)")
-        fixes = dict.fromkeys(fix_for(s.cause, chain) for s in chain.steps if s.cause is not None)
-        out += [f"  fix: {fix}" for fix in fixes]
+            out.append(f"  !! hit {chain.limit_hit.limit} at [{chain.limit_hit.compile_id}]: {chain.limit_note}")
+        out += [f"  fix: {fix}" for fix in chain.fixes]
         out.append("")
     return "\n".join(out)
 
 
-def _step_lines(step: Step) -> list[str]:
+def _step_lines(step: RecompileStep) -> list[str]:
     """The cause, where its value comes from, torch's own hint, then the other cache entries' failures."""
     cause = step.cause
     out = [f"  [{step.recompile.compile_id}] {cause.text if cause else step.recompile.reason}"]
@@ -39,10 +37,9 @@ def _step_lines(step: Step) -> list[str]:
     if cause.source is not None:
         code = f"   {cause.source.code}" if cause.source.code else ""
         out.append(f"        value comes from {cause.source}{code}")
-    hint = torch_hint(cause)
-    if hint:
-        out.append(f"        torch: {hint}")
-    out += [f"        also failed: {line}" for line in entry_failures(step.recompile, besides=cause)]
+    if step.torch_hint:
+        out.append(f"        torch: {step.torch_hint}")
+    out += [f"        also failed: {line}" for line in step.also_failed]
     return out
 
 

@@ -1,6 +1,7 @@
 """The report document: a session plus what analysis concluded, as one value renderers format.
 
-Contract: `build_report(session)` enriches and analyzes (pure); `to_json_bytes` writes the session
+Contract: `build_report(session)` enriches and analyzes (pure): renderers read the report's `analysis`
+for everything beyond the session's raw facts, and decide nothing themselves; `to_json_bytes` writes the session
 schema (README "session.json") with `findings` and `verdict` added; `load_report(path)` accepts a
 saved session.json, a run directory, or a raw TORCH_TRACE file/directory.
 """
@@ -13,16 +14,31 @@ from typing import Any
 
 import msgspec
 
-from pt2doctor.analysis import Verdict, analyze, enrich, verdict_for
-from pt2doctor.model import Finding, Session
+from pt2doctor.analysis import analyze_session
+from pt2doctor.model import Analysis, FailureExplanation, Finding, RecompileChain, Session, Verdict
 from pt2doctor.model.serialize import dumps, loads, to_builtins
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
     session: Session
-    findings: tuple[Finding, ...]
-    verdict: Verdict
+    analysis: Analysis
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.analysis.findings
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.analysis.verdict
+
+    @property
+    def recompiles(self) -> tuple[RecompileChain, ...]:
+        return self.analysis.recompiles
+
+    @property
+    def failures(self) -> tuple[FailureExplanation, ...]:
+        return self.analysis.failures
 
 
 class ReportInputError(Exception):
@@ -30,8 +46,7 @@ class ReportInputError(Exception):
 
 
 def build_report(session: Session) -> Report:
-    session = enrich(session)
-    return Report(session, tuple(analyze(session)), verdict_for(session))
+    return Report(*analyze_session(session))
 
 
 def to_builtins_document(report: Report) -> dict[str, Any]:

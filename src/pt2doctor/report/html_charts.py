@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pt2doctor.model import Compile
+from pt2doctor.model.torch_text import ResumeName
 
 WIDTH = 1000
 LABEL_W = 230
@@ -22,13 +23,12 @@ LANE_H = 22
 MAX_LANES = 40
 MIN_BAR_W = 3.0
 PHASES = ("dynamo", "aot", "inductor", "codegen")
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
 
 def short_function(name: str) -> str:
     """`torch_dynamo_resume_in_f_at_7` -> `f (resumed at 7)`: the code after a graph break, in words."""
-    match = _RESUME.match(name)
-    return f"{match['fn']} (resumed at {match['line']})" if match else name
+    resume = ResumeName.parse(name)
+    return f"{resume.function} (resumed at {resume.line})" if resume else name
 
 
 def timeline(lanes_by_group: Sequence[tuple[str, Sequence[Compile]]], *, run_start: float | None = None,

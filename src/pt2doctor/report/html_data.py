@@ -15,9 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.analysis.compile_time import phase_totals
-from pt2doctor.analysis.recompiles import fix_for
-from pt2doctor.model import Compile, Recompile, Session, Severity
+from pt2doctor.model import Compile, RecompileChain, Session, Severity
 from pt2doctor.model.serialize import to_builtins
 from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES, anchor, breakdown, timeline
@@ -40,9 +38,9 @@ def page_data(report: Report, inputs: HtmlInputs) -> dict[str, Any]:
         "failures": [_failure(f, inputs) for f in s.failures],
         "timeline": timeline(_timeline_groups(s, inputs), run_start=s.started_at, run_wall=s.wall_s),
         "breakdown": breakdown(s.compiles),
-        "phase_totals": _phase_totals(s),
+        "phase_totals": _phase_totals(report.analysis.phase_totals),
         "breaks": [_break(i, b, inputs) for i, b in enumerate(s.graph_breaks, 1)],
-        "recompiles": _recompiles(s),
+        "recompiles": [_recompiles(chain) for chain in report.recompiles],
         "compiles": [_compile(c, inputs, payloads) for c in sorted(s.compiles, key=lambda c: c.compile_id)],
         "ranks": _ranks(inputs),
         "extras": _extras(s),
@@ -60,12 +58,11 @@ def _title(s: Session) -> str:
 
 def _actions(report: Report) -> list[dict[str, Any]]:
     out = []
-    for f in report.session.failures[:1]:
+    for explained in report.failures[:1]:
+        f = explained.failure
         where = f"{f.file}:{f.line}" if f.file else None
-        root = f.chain[-1] if f.chain else (f.message.strip().splitlines() or [""])[0]
         out.append({"severity": "error", "title": f"{f.category.value.replace('_', ' ')}: {f.exception.rsplit('.', 1)[-1]}",
-                    "fix": f"root cause: {root.splitlines()[0] if root else '(no message)'}", "where": where,
-                    "anchor": "failures"})
+                    "fix": f"root cause: {explained.root}", "where": where, "anchor": "failures"})
     # Expected, benign findings (INFO: a recompile that makes a shape dynamic) are no action items.
     for f in report.findings:
         if not f.fix or f.severity is Severity.INFO or len(out) >= _TOP_ACTIONS:
@@ -108,8 +105,7 @@ def _timeline_groups(s: Session, inputs: HtmlInputs) -> list[tuple[str, tuple[Co
     return [("", s.compiles)]
 
 
-def _phase_totals(s: Session) -> list[dict[str, Any]]:
-    totals = phase_totals(s)
+def _phase_totals(totals: dict[str, float]) -> list[dict[str, Any]]:
     whole = sum(totals.values()) or 1.0
     return [{"phase": p, "s": totals[p], "pct": 100 * totals[p] / whole} for p in PHASES]
 
@@ -122,24 +118,22 @@ def _break(i: int, b: Any, inputs: HtmlInputs) -> dict[str, Any]:
             "cids": [{"text": str(c), "anchor": anchor(str(c))} for c in b.compile_ids]}
 
 
-def _recompiles(s: Session) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, int], list[Recompile]] = defaultdict(list)
-    for r in s.recompiles:
-        groups[(r.function, r.file, r.line)].append(r)
-    limits = {(h.function, h.file, h.line): h for h in s.limit_hits}
-    out = []
-    for key in sorted(set(groups) | set(limits), key=lambda k: -len(groups.get(k, ()))):
-        items = groups.get(key, [])
-        fixes = list(dict.fromkeys(fix_for(r.guard_failures[0]) for r in items if r.guard_failures))
-        out.append({
-            "function": key[0], "file": key[1], "line": key[2], "count": len(items),
-            "limit": limits[key].message if key in limits else None, "fixes": fixes,
-            "entries": [{"cid": str(r.compile_id), "anchor": anchor(str(r.compile_id)),
-                       "guards": [{"text": g.text, "raw": g.raw, "kind": g.kind.value,
-                                   "source": str(g.source) if g.source else None} for g in r.guard_failures[:4]],
-                       "more": max(len(r.guard_failures) - 4, 0), "reason": r.reason} for r in items],
-        })
-    return out
+def _recompiles(chain: RecompileChain) -> dict[str, Any]:
+    """One function's recompiles as analysis explained them: the same causes and fixes as the terminal."""
+    return {
+        "function": chain.function, "file": chain.file, "line": chain.line, "count": len(chain.steps),
+        "limit": f"{chain.limit_hit.message} ({chain.limit_note})" if chain.limit_hit else None,
+        "fixes": list(chain.fixes),
+        "entries": [{"cid": str(step.recompile.compile_id), "anchor": anchor(str(step.recompile.compile_id)),
+                     "cause": step.cause.text if step.cause else None,
+                     "source": str(step.cause.source) if step.cause and step.cause.source else None,
+                     "hint": step.torch_hint, "fix": step.fix, "also_failed": list(step.also_failed),
+                     "guards": [{"text": g.text, "raw": g.raw, "kind": g.kind.value,
+                                 "source": str(g.source) if g.source else None}
+                                for g in step.recompile.guard_failures[:4]],
+                     "more": max(len(step.recompile.guard_failures) - 4, 0), "reason": step.recompile.reason}
+                    for step in chain.steps],
+    }
 
 
 def _compile(c: Compile, inputs: HtmlInputs, payloads: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Render a report for the terminal: verdict first, then breaks, recompiles, compile time, failures.
 
-Contract: `render_terminal(report, color=..., width=...) -> str`; no printing, no progress here.
+Contract: `render_terminal(report, color=..., width=...) -> str`; no printing, no progress here. It
+formats the session's facts and the report's analysis (causes, fixes, notes); it decides nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from pt2doctor.analysis.compile_time import phase_totals
-from pt2doctor.analysis.failures import asynchronous_cuda_error
-from pt2doctor.analysis.recompiles import entry_failures, fix_for, recompile_chains, torch_hint
-from pt2doctor.model import Session
+from pt2doctor.model import RecompileChain, Session
 from pt2doctor.report.document import Report
 
 
@@ -34,7 +32,7 @@ def _sections(report: Report) -> list[object]:
     style = "green" if report.verdict.ok else "red"
     parts: list[object] = [Panel(Text(report.verdict.headline, style=f"bold {style}"), title="pt2doctor", expand=False)]
     parts.append(_summary(s))
-    parts += _failures(s) + _breaks(s) + _recompiles(s) + _compile_time(s)
+    parts += _failures(report) + _breaks(s) + _recompiles(report.recompiles, len(s.recompiles)) + _compile_time(report)
     if s.accuracy:
         from pt2doctor.report.accuracy import render_accuracy
 
@@ -55,19 +53,18 @@ def _summary(s: Session) -> Table:
     return table
 
 
-def _failures(s: Session) -> list[object]:
+def _failures(report: Report) -> list[object]:
     out: list[object] = []
-    for f in s.failures:
+    for explained in report.failures:
+        f = explained.failure
         body = Text()
         body.append(f"{f.category.value}", style="bold red")
         body.append(f"  {f.exception}\n")
         if f.file:
             body.append(f"at {f.file}:{f.line}\n", style="cyan")
         body.append((f.message.strip() or "(no message)")[:1500])
-        if asynchronous_cuda_error(f):
-            body.append("\npt2doctor: CUDA reports a kernel's error at a later call, so the line above may not be where "
-                        "it happened. `pt2doctor diagnose` re-runs the script with CUDA_LAUNCH_BLOCKING=1 to find "
-                        "the compiled graph that raised it.", style="green")
+        for note in explained.notes:
+            body.append(f"\npt2doctor: {note}", style="green")
         out.append(Panel(body, title="failure", title_align="left", border_style="red"))
     return out
 
@@ -90,13 +87,12 @@ def _breaks(s: Session) -> list[object]:
     return out
 
 
-def _recompiles(s: Session) -> list[object]:
-    """Per function, each recompile's cause (`recompile_chains`: the guard that changed, not merely the
-    first listed), torch's own hint, the other cache entries' failures, then the fixes."""
-    if not s.recompiles and not s.limit_hits:
+def _recompiles(chains: tuple[RecompileChain, ...], total: int) -> list[object]:
+    """Per function, each recompile's cause, torch's own hint, the other cache entries' failures, then the fixes."""
+    if not chains:
         return []
-    out: list[object] = [Text(f"\nRecompilations ({len(s.recompiles)})", style="bold")]
-    for chain in recompile_chains(s):
+    out: list[object] = [Text(f"\nRecompilations ({total})", style="bold")]
+    for chain in chains:
         hints: set[str] = set()
         for step in chain.steps:
             line = Text(f"  [{step.recompile.compile_id}] ", style="dim")
@@ -108,26 +104,21 @@ def _recompiles(s: Session) -> list[object]:
                 out.append(Text(f"     {step.recompile.reason[:300]}"))
                 continue
             out.append(Text(f"     {cause.text}" + (f"   <- {cause.source}" if cause.source else "")))
-            if (hint := torch_hint(cause)) and hint not in hints:
-                hints.add(hint)
-                out.append(Text(f"     torch: {hint[:300]}", style="dim"))
-            out += [Text(f"     also failed: {other}", style="dim")
-                    for other in entry_failures(step.recompile, besides=cause)[:3]]
+            if step.torch_hint and step.torch_hint not in hints:
+                hints.add(step.torch_hint)
+                out.append(Text(f"     torch: {step.torch_hint[:300]}", style="dim"))
+            out += [Text(f"     also failed: {other}", style="dim") for other in step.also_failed[:3]]
         if (h := chain.limit_hit) is not None:
-            then = "the program was stopped (fail_on_recompile_limit_hit)" if h.fatal else "later new inputs run eagerly"
-            out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {then}", style="bold red"))
+            out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {chain.limit_note}", style="bold red"))
             out += [Text(f"     it wanted to recompile because {g.text}") for g in h.guard_failures[:1]]
-        causes = [step.cause for step in chain.steps if step.cause is not None]
-        if chain.limit_hit is not None and not causes:
-            causes = list(chain.limit_hit.guard_failures[:1])
-        out += [Text(f"     fix: {fix}", style="green") for fix in dict.fromkeys(fix_for(c, chain) for c in causes)]
+        out += [Text(f"     fix: {fix}", style="green") for fix in chain.fixes]
     return out
 
 
-def _compile_time(s: Session) -> list[object]:
+def _compile_time(report: Report) -> list[object]:
+    s, totals = report.session, report.analysis.phase_totals
     if not s.compiles:
         return []
-    totals = phase_totals(s)
     table = Table(title="Compile time", title_justify="left", title_style="bold", box=None, pad_edge=False)
     for col in ("id", "function", "time (s)", "dynamo", "aot", "inductor", "codegen", "ops", "status"):
         table.add_column(col, justify="right" if col not in ("function", "status") else "left")
