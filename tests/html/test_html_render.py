@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.model import Category, Compile, CompileId, ExitInfo, Failure, GraphBreak, Phases, Session
-from pt2doctor.report.document import build_report, load_session
+from pt2doctor.cli.output import load_session
+from pt2doctor.report.document import build_report
 from pt2doctor.report.html import embed_json, render_html
-from pt2doctor.report.html_inputs import HtmlLimits, collect_html_inputs
+from pt2doctor.capture.report_inputs import collect_html_inputs
+from pt2doctor.model.report_inputs import HtmlLimits
 
 EVIL = "<img src=x onerror=alert(1)>"
 

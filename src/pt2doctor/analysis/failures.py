@@ -138,7 +138,7 @@ def signature(session: Session) -> str | None:
     passed. Two runs fail "the same way" exactly when their signatures are equal; the line naming the
     backend (`backend='inductor' raised:`) is skipped, so the same error under two backends matches.
     """
-    from pt2doctor.reduce.signature import from_signal, normalize
+    from pt2doctor.model.signature import from_signal, normalize
 
     e = session.exit
     if e.timed_out:

@@ -49,8 +49,8 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
     if as_json:
         click.echo(render_accuracy(session.accuracy), err=True)
     if html:
-        from pt2doctor.report.html import write_html_report
+        from pt2doctor.cli.output import write_html
 
-        click.echo(f"pt2doctor: wrote {write_html_report(report, run.out_dir / 'report.html')}", err=True)
+        click.echo(f"pt2doctor: wrote {write_html(report, run.out_dir / 'report.html')}", err=True)
     sys.stdout.flush()
     return report.verdict.exit_code

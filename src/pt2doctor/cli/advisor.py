@@ -75,9 +75,6 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
 
 
 def _write_html(report: Report, path: Path) -> None:
-    try:
-        from pt2doctor.report.html import write_html_report
-    except ImportError:
-        click.echo("pt2doctor: the HTML report is not available in this build", err=True)
-        return
-    write_html_report(report, path)
+    from pt2doctor.cli.output import write_html
+
+    write_html(report, path)

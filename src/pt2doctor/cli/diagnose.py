@@ -75,6 +75,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                   bisect: bool = True):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
+    from pt2doctor.capture.report_inputs import collect_html_inputs
     from pt2doctor.report.issue import bundle_session, write_bundle
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
@@ -85,7 +86,8 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
         diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
     finally:
         minify_status.stop()
-    written = write_bundle(diagnosis, bundle_session(out), out)
+    session = bundle_session(out)
+    written = write_bundle(diagnosis, session, out, collect_html_inputs(session) if session is not None else None)
     print_diagnosis(console, diagnosis, written)
     return diagnosis
 

@@ -122,10 +122,10 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
 
 def _failed_with_async_cuda_error(run_dir: Path) -> bool:
     from pt2doctor.analysis.failures import asynchronous_cuda_error
-    from pt2doctor.report.document import ReportInputError, load_session
+    from pt2doctor.report.document import ReportInputError, read_session_json
 
     try:
-        session = load_session(run_dir / "session.json")
+        session = read_session_json(run_dir / "session.json")
     except (ReportInputError, OSError):
         return False
     return bool(session.failures) and asynchronous_cuda_error(session.failures[0])
@@ -137,13 +137,13 @@ def _fold_into_session(run_dir: Path, result: object) -> None:
 
     from pt2doctor.capture.runner import save
     from pt2doctor.model.serialize import to_builtins
-    from pt2doctor.report.document import ReportInputError, load_session
+    from pt2doctor.report.document import ReportInputError, read_session_json
 
     path = run_dir / "session.json"
     if not path.is_file():
         return
     try:
-        session = load_session(path)
+        session = read_session_json(path)
     except ReportInputError:
         return
     save(replace(session, extras={**session.extras, "minify": to_builtins(result)}), path)

@@ -14,7 +14,8 @@ from pt2doctor.analysis.verdict import EXIT_DATA
 from pt2doctor.capture.runner import ScriptError
 from pt2doctor.capture.trace_reader import TraceError
 from pt2doctor.model import Session
-from pt2doctor.report.document import Report, build_report, save_report, to_json_bytes
+from pt2doctor.report.document import (Report, ReportInputError, build_report, read_session_json, save_report,
+                                       session_json_of, to_json_bytes)
 from pt2doctor.report.terminal import render_terminal
 
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
@@ -31,6 +32,32 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
         color = sys.stdout.isatty()
         click.echo(render_terminal(report, color=color, width=_width()), nl=False)
     return report
+
+
+def load_session(path: Path, *, strict: bool = False) -> Session:
+    """A saved session.json, a run directory, or any TORCH_TRACE file or directory, as a Session."""
+    if not path.exists():
+        raise ReportInputError(f"no such file or directory: {path}")
+    session_file = session_json_of(path)
+    if session_file is not None:
+        return read_session_json(session_file)
+    from pt2doctor.capture.trace_import import session_from_trace
+
+    session = session_from_trace(path, strict=strict)
+    if not session.trace.files:
+        raise ReportInputError(f"{path} holds no session.json and no TORCH_TRACE *.log files")
+    if not session.trace.events and session.trace.unreadable:
+        raise ReportInputError(f"{path} is not a TORCH_TRACE: none of its {session.trace.unreadable} line(s) is a "
+                               "trace line")
+    return session
+
+
+def write_html(report: Report, path: Path) -> Path:
+    """`report.html` for the report, with the trace artifacts and source lines capture reads for it."""
+    from pt2doctor.capture.report_inputs import collect_html_inputs
+    from pt2doctor.report.html import write_html_report
+
+    return write_html_report(report, path, collect_html_inputs(report.session))
 
 
 class UnreadableTrace(click.ClickException):

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 
 from pt2doctor.analysis.verdict import EXIT_DATA
-from pt2doctor.cli.output import emit, input_errors
-from pt2doctor.report.document import ReportInputError, load_session
+from pt2doctor.cli.output import emit, input_errors, load_session, write_html
+from pt2doctor.report.document import ReportInputError
 
 
 @click.command("report")
@@ -32,9 +32,7 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
         raise click.UsageError(str(exc)) from exc
     report = emit(session, as_json=as_json)
     if html or output is not None:
-        from pt2doctor.report.html import write_html_report
-
-        click.echo(f"pt2doctor: wrote {write_html_report(report, output or _html_path(path))}", err=True)
+        click.echo(f"pt2doctor: wrote {write_html(report, output or _html_path(path))}", err=True)
     if strict and session.trace.unreadable:
         return EXIT_DATA
     return 0
@@ -63,6 +61,8 @@ def _report_diagnosis(path: Path, as_json: bool, html: bool, output: Path | None
     if html:
         if session is None:
             raise click.UsageError(f"{path} has no runs/original-1/session.json to draw the page from")
-        click.echo(f"pt2doctor: wrote {write_diagnosis_html(diagnosis, session, output or path / 'report.html')}",
-                   err=True)
+        from pt2doctor.capture.report_inputs import collect_html_inputs
+
+        page = write_diagnosis_html(diagnosis, session, output or path / "report.html", collect_html_inputs(session))
+        click.echo(f"pt2doctor: wrote {page}", err=True)
     return 0

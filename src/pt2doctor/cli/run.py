@@ -9,7 +9,7 @@ import click
 
 from pt2doctor.api import cold as _cold
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.cli.output import SECONDS, emit, input_errors
+from pt2doctor.cli.output import SECONDS, emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.report.advice import render_cold
 
@@ -41,7 +41,5 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     if cold:
         click.echo(render_cold(_cold.measure(options, TerminalReporter(quiet=False))), err=as_json)
     if html:
-        from pt2doctor.report.html import write_html_report
-
-        click.echo(f"pt2doctor: wrote {write_html_report(report, options.out_dir / 'report.html')}", err=True)
+        click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     return report.verdict.exit_code

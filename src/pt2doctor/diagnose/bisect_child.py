@@ -57,7 +57,7 @@ def _check(ns: dict[str, Any], backend: str, target: str) -> int:
     """0 when the repro passes (or fails some other way) under `backend`, 1 when it fails like `target`."""
     import torch
 
-    from pt2doctor.reduce.signature import from_description
+    from pt2doctor.model.signature import from_description
 
     try:
         torch._dynamo.reset()

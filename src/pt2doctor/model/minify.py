@@ -4,7 +4,7 @@ Contract: frozen, torch-free values shared by the graph recorder (capture), the 
 and the reports. `TensorSpec`/`ScalarSpec` describe inputs by metadata only (values are random
 in repros unless a saved-values file is named); dtypes and devices are torch's own spellings
 (`"float32"`, `"cpu"`). `FailureSignature.text` is already normalised (see
-`reduce.signature`), so two failures are "the same" exactly when their signatures are equal.
+`model.signature`), so two failures are "the same" exactly when their signatures are equal.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, Fail
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_values
-from pt2doctor.reduce.signature import from_description
+from pt2doctor.model.signature import from_description
 
 
 class NothingToMinify(RuntimeError):

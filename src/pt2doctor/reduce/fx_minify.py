@@ -30,7 +30,7 @@ from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.reduce.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
-from pt2doctor.reduce.signature import accuracy_signature
+from pt2doctor.model.signature import accuracy_signature
 from pt2doctor.reduce.verify import FreshInterpreter, Verification, verify
 from pt2doctor.reduce.workers import Workers, start_workers
 

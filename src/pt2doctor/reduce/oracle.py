@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendSpec, FailureSignature, Stage
-from pt2doctor.reduce import signature
+from pt2doctor.model import signature
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.fx_case import FxCase
 from pt2doctor.reduce.pool import RunResult, WorkerPool

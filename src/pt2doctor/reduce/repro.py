@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from pt2doctor.capture.torch_compat import higher_order_names
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
-from pt2doctor.reduce.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
+from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from pathlib import Path
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature
-from pt2doctor.reduce.signature import from_exit
+from pt2doctor.model.signature import from_exit
 
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
 _BOOT_TEMPLATE = """\

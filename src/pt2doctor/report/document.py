@@ -2,8 +2,8 @@
 
 Contract: `build_report(session)` enriches and analyzes (pure): renderers read the report's `analysis`
 for everything beyond the session's raw facts, and decide nothing themselves; `to_json_bytes` writes the session
-schema (README "session.json") with `findings` and `verdict` added; `load_report(path)` accepts a
-saved session.json, a run directory, or a raw TORCH_TRACE file/directory.
+schema (README "session.json") with `findings` and `verdict` added; `read_session_json` reads one back
+(a raw TORCH_TRACE is read by capture: `cli.output.load_session` takes either).
 """
 
 from __future__ import annotations
@@ -68,25 +68,14 @@ def save_report(report: Report, path: Path) -> None:
     tmp.replace(path)
 
 
-def load_session(path: Path, *, strict: bool = False) -> Session:
-    if not path.exists():
-        raise ReportInputError(f"no such file or directory: {path}")
+def session_json_of(path: Path) -> Path | None:
+    """The session.json that `path` names (itself, or inside a run directory), if it is one."""
     session_file = path / "session.json" if path.is_dir() else path
-    if session_file.suffix == ".json" and session_file.exists():
-        try:
-            return loads(session_file.read_bytes(), Session)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise ReportInputError(f"{session_file} is not a pt2doctor session: {exc}") from exc
-    return _session_from_trace(path, strict)
+    return session_file if session_file.suffix == ".json" and session_file.exists() else None
 
 
-def _session_from_trace(path: Path, strict: bool = False) -> Session:
-    from pt2doctor.capture.trace_import import session_from_trace
-
-    session = session_from_trace(path, strict=strict)
-    if not session.trace.files:
-        raise ReportInputError(f"{path} holds no session.json and no TORCH_TRACE *.log files")
-    if not session.trace.events and session.trace.unreadable:
-        raise ReportInputError(f"{path} is not a TORCH_TRACE: none of its {session.trace.unreadable} line(s) is a "
-                               "trace line")
-    return session
+def read_session_json(path: Path) -> Session:
+    try:
+        return loads(path.read_bytes(), Session)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReportInputError(f"{path} is not a pt2doctor session: {exc}") from exc

@@ -9,7 +9,8 @@ Contract:
   The script builds code views with `textContent`/`createTextNode`, never `innerHTML`.
 - Large runs stay usable: graph/code payloads are embedded one JSON block each and turned into DOM
   only when their section is opened; each is capped (`HtmlLimits`) with a "truncated" note.
-- `write_html_report(report, path)` collects the inputs (`html_inputs`, the only I/O) and writes.
+- `write_html_report(report, path, inputs)` writes the page; the inputs (trace artifacts, source lines)
+  are collected by `capture.report_inputs`, the only reading of files the page needs.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from markupsafe import Markup
 from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES
 from pt2doctor.report.html_data import page_data
-from pt2doctor.report.html_inputs import HtmlInputs, HtmlLimits, collect_html_inputs
+from pt2doctor.model.report_inputs import HtmlInputs
 
 _package = "pt2doctor"
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
@@ -62,10 +63,11 @@ def render_html(report: Report, inputs: HtmlInputs | None = None) -> str:
     return template.render(page=data, phases=PHASES, css=_asset("report.css"), js=_asset("report.js"))
 
 
-def write_html_report(report: Report, path: Path, limits: HtmlLimits = HtmlLimits()) -> Path:
-    """Write `path` (a file, or `report.html` inside a directory); return the file written."""
+def write_html_report(report: Report, path: Path, inputs: HtmlInputs) -> Path:
+    """Write `path` (a file, or `report.html` inside a directory); return the file written. `inputs` are
+    what `capture.report_inputs.collect_html_inputs` read for the session."""
     target = path / "report.html" if path.is_dir() else path
-    text = render_html(report, collect_html_inputs(report.session, limits))
+    text = render_html(report, inputs)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -9,7 +9,6 @@ in a few hundred rectangles per lane, and bars keep a minimum width so a 5 ms co
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any

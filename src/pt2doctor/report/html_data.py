@@ -1,6 +1,6 @@
 """The HTML page as data: `page_data(report, inputs)` -> plain dicts the template draws.
 
-Contract: pure (no I/O; `html_inputs` did that). Every string here is raw user data and stays raw:
+Contract: pure (no I/O; `capture.report_inputs` did that). Every string here is raw user data and stays raw:
 escaping is the template's job (Jinja2 autoescape) and the JSON embedder's (`html.embed_json`).
 Sections the session has nothing for are empty, and the template skips them. The results of later
 stages are read from `session.extras` ("diagnosis", "minify", "advisor") by shape, not by schema:
@@ -19,7 +19,7 @@ from pt2doctor.model import Compile, RecompileChain, Session, Severity
 from pt2doctor.model.serialize import to_builtins
 from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES, anchor, breakdown, timeline
-from pt2doctor.report.html_inputs import ArtifactText, HtmlInputs, Snippet
+from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, Snippet
 
 EXTRA_SECTIONS: dict[str, str] = {"diagnosis": "Diagnosis", "minify": "Minified repro", "advisor": "Advisor"}
 _TOP_ACTIONS = 5

@@ -22,6 +22,7 @@ import jinja2
 
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
+from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
@@ -35,7 +36,8 @@ def _template() -> jinja2.Template:
     return env.get_template("issue.md.j2")
 
 
-def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path) -> list[Path]:
+def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
+                 inputs: HtmlInputs | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
     issue = ""
@@ -43,11 +45,12 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path) -
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
-        written.append(write_diagnosis_html(diagnosis, session, out_dir / "report.html", issue))
+        written.append(write_diagnosis_html(diagnosis, session, out_dir / "report.html", inputs or HtmlInputs(), issue))
     return written
 
 
-def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, issue: str | None = None) -> Path:
+def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, inputs: HtmlInputs,
+                         issue: str | None = None) -> Path:
     """The run's page with the diagnosis section (stage table, runs, repro.py, issue.md) added."""
     from dataclasses import replace
 
@@ -60,7 +63,7 @@ def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, iss
         issue = issue_path.read_text() if issue_path.exists() else ""
     section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
     extras = {**session.extras, "diagnosis": section}
-    return write_html_report(build_report(replace(session, extras=extras)), path)
+    return write_html_report(build_report(replace(session, extras=extras)), path, inputs)
 
 
 def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
@@ -79,11 +82,11 @@ def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
 def bundle_session(out_dir: Path) -> Session | None:
     """The first reproduction's session (the page is drawn from it), or None when there is none."""
     from pt2doctor.analysis import enrich
-    from pt2doctor.report.document import ReportInputError, load_session
+    from pt2doctor.report.document import ReportInputError, read_session_json
 
     path = out_dir / "runs" / "original-1" / "session.json"
     try:
-        return enrich(load_session(path)) if path.exists() else None
+        return enrich(read_session_json(path)) if path.exists() else None
     except (ReportInputError, OSError):
         return None
 

@@ -7,8 +7,8 @@ graph break. Everything it returns is plain data; `report.html.render_html` form
 A missing or unreadable trace or source file gives empty inputs, never an error: a report on a
 session.json copied to another machine still renders.
 
-The trace is read through `capture.trace_reader` (imported lazily, like `document.load_session`),
-because that module is the one place trace lines are parsed.
+The trace is read through `capture.trace_reader`, the one place trace lines are parsed; the values
+it returns are `model.report_inputs`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pt2doctor.model import Compile, Session
+from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, HtmlLimits, Snippet
 
 # Artifact kind -> tab label, in the order the page shows them (the pipeline's order).
 ARTIFACT_LABELS: dict[str, str] = {
@@ -39,43 +40,6 @@ CACHE_KINDS: dict[str, str] = {
     "aotautograd_cache_bypass": "AOTAutograd cache: bypass",
 }
 _SNIPPET_CONTEXT = 3
-
-
-@dataclass(frozen=True, slots=True)
-class HtmlLimits:
-    """Caps that keep a page from a 100 MB trace quick to open (issue 6: lazy sections)."""
-
-    artifact_bytes: int = 200_000
-    total_bytes: int = 40_000_000
-    snippets: int = 200
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactText:
-    kind: str
-    label: str
-    text: str
-    size: int
-    truncated: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Snippet:
-    """Lines `first`.. of a user file; `line` is the one to highlight."""
-
-    file: str
-    line: int
-    first: int
-    lines: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class HtmlInputs:
-    artifacts: dict[tuple[int | None, str], tuple[ArtifactText, ...]] = field(default_factory=dict)
-    cache_events: dict[tuple[int | None, str], tuple[str, ...]] = field(default_factory=dict)
-    rank_compiles: dict[int, tuple[Compile, ...]] = field(default_factory=dict)
-    snippets: dict[tuple[str, int], Snippet] = field(default_factory=dict)
-    omitted_artifacts: int = 0
 
 
 def collect_html_inputs(session: Session, limits: HtmlLimits = HtmlLimits()) -> HtmlInputs:
