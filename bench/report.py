@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import resource
 import shutil
 import statistics
 import subprocess

@@ -43,21 +43,21 @@ class BreakText:
 
 def parse_break_text(text: str) -> BreakText:
     lines = text.splitlines()
-    explanation_at = next((i for i, l in enumerate(lines) if l.strip().startswith("Explanation:")), None)
+    explanation_at = next((i for i, ln in enumerate(lines) if ln.strip().startswith("Explanation:")), None)
     if explanation_at is not None:
-        above = [l.strip() for l in lines[:explanation_at] if l.strip()]
+        above = [ln.strip() for ln in lines[:explanation_at] if ln.strip()]
         break_type = above[-1] if above else ""
         explanation = lines[explanation_at].split("Explanation:", 1)[1].strip()
     else:
-        first = next((l for l in lines if l.strip().startswith("Graph Break Reason:")), None)
-        body = first.split(":", 1)[1].strip() if first else next((l.strip() for l in lines if l.strip()), "")
+        first = next((ln for ln in lines if ln.strip().startswith("Graph Break Reason:")), None)
+        body = first.split(":", 1)[1].strip() if first else next((ln.strip() for ln in lines if ln.strip()), "")
         break_type, explanation = body, ""
     if break_type.startswith("Graph Break Reason:"):
         break_type = break_type.split(":", 1)[1].strip()
     hints = tuple(dict.fromkeys(  # torch repeats a hint when two registry entries carry it
-        l.split("Hint:", 1)[1].strip()
-        for l in lines
-        if l.strip().startswith("Hint:") and not any(n in l for n in _NOISE_HINTS)
+        ln.split("Hint:", 1)[1].strip()
+        for ln in lines
+        if ln.strip().startswith("Hint:") and not any(n in ln for n in _NOISE_HINTS)
     ))
     gb = _GB_ID.search(text)
     stack = _user_stack(lines)
@@ -70,7 +70,7 @@ def parse_break_text(text: str) -> BreakText:
 
 def _user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:
     try:
-        start = next(i for i, l in enumerate(lines) if l.startswith(("User code traceback:", "User stack trace:")))
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(("User code traceback:", "User stack trace:")))
     except StopIteration:
         return ()
     frames: list[SourceLoc] = []

@@ -42,7 +42,8 @@ CACHE_KINDS: dict[str, str] = {
 _SNIPPET_CONTEXT = 3
 
 
-def collect_html_inputs(session: Session, limits: HtmlLimits = HtmlLimits()) -> HtmlInputs:
+def collect_html_inputs(session: Session, limits: HtmlLimits | None = None) -> HtmlInputs:
+    limits = limits or HtmlLimits()
     scan = _scan_trace(session, limits)
     return HtmlInputs(artifacts=scan.artifacts, cache_events=scan.cache, rank_compiles=scan.rank_compiles(),
                       snippets=_snippets(session, limits.snippets), omitted_artifacts=scan.omitted)

@@ -16,7 +16,7 @@ from typing import TypeVar
 from pt2doctor.reduce.core import Outcome, ReductionProblem
 
 T = TypeVar("T")
-I = TypeVar("I")
+I = TypeVar("I")  # noqa: E741 - the reducer's index type, as in shrinkray
 
 
 def bisect_cut(problem: ReductionProblem[T], lo: int, hi: int, build: Callable[[int], T]) -> bool:
