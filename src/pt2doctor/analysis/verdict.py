@@ -10,12 +10,22 @@ from __future__ import annotations
 
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
+from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.model import Category, Session, Verdict
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 EXIT_USAGE = 64
 EXIT_DATA = 65
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def exit_code(session: Session) -> int:
@@ -36,7 +46,7 @@ def verdict_for(session: Session) -> Verdict:
     failure = session.failures[0] if session.failures and (failed or from_trace) else None
     if failure is not None:
         where = f" at {failure.file}:{failure.line}" if failure.file else ""
-        first = (failure.message.strip().splitlines() or [""])[0][:160]
+        first = clip(first_message_line(failure.message), 160)
         headline = f"FAILED ({failure.category.value}): {failure.exception.rsplit('.', 1)[-1]}{where}: {first}"
         return Verdict(False, headline, code, failure.category)
     if failed:

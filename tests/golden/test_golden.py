@@ -1,0 +1,67 @@
+"""Golden output: the terminal summary and session.json of fixed sessions, byte for byte once ids, paths,
+times and versions are stripped. A missing or different golden file fails; after a deliberate change,
+`python tests/golden/test_golden.py --update` rewrites them (review the diff before committing).
+
+Sessions: the real torch 2.13 trace `toy_and_recompiles.log` (graph breaks, recompiles for a size, an
+int and a dtype) and a hand-built failed run (a backend failure whose message starts with Dynamo's
+`backend=... raised:` line, with a chain)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.cli.output import load_session
+from pt2doctor.model import SCHEMA, Category, CompileId, ExitInfo, Failure, Session, SourceLoc
+from pt2doctor.report.document import build_report, to_json_bytes
+from pt2doctor.report.terminal import render_terminal
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+TRACE = ROOT / "tests" / "fixtures" / "traces" / "toy_and_recompiles.log"
+
+
+def _failed_run() -> Session:
+    message = "backend='my_backend' raised:\nRuntimeError: my_backend cannot compile aten.sin"
+    failure = Failure(Category.UNCLASSIFIED, "torch._dynamo.exc.BackendCompilerFailed", message, "/w/train.py", 12,
+                      compile_id=CompileId(0, 0), user_frames=(SourceLoc("/w/train.py", 12, "<module>"),),
+                      chain=("torch._dynamo.exc.BackendCompilerFailed: backend='my_backend' raised:",
+                             "RuntimeError: my_backend cannot compile aten.sin"),
+                      traceback='File "/usr/lib/torch/_dynamo/output_graph.py", line 1, in call_user_compiler')
+    return Session(schema=SCHEMA, torch_version="2.13.0", command=("/w/train.py",), exit=ExitInfo(code=1),
+                   failures=(failure,), cwd="/w", started_at=1.0, wall_s=2.0)
+
+
+SESSIONS = {"toy_and_recompiles": lambda: load_session(TRACE), "backend_failure": _failed_run}
+
+
+def _stable(text: str) -> str:
+    """Ids of this checkout, times and versions out: what is left must not change by itself."""
+    text = text.replace(str(ROOT), "<ROOT>")
+    text = re.sub(r"\b\d+\.\d+(?:e-?\d+)?\b", "<T>", text)  # times, sizes in seconds
+    text = re.sub(r"<T>\s+(µs|ms|s)\b", r"<T> \1", text)
+    return re.sub(r"[ \t]+\n", "\n", text)
+
+
+def outputs(name: str) -> dict[str, str]:
+    report = build_report(SESSIONS[name]())
+    return {f"{name}.terminal.txt": _stable(render_terminal(report, width=110)),
+            f"{name}.session.json": _stable(to_json_bytes(report).decode())}
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_matches_golden(name: str) -> None:
+    for file, text in outputs(name).items():
+        golden = HERE / file
+        assert golden.exists(), f"{golden} is missing: run `python {__file__} --update`"
+        assert text == golden.read_text(), f"{file} changed; if deliberate: python {__file__} --update"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
+    for session_name in SESSIONS:
+        for file_name, content in outputs(session_name).items():
+            (HERE / file_name).write_text(content)
+            print(f"wrote {HERE / file_name}")

@@ -1,0 +1,73 @@
+"""Failure classification as a table: hand-built failures (types, messages and frames as torch 2.13 raises
+them) and the category each must get. One row per rule, plus the rows where two rules compete."""
+
+from __future__ import annotations
+
+import pytest
+
+from pt2doctor.analysis.failures import classify
+from pt2doctor.model import Category, Failure
+
+DYNAMO = 'File "/site-packages/torch/_dynamo/output_graph.py", line 1700, in call_user_compiler\n'
+INDUCTOR = 'File "/site-packages/torch/_inductor/compile_fx.py", line 800, in compile_fx_inner\n'
+USER = 'File "/w/train.py", line 12, in <module>\n'
+GENERATED = 'File "/tmp/torchinductor_root/ab/cabc123.py", line 40, in call\n'
+
+
+def failure(exception: str, message: str = "", *, origin: str = "exception", traceback: str = USER,
+            chain: tuple[str, ...] = ()) -> Failure:
+    return Failure(Category.UNCLASSIFIED, exception, message, "/w/train.py", 12, origin=origin,  # type: ignore[arg-type]
+                   chain=chain, traceback=traceback)
+
+
+TABLE = [
+    ("timeout", failure("Timeout", "stopped after 10 s", origin="timeout"), Category.TIMEOUT),
+    ("segfault", failure("SIGSEGV", "killed by signal 11", origin="signal"), Category.RUNTIME_CRASH),
+    ("CUDA error text", failure("RuntimeError", "CUDA error: an illegal memory access was encountered",
+                                traceback=USER + GENERATED), Category.RUNTIME_CRASH),
+    ("recompile limit, fatal", failure("torch._dynamo.exc.FailOnRecompileLimitHit", "recompile_limit reached",
+                                       traceback=USER + DYNAMO), Category.RECOMPILATION),
+    ("fullgraph break", failure("torch._dynamo.exc.Unsupported", "Data-dependent branching\n  Explanation: ...",
+                                traceback=USER + DYNAMO), Category.GRAPH_BREAK),
+    ("a compile that failed on a break", failure("Unsupported", "Explanation: x", origin="compile", traceback=""),
+     Category.GRAPH_BREAK),
+    ("C++ compile error", failure("torch._inductor.exc.InductorError",
+                                  "CppCompileError: C++ compile error\n/tmp/torchinductor_root/x.cpp:3: error: ...",
+                                  traceback=USER + DYNAMO + INDUCTOR), Category.KERNEL_FAILURE),
+    ("a generated kernel raised at run time", failure("IndexError", "index 5 is out of bounds",
+                                                      traceback=USER + GENERATED), Category.KERNEL_FAILURE),
+    ("lowering error", failure("torch._dynamo.exc.BackendCompilerFailed",
+                               "backend='inductor' raised:\nLoweringException: AssertionError: ",
+                               traceback=USER + DYNAMO + INDUCTOR), Category.BACKEND_FAILURE),
+    ("a custom backend raised", failure("torch._dynamo.exc.BackendCompilerFailed",
+                                        "backend='my_backend' raised:\nRuntimeError: no", traceback=USER + DYNAMO),
+     Category.BACKEND_FAILURE),
+    ("a compiled graph raised as it ran", failure("RuntimeError", "bad", origin="graph"), Category.BACKEND_FAILURE),
+    ("the script's own accuracy check", failure("AssertionError", "Tensor-likes are not close!\nMismatched elements: 3"),
+     Category.ACCURACY),
+    ("Dynamo internal", failure("torch._dynamo.exc.InternalTorchDynamoError", "AttributeError: x",
+                                traceback=USER + DYNAMO), Category.DYNAMO_INTERNAL),
+    ("an error inside the compiler stack", failure("AttributeError", "'NoneType' has no attribute 'x'",
+                                                   origin="compile", traceback=USER + DYNAMO),
+     Category.DYNAMO_INTERNAL),
+    ("the script's own error", failure("ValueError", "bad config"), Category.USER_ERROR),
+    ("a syntax error", failure("SyntaxError", "invalid syntax"), Category.USER_ERROR),
+    ("Ctrl-C", failure("KeyboardInterrupt", "", origin="interrupt"), Category.UNCLASSIFIED),
+]
+
+
+@pytest.mark.parametrize(("name", "given", "expected"), TABLE, ids=[row[0] for row in TABLE])
+def test_classification(name: str, given: Failure, expected: Category) -> None:
+    assert classify(given) is expected, name
+
+
+def test_a_backend_failure_headline_names_the_error_not_dynamos_wrapper_line() -> None:
+    from pt2doctor.analysis.verdict import verdict_for
+    from pt2doctor.model import SCHEMA, ExitInfo, Session
+
+    raised = failure("torch._dynamo.exc.BackendCompilerFailed",
+                     "backend='my_backend' raised:\nRuntimeError: " + "cannot allocate memory " * 12,
+                     traceback=USER + DYNAMO)
+    headline = verdict_for(Session(SCHEMA, "2.13.0", (), ExitInfo(code=1), failures=(raised,))).headline
+    assert "raised:" not in headline and "RuntimeError: cannot allocate" in headline
+    assert headline.endswith("…") and not headline.endswith("memor…")  # cut at a word
