@@ -8,7 +8,7 @@ from pt2doctor.analysis.cookbook import action_items
 from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
 from pt2doctor.analysis.whatif import Outcome, Trial, judge, outputs_equal, propose_trials
 from pt2doctor.capture.parse_text import parse_guard_failure
-from pt2doctor.model import SCHEMA, CompileId, ExitInfo, GraphBreak, Recompile, Session
+from pt2doctor.model import SCHEMA, Compile, CompileId, ExitInfo, GraphBreak, Recompile, Session
 
 
 def _session(**kw) -> Session:
@@ -48,6 +48,17 @@ def _break(line: int, count: int, frames: int) -> GraphBreak:
 def test_action_items_order_by_graphs_split_then_hits() -> None:
     items = action_items(_session(graph_breaks=(_break(1, 9, 1), _break(2, 2, 2), _break(3, 3, 1))))
     assert [i.where.line for i in items] == [2, 1, 3]
+
+
+def test_a_break_whose_resumed_code_recompiles_ranks_first_and_one_frame_counts_once() -> None:
+    printed = GraphBreak(reason="print", file="t.py", line=4, function="f", count=5,
+                         compile_ids=(CompileId(0, 0), CompileId(0, 1)))  # one frame, compiled twice
+    item = GraphBreak(reason="Tensor.item()", file="t.py", line=6, function="f", count=1,
+                      compile_ids=(CompileId(0, 0),))
+    resumed = tuple(Compile(CompileId(2, n), "torch_dynamo_resume_in_f_at_6", "t.py", 6, 3, 0.5, "ok")
+                    for n in range(4))
+    items = action_items(_session(graph_breaks=(printed, item), compiles=resumed))
+    assert [(i.where.line, i.graphs_split, i.resumed_recompiles) for i in items] == [(6, 1, 3), (4, 1, 0)]
 
 
 def test_trials_proposed_for_item_breaks_and_size_recompiles() -> None:

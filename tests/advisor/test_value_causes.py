@@ -151,3 +151,12 @@ def test_real_script_causes_and_fixes(value_session: Session) -> None:
         assert not any("___stack" in e or "(HINT" in e for e in finding.evidence), finding.evidence
     trials = {t.name for t in propose_trials(value_session)}
     assert {"mark_dynamic", "allow_unspec_int_on_nn_module", "specialize_float"} <= trials
+
+
+def test_a_size_change_in_code_resumed_after_a_break_names_what_the_user_can_change() -> None:
+    session = _session(recompiles=(_recompile("1/1", "1/0: tensor 'y' size mismatch at index 0. expected 4, actual 5",
+                                              function="torch_dynamo_resume_in_f_at_5"),))
+    chain = recompile_chains(session)[0]
+    fix = chain.steps[0].fix
+    assert fix is not None and "local of `f`" in fix and "graph break at m.py:5" in fix
+    assert "mark_dynamic(y, 0)" not in fix

@@ -65,12 +65,19 @@ def test_terminal_and_html_show_the_causes_and_fixes_analysis_chose(report: Repo
     for chain, shown in zip(report.recompiles, html, strict=True):
         assert shown["fixes"] == list(chain.fixes)
         assert [e["cause"] for e in shown["entries"]] == [s.cause.text for s in chain.steps if s.cause]
+        shown_fixes = [e["fix"] for e in shown["entries"] if e["fix"]] + shown["other_fixes"]
+        assert sorted(shown_fixes) == sorted(chain.fixes)  # each once, under the recompile it fixes
         for step in chain.steps:
             assert step.cause is not None and step.cause.text in terminal
-        for fix in chain.fixes:
-            assert f"fix: {fix}" in terminal
     terminal_fixes = [line.split("fix: ", 1)[1] for line in terminal.splitlines() if line.strip().startswith("fix: ")]
-    assert terminal_fixes == [fix for r in html for fix in r["fixes"]]
+    assert sorted(terminal_fixes) == sorted(fix for chain in report.recompiles for fix in chain.fixes)
+
+
+def test_a_fix_is_shown_under_the_recompile_it_fixes() -> None:
+    lines = render_terminal(build_report(_sessions()["real trace"]), width=10_000).splitlines()
+    size_fix = next(i for i, line in enumerate(lines) if "fix: mark the dimension dynamic" in line)
+    int_cause = next(i for i, line in enumerate(lines) if "Python int `n` changed" in line)
+    assert "size at dim 0 changed" in lines[size_fix - 1] and size_fix < int_cause
 
 
 def test_the_cause_is_not_simply_the_first_listed_failure() -> None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from pt2doctor.model import GraphBreak, Session, SourceLoc
+from pt2doctor.model.torch_text import ResumeName
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,8 @@ def _replace_hints(graph_break: GraphBreak, hints: tuple[str, ...]) -> GraphBrea
 
 @dataclass(frozen=True, slots=True)
 class ActionItem:
-    """One user line to change: what breaks there, why, and the rewrite."""
+    """One user line to change: what breaks there, why, the rewrite, and what the break costs: the frames
+    it splits, how often it is hit, and how often the code resumed after it recompiled (and the time)."""
 
     where: SourceLoc
     reasons: tuple[str, ...]
@@ -114,20 +116,42 @@ class ActionItem:
     rewrite: str
     torch_hints: tuple[str, ...]
     fatal: bool = False
+    resumed_recompiles: int = 0
+    resumed_compile_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BreakImpact:
+    """What a graph break at one line costs, measured: the code Dynamo resumes after it (a frame of its own,
+    `torch_dynamo_resume_in_f_at_LINE`) is compiled, and recompiled when a value carried across changes."""
+
+    recompiles: int = 0
+    compile_s: float = 0.0
+
+    def rank(self, hits: int, frames: int) -> tuple[int, float, int, int]:
+        return (self.recompiles, frames, hits, self.compile_s)
+
+
+def break_impact(session: Session, file: str, line: int) -> BreakImpact:
+    resumed = [c for c in session.compiles if c.file == file and (r := ResumeName.parse(c.function)) and r.line == line]
+    return BreakImpact(recompiles=sum(1 for c in resumed if c.compile_id.is_recompile),
+                       compile_s=sum(c.time_s or 0.0 for c in resumed))
 
 
 def action_items(session: Session) -> list[ActionItem]:
+    """One item per user line that breaks, fatal first, then by measured impact (see `BreakImpact`)."""
     by_line: dict[tuple[str, int], list[GraphBreak]] = {}
     for gb in session.graph_breaks:
         by_line.setdefault((gb.file, gb.line), []).append(gb)
-    items = [_item(breaks) for breaks in by_line.values()]
-    return sorted(items, key=lambda i: (not i.fatal, -i.graphs_split, -i.hits, i.where.file, i.where.line))
+    items = [_item(breaks, break_impact(session, *line)) for line, breaks in by_line.items()]
+    return sorted(items, key=lambda i: (not i.fatal, *(-x for x in BreakImpact(
+        i.resumed_recompiles, i.resumed_compile_s).rank(i.hits, i.graphs_split)), i.where.file, i.where.line))
 
 
-def _item(breaks: list[GraphBreak]) -> ActionItem:
+def _item(breaks: list[GraphBreak], impact: BreakImpact) -> ActionItem:
     first = max(breaks, key=lambda b: b.count)
     recipe = next((r for r in (advice_for(b) for b in breaks) if r is not None), None)
-    frames = {cid for b in breaks for cid in b.compile_ids}
+    frames = {cid.frame for b in breaks for cid in b.compile_ids}
     hints = tuple(dict.fromkeys(h for b in breaks for h in b.hints if not h.startswith("pt2doctor:")))
     return ActionItem(
         where=SourceLoc(first.file, first.line, first.function, first.code),
@@ -136,5 +160,6 @@ def _item(breaks: list[GraphBreak]) -> ActionItem:
         cause=recipe.cause if recipe else (first.explanation or first.reason.splitlines()[0]),
         rewrite=recipe.rewrite if recipe else (hints[0] if hints else "see the reason; `torch.compiler.disable` "
                                                "keeps code that must stay in Python out of the graph on purpose"),
-        torch_hints=hints, fatal=any(b.fatal for b in breaks),
+        torch_hints=hints, fatal=any(b.fatal for b in breaks), resumed_recompiles=impact.recompiles,
+        resumed_compile_s=impact.compile_s,
     )

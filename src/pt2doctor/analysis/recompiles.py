@@ -41,6 +41,7 @@ class Cause(str, Enum):
     """What changed, finer than `GuardKind`: the key of `FIXES`."""
 
     SIZE = "size"
+    RESUMED_SIZE = "resumed_size"
     CARRIED_TENSOR = "carried_tensor"
     SYMBOLIC = "symbolic"
     ZERO_ONE = "zero_one_specialization"
@@ -78,6 +79,10 @@ FIXES: dict[Cause, str] = {
     Cause.SIZE: "mark the dimension dynamic at the call site, before the first call: "
                 "`torch._dynamo.mark_dynamic({subject}, {dim})`, or compile with `dynamic=True`; if it only "
                 "takes a few values, `torch._dynamo.mark_static({subject}, {dim})` keeps one graph per value",
+    Cause.RESUMED_SIZE: "`{subject}` is a local of `{fn}` that the code after the graph break {brk} receives, so it "
+                        "cannot be marked where it is made: mark the input of `{fn}` it is computed from dynamic before "
+                        "calling `{fn}` (`torch._dynamo.mark_dynamic(<that input>, <its dim>)`), or compile with "
+                        "`dynamic=True`; removing that graph break makes `{fn}` one graph",
     Cause.CARRIED_TENSOR: "the tensor is made before the graph break {brk} and used after it: the code after the "
                           "break recompiles once and then treats this size as dynamic (expected); removing that "
                           "graph break (see the graph-break list) avoids it",
@@ -199,6 +204,8 @@ def fix_for(failure: GuardFailure, chain: Chain | None = None) -> str:
     cause = cause_of(failure)
     if cause is Cause.FLAG and chain is not None and _set_once(failure, chain):
         cause = Cause.FLAG_ONCE
+    if cause is Cause.SIZE and chain is not None and ResumeName.parse(chain.function) is not None:
+        cause = Cause.RESUMED_SIZE
     return FIXES[cause].format_map(_fix_fields(failure, chain))
 
 
@@ -211,6 +218,7 @@ def _fix_fields(f: GuardFailure, chain: Chain | None) -> dict[str, object]:
             "container": f.subject[4:-1] if f.subject.startswith("len(") else f.subject,
             "brk": f"at {brk[0].rsplit('/', 1)[-1]}:{brk[1]}" if brk else "",
             "owner": f.subject.removesuffix(".__code__"),
+            "fn": resume.function if chain and (resume := ResumeName.parse(chain.function)) else "",
             "float_tip": "; a float can also become a graph input: `torch._dynamo.config.specialize_float = False`"
                          if _literal(f) == "float" else ""}
 

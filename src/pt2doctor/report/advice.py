@@ -49,8 +49,9 @@ def render_actions(items: list[ActionItem]) -> str:
     out = [f"Graph-break action list: {len(items)} line(s) to change, most impact first", ""]
     for i, item in enumerate(items, 1):
         fatal = "  (fatal under fullgraph=True)" if item.fatal else ""
+        resumed = f", the code after it recompiled {item.resumed_recompiles}x" if item.resumed_recompiles else ""
         out.append(f"{i}. {item.where}  in {item.where.function}: splits {item.graphs_split} frame(s), "
-                   f"hit {item.hits}x{fatal}")
+                   f"hit {item.hits}x{resumed}{fatal}")
         if item.where.code:
             out.append(f"     > {item.where.code}")
         out.append(f"     cause:   {item.cause}")

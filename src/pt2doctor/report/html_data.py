@@ -124,15 +124,17 @@ def _recompiles(chain: RecompileChain) -> dict[str, Any]:
         "function": chain.function, "file": chain.file, "line": chain.line, "count": len(chain.steps),
         "limit": f"{chain.limit_hit.message} ({chain.limit_note})" if chain.limit_hit else None,
         "fixes": list(chain.fixes),
+        "other_fixes": [fix for fix in chain.fixes if fix not in {s.fix for s in chain.steps}],
         "entries": [{"cid": str(step.recompile.compile_id), "anchor": anchor(str(step.recompile.compile_id)),
                      "cause": step.cause.text if step.cause else None,
                      "source": str(step.cause.source) if step.cause and step.cause.source else None,
-                     "hint": step.torch_hint, "fix": step.fix, "also_failed": list(step.also_failed),
+                     "hint": step.torch_hint, "also_failed": list(step.also_failed),
+                     "fix": step.fix if step.fix not in (s.fix for s in chain.steps[:n]) else None,
                      "guards": [{"text": g.text, "raw": g.raw, "kind": g.kind.value,
                                  "source": str(g.source) if g.source else None}
                                 for g in step.recompile.guard_failures[:4]],
                      "more": max(len(step.recompile.guard_failures) - 4, 0), "reason": step.recompile.reason}
-                    for step in chain.steps],
+                    for n, step in enumerate(chain.steps)],
     }
 
 

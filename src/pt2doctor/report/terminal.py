@@ -94,6 +94,7 @@ def _recompiles(chains: tuple[RecompileChain, ...], total: int) -> list[object]:
     out: list[object] = [Text(f"\nRecompilations ({total})", style="bold")]
     for chain in chains:
         hints: set[str] = set()
+        fixes: set[str] = set()
         for step in chain.steps:
             line = Text(f"  [{step.recompile.compile_id}] ", style="dim")
             line.append(f"{step.recompile.function}", style="bold")
@@ -108,10 +109,13 @@ def _recompiles(chains: tuple[RecompileChain, ...], total: int) -> list[object]:
                 hints.add(step.torch_hint)
                 out.append(Text(f"     torch: {step.torch_hint[:300]}", style="dim"))
             out += [Text(f"     also failed: {other}", style="dim") for other in step.also_failed[:3]]
+            if step.fix and step.fix not in fixes:  # under the recompile it fixes, once
+                fixes.add(step.fix)
+                out.append(Text(f"     fix: {step.fix}", style="green"))
         if (h := chain.limit_hit) is not None:
             out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {chain.limit_note}", style="bold red"))
             out += [Text(f"     it wanted to recompile because {g.text}") for g in h.guard_failures[:1]]
-        out += [Text(f"     fix: {fix}", style="green") for fix in chain.fixes]
+        out += [Text(f"     fix: {fix}", style="green") for fix in chain.fixes if fix not in fixes]
     return out
 
 
