@@ -71,3 +71,26 @@ def test_a_backend_failure_headline_names_the_error_not_dynamos_wrapper_line() -
     headline = verdict_for(Session(SCHEMA, "2.13.0", (), ExitInfo(code=1), failures=(raised,))).headline
     assert "raised:" not in headline and "RuntimeError: cannot allocate" in headline
     assert headline.endswith("…") and not headline.endswith("memor…")  # cut at a word
+
+
+def _verdict(session_exit, *failures: Failure):
+    from pt2doctor.analysis.verdict import verdict_for
+    from pt2doctor.model import SCHEMA, Session
+
+    return verdict_for(Session(SCHEMA, "2.13.0", (), session_exit, failures=failures))
+
+
+def test_ctrl_c_is_an_interruption_not_an_unclassified_failure() -> None:
+    from pt2doctor.model import ExitInfo
+
+    verdict = _verdict(ExitInfo(code=None, interrupted=True), failure("KeyboardInterrupt", "", origin="interrupt"))
+    assert verdict.headline == "INTERRUPTED with Ctrl-C at /w/train.py:12"
+    assert verdict.category is None and verdict.exit_code == 130
+
+
+def test_a_sigkill_says_it_is_usually_the_out_of_memory_killer() -> None:
+    from pt2doctor.analysis.failures import explain_failure
+
+    killed = failure("SIGKILL", "the process died with SIGKILL", origin="signal")
+    assert any("out-of-memory killer" in note for note in explain_failure(killed).notes)
+    assert not explain_failure(failure("SIGSEGV", "died", origin="signal")).notes

@@ -86,3 +86,10 @@ def test_the_cause_is_not_simply_the_first_listed_failure() -> None:
     cause = chain.steps[0].cause
     assert cause is not None and cause.subject == "self.model.norm.weight"
     assert "parameters changed dtype" in chain.fixes[0]
+
+
+def test_a_run_directory_with_spaces_is_quoted_in_the_re_render_hint() -> None:
+    from dataclasses import replace
+
+    session = replace(_sessions()["module int with a limit hit"], run_dir="/tmp/my runs/a <b>")
+    assert "pt2doctor report '/tmp/my runs/a <b>'" in render_terminal(build_report(session), width=10_000)

@@ -52,10 +52,17 @@ ASYNC_CUDA_NOTE = ("CUDA reports a kernel's error at a later call, so the line a
                    "that raised it.")
 
 
+KILLED_NOTE = ("SIGKILL is usually the kernel's out-of-memory killer (check `dmesg` or the job's memory limit); "
+               "a compile can need much more memory than the run: try a smaller model or batch, or fewer compile "
+               "workers (`torch._inductor.config.compile_threads = 1`)")
+
+
 def explain_failure(f: Failure) -> FailureExplanation:
     """The failure's root line (the innermost exception of its chain, else its first message line) and notes."""
     root = f.chain[-1] if f.chain else first_message_line(f.message)
     notes = (ASYNC_CUDA_NOTE,) if asynchronous_cuda_error(f) else ()
+    if f.origin == "signal" and f.exception == "SIGKILL":
+        notes += (KILLED_NOTE,)
     return FailureExplanation(f, (root.splitlines() or ["(no message)"])[0], notes)
 
 

@@ -44,6 +44,9 @@ def verdict_for(session: Session) -> Verdict:
     from_trace = session.exit.code is None and session.exit.signal is None and not session.exit.timed_out
     failed = not session.exit.ok and not from_trace
     failure = session.failures[0] if session.failures and (failed or from_trace) else None
+    if session.exit.interrupted:  # the user's Ctrl-C: not a failure of the script or the compiler
+        where = f" at {failure.file}:{failure.line}" if failure is not None and failure.file else ""
+        return Verdict(False, f"INTERRUPTED with Ctrl-C{where}", code, None)
     if failure is not None:
         where = f" at {failure.file}:{failure.line}" if failure.file else ""
         first = clip(first_message_line(failure.message), 160)

@@ -19,6 +19,7 @@ from pt2doctor.report.document import (Report, ReportInputError, build_report, r
 from pt2doctor.report.terminal import render_terminal
 
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
+UNWRAPPED = 100_000  # the width that keeps every line whole
 
 
 def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Report:
@@ -29,8 +30,9 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
         sys.stdout.buffer.write(to_json_bytes(report) + b"\n")
         sys.stdout.flush()
     else:
-        color = sys.stdout.isatty()
-        click.echo(render_terminal(report, color=color, width=_width()), nl=False)
+        tty = sys.stdout.isatty()
+        # a log or a file is read in an editor or a CI page that wraps by itself: never hard-wrap there
+        click.echo(render_terminal(report, color=tty, width=_width() if tty else UNWRAPPED), nl=False)
     return report
 
 

@@ -7,6 +7,7 @@ formats the session's facts and the report's analysis (causes, fixes, notes); it
 from __future__ import annotations
 
 import io
+import shlex
 
 from rich.console import Console
 from rich.markup import escape
@@ -41,7 +42,8 @@ def _sections(report: Report) -> list[object]:
         parts.append(Text(f"note: {s.trace.unreadable} unreadable trace line(s) skipped (truncated or corrupted)",
                           style="yellow"))
     if s.run_dir:
-        parts.append(Text(f"run directory: {s.run_dir}  (re-render: pt2doctor report {s.run_dir})", style="dim"))
+        parts.append(Text(f"run directory: {s.run_dir}  (re-render: pt2doctor report {shlex.quote(s.run_dir)})",
+                          style="dim"))
     return parts
 
 
@@ -65,7 +67,7 @@ def _failures(report: Report) -> list[object]:
         body.append((f.message.strip() or "(no message)")[:1500])
         for note in explained.notes:
             body.append(f"\npt2doctor: {note}", style="green")
-        out.append(Panel(body, title="failure", title_align="left", border_style="red"))
+        out.append(Panel(body, title="failure", title_align="left", border_style="red", expand=False))
     return out
 
 
