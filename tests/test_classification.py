@@ -94,3 +94,15 @@ def test_a_sigkill_says_it_is_usually_the_out_of_memory_killer() -> None:
     killed = failure("SIGKILL", "the process died with SIGKILL", origin="signal")
     assert any("out-of-memory killer" in note for note in explain_failure(killed).notes)
     assert not explain_failure(failure("SIGSEGV", "died", origin="signal")).notes
+
+
+def test_what_to_do_keeps_the_worst_of_each_kind() -> None:
+    from pt2doctor.analysis import what_to_do
+    from pt2doctor.model import Finding, Severity
+
+    breaks = tuple(Finding("graph_break", Severity.WARNING, f"break {i}", fix=("f",), weight=100 - i) for i in range(7))
+    recompile = Finding("recompile", Severity.WARNING, "f recompiled 9x", fix=("mark it dynamic",), weight=45)
+    expected = Finding("recompile", Severity.INFO, "once, to become dynamic", fix=("x",), weight=5)
+    chosen = what_to_do((*breaks, recompile, expected))
+    assert len(chosen) == 5 and recompile in chosen and expected not in chosen
+    assert chosen[0].title == "break 0"

@@ -41,10 +41,26 @@ def analyze(session: Session) -> list[Finding]:
 
 def analyze_session(session: Session) -> tuple[Session, Analysis]:
     session = enrich(session)
-    return session, Analysis(findings=tuple(analyze(session)), verdict=verdict_for(session),
+    findings = tuple(analyze(session))
+    return session, Analysis(findings=findings, verdict=verdict_for(session),
                              recompiles=tuple(recompile_chains(session)),
                              failures=tuple(explain_failure(f) for f in session.failures),
-                             phase_totals=phase_totals(session))
+                             phase_totals=phase_totals(session), actions=what_to_do(findings))
+
+
+TOP_ACTIONS = 5
+
+
+def what_to_do(findings: tuple[Finding, ...], top: int = TOP_ACTIONS) -> tuple[Finding, ...]:
+    """The findings to act on first: those with a fix that are not expected behaviour (INFO), the worst of
+    each kind first (so the most frequent recompile is never crowded out by many graph breaks), then the
+    rest in order; with none, where the compile time goes."""
+    actionable = [f for f in findings if f.fix and f.severity is not Severity.INFO]
+    firsts = list({f.kind: f for f in reversed(actionable)}.values())[::-1]
+    chosen = list(dict.fromkeys([*sorted(firsts, key=actionable.index), *actionable]))[:top]
+    if chosen:
+        return tuple(chosen)
+    return tuple(f for f in findings if f.severity is not Severity.INFO or f.kind == "compile_time")[:2]
 
 
 __all__ = ["ANALYSES", "Verdict", "analyze", "analyze_session", "enrich", "verdict_for"]

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pt2doctor.model import Finding, Session, Severity, SourceLoc
-
-_PHASES = ("dynamo", "aot", "inductor", "codegen")
-
+from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 
 def phase_totals(session: Session) -> dict[str, float]:
-    return {p: sum(getattr(c.phases, p) for c in session.compiles) for p in _PHASES}
+    return {p: sum(getattr(c.phases, p) for c in session.compiles) for p in PHASE_NAMES}
 
 
 def find_compile_time(session: Session, *, top: int = 3) -> list[Finding]:
@@ -20,8 +18,8 @@ def find_compile_time(session: Session, *, top: int = 3) -> list[Finding]:
     recompile_time = sum(c.time_s or 0.0 for c in session.compiles if c.compile_id.frame_compile > 0)
     findings = [Finding(
         kind="compile_time", severity=Severity.INFO,
-        title=f"{total:.2f} s compiling, mostly in {dominant} ({totals[dominant] / total:.0%})",
-        evidence=tuple(f"{p}: {totals[p]:.2f} s" for p in _PHASES)
+        title=f"{total:.2f} s compiling, mostly in {PHASE_LABELS[dominant]} ({totals[dominant] / total:.0%})",
+        evidence=tuple(f"{PHASE_LABELS[p]}: {totals[p]:.2f} s" for p in PHASE_NAMES if totals[p])
         + ((f"recompiles cost {recompile_time:.2f} s",) if recompile_time else ()),
         weight=total,
     )]

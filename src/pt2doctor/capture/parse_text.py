@@ -19,7 +19,7 @@ from pt2doctor.model.torch_text import is_dynamo_temporary
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$')
-_GB_ID = re.compile(r"/gb/(gb\d+)\.html")
+_GB_URL = re.compile(r"(?P<url>https?://[^\s\"'<>]+/gb/(?P<id>gb\d+)\.html)")
 _NOISE_HINTS = ("Please report an issue to PyTorch",)
 
 
@@ -31,6 +31,7 @@ class BreakText:
     explanation: str
     hints: tuple[str, ...]
     gb_id: str | None
+    gb_url: str | None
     where: SourceLoc | None
     user_stack: tuple[SourceLoc, ...]
 
@@ -59,13 +60,14 @@ def parse_break_text(text: str) -> BreakText:
         for ln in lines
         if ln.strip().startswith("Hint:") and not any(n in ln for n in _NOISE_HINTS)
     ))
-    gb = _GB_ID.search(text)
+    gb = _GB_URL.search(text)
     stack = _user_stack(lines)
     at = _AT.search(text)
     where = SourceLoc(at["file"], int(at["line"])) if at else (stack[-1] if stack else None)
     if where is not None and stack and (stack[-1].file, stack[-1].line) == (where.file, where.line):
         where = stack[-1]
-    return BreakText(break_type, explanation, hints, gb.group(1).upper() if gb else None, where, stack)
+    return BreakText(break_type, explanation, hints, gb["id"].upper() if gb else None, gb["url"] if gb else None,
+                     where, stack)
 
 
 def _user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from pt2doctor.capture import process_meta
+from pt2doctor.capture import process_meta, run_lock
 from pt2doctor.capture.trace_reader import TraceCounters, read_trace
 from pt2doctor.capture.session_builder import build_session
 from pt2doctor.model import SCHEMA, ExitInfo, Session, TraceStats
@@ -80,9 +80,12 @@ def check_script(script: Path) -> None:
 def run_script(options: RunOptions, reporter: Reporter | None = None) -> Session:
     reporter = reporter or SilentReporter()
     check_script(options.script)
-    out = options.out_dir
-    out.mkdir(parents=True, exist_ok=True)
-    paths = process_meta.RunPaths(out)
+    with run_lock.claim(options.out_dir):
+        return _run(options, reporter)
+
+
+def _run(options: RunOptions, reporter: Reporter) -> Session:
+    paths = process_meta.RunPaths(options.out_dir)
     paths.clear()
     command = (sys.executable, "-m", "pt2doctor.capture.child", str(options.script), *options.args)
     reporter.status(f"running {shlex.join([str(options.script), *options.args])}")

@@ -94,7 +94,7 @@ def _add_break(fold: _Fold, text: str, cid: CompileId | None, *, fatal: bool, wh
         return
     fold.breaks[key] = GraphBreak(
         reason=parsed.reason, file=loc.file, line=loc.line, function=function, count=1, hints=parsed.hints,
-        break_type=parsed.break_type, explanation=parsed.explanation, code=loc.code, gb_id=parsed.gb_id,
+        break_type=parsed.break_type, explanation=parsed.explanation, code=loc.code, gb_id=parsed.gb_id, gb_url=parsed.gb_url,
         compile_ids=ids, user_stack=parsed.user_stack, fatal=fatal,
     )
 
@@ -135,26 +135,36 @@ def _compile(cid: CompileId, function: str, file: str, line: int, m: dict[str, A
     misses = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count"))
     return Compile(
         compile_id=_frame_key(cid), function=function, file=file, line=line, ops=m.get("graph_op_count"),
-        time_s=m.get("entire_frame_compile_time_s"), status=status, phases=_phases(m), start_s=m.get("start_time"),
+        time_s=m.get("entire_frame_compile_time_s"), status=status, phases=phase_times(m), start_s=m.get("start_time"),
         graph_breaks=len(m.get("restart_reasons") or ()), fail_type=m.get("fail_type"),
         fail_reason=m.get("fail_reason"), cache_hits=hits, cache_misses=misses,
     )
 
 
-def _phases(m: dict[str, Any]) -> Phases:
-    """Exclusive phase times from torch's nested cumulative ones (dynamo > aot > inductor > codegen)."""
+def phase_times(m: dict[str, Any]) -> Phases:
+    """Exclusive phase times from torch's nested cumulative ones. torch's `aot_autograd_cumulative` field
+    times the whole backend call (torch 2.11-2.13: the same as `backend_compile_time_s`), so it is AOTAutograd
+    only where Inductor's own times split it; a cache hit makes the backend call a load."""
     us = [float(m.get(k) or 0) / 1e6 for k in (
         "dynamo_cumulative_compile_time_us", "aot_autograd_cumulative_compile_time_us",
         "inductor_cumulative_compile_time_us", "inductor_code_gen_cumulative_compile_time_us")]
     total = us[0] or float(m.get("entire_frame_compile_time_s") or 0)
-    aot, ind, gen = us[1], us[2], us[3]
-    return Phases(dynamo=max(total - aot, 0.0), aot=max(aot - ind, 0.0), inductor=max(ind - gen, 0.0), codegen=gen)
+    backend = us[1] or float(m.get("backend_compile_time_s") or 0)
+    ind, gen = us[2], us[3]
+    dynamo = max(total - backend, 0.0)
+    if int(m.get("aotautograd_local_cache_hit_count") or 0):
+        return Phases(dynamo=dynamo, cache_load=backend)
+    if int(m.get("inductor_fx_local_cache_hit_count") or 0):
+        return Phases(dynamo=dynamo, aot=max(backend - ind, 0.0), cache_load=ind)
+    if ind:
+        return Phases(dynamo=dynamo, aot=max(backend - ind, 0.0), inductor=max(ind - gen, 0.0), codegen=gen)
+    return Phases(dynamo=dynamo, backend=backend)
 
 
 def _add_backward(known: Compile, m: dict[str, Any]) -> Compile:
-    extra = _phases(m)
-    phases = Phases(known.phases.dynamo, known.phases.aot + extra.dynamo + extra.aot,
-                    known.phases.inductor + extra.inductor, known.phases.codegen + extra.codegen)
+    """A backward graph compiled later (at `loss.backward()`): its backend time joins the frame's."""
+    extra = phase_times(m)
+    phases = known.phases.plus(replace(extra, dynamo=0.0, aot=extra.aot + extra.dynamo))
     time = (known.time_s or 0.0) + float(m.get("entire_frame_compile_time_s") or 0.0)
     return replace(known, phases=phases, time_s=time)
 

@@ -8,30 +8,27 @@ tolerance without a known non-bug explaining it, else 0.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
 from pt2doctor.capture.runner import RunOptions
-from pt2doctor.cli.output import SECONDS, input_errors
+from pt2doctor.cli.options import (RUN_EXIT_CODES, SCRIPT_COMMAND, jobs_option, run_options, script_arguments,
+                                   tolerance_option)
+from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 
 
-@click.command("accuracy", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--tol", "tolerance", type=float, default=1e-4, show_default=True, help="Tolerance of PyTorch's accuracy rule.")
+@click.command("accuracy", context_settings=SCRIPT_COMMAND, short_help="Check compiled graphs against eager (fp64).",
+               epilog=RUN_EXIT_CODES + " 1 when a graph's results are wrong with no known non-bug to explain it.")
+@run_options
+@tolerance_option
 @click.option("--backend", default=None, help="Compile every torch.compile call with this backend instead.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace).")
-@click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds.")
-@click.option("--json", "as_json", is_flag=True, help="Print the session JSON (with its `accuracy` list).")
-@click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
-@click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--no-minify", "no_minify", is_flag=True, help="Do not minify the first failing graph.")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Minifier candidates run in parallel.")
-@click.argument("script", type=click.Path(path_type=Path))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@jobs_option
+@script_arguments
 def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None, timeout: float | None,
                      as_json: bool, html: bool, strict: bool, no_minify: bool, jobs: int, script: Path,
                      args: tuple[str, ...]) -> int:
@@ -40,6 +37,8 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
     from pt2doctor.cli.output import emit
     from pt2doctor.report.accuracy import render_accuracy
 
+    if backend is not None:
+        _check_backend(backend, script)
     run = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script, "accuracy"),
                      timeout_s=timeout, stdout_to_stderr=as_json, strict=strict, label="accuracy")
     options = AccuracyOptions(run, tolerance, backend, minify=not no_minify, jobs=jobs)
@@ -54,3 +53,17 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
         click.echo(f"pt2doctor: wrote {write_html(report, run.out_dir / 'report.html')}", err=True)
     sys.stdout.flush()
     return report.verdict.exit_code
+
+
+def _check_backend(name: str, script: Path) -> None:
+    """A backend torch does not know is a usage error, unless the script may register it itself (it names it)."""
+    from pt2doctor.capture import torch_compat
+
+    known = torch_compat.registered_backends()
+    try:
+        named_by_script = name in script.read_text(errors="replace")
+    except OSError:
+        named_by_script = False
+    if name not in known and not named_by_script:
+        raise click.BadParameter(f"torch has no backend {name!r}; known: {', '.join(sorted(known))}",
+                                 param_hint="'--backend'")

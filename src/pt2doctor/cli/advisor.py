@@ -17,7 +17,8 @@ import click
 
 from pt2doctor.analysis.whatif import Target, TrialResult, propose_trials
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.cli.output import SECONDS, input_errors
+from pt2doctor.cli.options import run_options, script_arguments
+from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.serialize import dumps, to_builtins
@@ -26,21 +27,10 @@ from pt2doctor.report.document import Report, build_report, save_report
 
 
 def advisor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    decorators = (
-        click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace)."),
-        click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds."),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text."),
-        click.option("--html", "html", type=click.Path(path_type=Path), default=None,
-                     help="Also write the HTML report to this file."),
-        click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them."),
-        click.option("--try-fixes", is_flag=True, help="Re-run the script under each suggested config change "
-                                                       "and report the measured effect."),
-        click.argument("script", type=click.Path(path_type=Path)),
-        click.argument("args", nargs=-1, type=click.UNPROCESSED),
-    )
-    for decorator in reversed(decorators):
-        fn = decorator(fn)
-    return fn
+    fn = script_arguments(fn)
+    fn = click.option("--try-fixes", is_flag=True, help="Re-run the script under each suggested config change "
+                                                          "and report the measured effect.")(fn)
+    return run_options(fn)
 
 
 def run_advisor(label: str, target: Target, render: Callable[[Report], str],
@@ -59,8 +49,10 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
             trials = [t for t in propose_trials(report.session) if t.target == target]
             results = try_fixes(report.session, options, trials, reporter)
     save_report(report, options.out_dir / "session.json")
-    if kw["html"] is not None:
-        _write_html(report, kw["html"])
+    if kw["html"]:
+        from pt2doctor.cli.output import write_html
+
+        click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     if kw["as_json"]:
         doc = {"verdict": report.verdict.headline, label: to_builtins(digest(report)),
                "trials": to_builtins(results), "run_dir": str(options.out_dir)}
@@ -73,8 +65,3 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
         click.secho(f"run directory: {options.out_dir}", dim=True)
     return report.verdict.exit_code
 
-
-def _write_html(report: Report, path: Path) -> None:
-    from pt2doctor.cli.output import write_html
-
-    write_html(report, path)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from pt2doctor.cli.options import OutDir
+
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.output import emit
 from pt2doctor.cli.progress import TerminalReporter
@@ -19,8 +21,8 @@ EXAMPLES = (
 )
 
 
-@click.command("demo")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None, help="Where to keep the runs.")
+@click.command("demo", short_help="Run the troubleshooting guide's examples.")
+@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where to keep the runs (default: a temporary directory).")
 def demo_command(out_dir: Path | None) -> int:
     """Run the built-in examples from PyTorch's troubleshooting guide and explain each."""
     root = out_dir or Path(tempfile.mkdtemp(prefix="pt2doctor-demo-"))

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from pt2doctor.capture.runner import ScriptError, check_script
 from pt2doctor.cli.minify import MinifyProgress
-from pt2doctor.cli.output import SECONDS
+from pt2doctor.cli.options import SCRIPT_COMMAND, SECONDS, jobs_option, out_option, script_arguments
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 
@@ -43,17 +43,18 @@ class _MinifyStatus(MinifyProgress):
             self.status.stop()
 
 
-@click.command("diagnose", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
+@click.command("diagnose", context_settings=SCRIPT_COMMAND, short_help="Reproduce, classify and minify a failure.",
+               epilog="Exit status: 0 nothing fails, 1 a compiler failure diagnosed (bundle written), 2 the script "
+                      "itself is at fault, 3 flaky, 130 Ctrl-C (what was found so far is written), 64 usage error, "
+                      "70 internal error of pt2doctor.")
+@out_option("Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
 @click.option("--timeout", type=SECONDS, default=None, help="Stop each run of the script after this many seconds.")
 @click.option("--function", "function", default=None, help="Compile only functions of this name (TORCHDYNAMO_DEBUG_FUNCTION).")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Runs and minifier queries in parallel.")
+@jobs_option
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
-@click.argument("script", type=click.Path(path_type=Path))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
                      no_bisect: bool, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
@@ -74,8 +75,9 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
                   bisect: bool = True):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
-    from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
+    from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
+    from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
     from pt2doctor.report.issue import bundle_session, write_bundle
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
@@ -83,11 +85,15 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
-        diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
+        with run_lock.claim(out):
+            diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
+            session = bundle_session(out)
+            written = write_bundle(diagnosis, session, out,
+                                   collect_html_inputs(session) if session is not None else None)
+    except run_lock.DirectoryBusy as exc:
+        raise click.UsageError(str(exc)) from exc
     finally:
         minify_status.stop()
-    session = bundle_session(out)
-    written = write_bundle(diagnosis, session, out, collect_html_inputs(session) if session is not None else None)
     print_diagnosis(console, diagnosis, written)
     return diagnosis
 

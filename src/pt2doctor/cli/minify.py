@@ -9,7 +9,6 @@ recording, 65 the recording cannot be read, 130 interrupted (the best repro so f
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.analysis.verdict import EXIT_DATA, EXIT_INTERRUPTED
-from pt2doctor.cli.output import SECONDS
+from pt2doctor.cli.options import SECONDS, OutDir, jobs_option, tolerance_option
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
@@ -72,13 +71,16 @@ class DamagedRun(click.ClickException):
     exit_code = EXIT_DATA
 
 
-@click.command("minify")
+@click.command("minify", short_help="Minify RUN_DIR's failing graph to repro.py.",
+               epilog="Exit status: 0 a verified repro, 1 a repro that could not be verified, 3 nothing failed in the "
+                      "recording or the graph does not fail alone, 65 the recording cannot be read, 130 Ctrl-C, "
+                      "64 usage error.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Where to write repro.py and minify.json (default: RUN_DIR).")
+@click.option("--out", type=OutDir(), help="Where to write repro.py and minify.json (default: RUN_DIR).")
 @click.option("--timeout", "timeout_s", type=SECONDS, default=120.0, show_default=True, help="Seconds per query.")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True, help="Candidates run in parallel.")
+@jobs_option
 @click.option("--accuracy", is_flag=True, help="Minify a wrong-result failure (fp64-referenced check).")
-@click.option("--tolerance", type=float, default=1e-4, show_default=True)
+@tolerance_option
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="First run SCRIPT with the graph recorder into RUN_DIR.")
 @click.option("--json", "as_json", is_flag=True, help="Print minify.json to stdout.")
 def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int, accuracy: bool,

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from pt2doctor.analysis.verdict import EXIT_DATA
+from pt2doctor.capture.run_lock import DirectoryBusy
 from pt2doctor.capture.runner import ScriptError
 from pt2doctor.capture.trace_reader import TraceError
 from pt2doctor.model import Session
@@ -18,7 +19,6 @@ from pt2doctor.report.document import (Report, ReportInputError, build_report, r
                                        session_json_of, to_json_bytes)
 from pt2doctor.report.terminal import render_terminal
 
-SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
 UNWRAPPED = 100_000  # the width that keeps every line whole
 
 
@@ -46,6 +46,8 @@ def load_session(path: Path, *, strict: bool = False) -> Session:
     from pt2doctor.capture.trace_import import session_from_trace
 
     session = session_from_trace(path, strict=strict)
+    if session.trace.files and not session.trace.lines:
+        raise ReportInputError(f"{path} is empty: no trace lines (was the run stopped before torch wrote any?)")
     if not session.trace.files:
         raise ReportInputError(f"{path} holds no session.json and no TORCH_TRACE *.log files")
     if not session.trace.events and session.trace.unreadable:
@@ -72,7 +74,7 @@ def input_errors() -> Iterator[None]:
     cannot be read under --strict exits 65 (EXIT_DATA), whichever command read it."""
     try:
         yield
-    except ScriptError as exc:
+    except (ScriptError, DirectoryBusy) as exc:
         raise click.UsageError(str(exc)) from exc
     except TraceError as exc:
         raise UnreadableTrace(f"unreadable trace (--strict): {exc}") from exc

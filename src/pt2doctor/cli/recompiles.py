@@ -8,10 +8,12 @@ import click
 
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.cli.advisor import advisor_options, run_advisor
+from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND
 from pt2doctor.report.advice import render_chains
 
 
-@click.command("recompiles", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("recompiles", context_settings=SCRIPT_COMMAND, short_help="Why SCRIPT recompiles, and what to change.",
+               epilog=RUN_EXIT_CODES)
 @advisor_options
 def recompiles_command(**kw: Any) -> int:
     """Why does SCRIPT recompile, and what exactly to change (--try-fixes verifies the change)."""

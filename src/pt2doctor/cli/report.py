@@ -15,7 +15,9 @@ from pt2doctor.cli.output import emit, input_errors, load_session, write_html
 from pt2doctor.report.document import ReportInputError
 
 
-@click.command("report")
+@click.command("report", short_help="Re-render a run, a diagnosis or any trace.",
+               epilog="Exit status: 0 the input was read, 64 not a session, diagnosis or trace, 65 --strict and the "
+                      "trace has unreadable lines.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the summary.")
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--html", "html", is_flag=True, help="Also write an HTML report (see -o).")

@@ -9,7 +9,8 @@ import click
 
 from pt2doctor.api import cold as _cold
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.cli.output import SECONDS, emit, input_errors, write_html
+from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
+from pt2doctor.cli.output import emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.report.advice import render_cold
 
@@ -18,16 +19,12 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
     return Path("pt2doctor-runs") / f"{script.stem}-{label}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Run directory (session.json, trace).")
-@click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds.")
-@click.option("--json", "as_json", is_flag=True, help="Print the session JSON instead of the summary.")
-@click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
+@click.command("run", context_settings=SCRIPT_COMMAND, short_help="Run SCRIPT and explain its compilation.",
+               epilog=RUN_EXIT_CODES)
+@run_options
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
 @click.option("--cold", is_flag=True, help="Also measure cold compile (caches off) against warm, per frame and phase.")
-@click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
-@click.argument("script", type=click.Path(path_type=Path))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@script_arguments
 def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool, cold: bool,
                 html: bool,
                 script: Path, args: tuple[str, ...]) -> int:

@@ -89,3 +89,4 @@ class Analysis:
     recompiles: tuple[RecompileChain, ...] = ()
     failures: tuple[FailureExplanation, ...] = ()
     phase_totals: dict[str, float] = field(default_factory=dict)
+    actions: tuple[Finding, ...] = ()  # what to do first: the findings a reader should act on, in order

@@ -69,12 +69,26 @@ class ExitInfo:
 
 @dataclass(frozen=True, slots=True)
 class Phases:
-    """Exclusive seconds per compiler phase of one frame compile (they add up to the total)."""
+    """Exclusive seconds per compiler phase of one frame compile (they add up to the total), named by what
+    torch measured: `dynamo` traces; `aot` is AOTAutograd before Inductor; `inductor` and `codegen` are
+    Inductor's; `backend` is the time of a backend that is not Inductor (a custom one, `eager`,
+    `aot_eager`: torch does not split it); `cache_load` is a backend call answered from the AOTAutograd
+    or FX graph cache."""
 
     dynamo: float = 0.0
     aot: float = 0.0
     inductor: float = 0.0
     codegen: float = 0.0
+    backend: float = 0.0
+    cache_load: float = 0.0
+
+    def plus(self, other: Phases) -> Phases:
+        return Phases(*(getattr(self, p) + getattr(other, p) for p in PHASE_NAMES))
+
+
+PHASE_NAMES = ("dynamo", "aot", "inductor", "codegen", "backend", "cache_load")
+PHASE_LABELS = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor", "codegen": "codegen",
+                "backend": "backend", "cache_load": "cache load"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +126,7 @@ class GraphBreak:
     explanation: str = ""
     code: str = ""
     gb_id: str | None = None
+    gb_url: str | None = None  # PyTorch's page for this kind of break, as torch's message links it
     compile_ids: tuple[CompileId, ...] = ()
     user_stack: tuple[SourceLoc, ...] = ()
     fatal: bool = False

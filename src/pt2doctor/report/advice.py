@@ -11,6 +11,7 @@ from pt2doctor.analysis.whatif_cold import ColdWarm
 from pt2doctor.analysis.cookbook import ActionItem
 from pt2doctor.analysis.whatif import Outcome, TrialResult
 from pt2doctor.model import RecompileChain, RecompileStep
+from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 
 
 def render_chains(chains: list[RecompileChain]) -> str:
@@ -83,11 +84,12 @@ def render_trials(results: list[TrialResult]) -> str:
 
 def render_cold(view: ColdWarm) -> str:
     out = [f"Cold compile (caches off) {view.cold_total:.2f} s vs warm {view.warm_total:.2f} s", "",
-           f"{'frame':<8} {'function':<40} {'cold s':>8} {'warm s':>8}  phases cold (dynamo/aot/inductor/codegen)"]
+           f"{'frame':<8} {'function':<40} {'cold s':>8} {'warm s':>8}  phases cold "
+           f"({'/'.join(PHASE_LABELS[name] for name in PHASE_NAMES)})"]
     for row in view.rows:
         p = row.cold_phases
         out.append(f"{row.compile_id:<8} {row.function[:40]:<40} {row.cold_s:>8.3f} {row.warm_s:>8.3f}  "
-                   f"{p.dynamo:.3f}/{p.aot:.3f}/{p.inductor:.3f}/{p.codegen:.3f}")
+                   + "/".join(f"{getattr(p, name):.3f}" for name in PHASE_NAMES))
     out += ["", "phase totals cold -> warm: " + ", ".join(
         f"{name} {view.cold_phases[name]:.2f} -> {view.warm_phases[name]:.2f} s" for name in view.cold_phases)]
     return "\n".join(out) + "\n"

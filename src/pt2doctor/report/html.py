@@ -25,6 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from pt2doctor.report.document import Report
+from pt2doctor.model.session import PHASE_LABELS
 from pt2doctor.report.html_charts import PHASES
 from pt2doctor.report.html_data import page_data
 from pt2doctor.model.report_inputs import HtmlInputs
@@ -60,7 +61,8 @@ def _asset(name: str) -> Markup:
 def render_html(report: Report, inputs: HtmlInputs | None = None) -> str:
     data = page_data(report, inputs or HtmlInputs())
     template = _environment().get_template("report.html.j2")
-    return template.render(page=data, phases=PHASES, css=_asset("report.css"), js=_asset("report.js"))
+    return template.render(page=data, phases=PHASES, labels=PHASE_LABELS, css=_asset("report.css"),
+                           js=_asset("report.js"))
 
 
 def write_html_report(report: Report, path: Path, inputs: HtmlInputs) -> Path:

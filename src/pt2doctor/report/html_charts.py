@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pt2doctor.model import Compile
+from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 from pt2doctor.model.torch_text import ResumeName
 
 WIDTH = 1000
@@ -21,7 +22,7 @@ LABEL_W = 230
 LANE_H = 22
 MAX_LANES = 40
 MIN_BAR_W = 3.0
-PHASES = ("dynamo", "aot", "inductor", "codegen")
+PHASES = PHASE_NAMES
 
 
 def short_function(name: str) -> str:
@@ -81,7 +82,7 @@ def _bar(c: Compile, t0: float, scale: float, y: float) -> dict[str, Any]:
             sx += sw
     if not segments:
         segments.append({"phase": "dynamo", "x": round(x, 2), "w": round(w, 2)})
-    phases = ", ".join(f"{p} {getattr(c.phases, p):.3f}s" for p in PHASES if getattr(c.phases, p))
+    phases = ", ".join(f"{PHASE_LABELS[p]} {getattr(c.phases, p):.3f}s" for p in PHASES if getattr(c.phases, p))
     tip = f"[{c.compile_id}] {c.function}: {c.time_s or 0.0:.3f}s ({phases or 'no phase times'}), {c.ops or 0} ops"
     if c.compile_id.is_recompile:
         tip += ", recompile"
@@ -146,7 +147,7 @@ def breakdown(compiles: Sequence[Compile], *, top: int = 12) -> dict[str, Any]:
                 x += w
         total = sum(phases.values())
         tip = f"{fn}: {total:.3f}s over {counts.get(fn, 0) or '?'} compile(s); " + ", ".join(
-            f"{p} {phases[p]:.3f}s" for p in PHASES)
+            f"{PHASE_LABELS[p]} {phases[p]:.3f}s" for p in PHASES)
         out.append({"label": short_function(fn), "y": y, "segments": segments, "total": total, "end": round(x, 2), "tip": tip})
     return {"rows": out, "height": 12 + len(out) * LANE_H, "width": WIDTH, "label_w": LABEL_W}
 

@@ -15,14 +15,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.model import Compile, RecompileChain, Session, Severity
+from pt2doctor.model import Compile, RecompileChain, Session
 from pt2doctor.model.serialize import to_builtins
 from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES, anchor, breakdown, timeline
 from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, Snippet
 
 EXTRA_SECTIONS: dict[str, str] = {"diagnosis": "Diagnosis", "minify": "Minified repro", "advisor": "Advisor"}
-_TOP_ACTIONS = 5
 _FWD_BWD = frozenset({"inductor_post_grad_graph", "inductor_output_code"})
 
 
@@ -63,18 +62,15 @@ def _actions(report: Report) -> list[dict[str, Any]]:
         where = f"{f.file}:{f.line}" if f.file else None
         out.append({"severity": "error", "title": f"{f.category.value.replace('_', ' ')}: {f.exception.rsplit('.', 1)[-1]}",
                     "fix": f"root cause: {explained.root}", "where": where, "anchor": "failures"})
-    # Expected, benign findings (INFO: a recompile that makes a shape dynamic) are no action items.
-    for f in report.findings:
-        if not f.fix or f.severity is Severity.INFO or len(out) >= _TOP_ACTIONS:
-            continue
+    for f in report.analysis.actions:
         where = str(f.where) if f.where and str(f.where) not in f.title else None
-        out.append({"severity": f.severity.value, "title": f.title, "fix": f.fix[0].removeprefix("pt2doctor: "),
-                    "where": where,
-                    "anchor": "breaks" if f.kind == "graph_break" else "recompiles" if f.kind == "recompile" else None})
-    if not out:
-        out += [{"severity": f.severity.value, "title": f.title, "fix": "", "where": None, "anchor": "timeline"}
-                for f in report.findings if f.severity is not Severity.INFO or f.kind == "compile_time"][:2]
+        out.append({"severity": f.severity.value, "title": f.title,
+                    "fix": f.fix[0].removeprefix("pt2doctor: ") if f.fix else "", "where": where,
+                    "anchor": _ANCHORS.get(f.kind, "timeline")})
     return out
+
+
+_ANCHORS = {"graph_break": "breaks", "recompile": "recompiles"}
 
 
 def _stats(s: Session) -> list[tuple[str, str]]:
@@ -114,7 +110,7 @@ def _break(i: int, b: Any, inputs: HtmlInputs) -> dict[str, Any]:
     hints = [{"text": h.removeprefix("pt2doctor: "), "ours": h.startswith("pt2doctor:")} for h in b.hints]
     return {"n": i, "file": b.file, "line": b.line, "function": b.function, "count": b.count, "fatal": b.fatal,
             "reason": b.reason, "type": b.break_type, "explanation": b.explanation, "code": b.code,
-            "gb_id": b.gb_id, "hints": hints, "snippet": _snippet(inputs.snippets.get((b.file, b.line))),
+            "gb_id": b.gb_id, "gb_url": b.gb_url, "hints": hints, "snippet": _snippet(inputs.snippets.get((b.file, b.line))),
             "cids": [{"text": str(c), "anchor": anchor(str(c))} for c in b.compile_ids]}
 
 

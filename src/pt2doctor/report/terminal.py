@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pt2doctor.model import RecompileChain, Session
+from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 from pt2doctor.report.document import Report
 
 
@@ -126,11 +127,11 @@ def _compile_time(report: Report) -> list[object]:
     if not s.compiles:
         return []
     table = Table(title="Compile time", title_justify="left", title_style="bold", box=None, pad_edge=False)
-    for col in ("id", "function", "time (s)", "dynamo", "aot", "inductor", "codegen", "ops", "status"):
+    shown = [p for p in PHASE_NAMES if totals.get(p)] or ["dynamo"]  # only the phases this run had
+    for col in ("id", "function", "time (s)", *(PHASE_LABELS[p] for p in shown), "ops", "status"):
         table.add_column(col, justify="right" if col not in ("function", "status") else "left")
     for c in sorted(s.compiles, key=lambda c: -(c.time_s or 0.0))[:15]:
-        p = c.phases
-        table.add_row(str(c.compile_id), escape(c.function[:40]), f"{c.time_s or 0:.3f}", f"{p.dynamo:.3f}",
-                      f"{p.aot:.3f}", f"{p.inductor:.3f}", f"{p.codegen:.3f}", str(c.ops or 0), c.status)
-    table.add_row("", "total", f"{s.compile_time_s:.3f}", *(f"{totals[k]:.3f}" for k in totals), str(s.ops), "")
+        table.add_row(str(c.compile_id), escape(c.function[:40]), f"{c.time_s or 0:.3f}",
+                      *(f"{getattr(c.phases, p):.3f}" for p in shown), str(c.ops or 0), c.status)
+    table.add_row("", "total", f"{s.compile_time_s:.3f}", *(f"{totals[p]:.3f}" for p in shown), str(s.ops), "")
     return [Text(""), table]

@@ -1,0 +1,93 @@
+"""The options every subcommand shares, defined once so they are spelled, checked and explained alike.
+
+Contract: decorators and click types only; no work. A bad value is a usage error (exit 64) raised
+before any script runs: an `--out` that is a file or cannot be written, a tolerance or timeout that is
+not positive, an option that was mistyped where the script should be (`run --bogus` is not a script).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
+POSITIVE = click.FloatRange(min=0, min_open=True)
+SCRIPT_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]}
+DEFAULT_RUN_DIR = "pt2doctor-runs/SCRIPT-LABEL-YYYYmmdd-HHMMSS"
+
+RUN_EXIT_CODES = ("Exit status: as `python SCRIPT` (0, or the script's own code; 128+N when it died of signal N), "
+                  "124 stopped at --timeout, 130 Ctrl-C, 64 usage error, 70 internal error of pt2doctor.")
+
+
+class OutDir(click.Path):
+    """A directory pt2doctor may create and write: not an existing file, and its nearest existing parent
+    writable. Checked before the script runs, so a typo never costs a run."""
+
+    name = "directory"
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path, file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        path = Path(super().convert(value, param, ctx)).absolute()
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not existing.is_dir():
+            self.fail(f"{existing} is a file, so {path} cannot be a directory", param, ctx)
+        try:  # by trying: permission bits say nothing to root, and a read-only mount says nothing in them
+            path.mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=path).close()
+        except OSError as exc:
+            self.fail(f"{path} cannot be written: {exc.strerror or exc}", param, ctx)
+        return path
+
+
+class ScriptPath(click.Path):
+    """The script to run. Something that looks like an option and is no file is a mistyped option:
+    options go before SCRIPT, everything after it is the script's own argv."""
+
+    name = "script"
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        if isinstance(value, str) and value.startswith("-") and not Path(value).exists():
+            raise click.NoSuchOption(value, ctx=ctx)
+        return Path(super().convert(value, param, ctx))
+
+
+def _apply(fn: Callable[..., Any], decorators: tuple[Callable[..., Any], ...]) -> Callable[..., Any]:
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
+def out_option(help_text: str = "Run directory (session.json, trace).") -> Callable[..., Any]:
+    return click.option("--out", "out_dir", type=OutDir(), default=None,
+                        help=f"{help_text} Default: {DEFAULT_RUN_DIR}.")
+
+
+timeout_option = click.option("--timeout", type=SECONDS, default=None, help="Stop the script after this many seconds.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout instead of the summary.")
+html_option = click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
+strict_option = click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
+tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=1e-4, show_default=True,
+                                help="Tolerance of PyTorch's fp64-referenced accuracy rule.")
+jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+                           help="Runs and minifier queries in parallel.")
+
+
+def script_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`SCRIPT [ARGS]...`: the script and its own argv, passed through untouched."""
+    return _apply(fn, (click.argument("script", type=ScriptPath()),
+                       click.argument("args", nargs=-1, type=click.UNPROCESSED)))
+
+
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--out, --timeout, --json, --html, --strict: what every command that runs a script takes."""
+    return _apply(fn, (out_option(), timeout_option, json_option, html_option, strict_option))
