@@ -22,6 +22,9 @@ _MASKS = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
     (re.compile(r"(?:[A-Za-z]:)?(?:/[\w.\-+@]+){2,}/?"), "<path>"),
     (re.compile(r"\b(?:tmp|torchinductor_)\w+"), "<tmp>"),
+    # a number is one token whatever its magnitude or form: "max abs diff 1" and "max abs diff 0.7738",
+    # "1e-05" and "3.2%" describe the same failure
+    (re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])"), "N"),
     (re.compile(r"\d+"), "N"),
     (re.compile(r"\s+"), " "),
 )
