@@ -41,3 +41,12 @@ def test_session_round_trips_through_json_with_documented_keys():
     assert set(doc["graph_breaks"][0]) >= {"reason", "file", "line", "function", "count", "hints"}
     assert set(doc["failures"][0]) >= {"category", "exception", "message", "file", "line"}
     assert doc["failures"][0]["category"] == "user_error"
+
+
+def test_a_compiled_autograd_compile_id_keeps_its_prefix() -> None:
+    from pt2doctor.model import CompileId
+
+    autograd, plain = CompileId.parse("!0/0/0"), CompileId.parse("0/0")
+    assert autograd != plain and str(autograd) == "!0/0/0" and CompileId.parse(str(autograd)) == autograd
+    assert len({autograd, plain}) == 2 and sorted([autograd, plain]) == [plain, autograd]
+    assert CompileId.parse("!1/3/2_1").compile == CompileId.parse("!1/3/2")

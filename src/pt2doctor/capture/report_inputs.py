@@ -95,7 +95,7 @@ def _trace_paths(session: Session) -> list[Path]:
 def _on_artifact(scan: _Scan, event: object) -> None:
     kind, cid, rank, payload = event.kind, event.compile_id, event.rank, event.payload  # type: ignore[attr-defined]
     # Keyed like `Session.compiles`: a restarted attempt (`0/0_1`, after a graph break) is its compile.
-    key = (rank, f"{cid.frame}/{cid.frame_compile}")
+    key = (rank, str(cid.compile))
     if kind in CACHE_KINDS:
         scan.cache[key] = scan.cache.get(key, ()) + (CACHE_KINDS[kind],)
         return

@@ -74,7 +74,7 @@ def _on_start(fold: _Fold, event: ev.DynamoStart) -> None:
 
 
 def _frame_key(cid: CompileId) -> CompileId:
-    return CompileId(cid.frame, cid.frame_compile)
+    return cid.compile
 
 
 def _on_break(fold: _Fold, event: ev.GraphBreakReason) -> None:

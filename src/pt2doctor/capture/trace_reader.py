@@ -176,7 +176,9 @@ def _compile_id(header: dict[str, Any]) -> CompileId | None:
     frame, fcid = header.get("frame_id"), header.get("frame_compile_id")
     if frame is None or fcid is None:
         return None
-    return CompileId(int(frame), int(fcid), int(header.get("attempt") or 0))
+    autograd = header.get("compiled_autograd_id")
+    return CompileId(int(frame), int(fcid), int(header.get("attempt") or 0),
+                     int(autograd) if autograd is not None else None)
 
 
 def _stack(base: _Base, frames: Any) -> tuple[SourceLoc, ...]:
