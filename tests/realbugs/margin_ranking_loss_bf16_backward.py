@@ -3,7 +3,7 @@ issue: https://github.com/pytorch/pytorch/issues/185517
 title: [Inductor][CPU][bf16] Gradient mismatch in F.margin_ranking_loss backward with bfloat16 tensors and float scalar
 kind: wrong_result
 category: accuracy
-stage: decomp_partition
+stage: inductor
 culprit: aten.margin_ranking_loss, aten.clamp_min
 fails_on: torch 2.13.0+cpu: input1.grad is 0 compiled, 0.5 eager
 """

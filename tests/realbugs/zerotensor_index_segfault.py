@@ -3,9 +3,9 @@ issue: https://github.com/pytorch/pytorch/issues/197067
 title: `torch.compile` SEGFAULTs on a ZeroTensor produced by a normal autograd path (gradient of `torch.sgn`)
 kind: segfault
 category: runtime_crash
-stage: inductor
+stage: aot_autograd
 culprit: aten.select on a ZeroTensor input
-fails_on: torch 2.13.0+cpu: SIGSEGV (exit 139) in the compiled CPU kernel
+fails_on: torch 2.13.0+cpu: SIGSEGV (exit 139) with inductor; with aot_eager AOTAutograd already fails (RuntimeError: aten::expand() ... found type int)
 """
 
 import torch
