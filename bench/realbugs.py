@@ -1,0 +1,220 @@
+"""Benchmark: `pt2doctor diagnose` on real torch.compile bugs reported to pytorch/pytorch.
+
+Each script in tests/realbugs/ (see its README) still fails on the torch it was checked on and
+starts with a header naming the issue and what a good diagnosis says: the failure `category`, the
+first failing `stage` and the `culprit` op(s). For each script, one at a time:
+    python -m pt2doctor diagnose --out OUT/NAME SCRIPT
+(killed after `--timeout` seconds), then OUT/NAME/diagnosis.json is compared with the header:
+category right, stage right, culprit right (a header op appears in `culprit_ops`, compared by op
+name: `aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
+written (with its node count). A run where pt2doctor exited 70 (its own internal error) is flagged.
+The Markdown table (machine, date and load as in the other benchmarks, totals in percent) is
+printed and written to OUT/realbugs.md after every bug, so a long run keeps what it has.
+With --reuse, a bug whose diagnosis.json is already in OUT is not re-run (its exit code and total time
+are read from it), e.g. to re-render the table after a header is corrected.
+Usage: python bench/realbugs.py [--only NAME[,NAME...]] [--timeout S] [--out DIR] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "realbugs"
+INTERNAL_ERROR = 70
+_OP = re.compile(r"\b(?:torch\.ops\.)?(?:aten|torch)\.[A-Za-z_][\w.]*")
+_OVERLOAD = re.compile(r"\.(default|Tensor\w*|Scalar\w*|dim\w*|int|out|self|other|values)$")
+
+
+@dataclass(frozen=True)
+class Header:
+    """The docstring header of one corpus script (field names as written in the header)."""
+
+    name: str
+    issue: str
+    title: str
+    kind: str
+    category: str
+    stage: str
+    culprit: str
+    fails_on: str
+
+    @property
+    def culprit_ops(self) -> tuple[str, ...]:
+        """The op names in `culprit` (aten or torch ops); a construct without one names none."""
+        names = (_op_name(op) for op in _OP.findall(self.culprit))
+        return tuple(name for name in names if "." not in name and not name.startswith("_"))
+
+
+def parse_header(path: Path) -> Header:
+    """The header of `path`: one `key: value` per line of its module docstring; every field is required."""
+    doc = ast.get_docstring(ast.parse(path.read_text()), clean=True) or ""
+    values = dict(line.split(":", 1) for line in doc.splitlines() if ":" in line)
+    values = {key.strip(): value.strip() for key, value in values.items()}
+    wanted = [f.name for f in fields(Header) if f.name != "name"]
+    missing = [key for key in wanted if not values.get(key)]
+    if missing:
+        raise ValueError(f"{path}: header lacks {', '.join(missing)}")
+    return Header(name=path.stem, **{key: values[key] for key in wanted})
+
+
+def _op_name(op: str) -> str:
+    """`aten.bartlett_window.default`, `torch.ops.aten.relu`, `torch.relu`, `relu.default` -> the bare op name."""
+    op = re.sub(r"^(torch\.ops\.)?(aten|torch)\.", "", op.strip())
+    return _OVERLOAD.sub("", op)
+
+
+def culprit_right(header: Header, found: list[str]) -> bool:
+    return bool(set(header.culprit_ops) & {_op_name(op) for op in found})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one diagnose run produced, compared with the header."""
+
+    header: Header
+    exit_code: int | None
+    seconds: float
+    diagnosis: dict | None
+    note: str = ""
+
+    @property
+    def category(self) -> str | None:
+        return (self.diagnosis or {}).get("category")
+
+    @property
+    def stage(self) -> str | None:
+        return (self.diagnosis or {}).get("stage")
+
+    @property
+    def culprits(self) -> list[str]:
+        return list((self.diagnosis or {}).get("culprit_ops") or [])
+
+    @property
+    def verified(self) -> bool:
+        return bool((self.diagnosis or {}).get("repro_verified"))
+
+    @property
+    def nodes(self) -> int | None:
+        return (self.diagnosis or {}).get("minified_nodes")
+
+    def right(self) -> dict[str, bool]:
+        return {"category": self.category == self.header.category, "stage": self.stage == self.header.stage,
+                "culprit": culprit_right(self.header, self.culprits), "verified": self.verified,
+                "verified_culprit": self.verified and culprit_right(self.header, self.culprits)}
+
+
+def reused(path: Path, out: Path) -> Outcome | None:
+    """The outcome of an earlier run in OUT (its diagnosis.json), compared with the header as it is now."""
+    result = out / path.stem / "diagnosis.json"
+    if not result.exists():
+        return None
+    diagnosis = json.loads(result.read_text())
+    return Outcome(parse_header(path), diagnosis.get("exit_code"), (diagnosis.get("timings") or {}).get("total", 0.0),
+                   diagnosis)
+
+
+def diagnose(path: Path, out: Path, timeout: float) -> Outcome:
+    """`pt2doctor diagnose` on one script in its own process group (killed whole at the timeout)."""
+    header = parse_header(path)
+    run_dir = out / header.name
+    started = time.monotonic()
+    with open(out / f"{header.name}.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), str(path)],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code, note = proc.wait(timeout=timeout), ""
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code, note = None, f"killed at {timeout:.0f} s"
+    seconds = time.monotonic() - started
+    result = run_dir / "diagnosis.json"
+    diagnosis = json.loads(result.read_text()) if result.exists() else None
+    if code == INTERNAL_ERROR:
+        note = "pt2doctor internal error (exit 70)"
+    return Outcome(header, code, seconds, diagnosis, note)
+
+
+def _mark(ok: bool, got: object) -> str:
+    return "yes" if ok else f"no ({got})"
+
+
+def row(o: Outcome) -> str:
+    right = o.right()
+    culprit = "yes" if right["culprit"] else f"no ({', '.join(o.culprits) or '-'})"
+    repro = f"yes ({o.nodes})" if o.verified else ("no" if o.diagnosis else "-")
+    code = "-" if o.exit_code is None else str(o.exit_code)
+    flag = f" **{o.note}**" if o.note else ""
+    return (f"| {o.header.name} | {o.header.kind} | {_mark(right['category'], o.category)} | "
+            f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {code}{flag} | {o.seconds:.0f} |")
+
+
+def totals(outcomes: list[Outcome]) -> list[str]:
+    n = len(outcomes)
+    if not n:
+        return []
+    counts = {key: sum(o.right()[key] for o in outcomes) for key in outcomes[0].right()}
+    pct = {key: f"{count}/{n} ({100 * count / n:.0f}%)" for key, count in counts.items()}
+    internal = sum(o.exit_code == INTERNAL_ERROR for o in outcomes)
+    return [f"| **total** | {n} | {pct['category']} | {pct['stage']} | {pct['culprit']} | {pct['verified']} | "
+            f"{internal} internal errors | {sum(o.seconds for o in outcomes):.0f} |",
+            "", f"Verified repro that names the culprit: {pct['verified_culprit']}."]
+
+
+def _machine() -> str:
+    import torch
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return (f"{datetime.date.today()}, {platform.node()}: {os.cpu_count()} cores ({cpu}), "
+            f"Python {platform.python_version()}, torch {torch.__version__}")
+
+
+def table(outcomes: list[Outcome], machine: str, load: str) -> str:
+    lines = ["# Real-bug benchmark: `pt2doctor diagnose` on tests/realbugs", "",
+             f"Machine: {machine}. Load average (1 min) at start/end: {load}.", "",
+             "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) | exit code | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
+    return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
+
+
+def corpus(only: str) -> list[Path]:
+    scripts = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith(("test_", "_")))
+    names = set(filter(None, only.split(",")))
+    unknown = names - {p.stem for p in scripts}
+    if unknown:
+        raise SystemExit(f"no such bug in {CORPUS}: {', '.join(sorted(unknown))}")
+    return [p for p in scripts if not names or p.stem in names]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated script names (without .py)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per bug (default 600)")
+    parser.add_argument("--out", type=Path, default=Path(f"/tmp/realbugs-{datetime.date.today()}"))
+    parser.add_argument("--reuse", action="store_true", help="do not re-run a bug that has a diagnosis.json in --out")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    machine, start_load, outcomes = _machine(), os.getloadavg()[0], []
+    for path in corpus(args.only):
+        outcomes.append((args.reuse and reused(path, args.out)) or diagnose(path, args.out, args.timeout))
+        print(row(outcomes[-1]), flush=True)
+        load = f"{start_load:.1f}/{os.getloadavg()[0]:.1f}"
+        (args.out / "realbugs.md").write_text(table(outcomes, machine, load))
+    print(table(outcomes, machine, f"{start_load:.1f}/{os.getloadavg()[0]:.1f}"))
+
+
+if __name__ == "__main__":
+    main()
