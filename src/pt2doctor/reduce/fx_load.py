@@ -21,7 +21,7 @@ whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave th
 beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as the API does), and
 the specs name them; without `out_dir` every input is random.
 A graph's branch submodules (higher-order ops) are read from their recorded code and traced
-(`torch_compat.trace_fx_module`), never unpickled; Inductor's random prims are registered first.
+(`torch_compat.graph_module`: every op a node, also one no input feeds), never unpickled; Inductor's random prims are registered first.
 Only `graphs/` is needed; `session.json` is not read.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import higher_order_names, register_inductor_prims, trace_fx_module
+from pt2doctor.capture.torch_compat import graph_module, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
@@ -87,7 +87,7 @@ def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torc
         attribute = qualified.removeprefix(prefix)
         if qualified.startswith(prefix) and "." not in attribute:
             setattr(module, attribute, value)
-    return trace_fx_module(module, higher_order_names(code))
+    return graph_module(module, torch_ops_called(code))
 
 
 def _choose(entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], inflight: str) -> tuple[str, str | None]:

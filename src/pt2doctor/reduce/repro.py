@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import higher_order_names
+from pt2doctor.capture.torch_compat import graph_module_source, torch_ops_called
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
 
@@ -221,31 +221,11 @@ def compile_repro(mod, args):
     return run
 '''
 
-# Graphs that call higher-order ops (torch.cond, autograd.Function, checkpoint): their branches are
-# graph modules (`autograd_function_apply` runs them with `torch.fx.Interpreter`), built by tracing
-# the classes above; `symbolic_trace` alone cannot, because the ops reject Proxies. The same tracing
-# as `torch_compat.trace_fx_module`, which the loader uses; a repro needs plain torch, so it carries a copy.
-_HIGHER_ORDER_HELPERS = '''
-def graph_module(module):
-    """`module` as a GraphModule, its submodules first; calls of HIGHER_ORDER_OPS become nodes."""
-    for name, child in list(module.named_children()):
-        setattr(module, name, graph_module(child))
-    tracer, namespace = torch.fx.Tracer(), torch.ops.higher_order
-    cached = {name: namespace.__dict__.get(name) for name in HIGHER_ORDER_OPS}
-    for name in HIGHER_ORDER_OPS:
-        op = getattr(namespace, name)
-        setattr(namespace, name, lambda *a, op=op, **k: tracer.create_proxy("call_function", op, a, k))
-    try:
-        graph = tracer.trace(module)
-    finally:
-        for name, op in cached.items():
-            if op is None:
-                delattr(namespace, name)
-            else:
-                setattr(namespace, name, op)
-    return torch.fx.GraphModule(module, graph)
-'''
-
+# A graph whose code calls an op no input feeds (a factory: `aten.arange`, `aten.eye`) or a higher-order op
+# (torch.cond, autograd.Function, checkpoint) is built by `graph_module`, which records every such call
+# as a node; `symbolic_trace` would keep a factory's result as a constant (the op would vanish from the
+# repro) and cannot pass a Proxy to a higher-order op. The loader builds the recorded graph with the same
+# function (`torch_compat.graph_module`); the repro carries its text, as it needs plain torch only.
 # Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
 # start (seconds per worker, each importing torch) than one small graph takes to compile, and a
 # failure inside one reaches the caller only wrapped (`SubprocException`).
@@ -258,7 +238,8 @@ torch._inductor.config.compile_threads = 1  # one small graph: no compile worker
 def render(script: ReproScript) -> str:
     """The repro program's text; a pure, byte-stable function of `script`."""
     code = "\n".join((*script.prelude, script.forward_code))
-    higher_order = higher_order_names(code)
+    traced_ops = ops_to_record(script.forward_code, script.prelude)
+    higher_order = tuple(op for op in traced_ops if op.startswith("higher_order."))
     parts = [
         _docstring(script),
         "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
@@ -273,15 +254,40 @@ def render(script: ReproScript) -> str:
         _render_module(script.forward_code),
         _render_inputs(script),
         _HELPERS,
-        f"HIGHER_ORDER_OPS = {higher_order!r}\n{_HIGHER_ORDER_HELPERS}" if higher_order else "",
+        f"TORCH_OPS = {traced_ops!r}\n\n{graph_module_source()}" if traced_ops else "",
         _render_compile(script, higher_order),
-        _CHECK.replace("MAKE_MODULE", "graph_module(Repro())" if higher_order else "Repro()"),
+        _CHECK.replace("MAKE_MODULE", "graph_module(Repro(), TORCH_OPS)" if traced_ops else "Repro()"),
     ]
     return "\n".join(p for p in parts if p)
 
 
 # Inductor's random prims (dropout after AOT) exist only once this module is imported.
 _INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
+
+
+def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The ops `forward_code` calls that tracing must record itself: higher-order ops, and ops none of whose
+    operands derives from an input, a module attribute or another recorded op (the roots of input-independent
+    computations; what they feed is traced anyway)."""
+    forward = next(node for node in ast.walk(ast.parse(forward_code)) if isinstance(node, ast.FunctionDef))
+    traced = {a.arg for a in forward.args.args} | {a.arg for a in forward.args.kwonlyargs}
+    if forward.args.vararg:
+        traced.add(forward.args.vararg.arg)
+    record: list[str] = []
+    for statement in forward.body:
+        if not isinstance(statement, ast.Assign):
+            continue
+        value = ast.unparse(statement.value)
+        names = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+        ops = torch_ops_called(value)
+        higher_order = [op for op in ops if op.startswith("higher_order.")]
+        if ops and (higher_order or not names & traced):
+            record += higher_order or ops
+        if names & traced or ops:
+            traced |= {n.id for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    code = "\n".join((*prelude, forward_code))
+    record += [op for op in torch_ops_called(code) if op.startswith("higher_order.")]  # also in branch classes
+    return tuple(dict.fromkeys(record))
 
 
 def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:

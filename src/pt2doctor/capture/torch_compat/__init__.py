@@ -8,7 +8,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `observe`: the structured trace, config, the in-process watch and the advisors;
 - `record`: the graph recorder's seams, repro material, caches and configs, the accuracy rule;
 - `diagnose`: the compiler bisector and frame recordings;
-- `warm`: warming fresh interpreters up (the minifier's workers and verifier).
+- `warm`: warming fresh interpreters up (the minifier's workers and verifier);
+- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
 """
 
 from pt2doctor.capture.torch_compat.observe import (
@@ -22,6 +23,7 @@ from pt2doctor.capture.torch_compat.observe import (
     config_module,
     patch_torch_compile,
 )
+from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, torch_ops_called
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
@@ -40,8 +42,6 @@ from pt2doctor.capture.torch_compat.record import (
     clone_input,
     node_example_value,
     register_inductor_prims,
-    higher_order_names,
-    trace_fx_module,
     aot_autograd_kwargs,
 )
 from pt2doctor.capture.torch_compat.diagnose import (
@@ -75,8 +75,9 @@ __all__ = [
     "symint_hint",
     "fx_module_source",
     "register_inductor_prims",
-    "higher_order_names",
-    "trace_fx_module",
+    "graph_module",
+    "graph_module_source",
+    "torch_ops_called",
     "aot_autograd_kwargs",
     "config_lines",
     "qualified_name",

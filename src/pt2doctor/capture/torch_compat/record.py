@@ -230,49 +230,6 @@ def register_inductor_prims() -> None:
     import torch._inductor.inductor_prims  # noqa: F401
 
 
-def higher_order_names(code: str) -> tuple[str, ...]:
-    """The higher-order ops FX code calls (`torch.ops.higher_order.cond(...)`: how FX's codegen
-    names a `HigherOrderOperator` target, `_get_qualified_name`, 2.11, 2.13), in first-use order."""
-    import re
-
-    return tuple(dict.fromkeys(re.findall(r"torch\.ops\.higher_order\.(\w+)", code)))
-
-
-def trace_fx_module(module: Any, higher_order: tuple[str, ...] = ()) -> Any:
-    """`module` (the forward FX code wrote, its branch submodules already GraphModules) as a
-    GraphModule. `torch.fx.symbolic_trace` alone cannot: a higher-order op checks its operands
-    eagerly (cond: `validate_subgraph_args_types`) or runs its branches (`autograd_function_apply`),
-    and rejects Proxies. So, while tracing, each op named in `higher_order` is looked up from
-    `torch.ops.higher_order` as a function that records a call_function node of the op itself
-    (its module arguments become get_attr nodes, `Tracer.create_arg`); the namespace's cached
-    attributes (`_HigherOrderNamespace.__getattr__` caches with setattr, 2.11, 2.13) are restored."""
-    import torch
-    import torch.fx
-
-    tracer = torch.fx.Tracer()
-    namespace = torch.ops.higher_order
-    cached = {name: namespace.__dict__.get(name) for name in higher_order}
-    for name in higher_order:
-        op = getattr(namespace, name)
-        setattr(namespace, name, _recording(tracer, op))
-    try:
-        graph = tracer.trace(module)
-    finally:
-        for name, op in cached.items():
-            if op is None:
-                delattr(namespace, name)
-            else:
-                setattr(namespace, name, op)
-    return torch.fx.GraphModule(module, graph)
-
-
-def _recording(tracer: Any, op: Any) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return tracer.create_proxy("call_function", op, args, kwargs)
-
-    return call
-
-
 def aot_autograd_kwargs(backend: Any) -> dict[str, Any] | None:
     """An `aot_autograd(**kwargs)` backend's kwargs as the user gave them, else None (2.13).
 

@@ -1,0 +1,79 @@
+"""Rebuild a recorded graph from its code with every op in it, for the minifier's loader and for repros.
+
+Contract: `graph_module(module, ops)` traces `module` (whose `forward` is the code FX wrote for a
+recorded graph) into a `torch.fx.GraphModule` in which every call of an op named in `ops` is a node,
+whatever its operands. `torch.fx.symbolic_trace` cannot promise that: it runs an op none of whose
+operands is traced (a factory such as `aten.arange`, `aten.bartlett_window`, `aten.eye`) and keeps the
+result as a constant, so a lowering bug in that op vanished from the repro; a higher-order op checks its
+operands eagerly (cond: `validate_subgraph_args_types`) and rejects a Proxy. While tracing, each named op
+is looked up from its `torch.ops` namespace as a function that records a call_function node of the op
+itself; the namespace's cached attributes (`_OpNamespace.__getattr__` caches with setattr, torch 2.11,
+2.13) are put back afterwards. `graph_module_source()` is the same function's text, which every repro
+embeds (a repro needs plain torch only), so the loader and the repro build the same graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+_CALL = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)(?:\.(\w+))?\s*\(")
+
+
+def torch_ops_called(code: str) -> tuple[str, ...]:
+    """`aten.arange.start`, `higher_order.cond`: every op `code` calls through `torch.ops`, in order."""
+    return tuple(dict.fromkeys(".".join(p for p in m.groups() if p) for m in _CALL.finditer(code)))
+
+
+def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
+    """`module` as a GraphModule in which every call of an op in `ops` (`aten.eye.default`,
+    `higher_order.cond`) is a node, whatever its operands; submodules (higher-order branches) first."""
+    import torch
+    import torch.fx
+
+    for name, child in list(module.named_children()):
+        if not isinstance(child, torch.fx.GraphModule):
+            setattr(module, name, graph_module(child, ops))
+    tracer = torch.fx.Tracer()
+
+    def record(target: Any) -> Any:
+        return lambda *args, **kwargs: tracer.create_proxy("call_function", target, args, kwargs)
+
+    class Packet:
+        """An op packet whose named overloads record nodes; the rest of it is the real packet's."""
+
+        def __init__(self, packet: Any, overloads: set[str]) -> None:
+            self.packet, self.overloads = packet, overloads
+
+        def __getattr__(self, name: str) -> Any:
+            target = getattr(self.packet, name)
+            return record(target) if name in self.overloads else target
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return tracer.create_proxy("call_function", self.packet, args, kwargs)
+
+    overloads: dict[tuple[str, str], set[str]] = {}
+    for qualified in ops:
+        namespace_name, op, *overload = qualified.split(".")
+        overloads.setdefault((namespace_name, op), set()).update(overload)
+    patched = []
+    for (namespace_name, op), names in overloads.items():
+        namespace = getattr(torch.ops, namespace_name)
+        real = getattr(namespace, op)
+        patched.append((namespace, op, namespace.__dict__.get(op)))
+        setattr(namespace, op, Packet(real, names) if names else record(real))
+    try:
+        graph = tracer.trace(module)
+    finally:
+        for namespace, op, cached in reversed(patched):
+            if cached is None:
+                delattr(namespace, op)
+            else:
+                setattr(namespace, op, cached)
+    return torch.fx.GraphModule(module, graph)
+
+
+def graph_module_source() -> str:
+    """`graph_module` as text, for a repro to define it exactly as the loader runs it."""
+    return "from typing import Any\n\n\n" + inspect.getsource(graph_module)
