@@ -1,6 +1,6 @@
 """Record the frame Dynamo failed on, so it can be replayed alone (the guide's record/replay, made to work).
 
-Contract: `install(out_dir)` (in the child, `PT2DOCTOR_FRAME_RECORD=DIR`) hooks the handler Dynamo
+Contract: `install(out_dir)` (in the child, the spec's `frame_record_dir`) hooks the handler Dynamo
 calls when a frame fails to compile and writes `DIR/frame-<name>-<line>.pkl` with `dill`: the
 frame's code, the globals it names (modules by reference, the script's own functions by value),
 its arguments as they were on entry, its closure, and whether the failure was a graph break (replayed

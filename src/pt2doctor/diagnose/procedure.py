@@ -24,7 +24,6 @@ Steps, with the runs made in parallel where they do not depend on each other:
 from __future__ import annotations
 
 import ast
-import json
 import os
 import time
 from concurrent.futures import Future
@@ -41,6 +40,8 @@ from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis
+from pt2doctor.model.recording import read_failures, read_index
+from pt2doctor.model.serialize import RecordError
 
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE.value, Category.BACKEND_FAILURE.value, Category.RUNTIME_CRASH.value,
@@ -117,7 +118,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
         return
     found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
-    found.original_backend, on_cuda = _recorded_backend(runner.run_dir(a1.label))
+    found.original_backend, on_cuda = recorded_backend(runner.run_dir(a1.label))
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
@@ -197,14 +198,11 @@ def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -
 def _failed_graph(run_dir: Path) -> str | None:
     """The recorded graph that the graph recorder saw fail last (the failure the run ended with) in
     `run_dir`'s run, if any."""
-    failures = RunPaths(run_dir).graphs_dir / "failures.jsonl"
-    lines = failures.read_text().splitlines() if failures.is_file() else []
-    for line in reversed(lines):
-        try:
-            return str(json.loads(line)["graph"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return None
+    try:
+        failures = read_failures(RunPaths(run_dir).graphs_dir)
+    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
+        return None
+    return failures[-1].graph if failures else None
 
 
 def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt) -> None:
@@ -228,22 +226,15 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     found.stage, found.stages = blame(rungs, outcomes)
 
 
-def _recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
+def recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
     """From the graph recorder's index: the backend the script compiled with (None when no graph
-    reached a backend), and whether the recorded inputs were on a GPU."""
-    index = RunPaths(run_dir).graphs_dir / "index.jsonl"
-    if not index.exists():
+    reached a backend), and whether any recorded graph's inputs were on a CUDA device."""
+    try:
+        index = read_index(RunPaths(run_dir).graphs_dir)
+    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
         return None, False
-    text = index.read_text()
-    backend = None
-    for line in text.splitlines():
-        try:
-            backend = (json.loads(line).get("backend") or {}).get("name")
-        except json.JSONDecodeError:
-            continue
-        if backend:
-            break
-    return (str(backend) if backend else None), '"device": "cuda' in text
+    backend = next((e.backend.name for e in index if e.backend is not None and e.backend.name), None)
+    return backend, any(e.on_cuda for e in index)
 
 
 def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter, minify_reporter: Any) -> None:

@@ -8,6 +8,7 @@ from pt2doctor.model.session import (
     Compile,
     Environment,
     ExitInfo,
+    Extras,
     Failure,
     GraphBreak,
     GuardFailure,
@@ -20,7 +21,7 @@ from pt2doctor.model.session import (
 )
 
 __all__ = [
-    "SCHEMA", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Failure", "Finding",
+    "SCHEMA", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Extras", "Failure", "Finding",
     "GraphBreak", "GuardFailure", "GuardKind", "LimitHit", "Phases", "Recompile", "Session",
     "Severity", "SourceLoc", "TraceStats",
 ]

@@ -51,6 +51,8 @@ def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, iss
     """The run's page with the diagnosis section (stage table, runs, repro.py, issue.md) added."""
     from dataclasses import replace
 
+    import msgspec
+
     from pt2doctor.report.document import build_report
     from pt2doctor.report.html import write_html_report
     from pt2doctor.report.html_diagnosis import diagnosis_section
@@ -59,7 +61,7 @@ def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, iss
         issue_path = Path(diagnosis.repro).parent / "issue.md" if diagnosis.repro else path.parent / "issue.md"
         issue = issue_path.read_text() if issue_path.exists() else ""
     section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
-    extras = {**session.extras, "diagnosis": section}
+    extras = msgspec.structs.replace(session.extras, diagnosis=section)
     return write_html_report(build_report(replace(session, extras=extras)), path)
 
 
