@@ -124,7 +124,7 @@ def attempt_of(variant: Variant, session: Session) -> Attempt:
         error = f"{failure.exception.rsplit('.', 1)[-1]}: {first_message_line(failure.message)}" if failure else sig
     return Attempt(
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
-        category=verdict.category.value if sig is not None and verdict.category else None,
+        category=verdict.category if sig is not None else None,
         exit_code=verdict.exit_code, wall_s=round(session.wall_s or 0.0, 3), run_dir=session.run_dir or "",
         error=error,
     )
