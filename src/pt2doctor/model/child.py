@@ -87,6 +87,17 @@ class ChildEnvironment(msgspec.Struct, frozen=True):
     error: str | None = None  # why the torch facts are missing
 
 
+class FrameSummary(msgspec.Struct, frozen=True):
+    """Beside a frame recording (`capture.frame_recorder`): what the parent needs to write the replay
+    without unpickling the recording (which would import the script's modules)."""
+
+    name: str
+    file: str
+    line: int
+    fullgraph: bool
+    error: str
+
+
 class ChildReport(msgspec.Struct, frozen=True):
     """The sidecar: how the script ended, as the child saw it."""
 
