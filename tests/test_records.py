@@ -14,7 +14,16 @@ from pt2doctor.model.accuracy import MinifySummary
 from pt2doctor.model.child import AccuracyProbeSpec, ChildReport, ChildSpec, ExceptionRecord, Hooks, Overrides
 from pt2doctor.model.diagnosis import Bisection, BisectJob, Diagnosis, FailingStage
 from pt2doctor.model.ids import SourceLoc
-from pt2doctor.model.minify import BackendKind, BackendSpec, FailureSignature, FailureKind, MinifyResult, ScalarSpec, Stage, TensorSpec
+from pt2doctor.model.minify import (
+    BackendKind,
+    BackendSpec,
+    FailureKind,
+    FailureSignature,
+    MinifyResult,
+    ScalarSpec,
+    Stage,
+    TensorSpec,
+)
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
 from pt2doctor.model.serialize import RecordError, append_line, dumps, loads, read_record, to_builtins, write_record
 
@@ -135,7 +144,7 @@ def test_a_real_session_round_trips_with_its_json_unchanged(run_json):
 
 
 def test_a_real_diagnosis_round_trips_with_its_json_unchanged(diagnosed):
-    run, doc = diagnosed(HERE / "diagnose" / "scripts" / "dynamo_failure.py")
+    _run, doc = diagnosed(HERE / "diagnose" / "scripts" / "dynamo_failure.py")
     diagnosis = loads(json.dumps(doc), Diagnosis)
     assert json.loads(dumps(diagnosis)) == doc
     assert diagnosis.stage is FailingStage.DYNAMO and doc["stage"] == "dynamo" and doc["category"] == "graph_break"

@@ -31,7 +31,8 @@ def test_a_diagnose_recording_asks_the_child_for_every_after_aot_graph(tmp_path)
     """The recording variant's child spec turns the recorder's `every_aot_graph` on; the others record nothing."""
     runner = VariantRunner(ScriptCall(Path("user.py"), (), tmp_path, None), 1, reporter=None)  # type: ignore[arg-type]
     try:
-        recording, plain = runner.options(Variant.original(1, record=True)), runner.options(Variant.with_backend("eager"))
+        recording = runner.options(Variant.original(1, record=True))
+        plain = runner.options(Variant.with_backend("eager"))
     finally:
         runner.close()
     assert recording.record_graphs and recording.hooks.record_every_aot_graph

@@ -26,7 +26,7 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
 from pt2doctor.model.accuracy import GraphAccuracy
-from pt2doctor.model.child import AccuracyProbeSpec, Hooks, Overrides
+from pt2doctor.model.child import AccuracyProbeSpec, Overrides
 from pt2doctor.model.serialize import convert, read_lines
 
 RESULTS = "accuracy.jsonl"

@@ -278,7 +278,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
         return _wrap_runtime(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        kind: AotKind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
+        kind: AotKind = "backward" if kwargs.get("is_backward") else \
+            "inference" if kwargs.get("is_inference") else "forward"
         graph_id = recorder.save(Stage.AOT, gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
         recorder.mark(f"{graph_id} compile")
         try:

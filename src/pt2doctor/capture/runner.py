@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pt2doctor.capture import process_meta
-from pt2doctor.capture.trace_reader import TraceCounters, read_trace
 from pt2doctor.capture.session_builder import build_session
+from pt2doctor.capture.trace_reader import TraceCounters, read_trace
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
 from pt2doctor.model.child import ChildSpec, Hooks
 from pt2doctor.model.serialize import dumps, write_record
@@ -59,7 +59,7 @@ class RunOptions:
     out_dir: Path = Path("pt2doctor-runs/latest")
     timeout_s: float | None = None
     record_graphs: bool = False
-    hooks: Hooks = Hooks()  # what the child installs besides the trace (and the recorder, with record_graphs)
+    hooks: Hooks = field(default_factory=Hooks)  # what the child installs besides the trace and the recorder
     env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_stderr: bool = False
     strict: bool = False

@@ -40,9 +40,9 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
                 script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
+    hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
-                         record_graphs=record, hooks=Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None),
-                         stdout_to_stderr=as_json, strict=strict)
+                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict)
     options = _cold.with_private_cache(options) if cold else options
     with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))

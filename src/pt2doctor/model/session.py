@@ -235,7 +235,7 @@ class Session:
     environment: Environment = Environment()
     stderr_tail: str = ""
     run_dir: str | None = None
-    extras: Extras = Extras()
+    extras: Extras = field(default_factory=Extras)
     accuracy: tuple[GraphAccuracy, ...] = ()  # one per compiled graph, from `pt2doctor accuracy` only
 
     @property

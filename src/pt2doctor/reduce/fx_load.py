@@ -36,7 +36,9 @@ import torch
 import torch.fx
 
 from pt2doctor.capture.torch_compat import higher_order_names, register_inductor_prims, trace_fx_module
-from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec
+from pt2doctor.model.minify import (
+    ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
+)
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
