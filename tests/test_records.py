@@ -151,3 +151,18 @@ def test_a_real_diagnosis_round_trips_with_its_json_unchanged(diagnosed):
     assert all(isinstance(f, SourceLoc) for f in diagnosis.user_frames)
     assert {"file", "line"} <= set(doc["user_frames"][0]) and isinstance(doc["user_frames"][0]["line"], int)
     assert all(isinstance(a["category"], (str, type(None))) for a in doc["attempts"])
+
+
+def test_the_model_imports_nothing_but_itself_msgspec_and_the_standard_library():
+    import ast
+    import sys
+
+    model = HERE.parent / "src" / "pt2doctor" / "model"
+    for path in model.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                top = name.split(".")[0]
+                assert name.startswith("pt2doctor.model") or top in ("msgspec", "__future__") \
+                    or top in sys.stdlib_module_names, f"{path.name} imports {name}"
