@@ -93,8 +93,9 @@ def _final_ops(repro: Path) -> list[str] | None:
 
 def run_ours(workdir: Path, bug: str, jobs: str = "") -> dict:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import sys; from pt2doctor.capture.graph_recorder import run_script_recorded as r; r('user.py', 'run')"],
-                   cwd=workdir, capture_output=True, timeout=1800)
+    from pt2doctor.capture.graph_recorder import record_script
+
+    record_script(workdir / "user.py", workdir / "run", timeout_s=1800)  # the child with the recorder on
     record_s = time.monotonic() - started
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pt2doctor", "minify", "run", "--json",

@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.model import Category, Compile, CompileId, ExitInfo, Failure, GraphBreak, Phases, Session
 from pt2doctor.cli.output import load_session
+from pt2doctor.model import Category, Compile, CompileId, ExitInfo, Extras, Failure, GraphBreak, Phases, Session
+from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage
 from pt2doctor.report.document import build_report
 from pt2doctor.report.html import embed_json, render_html
 from pt2doctor.capture.report_inputs import collect_html_inputs
@@ -28,7 +29,7 @@ def _session(**extra: object) -> Session:
                                  hints=(f"pt2doctor: use `{EVIL}`",), code=EVIL, compile_ids=(cid,)),),
         failures=(Failure(Category.BACKEND_FAILURE, "ValueError", f"<!-- {EVIL}", file=f"{EVIL}.py", line=4,
                           compile_id=cid, chain=("a", f"ValueError: {EVIL}")),),
-        cwd="/nonexistent", started_at=99.0, wall_s=2.0, extras=dict(extra),
+        cwd="/nonexistent", started_at=99.0, wall_s=2.0, extras=Extras(**extra),  # type: ignore[arg-type]
     )
 
 
@@ -59,12 +60,13 @@ def test_diagnosis_and_minify_extras_render_by_shape() -> None:
     diagnosis = {"category": "backend_failure", "stages": [{"stage": "eager", "result": "ok"},
                                                            {"stage": "aot_eager", "result": f"fails {EVIL}"}],
                  "issue_md": "# torch.compile fails\n\nsteps..."}
-    minify = {"nodes_before": 40, "nodes_after": 2, "verified": True, "repro": "import torch\n\ndef f(x):\n    return x\n"}
+    minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, f"ValueError: {EVIL}"), 40, 2,
+                          ("aten.relu.default",), (), 9, 1, 3.0, True, "/tmp/repro.py")
     html = render_html(build_report(_session(diagnosis=diagnosis, minify=minify)))
     assert 'id="extra-diagnosis"' in html and 'id="extra-minify"' in html
     assert "<th>stage</th>" in html and "aot_eager" in html and "fails &lt;img" in html
-    assert "# torch.compile fails" in html and "def f(x):" in html
-    assert "nodes before" in html and "<td>yes</td>" in html
+    assert "# torch.compile fails" in html and "ValueError: &lt;img" in html
+    assert "nodes before" in html and "<td>yes</td>" in html and "aten.relu.default" in html
 
 
 def test_real_run_page_has_every_compiles_graphs(real_run: Path) -> None:

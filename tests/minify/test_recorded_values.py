@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from graphs import INDUCTOR_DYNAMIC_SCRIPT
 
+from pt2doctor.model.minify import ScalarSpec, TensorSpec
+from pt2doctor.model.recording import read_failures
 from pt2doctor.reduce.fx_load import _aot_positions, load_failing
 
 # A gather, compiled by a backend that misbehaves only when an index is above zero.
@@ -123,12 +125,12 @@ def test_after_aot_graph_takes_its_dynamo_parents_values(recorded, tmp_path):
 
 def test_aot_inputs_map_to_dynamo_inputs_after_the_lifted_parameters():
     def tensor(*shape, dtype="float32"):
-        return {"kind": "tensor", "shape": list(shape), "dtype": dtype}
+        return TensorSpec(shape, (), dtype)
 
-    dynamo = [{"kind": "scalar", "value": 6}, tensor(6, 5), tensor(3, dtype="int64")]
+    dynamo = (ScalarSpec(6), tensor(6, 5), tensor(3, dtype="int64"))
     weight = tensor(5, 5)  # a parameter of the Dynamo graph module: AOTAutograd's first input
-    assert _aot_positions(dynamo, [weight, *dynamo]) == {2: 1, 3: 2}
-    assert _aot_positions(dynamo, [weight, dynamo[0], tensor(6, 5), tensor(3)]) == {}  # a dtype differs
+    assert _aot_positions(dynamo, (weight, *dynamo)) == {2: 1, 3: 2}
+    assert _aot_positions(dynamo, (weight, dynamo[0], tensor(6, 5), tensor(3))) == {}  # a dtype differs
     assert _aot_positions(dynamo, dynamo[1:]) == {}
 
 
@@ -140,5 +142,5 @@ def test_a_failure_whose_inputs_cannot_be_saved_is_recorded_without_them(tmp_pat
     (recorder.dir / "g0000.inputs.pt").mkdir()  # where the values would go: torch.save fails
     recorder.fail("g0000", "run", RuntimeError("CUDA error: device-side assert triggered"), [torch.arange(3)])
     recorder.close()
-    (entry,) = [json.loads(line) for line in (tmp_path / "graphs" / "failures.jsonl").read_text().splitlines()]
-    assert entry["graph"] == "g0000" and entry["values"] is None
+    (entry,) = read_failures(tmp_path / "graphs")
+    assert entry.graph == "g0000" and entry.values is None

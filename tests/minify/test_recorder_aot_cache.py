@@ -3,24 +3,20 @@ cache alone; the failure workflows (`diagnose`, `minify --script`) turn it off t
 after-AOT graph. Real torch config, no compile needed."""
 
 import os
+from pathlib import Path
 
 import pytest
 import torch._functorch.config as functorch_config
 
 from pt2doctor.capture import graph_recorder
+from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 
 
-@pytest.mark.parametrize(("every_aot_graph", "env", "cache_while_recording"), [
-    (None, None, True),    # `pt2doctor run --record`
-    (None, "1", False),    # a diagnose run (PT2DOCTOR_RECORD_AOT=1)
-    (True, None, False),   # `minify --script`
+@pytest.mark.parametrize(("every_aot_graph", "cache_while_recording"), [
+    (False, True),   # `pt2doctor run --record`
+    (True, False),   # a diagnose run, `minify --script`
 ])
-def test_aot_cache_off_only_when_every_after_aot_graph_is_wanted(tmp_path, monkeypatch, every_aot_graph, env,
-                                                                  cache_while_recording):
-    if env:
-        monkeypatch.setenv(graph_recorder.EVERY_AOT_GRAPH_ENV, env)
-    else:
-        monkeypatch.delenv(graph_recorder.EVERY_AOT_GRAPH_ENV, raising=False)
+def test_aot_cache_off_only_when_every_after_aot_graph_is_wanted(tmp_path, every_aot_graph, cache_while_recording):
     before = functorch_config.enable_autograd_cache
     uninstall = graph_recorder.install(tmp_path, every_aot_graph=every_aot_graph)
     try:
@@ -29,3 +25,17 @@ def test_aot_cache_off_only_when_every_after_aot_graph_is_wanted(tmp_path, monke
         uninstall()
     assert functorch_config.enable_autograd_cache == before
     assert os.path.isdir(tmp_path / "graphs")
+
+
+def test_a_diagnose_recording_asks_the_child_for_every_after_aot_graph(tmp_path):
+    """The recording variant's child spec turns the recorder's `every_aot_graph` on; the others record nothing."""
+    runner = VariantRunner(ScriptCall(Path("user.py"), (), tmp_path, None), 1, reporter=None)  # type: ignore[arg-type]
+    try:
+        recording = runner.options(Variant.original(1, record=True))
+        plain = runner.options(Variant.with_backend("eager"))
+    finally:
+        runner.close()
+    assert recording.record_graphs and recording.hooks.record_every_aot_graph
+    assert recording.hooks.frame_record_dir == str(tmp_path / "runs" / "original-1" / "frames")
+    assert not plain.record_graphs and not plain.hooks.record_every_aot_graph
+    assert plain.hooks.overrides is not None and plain.hooks.overrides.compile_kwargs == {"backend": "eager"}

@@ -58,14 +58,14 @@ def verdict_for(session: Session) -> Verdict:
         text = accuracy_headline(session.accuracy).removeprefix("accuracy: ")
         return Verdict(False, f"FAILED ({Category.ACCURACY.value}): {text}", EXIT_MISMATCH, Category.ACCURACY)
     if not session.compiles:
-        if session.extras.get("source") == "trace":  # a trace alone: what the script did is not known
+        if session.extras.source == "trace":  # a trace alone: what the script did is not known
             parts = ["Dynamo started one"] if session.graph_breaks else []
             if session.trace.unreadable:
                 parts.append(f"{session.trace.unreadable} line(s) could not be read")
             detail = f" ({'; '.join(parts)})" if parts else ""
             what = "finished compile" if session.graph_breaks else "compile"
             return Verdict(True, f"OK, but the trace holds no {what}{detail}", code)
-        why = "the script never called a torch.compile'd function" if session.extras.get("torch_imported") \
+        why = "the script never called a torch.compile'd function" if session.extras.torch_imported \
             else "the script never imported torch"
         return Verdict(True, f"OK, but nothing was compiled: {why}", code)
     notes = []

@@ -1,7 +1,7 @@
 """`pt2doctor accuracy` as a function: run with the accuracy probe, re-check RNG, minify, return the session.
 
 Contract: `check_accuracy(options, reporter)` runs the script once with the probe on
-(`PT2DOCTOR_ACCURACY`, `capture/accuracy_probe.py`) and the graph recorder on; when a failing graph
+(the child spec's `accuracy_probe`, `capture/accuracy_probe.py`) and the graph recorder on; when a failing graph
 has random ops it runs the script again with `fallback_random` in `<out>/recheck-fallback-random/`;
 `analysis.accuracy.explain` then names the causes; finally the first graph that fails without
 explanation is minified with the accuracy check (`reduce.fx_minify`, the fp64-referenced rule the
@@ -14,19 +14,20 @@ first ran).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from pt2doctor.analysis.accuracy import FALLBACK_RANDOM, explain, needs_rng_recheck, with_functions
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
 from pt2doctor.model.accuracy import GraphAccuracy
-from pt2doctor.model.serialize import convert
+from pt2doctor.model.child import AccuracyProbeSpec, Overrides
+from pt2doctor.model.serialize import convert, read_lines
 
 RESULTS = "accuracy.jsonl"
 RECHECK_DIR = "recheck-fallback-random"
@@ -49,7 +50,7 @@ def check_accuracy(options: AccuracyOptions, reporter: Reporter) -> Session:
     if needs_rng_recheck(results):
         reporter.status("a failing graph has random ops: re-checking with fallback_random=True")
         out = options.run.out_dir / RECHECK_DIR
-        run_script(probe_options(options, out, record=False, overrides=FALLBACK_RANDOM), reporter)
+        run_script(probe_options(options, out, record=False, overrides=convert(FALLBACK_RANDOM, Overrides)), reporter)
         recheck = read_results(out)
     results = explain(with_functions(results, session.compiles), recheck)
     if options.minify:
@@ -58,26 +59,22 @@ def check_accuracy(options: AccuracyOptions, reporter: Reporter) -> Session:
 
 
 def probe_options(options: AccuracyOptions, out_dir: Path, *, record: bool,
-                  overrides: dict[str, Any] | None = None) -> RunOptions:
+                  overrides: Overrides | None = None) -> RunOptions:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RESULTS).unlink(missing_ok=True)
     if record:  # the recorder appends: graphs of an earlier run in this directory must not mix in
         shutil.rmtree(RunPaths(out_dir).graphs_dir, ignore_errors=True)
-    env = {**options.run.env, "PT2DOCTOR_ACCURACY": json.dumps(
-        {"out": str((out_dir / RESULTS).resolve()), "tol": options.tolerance})}
-    spec = dict(overrides or {})
+    overrides = overrides or Overrides()
     if options.backend:
-        spec["compile_kwargs"] = {"backend": options.backend}
-    if spec:
-        env["PT2DOCTOR_OVERRIDES"] = json.dumps(spec)
-    return replace(options.run, out_dir=out_dir, env=env, record_graphs=record)
+        overrides = msgspec.structs.replace(overrides, compile_kwargs={"backend": options.backend})
+    probe = AccuracyProbeSpec(str((out_dir / RESULTS).resolve()), options.tolerance)
+    hooks = msgspec.structs.replace(options.run.hooks, accuracy_probe=probe,
+                                    overrides=overrides if overrides != Overrides() else None)
+    return replace(options.run, out_dir=out_dir, hooks=hooks, record_graphs=record)
 
 
 def read_results(run_dir: Path) -> list[GraphAccuracy]:
-    path = run_dir / RESULTS
-    if not path.exists():
-        return []
-    return [convert(json.loads(line), GraphAccuracy) for line in path.read_text().splitlines() if line.strip()]
+    return read_lines(run_dir / RESULTS, GraphAccuracy)
 
 
 def minify_first_failure(results: list[GraphAccuracy], options: AccuracyOptions,

@@ -7,9 +7,9 @@ where Inductor's own bugs live), and reduces it with `reduce.fx_minify.minify_ca
 the repro's fp64-referenced check is the rule the probe judged with. The input values the recorder
 kept (the blamed graph's inputs at the call the probe judged, see `capture.graph_recorder`; integer
 ones of any graph) are saved beside the repro in `RUN_DIR/minify-<compile id>/repro_inputs.pt`, as
-`pt2doctor minify RUN_DIR` does, so a bug that shows only on the real values reproduces. Returns a
-JSON-able summary for `GraphAccuracy.minified`; a graph that cannot be minified gives
-`{"error": ...}` instead of raising, so the accuracy report is still written.
+`pt2doctor minify RUN_DIR` does, so a bug that shows only on the real values reproduces. Returns the
+`MinifySummary` for `GraphAccuracy.minified`; a graph that cannot be minified gives one with only
+`error` (and `time_s`) instead of raising, so the accuracy report is still written.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from pt2doctor.capture.runner import Reporter
+from pt2doctor.model.accuracy import MinifySummary
 
 
 class MinifyStatus:
@@ -36,7 +36,7 @@ class MinifyStatus:
 
 
 def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, timeout_s: float,
-                 reporter: Reporter) -> dict[str, Any]:
+                 reporter: Reporter) -> MinifySummary:
     from pt2doctor.reduce.fx_load import NothingToMinify, load_compile
     from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
 
@@ -47,12 +47,8 @@ def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, ti
         options = MinifyOptions(out, jobs, timeout_s, graph_name=recorded.graph_id)
         outcome = minify_case(recorded.case, recorded.context, options, MinifyStatus(reporter))
     except (NothingToMinify, CannotReproduce, OSError, ValueError) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}", "time_s": round(time.monotonic() - started, 1)}
-    result = outcome.result
-    return {"graph": result.graph, "stage": result.stage.value, "nodes_before": result.nodes_before,
-            "nodes_after": result.nodes_after, "ops": list(result.ops), "verified": result.verified,
-            "minimal": result.minimal, "repro": result.repro_path, "queries": result.queries,
-            "time_s": round(time.monotonic() - started, 1)}
+        return MinifySummary(error=f"{type(exc).__name__}: {exc}", time_s=round(time.monotonic() - started, 1))
+    return MinifySummary.of(outcome.result, round(time.monotonic() - started, 1))
 
 
 def _safe_name(compile_id: str) -> str:

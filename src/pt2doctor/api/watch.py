@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.trace_import import session_from_trace
-from pt2doctor.model import Environment, Session
+from pt2doctor.model import Environment, Extras, Session
 
 
 @dataclass(slots=True)
@@ -71,4 +71,4 @@ def session_from_file(path: Path, started: float, wall: float) -> Session:
     version = session.torch_version or getattr(sys.modules.get("torch"), "__version__", None)
     return replace(session, torch_version=version, command=("<watch>",), cwd=os.getcwd(), started_at=started,
                    wall_s=wall, trace=replace(session.trace, files=()), environment=Environment(torch=version),
-                   extras={"source": "watch", "torch_imported": True})
+                   extras=Extras(source="watch", torch_imported=True))

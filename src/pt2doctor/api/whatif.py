@@ -16,24 +16,27 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from pt2doctor.analysis.whatif import Trial, TrialResult, judge, outputs_equal
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
+from pt2doctor.model.child import Overrides
+from pt2doctor.model.serialize import loads
 
 OUTPUTS = "outputs.jsonl"
 SEED = 0
 
 
-def _with_overrides(options: RunOptions, overrides: dict[str, Any], out_dir: Path) -> RunOptions:
+def _with_overrides(options: RunOptions, overrides: Overrides, out_dir: Path) -> RunOptions:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / OUTPUTS).unlink(missing_ok=True)
-    spec = {**overrides, "seed": SEED, "record_outputs": str((out_dir / OUTPUTS).resolve())}
-    env = {**options.env, "PT2DOCTOR_OVERRIDES": json.dumps(spec)}
-    return replace(options, out_dir=out_dir, env=env)
+    spec = msgspec.structs.replace(overrides, seed=SEED, record_outputs=str((out_dir / OUTPUTS).resolve()))
+    return replace(options, out_dir=out_dir, hooks=msgspec.structs.replace(options.hooks, overrides=spec))
 
 
 def baseline_options(options: RunOptions) -> RunOptions:
-    return _with_overrides(options, {}, options.out_dir)
+    return _with_overrides(options, Overrides(), options.out_dir)
 
 
 def read_outputs(run_dir: Path) -> list[dict[str, Any]]:
@@ -51,6 +54,6 @@ def try_fixes(baseline: Session, options: RunOptions, trials: list[Trial],
         out = options.out_dir / "whatif" / re.sub(r"[^\w.-]+", "_", trial.name)
         if reporter is not None:
             reporter.status(f"what-if: {trial.change}")
-        session = run_script(_with_overrides(options, json.loads(trial.overrides), out), reporter)
+        session = run_script(_with_overrides(options, loads(trial.overrides, Overrides), out), reporter)
         results.append(judge(trial, baseline, session, outputs_equal(before, read_outputs(out)), str(out)))
     return results

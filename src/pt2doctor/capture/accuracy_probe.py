@@ -1,7 +1,7 @@
 """The child side of `pt2doctor accuracy`: judge every compiled graph against eager, in the user's run.
 
-Contract: `install(spec)` is called once by `capture/child.py` with the JSON object from
-`PT2DOCTOR_ACCURACY` (`{"out": path, "tol": 1e-4}`) and returns the uninstall function. It wraps
+Contract: `install(spec)` is called once by `capture/child.py` with the child spec's
+`AccuracyProbeSpec` (`out`: the results file, `tol`) and returns the uninstall function. It wraps
 every Dynamo backend call (`torch_compat.patch_backend_call`); on the first call of each compiled
 graph, before the user's own call, it runs on clones of the real inputs:
 1. the Dynamo graph eagerly in fp32, eagerly in fp64 (floating inputs, parameters and the graph's
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import io
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr
@@ -37,7 +36,8 @@ from typing import Any
 from pt2doctor.capture import graph_recorder, torch_compat
 from pt2doctor.capture.accuracy_fp64 import fp64_module, is_float, is_fp64, missing_reference, to_fp64
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
-from pt2doctor.model.serialize import to_builtins
+from pt2doctor.model.child import AccuracyProbeSpec
+from pt2doctor.model.serialize import append_line
 
 TOP_NODES = 5
 # One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`), so
@@ -48,8 +48,8 @@ _REDUCED = ("bfloat16", "float16")
 _REL_FLOOR = 1e-6  # relative error against |eager| below this is meaningless (a dropped unit, a zero)
 
 
-def install(spec: dict[str, Any]) -> Callable[[], None]:
-    probe = AccuracyProbe(Path(spec["out"]), float(spec.get("tol") or 1e-4))
+def install(spec: AccuracyProbeSpec) -> Callable[[], None]:
+    probe = AccuracyProbe(Path(spec.out), spec.tol)
     return torch_compat.patch_backend_call(probe.on_backend_call)
 
 
@@ -86,7 +86,7 @@ class AccuracyProbe:
 
     def write(self, record: GraphAccuracy) -> None:
         with open(self.out, "a") as handle:
-            handle.write(json.dumps(to_builtins(record)) + "\n")
+            append_line(handle, record)
 
 
 @contextmanager

@@ -1,30 +1,35 @@
 """The child-process bootstrap: run the user's script exactly as `python SCRIPT ARGS` would.
 
-Contract: invoked as `python -m pt2doctor.capture.child SCRIPT [ARGS...]` with `PT2DOCTOR_META` naming
-a JSON file to write. The script runs as `__main__` with its own argv, `sys.path[0]` and cwd; its
-stdin/stdout/stderr are untouched. This module writes the sidecar (exception, exit code, environment)
-and then behaves like Python: an uncaught exception prints its traceback and exits 1, `sys.exit(n)`
-exits n. A native crash leaves the sidecar unwritten, but faulthandler's dump names the Python stack.
-Options arrive as environment variables (`PT2DOCTOR_*`) so the script's argv stays its own.
+Contract: invoked as `python -m pt2doctor.capture.child --spec SPEC SCRIPT [ARGS...]`, where SPEC
+is a `ChildSpec` file (`model.child`) the parent wrote: the hooks to install and where to write the
+sidecar (`ChildReport`: exception, exit code, environment). Options travel in that one file, so the
+script's argv and environment stay its own. The script runs as `__main__` with its own argv,
+`sys.path[0]` and cwd; its stdin/stdout/stderr are untouched. This module then behaves like Python:
+an uncaught exception prints its traceback and exits 1, `sys.exit(n)` exits n. A native crash
+leaves the sidecar unwritten, but faulthandler's dump names the Python stack.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import platform
 import runpy
 import sys
 import time
 import traceback
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from pt2doctor.model.child import ChildEnvironment, ChildReport, ChildSpec, ExceptionRecord
+from pt2doctor.model.ids import SourceLoc
+from pt2doctor.model.serialize import read_record, write_record
 
 _MAX_MESSAGE = 20_000
 
 
-def _exception_record(exc: BaseException) -> dict[str, Any]:
+def _exception_record(exc: BaseException) -> ExceptionRecord:
     chain, seen, cur = [], set(), exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
@@ -32,19 +37,15 @@ def _exception_record(exc: BaseException) -> dict[str, Any]:
         inner = getattr(cur, "inner_exception", None)
         cur = cur.__cause__ or inner or (None if cur.__suppress_context__ else cur.__context__)
     tb: TracebackType | None = exc.__traceback__
-    frames = [{"file": f.filename, "line": f.lineno or 0, "function": f.name, "code": (f.line or "").strip()}
-              for f in traceback.extract_tb(tb)]
+    frames = [SourceLoc(f.filename, f.lineno or 0, f.name, (f.line or "").strip()) for f in traceback.extract_tb(tb)]
     if isinstance(exc, SyntaxError) and exc.filename:
-        frames.append({"file": exc.filename, "line": exc.lineno or 0, "function": "<module>",
-                       "code": (exc.text or "").strip()})
-    return {
-        "type": _qualname(type(exc)),
-        "message": str(exc)[:_MAX_MESSAGE],
-        "chain": chain,
-        "frames": frames,
-        "traceback": "".join(traceback.format_exception(exc))[-_MAX_MESSAGE:],
-        "raised_by_graph": getattr(exc, "_pt2doctor_raised_by_graph", None),  # call_counter.RAISED_BY
-    }
+        frames.append(SourceLoc(exc.filename, exc.lineno or 0, "<module>", (exc.text or "").strip()))
+    raised_by = getattr(exc, "_pt2doctor_raised_by_graph", None)  # call_counter.RAISED_BY
+    return ExceptionRecord(
+        type=_qualname(type(exc)), message=str(exc)[:_MAX_MESSAGE], chain=tuple(chain), frames=tuple(frames),
+        traceback="".join(traceback.format_exception(exc))[-_MAX_MESSAGE:],
+        raised_by_graph=raised_by if isinstance(raised_by, str) else None,
+    )
 
 
 def _qualname(kind: type) -> str:
@@ -52,91 +53,103 @@ def _qualname(kind: type) -> str:
     return kind.__qualname__ if module in ("builtins", "__main__") else f"{module}.{kind.__qualname__}"
 
 
-def _environment() -> dict[str, Any]:
-    env: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform()}
+def _environment() -> ChildEnvironment:
+    python, system = sys.version.split()[0], platform.platform()
     torch = sys.modules.get("torch")
     if torch is None:
-        return env
-    env["torch"] = getattr(torch, "__version__", None)
+        return ChildEnvironment(python=python, platform=system)
     try:
         from pt2doctor.capture import torch_env
 
-        env.update(torch_env.describe(torch))
+        facts = torch_env.describe(torch)
     except Exception as exc:  # environment facts are best effort; never mask the script's outcome
-        env["error"] = repr(exc)
-    return env
+        return ChildEnvironment(python=python, platform=system, torch=_text(getattr(torch, "__version__", None)),
+                                error=repr(exc))
+    return ChildEnvironment(
+        python=python, platform=system, torch=_text(facts.get("torch")), cuda=_text(facts.get("cuda")),
+        gpu=_text(facts.get("gpu")), compiler=_text(facts.get("compiler")),
+        config_diff={str(k): str(v) for k, v in (facts.get("config_diff") or {}).items()},
+    )
 
 
-def _write_meta(path: str, record: dict[str, Any]) -> None:
-    if _call_counts is not None:
-        record["calls"] = _call_counts()
-    record["environment"] = _environment()
-    record["torch_imported"] = "torch" in sys.modules
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as handle:
-        json.dump(record, handle, default=str)
-    os.replace(tmp, path)
+def _text(value: object) -> str | None:
+    """A plain str (torch's versions are str subclasses, which the codec does not write)."""
+    return None if value is None else str(value)
+
+
+def _write_meta(path: str, exit_code: int, started: float, exception: ExceptionRecord | None = None) -> None:
+    report = ChildReport(
+        exit_code=exit_code, wall_s=time.time() - started, exception=exception,
+        calls=_call_counts() if _call_counts is not None else None, environment=_environment(),
+        torch_imported="torch" in sys.modules,
+    )
+    write_record(Path(path), report)
 
 
 _call_counts: Any = None
 
 
-def _install_hooks() -> None:
+def _install_hooks(spec: ChildSpec) -> None:
     global _call_counts
-    if os.environ.get("PT2DOCTOR_ACCURACY"):  # before the counter, whose wrapper must count only the program's calls
+    hooks = spec.hooks
+    if hooks.accuracy_probe is not None:  # before the counter, whose wrapper must count only the program's calls
         from pt2doctor.capture import accuracy_probe
 
-        accuracy_probe.install(json.loads(os.environ["PT2DOCTOR_ACCURACY"]))
-    if os.environ.get("TORCH_TRACE"):  # a traced run: count how often each compiled graph runs
+        accuracy_probe.install(hooks.accuracy_probe)
+    if spec.count_calls:  # a traced run: count how often each compiled graph runs
         from pt2doctor.capture import call_counter
 
         _call_counts = call_counter.install()
-    record_dir = os.environ.get("PT2DOCTOR_RECORD")
-    if record_dir:
+    if spec.record_dir:
         from pt2doctor.capture import graph_recorder
 
-        graph_recorder.install(__import__("pathlib").Path(record_dir))
-    if os.environ.get("PT2DOCTOR_FRAME_RECORD"):
+        graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
+                               every_aot_graph=hooks.record_every_aot_graph)
+    if hooks.frame_record_dir:
         from pt2doctor.capture import frame_recorder
 
-        frame_recorder.install(__import__("pathlib").Path(os.environ["PT2DOCTOR_FRAME_RECORD"]))
-    if os.environ.get("PT2DOCTOR_OVERRIDES"):
+        frame_recorder.install(Path(hooks.frame_record_dir))
+    if hooks.overrides is not None:
         from pt2doctor.capture import overrides
 
-        overrides.install(json.loads(os.environ["PT2DOCTOR_OVERRIDES"]))
+        overrides.install(hooks.overrides)
+
+
+def _crash_log(spec: ChildSpec) -> None:
+    if not spec.crash_log:
+        return
+    stream = open(spec.crash_log, "w")  # noqa: SIM115 - must stay open until the process ends
+    faulthandler.enable(file=stream, all_threads=True)
+    if spec.timeout_s and spec.timeout_s > 2:
+        # Dump where the script is just before the parent stops it, so a hang names its line.
+        faulthandler.dump_traceback_later(spec.timeout_s - 1.0, exit=False, file=stream)
 
 
 def main() -> None:
-    if len(sys.argv) < 2:
-        sys.stderr.write("usage: python -m pt2doctor.capture.child SCRIPT [ARGS...]\n")
+    if len(sys.argv) < 4 or sys.argv[1] != "--spec":
+        sys.stderr.write("usage: python -m pt2doctor.capture.child --spec SPEC SCRIPT [ARGS...]\n")
         sys.exit(64)
-    script = os.path.abspath(sys.argv[1])
-    meta = os.environ.get("PT2DOCTOR_META")
-    crash_log = os.environ.get("PT2DOCTOR_FAULTHANDLER")
-    if crash_log:
-        stream = open(crash_log, "w")  # noqa: SIM115 - must stay open until the process ends
-        faulthandler.enable(file=stream, all_threads=True)
-        timeout = float(os.environ.get("PT2DOCTOR_TIMEOUT") or 0)
-        if timeout > 2:
-            # Dump where the script is just before the parent stops it, so a hang names its line.
-            faulthandler.dump_traceback_later(timeout - 1.0, exit=False, file=stream)
-    sys.argv = [sys.argv[1], *sys.argv[2:]]
+    spec = read_record(Path(sys.argv[2]), ChildSpec)
+    script = os.path.abspath(sys.argv[3])
+    _crash_log(spec)
+    sys.argv = sys.argv[3:]
     sys.path[0] = os.path.dirname(script)
     started = time.time()
-    _install_hooks()
+    _install_hooks(spec)
+    meta = spec.meta
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if meta:
-            _write_meta(meta, {"exit_code": code, "wall_s": time.time() - started})
+            _write_meta(meta, code, started)
         raise
     except BaseException as exc:
         if meta:
-            _write_meta(meta, {"exit_code": 1, "exception": _exception_record(exc), "wall_s": time.time() - started})
+            _write_meta(meta, 1, started, _exception_record(exc))
         raise
     if meta:
-        _write_meta(meta, {"exit_code": 0, "wall_s": time.time() - started})
+        _write_meta(meta, 0, started)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Record the frame Dynamo failed on, so it can be replayed alone (the guide's record/replay, made to work).
 
-Contract: `install(out_dir)` (in the child, `PT2DOCTOR_FRAME_RECORD=DIR`) hooks the handler Dynamo
+Contract: `install(out_dir)` (in the child, the spec's `frame_record_dir`) hooks the handler Dynamo
 calls when a frame fails to compile and writes `DIR/frame-<name>-<line>.pkl` with `dill`: the
 frame's code, the globals it names (modules by reference, the script's own functions by value),
 its arguments as they were on entry, its closure, and whether the failure was a graph break (replayed
-with `fullgraph=True`), with a JSON summary beside it (`.json`: name, file, line, error, fullgraph)
+with `fullgraph=True`), with a `FrameSummary` beside it (`.json`, `model.child`)
 so the parent never unpickles what would import the script's modules. `write_replay(record, script_dir, path)` writes `replay.py`, a program that
 needs torch and dill only and compiles that one frame again with `backend="eager"`.
 
@@ -17,12 +17,13 @@ accumulated recompile limit (256), so it stops with "recompile limit exceeded" (
 from __future__ import annotations
 
 import inspect
-import json
 import types
 from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.model.child import FrameSummary
+from pt2doctor.model.serialize import read_record, write_record
 
 _done: set[Any] = set()
 
@@ -54,8 +55,7 @@ def _record(out_dir: Path, exc: Exception, code: types.CodeType, frame: Any) -> 
     }
     path = out_dir / f"frame-{code.co_name}-{code.co_firstlineno}.pkl"
     path.write_bytes(dill.dumps(record, recurse=True))
-    about = {k: record[k] for k in ("name", "file", "line", "fullgraph", "error")}
-    path.with_suffix(".json").write_text(json.dumps(about))
+    write_record(path.with_suffix(".json"), FrameSummary(**{k: record[k] for k in FrameSummary.__struct_fields__}))
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -108,10 +108,10 @@ print("replay compiled the frame: the failure did not reproduce")
 
 def write_replay(record: Path, script_dir: Path, path: Path) -> Path:
     """From the recording's JSON summary: unpickling it would import the script's modules here."""
-    data = json.loads(record.with_suffix(".json").read_text())
+    about = read_record(record.with_suffix(".json"), FrameSummary)
     path.write_text(REPLAY.format(
-        name=data["name"], file=data["file"], line=data["line"], error=data["error"],
-        fullgraph_note=", fullgraph=True" if data["fullgraph"] else "",
+        name=about.name, file=about.file, line=about.line, error=about.error,
+        fullgraph_note=", fullgraph=True" if about.fullgraph else "",
         script_dir=str(script_dir), record=str(record.resolve()),
     ))
     return path

@@ -2,12 +2,9 @@
 
 `install(out_dir)` hooks in (through `torch_compat`) and returns the function that uninstalls.
 Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
-- `index.jsonl`: one JSON object per graph, in compile order:
-  `{"id": "g0003", "stage": "dynamo"|"aot", "compile_id": "0/0", "parent": "g0002"|null,
-    "aot_kind": "forward"|"backward"|"inference"|null, "backend": {"kind", "name", "source"},
-    "config": [code lines], "inputs": [TensorSpec/ScalarSpec as JSON], "nodes": N,
-    "constants": "g0003.constants.pt"|null, "values": "g0003.inputs.pt"|null,
-    "submodules": {"cond_true_0": "g0003.cond_true_0.py", ...}}`
+- `index.jsonl`: one `GraphEntry` (`model.recording`) per graph, in compile order: its id (`g0003`),
+  stage, compile id, Dynamo parent (an after-AOT graph), AOT kind, backend, config lines, inputs'
+  specs, node count and the files below.
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
 - `g0003.<name>.py`: each graph submodule it reaches by get_attr (a higher-order op's branches:
   torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
@@ -15,8 +12,8 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   there are any. Tensors only, so `torch.load(weights_only=True)` reads them back.
 - `g0003.inputs.pt`: real input values (torch.save of `{input index: CPU tensor}`), only where
   they matter (below).
-- `failures.jsonl`: `{"graph": id, "phase": "compile"|"run"|"accuracy", "description": "Type: first line"}`
-  (an accuracy failure also has `"tolerance"`; one whose inputs were saved, `"values"`).
+- `failures.jsonl`: one `GraphFailure` per failure: graph, phase (`compile`, `run`, `accuracy`),
+  `Type: first line` (an accuracy failure also has its tolerance; one whose inputs were saved, `values`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running,
   blank when nothing is. A MAP_SHARED page survives the process dying of a signal without an
   fsync per call, so after a segfault the parent still knows the culprit graph.
@@ -34,12 +31,12 @@ tensor values are kept only where they matter and are cheap to keep:
   the failing call made).
   Under `pt2doctor accuracy` a graph its probe judges wrong is one: the probe hands the inputs it
   judged to `keep_failing_inputs`, so nothing is judged twice.
-With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
-environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
+With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
+`record_accuracy_tolerance`), each Dynamo graph's first call is also judged
 by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
 the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
 of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
-after-AOT graph. With `every_aot_graph` (or `PT2DOCTOR_RECORD_AOT=1`; the failure workflows,
+after-AOT graph. With `every_aot_graph` (the child spec's `record_every_aot_graph`; the failure workflows,
 `diagnose` and `minify --script`, ask for it) the cache is off while recording, so every after-AOT
 graph is seen. Without it (`run --record`, which must stay cheap: with the cache off a warm GPT-2
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
@@ -53,9 +50,7 @@ Inputs' metadata and saved values: `capture.graph_inputs`.
 from __future__ import annotations
 
 import itertools
-import json
 import mmap
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,14 +59,14 @@ from pt2doctor.capture import torch_compat
 from pt2doctor.capture.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
 from pt2doctor.capture.graph_inputs import input_specs, save_values
 from pt2doctor.model.minify import (
-    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec,
+    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
 )
-from pt2doctor.model.serialize import to_builtins
+from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure
+from pt2doctor.model.serialize import append_line
 
 MARKER_SIZE = 256
 INDEX_VALUES_BYTES = 16 << 20
 FAILURE_VALUES_BYTES = 1 << 30
-EVERY_AOT_GRAPH_ENV = "PT2DOCTOR_RECORD_AOT"
 _installed: GraphRecorder | None = None  # the recorder `install` started in this process
 
 
@@ -93,42 +88,39 @@ class GraphRecorder:
     def mark(self, text: str) -> None:
         self.marker[:] = text.encode()[:MARKER_SIZE].ljust(MARKER_SIZE)
 
-    def fail(self, graph: str, phase: str, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
+    def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
         inner = torch_compat.unwrap_backend_exception(exc)
         lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
-        description = f"{type(inner).__name__}: {lines[0] if lines else ''}"
-        self._write_failure({"graph": graph, "phase": phase, "description": description}, inputs)
+        self._write_failure(graph, phase, f"{type(inner).__name__}: {lines[0] if lines else ''}", None, inputs)
 
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
-        entry = {"graph": graph, "phase": "accuracy", "description": f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}",
-                 "tolerance": tolerance}
-        self._write_failure(entry, inputs)
+        self._write_failure(graph, "accuracy", f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}", tolerance, inputs)
 
-    def _write_failure(self, entry: dict[str, Any], inputs: Sequence[Any]) -> None:
+    def _write_failure(self, graph: str, phase: FailurePhase, description: str, tolerance: float | None,
+                       inputs: Sequence[Any]) -> None:
         """One line of failures.jsonl; the graph's real inputs are saved with its first failure."""
-        graph = entry["graph"]
+        values = None
         if inputs and graph not in self.failed_with_values:
             self.failed_with_values.add(graph)
-            entry["values"] = save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
-        self.failures.write(json.dumps(entry) + "\n")
+            values = save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
+        append_line(self.failures, GraphFailure(graph, phase, description, tolerance, values))
 
-    def save(self, stage: str, gm: Any, example_inputs: Any, backend: BackendSpec | None, aot_kind: str | None) -> str:
+    def save(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
+             aot_kind: AotKind | None) -> str:
         graph_id = f"g{next(self.counter):04d}"
         (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
-        submodules = self._save_submodules(gm, graph_id)
-        constants = _save_constants(gm, self.dir / f"{graph_id}.constants.pt")
-        entry = {
-            "id": graph_id, "stage": stage, "compile_id": torch_compat.current_compile_id(),
-            "parent": self.current_dynamo if stage == "aot" else None, "aot_kind": aot_kind,
-            "backend": to_builtins(backend) if backend else None, "config": list(torch_compat.config_lines()),
-            "inputs": [to_builtins(s) for s in input_specs(gm, example_inputs)],
-            "nodes": sum(1 for n in gm.graph.nodes if n.op.startswith("call_")), "constants": constants,
-            "submodules": submodules,
-            "values": save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
-        }
-        self.index.write(json.dumps(entry) + "\n")
-        if stage == "dynamo" and entry["compile_id"]:
-            self.dynamo_by_compile_id[entry["compile_id"]] = graph_id
+        entry = GraphEntry(
+            id=graph_id, stage=stage, compile_id=torch_compat.current_compile_id(),
+            parent=self.current_dynamo if stage is Stage.AOT else None, aot_kind=aot_kind, backend=backend,
+            config=tuple(torch_compat.config_lines()), inputs=tuple(input_specs(gm, example_inputs)),
+            nodes=sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
+            constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
+            submodules=self._save_submodules(gm, graph_id),
+            values=save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
+        )
+        append_line(self.index, entry)
+        if stage is Stage.DYNAMO and entry.compile_id:
+            self.dynamo_by_compile_id[entry.compile_id] = graph_id
         return graph_id
 
     def _save_submodules(self, gm: Any, graph_id: str) -> dict[str, str]:
@@ -260,25 +252,16 @@ def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
     return expected, reference
 
 
-def _accuracy_tolerance(given: float | None) -> float | None:
-    if given is not None:
-        return given
-    value = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
-    return float(value) if value else None
-
-
 def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
-            every_aot_graph: bool | None = None) -> Callable[[], None]:
+            every_aot_graph: bool = False) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir))
-    if every_aot_graph is None:
-        every_aot_graph = os.environ.get(EVERY_AOT_GRAPH_ENV) == "1"
-    tolerance = _accuracy_tolerance(accuracy_tolerance)
+    tolerance = accuracy_tolerance
     global _installed
     _installed = recorder
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
-        graph_id = recorder.save("dynamo", gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
+        graph_id = recorder.save(Stage.DYNAMO, gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
         eager = graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
@@ -295,8 +278,9 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
         return _wrap_runtime(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        kind = "backward" if kwargs.get("is_backward") else "inference" if kwargs.get("is_inference") else "forward"
-        graph_id = recorder.save("aot", gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
+        kind: AotKind = "backward" if kwargs.get("is_backward") else \
+            "inference" if kwargs.get("is_inference") else "forward"
+        graph_id = recorder.save(Stage.AOT, gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
         recorder.mark(f"{graph_id} compile")
         try:
             return original(gm, example_inputs, *args, **kwargs)
@@ -320,33 +304,28 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
     return uninstall
 
 
-def run_script_recorded(script: str, out_dir: str, argv: list[str] | None = None) -> None:
-    """Run `script` as `__main__` with the recorder installed (the entry for a child process)."""
-    import runpy
-    import sys
-
-    uninstall = install(Path(out_dir), every_aot_graph=True)  # a failure workflow (`minify --script`, tests)
-    sys.argv = [script, *(argv or [])]
-    try:
-        runpy.run_path(script, run_name="__main__")
-    finally:
-        uninstall()
-
-
 def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None,
                   accuracy_tolerance: float | None = None) -> int:
-    """Run `script` in a child interpreter with the recorder on; returns its exit status.
+    """Run `script` in a child interpreter (`capture.child`) with the recorder on and every after-AOT
+    graph recorded (a failure workflow: `minify --script`, the tests); returns its exit status.
 
-    A stand-in for `capture.runner.run_script(..., record=True)` so `minify --script` and the
-    tests need no other part of the capture layer.
+    A stand-in for `capture.runner.run_script(..., record_graphs=True)` with no trace and no session,
+    so `minify --script` and the tests need no other part of the capture layer.
     """
     import subprocess
     import sys
 
-    code = "import sys; from pt2doctor.capture.graph_recorder import run_script_recorded as r; r(sys.argv[1], sys.argv[2], sys.argv[3:])"
+    from pt2doctor.model.child import ChildSpec, Hooks
+    from pt2doctor.model.serialize import write_record
+
+    run_dir = Path(run_dir).absolute()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec = ChildSpec(record_dir=str(run_dir), hooks=Hooks(record_every_aot_graph=True,
+                                                          record_accuracy_tolerance=accuracy_tolerance))
+    write_record(run_dir / "child-spec.json", spec)
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(script), str(run_dir), *(argv or [])],
+        [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
+         str(script), *(argv or [])],
         cwd=Path(script).resolve().parent, capture_output=True, timeout=timeout_s,
-        env={**os.environ, **({"PT2DOCTOR_RECORD_ACCURACY": str(accuracy_tolerance)} if accuracy_tolerance else {})},
     )
     return proc.returncode

@@ -1,7 +1,7 @@
 """Apply a what-if configuration inside the child, before the user's script runs.
 
-Contract: `install(spec)` is called once by `capture/child.py` with the JSON object from
-`PT2DOCTOR_OVERRIDES`. Every key is optional:
+Contract: `install(spec)` is called once by `capture/child.py` with the child spec's `Overrides`
+(`model.child`). Every field is optional:
 
 - `dynamo_config` / `inductor_config` / `compiler_config`: `{name: value}` set on `torch._dynamo.config`,
   `torch._inductor.config`, `torch.compiler.config`. An unknown name raises (a typo must not pass as
@@ -29,31 +29,30 @@ import random
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.model.child import Overrides
 
 _CONFIG_KEYS = {"dynamo_config": "dynamo", "inductor_config": "inductor", "compiler_config": "compiler"}
 MAX_CALLS = 32
 
 
-def install(spec: dict[str, Any]) -> None:
+def install(spec: Overrides) -> None:
     for key, module_name in _CONFIG_KEYS.items():
-        _set_config(torch_compat.config_module(module_name), spec.get(key) or {})
-    if spec.get("mark_dynamic"):
-        _add_sources("dynamic_sources", list(spec["mark_dynamic"]))
-    if spec.get("mark_unbacked"):
-        _add_sources("unbacked_sources", list(spec["mark_unbacked"]))
-    if spec.get("reorderable_print"):
+        _set_config(torch_compat.config_module(module_name), getattr(spec, key))
+    if spec.mark_dynamic:
+        _add_sources("dynamic_sources", list(spec.mark_dynamic))
+    if spec.mark_unbacked:
+        _add_sources("unbacked_sources", list(spec.mark_unbacked))
+    if spec.reorderable_print:
         torch_compat.dynamo_config().reorderable_logging_functions.add(print)
-    if spec.get("stance"):
+    if spec.stance:
         import torch
 
-        torch.compiler.set_stance(spec["stance"])
-    if spec.get("seed") is not None:
-        _seed(int(spec["seed"]))
-    recorder = _Recorder(spec["record_outputs"], int(spec.get("max_calls") or MAX_CALLS)) \
-        if spec.get("record_outputs") else None
-    if spec.get("compile_kwargs") or recorder is not None:
-        torch_compat.patch_torch_compile(dict(spec.get("compile_kwargs") or {}),
-                                         recorder.wrap if recorder is not None else None)
+        torch.compiler.set_stance(spec.stance)
+    if spec.seed is not None:
+        _seed(spec.seed)
+    recorder = _Recorder(spec.record_outputs, spec.max_calls or MAX_CALLS) if spec.record_outputs else None
+    if spec.compile_kwargs or recorder is not None:
+        torch_compat.patch_torch_compile(dict(spec.compile_kwargs), recorder.wrap if recorder is not None else None)
 
 
 def _set_config(module: Any, values: dict[str, Any]) -> None:

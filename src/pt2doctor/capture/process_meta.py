@@ -1,13 +1,12 @@
 """The child's side of a run, turned into facts: paths in a run dir, the sidecar, crash stacks.
 
-Contract: reads what `capture.child` and faulthandler wrote and never raises for a missing or
-half-written file (a crashed child leaves exactly that). Failures come out unclassified; analysis
+Contract: reads what `capture.child` (its `ChildReport`, `model.child`) and faulthandler wrote and
+never raises for a missing or unreadable file (a crashed child leaves no report). Failures come out unclassified; analysis
 decides their category.
 """
 
 from __future__ import annotations
 
-import json
 import linecache
 import re
 import shutil
@@ -17,10 +16,10 @@ import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
 from pt2doctor.capture.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
+from pt2doctor.model.child import ChildReport, ExceptionRecord
+from pt2doctor.model.serialize import RecordError, read_record
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
 _NOT_USER = tuple(
@@ -43,6 +42,10 @@ class RunPaths:
     @property
     def meta(self) -> Path:
         return self.root / "child.json"
+
+    @property
+    def spec(self) -> Path:
+        return self.root / "child-spec.json"
 
     @property
     def faulthandler(self) -> Path:
@@ -76,23 +79,22 @@ def is_user_file(path: str) -> bool:
     return resolved.startswith(_EXAMPLES) or not resolved.startswith(_NOT_USER)
 
 
-def read_meta(paths: RunPaths) -> dict[str, Any]:
+def read_meta(paths: RunPaths) -> ChildReport | None:
     try:
-        value = json.loads(paths.meta.read_text())
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return read_record(paths.meta, ChildReport)
+    except (OSError, RecordError):
+        return None
 
 
-def failures(meta: dict[str, Any], exit_info: ExitInfo, compile_failures: Iterable[Failure], paths: RunPaths,
+def failures(meta: ChildReport | None, exit_info: ExitInfo, compile_failures: Iterable[Failure], paths: RunPaths,
              timeout_s: float | None) -> list[Failure]:
     out: list[Failure] = []
-    exc = meta.get("exception")
-    if exit_info.interrupted and isinstance(exc, dict) and str(exc.get("type", "")).endswith("KeyboardInterrupt"):
+    exc = meta.exception if meta is not None else None
+    if exit_info.interrupted and exc is not None and exc.type.endswith("KeyboardInterrupt"):
         # our Ctrl-C, forwarded: the script did not fail; where it was is in the exception's frames
         interrupt = _from_exception(exc, [])
         out.append(replace(interrupt, exception="KeyboardInterrupt", message="interrupted (Ctrl-C)", origin="interrupt"))
-    elif isinstance(exc, dict):
+    elif exc is not None:
         out.append(_from_exception(exc, list(compile_failures)))
     elif exit_info.timed_out:
         out.append(_stack_failure("timeout", "Timeout", f"still running after {timeout_s:g} s; stopped", paths))
@@ -119,29 +121,27 @@ def _is_same(failure: Failure, known: list[Failure]) -> bool:
     return any(k.exception.rsplit(".", 1)[-1] == failure.exception and k.file == failure.file for k in known)
 
 
-def _from_exception(exc: dict[str, Any], compile_failures: list[Failure]) -> Failure:
-    frames = tuple(SourceLoc(f["file"], int(f["line"]), f.get("function", ""), f.get("code", ""))
-                   for f in exc.get("frames", ()))
-    user = tuple(f for f in frames if is_user_file(f.file))
+def _from_exception(exc: ExceptionRecord, compile_failures: list[Failure]) -> Failure:
+    user = tuple(f for f in exc.frames if is_user_file(f.file))
     where = user[-1] if user else None
-    short = str(exc.get("type", "Exception")).rsplit(".", 1)[-1]
+    short = exc.type.rsplit(".", 1)[-1]
     match = next((f for f in compile_failures if f.exception == short), None)
     if match is not None and match.file:
         # Dynamo knows the line inside the compiled function; the traceback only has the call site.
         where = SourceLoc(match.file, match.line or 0)
-    graph = _compile_id(exc.get("raised_by_graph")) if match is None else None
+    graph = _compile_id(exc.raised_by_graph) if match is None else None
     return Failure(
-        category=Category.UNCLASSIFIED, exception=str(exc.get("type", "Exception")),
-        message=str(exc.get("message", "")), file=where.file if where else None, line=where.line if where else None,
+        category=Category.UNCLASSIFIED, exception=exc.type,
+        message=exc.message, file=where.file if where else None, line=where.line if where else None,
         origin="graph" if graph else "exception",
         compile_id=match.compile_id if match else graph, user_frames=user,
-        chain=tuple(exc.get("chain", ())), traceback=str(exc.get("traceback", "")),
+        chain=exc.chain, traceback=exc.traceback,
     )
 
 
-def _compile_id(text: object) -> CompileId | None:
+def _compile_id(text: str | None) -> CompileId | None:
     try:
-        return CompileId.parse(text) if isinstance(text, str) else None
+        return CompileId.parse(text) if text else None
     except ValueError:
         return None
 
@@ -182,12 +182,13 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def environment(meta: dict[str, Any], torch_version: str | None) -> Environment:
-    env = meta.get("environment") or {}
+def environment(meta: ChildReport | None, torch_version: str | None) -> Environment:
+    if meta is None:
+        return Environment(torch=torch_version, python=sys.version.split()[0])
+    env = meta.environment
     return Environment(
-        torch=env.get("torch") or torch_version, python=env.get("python") or sys.version.split()[0],
-        platform=env.get("platform"), cuda=env.get("cuda"), gpu=env.get("gpu"), compiler=env.get("compiler"),
-        config_diff={str(k): str(v) for k, v in (env.get("config_diff") or {}).items()},
+        torch=env.torch or torch_version, python=env.python or sys.version.split()[0], platform=env.platform,
+        cuda=env.cuda, gpu=env.gpu, compiler=env.compiler, config_diff=dict(env.config_diff),
     )
 
 

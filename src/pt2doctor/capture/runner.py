@@ -7,7 +7,9 @@ advise (that is analysis): the session it returns holds facts only, with `Catego
 The child runs in its own process group so a timeout can end it and every compile worker it started.
 Several runs may go on at once (one per thread, as `diagnose` does); with `echo=False` a run's
 output goes to `stdout.txt`/`stderr.txt` in its directory instead of the terminal, and
-`stop_all()` ends every child still running (the caller's Ctrl-C).
+`stop_all()` ends every child still running (the caller's Ctrl-C). The child is told what to do
+by one `ChildSpec` file in the run directory (`child-spec.json`, `model.child`): the sidecar's
+path, the crash log, the timeout, the recorder's directory and the caller's `hooks`.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pt2doctor.capture import process_meta, run_lock
-from pt2doctor.capture.trace_reader import TraceCounters, read_trace
 from pt2doctor.capture.session_builder import build_session
-from pt2doctor.model import SCHEMA, ExitInfo, Session, TraceStats
-from pt2doctor.model.serialize import dumps
+from pt2doctor.capture.trace_reader import TraceCounters, read_trace
+from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
+from pt2doctor.model.child import ChildSpec, Hooks
+from pt2doctor.model.serialize import dumps, write_record
 
 _STDERR_TAIL = 64 * 1024
 _GRACE_S = 5.0
@@ -56,6 +59,7 @@ class RunOptions:
     out_dir: Path = Path("pt2doctor-runs/latest")
     timeout_s: float | None = None
     record_graphs: bool = False
+    hooks: Hooks = field(default_factory=Hooks)  # what the child installs besides the trace and the recorder
     env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_stderr: bool = False
     strict: bool = False
@@ -87,7 +91,9 @@ def run_script(options: RunOptions, reporter: Reporter | None = None) -> Session
 def _run(options: RunOptions, reporter: Reporter) -> Session:
     paths = process_meta.RunPaths(options.out_dir)
     paths.clear()
-    command = (sys.executable, "-m", "pt2doctor.capture.child", str(options.script), *options.args)
+    write_record(paths.spec, child_spec(options, paths))
+    command = (sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(paths.spec), str(options.script),
+               *options.args)
     reporter.status(f"running {shlex.join([str(options.script), *options.args])}")
     started = time.time()
     exit_info, stderr_tail = _supervise(command, _child_env(options, paths), options)
@@ -98,16 +104,18 @@ def _run(options: RunOptions, reporter: Reporter) -> Session:
     return session
 
 
+def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
+    return ChildSpec(
+        meta=str(paths.meta), crash_log=str(paths.faulthandler), timeout_s=options.timeout_s,
+        # the recorder writes graphs/ in the run directory, where `minify DIR` reads
+        record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
+    )
+
+
 def _child_env(options: RunOptions, paths: process_meta.RunPaths) -> dict[str, str]:
     env = dict(os.environ)
     env.update(options.env)
     env["TORCH_TRACE"] = str(paths.trace_dir)
-    env["PT2DOCTOR_META"] = str(paths.meta)
-    env["PT2DOCTOR_FAULTHANDLER"] = str(paths.faulthandler)
-    if options.timeout_s:
-        env["PT2DOCTOR_TIMEOUT"] = str(options.timeout_s)
-    if options.record_graphs:
-        env["PT2DOCTOR_RECORD"] = str(paths.root)  # the recorder writes graphs/ in it, where `minify DIR` reads
     return with_package_path(env)
 
 
@@ -225,15 +233,16 @@ def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitI
     meta = process_meta.read_meta(paths)
     failures = process_meta.failures(meta, exit_info, facts.compile_failures, paths, options.timeout_s)
     environment = process_meta.environment(meta, facts.torch_version)
+    torch_imported = meta.torch_imported if meta is not None else bool(facts.compiles)
     return Session(
         schema=SCHEMA, torch_version=environment.torch or facts.torch_version,
         command=(str(options.script), *options.args), exit=exit_info,
-        compiles=tuple(process_meta.with_calls(facts.compiles, meta.get("calls"))),
+        compiles=tuple(process_meta.with_calls(facts.compiles, meta.calls if meta is not None else None)),
         graph_breaks=tuple(process_meta.with_code(process_meta.settle_fatal(facts.graph_breaks, failures))),
         recompiles=tuple(facts.recompiles),
         failures=tuple(failures), limit_hits=tuple(facts.limit_hits), cwd=os.getcwd(), started_at=started,
         wall_s=wall, trace=_trace_stats(counters), environment=environment, stderr_tail=stderr_tail,
-        run_dir=str(paths.root), extras={"torch_imported": bool(meta.get("torch_imported", bool(facts.compiles)))},
+        run_dir=str(paths.root), extras=Extras(torch_imported=torch_imported),
     )
 
 

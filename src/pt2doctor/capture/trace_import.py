@@ -7,7 +7,7 @@ from pathlib import Path
 from pt2doctor.capture.process_meta import with_code
 from pt2doctor.capture.session_builder import build_session
 from pt2doctor.capture.trace_reader import TraceCounters, read_trace
-from pt2doctor.model import SCHEMA, Environment, ExitInfo, Session, TraceStats
+from pt2doctor.model import SCHEMA, Environment, ExitInfo, Extras, Session, TraceStats
 
 
 def session_from_trace(path: Path, *, strict: bool = False) -> Session:
@@ -20,5 +20,5 @@ def session_from_trace(path: Path, *, strict: bool = False) -> Session:
         limit_hits=tuple(facts.limit_hits),
         trace=TraceStats(files=tuple(counters.files), lines=counters.lines, events=counters.events,
                          unreadable=counters.unreadable, unknown=counters.unknown, ranks=tuple(sorted(counters.ranks))),
-        environment=Environment(torch=facts.torch_version), extras={"source": "trace"},
+        environment=Environment(torch=facts.torch_version), extras=Extras(source="trace"),
     )

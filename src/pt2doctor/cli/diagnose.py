@@ -110,7 +110,7 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
             table.add_row(backend, f"[{color}]{result}[/]")
         console.print(table)
     if d.user_frames:
-        console.print("where: " + ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]), markup=False)
+        console.print("where: " + ", ".join(str(f) for f in d.user_frames[:3]), markup=False)
     if d.bisection:
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
     if d.repro:

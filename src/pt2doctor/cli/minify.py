@@ -22,6 +22,7 @@ from pt2doctor.cli.options import SECONDS, OutDir, jobs_option, tolerance_option
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
+    from pt2doctor.model.minify import MinifyResult
     from pt2doctor.reduce.fx_minify import MinifyOutcome
     from pt2doctor.reduce.workers import Workers
 
@@ -133,12 +134,13 @@ def _failed_with_async_cuda_error(run_dir: Path) -> bool:
     return bool(session.failures) and asynchronous_cuda_error(session.failures[0])
 
 
-def _fold_into_session(run_dir: Path, result: object) -> None:
-    """The run's session.json keeps the minification (`extras["minify"]`), so `report RUN_DIR` shows it."""
+def _fold_into_session(run_dir: Path, result: MinifyResult) -> None:
+    """The run's session.json keeps the minification (`extras.minify`), so `report RUN_DIR` shows it."""
     from dataclasses import replace
 
+    import msgspec
+
     from pt2doctor.capture.runner import save
-    from pt2doctor.model.serialize import to_builtins
     from pt2doctor.report.document import ReportInputError, read_session_json
 
     path = run_dir / "session.json"
@@ -148,4 +150,4 @@ def _fold_into_session(run_dir: Path, result: object) -> None:
         session = read_session_json(path)
     except ReportInputError:
         return
-    save(replace(session, extras={**session.extras, "minify": to_builtins(result)}), path)
+    save(replace(session, extras=msgspec.structs.replace(session.extras, minify=result)), path)

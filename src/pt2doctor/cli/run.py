@@ -1,7 +1,13 @@
-"""`pt2doctor run [--out DIR] [--timeout S] [--json] [--html] SCRIPT [ARGS...]`."""
+"""`pt2doctor run [--out DIR] [--timeout S] [--json] [--html] SCRIPT [ARGS...]`.
+
+With `--record`, `PT2DOCTOR_RECORD_ACCURACY=TOL` in the environment also has the recorder judge each
+graph's first call against eager (fp64-referenced, `capture.graph_recorder`): a switch for the
+minifier's users and tests, read here once and handed to the child in its spec.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +18,7 @@ from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.model.child import Hooks
 from pt2doctor.report.advice import render_cold
 
 
@@ -29,8 +36,10 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
                 html: bool,
                 script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
+    tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
+    hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
-                         record_graphs=record, stdout_to_stderr=as_json, strict=strict)
+                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict)
     options = _cold.with_private_cache(options) if cold else options
     with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))

@@ -10,7 +10,6 @@ costs one small compile instead of a whole program run. The child's log is `out_
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,7 +17,8 @@ from pathlib import Path
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
-from pt2doctor.model.diagnosis import Bisection
+from pt2doctor.model.diagnosis import Bisection, BisectJob
+from pt2doctor.model.serialize import RecordError, dumps, read_record
 
 
 class PendingBisection:
@@ -39,10 +39,10 @@ class PendingBisection:
             timeout_s: float = 600.0) -> Bisection:
         result_path = self.out_dir / "bisect.json"
         result_path.unlink(missing_ok=True)
-        job = {"repro": str(repro), "target": target, "out": str(result_path), "backend": backend, "jobs": jobs}
+        job = BisectJob(str(repro), target, str(result_path), backend, jobs)
         try:
             assert self._proc.stdin is not None
-            self._proc.stdin.write((json.dumps(job) + "\n").encode())
+            self._proc.stdin.write(dumps(job) + b"\n")
             self._proc.stdin.close()
             self._proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -52,12 +52,11 @@ class PendingBisection:
             self._proc.wait()
         finally:
             self._log.close()
-        if not result_path.exists():
+        try:
+            return read_record(result_path, Bisection)
+        except (OSError, RecordError):
             return Bisection(None, None, note=f"the bisection process died (exit {self._proc.returncode}); "
                                               "see bisect.log")
-        data = json.loads(result_path.read_text())
-        return Bisection(data["backend"], data["subsystem"], data["bisect_number"], data["debug_info"],
-                         int(data["queries"]), float(data["time_s"]), data["note"])
 
     def cancel(self) -> None:
         if self._proc.poll() is None:

@@ -16,13 +16,12 @@ a lowering, the FX node) comes from one recording query in which nothing is disa
 A query "fails" when `Repro` compiled with BACKEND fails the way TARGET (a failure signature) says;
 any other failure counts as a pass, so the search cannot drift to another bug. Caches are off so
 every query really lowers and generates code. The process is separate from everything else because
-the bisector's state is global (pytorch#143453). Writes OUT as JSON:
-`{"backend", "subsystem", "bisect_number", "debug_info", "queries", "time_s", "note"}`.
+the bisector's state is global (pytorch#143453). Writes OUT as a `Bisection` (`model.diagnosis`)
+with the codec; `--serve` takes its job as one `BisectJob` line on stdin.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import re
@@ -38,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.model.diagnosis import Bisection, BisectJob
+from pt2doctor.model.serialize import convert, dumps, loads, write_record
 
 _QUERY_TIMEOUT_S = 120.0
 
@@ -161,7 +162,7 @@ class Queries:
                 os.setpgid(0, 0)
                 if torch_compat.cuda_fork_poisoned():  # this fork cannot use CUDA: ask a fresh interpreter
                     os.execv(sys.executable, [sys.executable, "-m", __spec__.name, "--query", self.repro, self.target,
-                                              self.backend, json.dumps(_plan_json(plan)), str(self._log(plan))])
+                                              self.backend, dumps(plan).decode(), str(self._log(plan))])
                 code = _query_body(self.ns, self.backend, self.target, plan, self._log(plan))
             finally:
                 os._exit(code)
@@ -207,17 +208,10 @@ def _graph_text(repro: str) -> str:
     return repro[start:end] if start >= 0 and end > start else repro
 
 
-def _plan_json(plan: Plan) -> dict[str, Any]:
-    return {"subsystem": plan.subsystem, "keep": plan.keep, "record": plan.record,
-            "change": [list(item) for item in plan.change] if plan.change is not None else None}
-
-
 def _query_main(argv: list[str]) -> int:
     """`--query REPRO TARGET BACKEND PLAN LOG`: one query in a fresh interpreter (for a CUDA-poisoned fork)."""
     repro, target, backend, plan_text, log = argv
-    data = json.loads(plan_text)
-    change = tuple(tuple(item) for item in data["change"]) if data["change"] is not None else None
-    plan = Plan(data["subsystem"], data["keep"], change, data["record"])  # type: ignore[arg-type]
+    plan = loads(plan_text, Plan)
     torch_compat.compile_every_time()
     return _query_body(runpy.run_path(repro, run_name="pt2doctor_bisect"), backend, target, plan, Path(log))
 
@@ -277,15 +271,15 @@ def main(argv: list[str]) -> int:
 
 def _serve(argv: list[str]) -> int:
     """`--serve CUDA`: get ready (torch imported, Inductor warmed up unless CUDA is "1") while the minifier
-    works, then read one JSON line `{"repro", "target", "out", "backend", "jobs"}` from stdin and bisect;
-    end of input without a line means no bisection is needed."""
+    works, then read one `BisectJob` line from stdin and bisect; end of input without a line means no
+    bisection is needed."""
     if argv[0] != "1":  # on a GPU build any compile touches CUDA: then each fork compiles from cold
         _warm_up("inductor")
     line = sys.stdin.readline()
     if not line.strip():
         return 0
-    job = json.loads(line)
-    return _bisect_file(job["repro"], job["target"], job["out"], job["backend"], int(job["jobs"]))
+    job = loads(line, BisectJob)
+    return _bisect_file(job.repro, job.target, job.out, job.backend, job.jobs)
 
 
 def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> int:
@@ -316,8 +310,7 @@ def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> 
     finally:
         result["queries"] = queries.count if queries else 0
         result["time_s"] = round(time.monotonic() - started, 3)
-        with open(out, "w") as handle:
-            json.dump(result, handle)
+        write_record(Path(out), convert(result, Bisection))
     return 0
 
 

@@ -13,14 +13,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES
-from pt2doctor.model import Category, Environment, Session
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis
+from pt2doctor.model import Category, Environment, Session, SourceLoc
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage
 from pt2doctor.model.minify import MinifyResult
 
 
@@ -29,8 +28,8 @@ class Found:
     """What the procedure has established so far; frozen into a `Diagnosis` at the end."""
 
     command: tuple[str, ...]
-    category: str | None = None
-    stage: str | None = None
+    category: Category | None = None
+    stage: FailingStage | None = None
     stages: dict[str, str] = field(default_factory=dict)
     flaky: bool = False
     attempts: list[Attempt] = field(default_factory=list)
@@ -38,7 +37,7 @@ class Found:
     error: str = ""
     hint: str = ""
     original_backend: str | None = None
-    user_frames: list[dict[str, Any]] = field(default_factory=list)
+    user_frames: list[SourceLoc] = field(default_factory=list)
     minify: MinifyResult | None = None
     bisection: Bisection | None = None
     replay: str | None = None
@@ -80,7 +79,7 @@ def _exit_code(found: Found) -> int:
         return 0
     if found.flaky:
         return 3
-    return 2 if found.category == Category.USER_ERROR.value else 1
+    return 2 if found.category is Category.USER_ERROR else 1
 
 
 def success(found: Found) -> None:
@@ -103,7 +102,7 @@ def success(found: Found) -> None:
 
 def flaky(found: Found, a1: Attempt, a2: Attempt) -> None:
     found.flaky = True
-    found.category = (a1.category or a2.category or Category.UNCLASSIFIED.value)
+    found.category = a1.category or a2.category or Category.UNCLASSIFIED
     found.error = a1.error or a2.error
     found.headline = (f"flaky: the same command gave two different outcomes: run 1 {_said(a1)}; "
                       f"run 2 {_said(a2)}. Nothing was minified from it.")
@@ -119,7 +118,7 @@ def _said(attempt: Attempt) -> str:
 
 
 def user_error(found: Found, off: Attempt) -> None:
-    found.category = Category.USER_ERROR.value
+    found.category = Category.USER_ERROR
     found.stage = None  # it fails with compilation off: no compiler stage is to blame
     same = off.signature == found.attempts[0].signature
     found.headline = ("the script fails the same way with compilation turned off: a bug in the script, not in "
@@ -133,8 +132,8 @@ def user_error(found: Found, off: Attempt) -> None:
 def refine_category(found: Found) -> None:
     """An exception the script raised itself, that only a compiled run raises, means the compiled code
     computed something else: an accuracy problem found by the script's own check."""
-    if found.category == Category.USER_ERROR.value and found.stage in GRAPH_STAGES:
-        found.category = Category.ACCURACY.value
+    if found.category is Category.USER_ERROR and found.stage in GRAPH_STAGES:
+        found.category = Category.ACCURACY
         found.notes.append("the script's own check fails only when compiled by a real backend: treated as accuracy")
 
 
@@ -143,27 +142,27 @@ def where(found: Found) -> None:
     if session is None or not session.failures:
         return
     failure = session.failures[0]
-    frames = _traced_frames(failure.message) + [{"file": loc.file, "line": loc.line} for loc in failure.user_frames]
-    if failure.file and failure.line and {"file": failure.file, "line": failure.line} not in frames:
-        frames.insert(0, {"file": failure.file, "line": failure.line})
+    frames = _traced_frames(failure.message) + list(failure.user_frames)
+    if failure.file and failure.line and (failure.file, failure.line) not in {(f.file, f.line) for f in frames}:
+        frames.insert(0, SourceLoc(failure.file, failure.line))
     found.user_frames = frames
     fatal = next((b for b in session.graph_breaks if b.fatal), session.graph_breaks[0] if session.graph_breaks else None)
-    if fatal is not None and found.stage == "dynamo":
+    if fatal is not None and found.stage is FailingStage.DYNAMO:
         found.hint = next((h for h in fatal.hints), "")
         if not frames:
-            found.user_frames = [{"file": fatal.file, "line": fatal.line}]
+            found.user_frames = [SourceLoc(fatal.file, fatal.line, fatal.function, fatal.code)]
 
 
 _USER_CODE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def _traced_frames(message: str) -> list[dict[str, Any]]:
+def _traced_frames(message: str) -> list[SourceLoc]:
     """The lines Dynamo was tracing when it failed (the "from user code:" block of its message), innermost first."""
     _, marker, block = message.partition("from user code:")
     if not marker:
         return []
-    frames = [{"file": f, "line": int(n)} for f, n in _USER_CODE.findall(block.split("\n\n")[0])]
-    return [f for f in reversed(frames) if is_user_file(f["file"])]
+    frames = [SourceLoc(f, int(n)) for f, n in _USER_CODE.findall(block.split("\n\n")[0])]
+    return [f for f in reversed(frames) if is_user_file(f.file)]
 
 
 def _recompile_limit_steps(found: Found) -> None:
@@ -183,14 +182,15 @@ def _recompile_limit_steps(found: Found) -> None:
 
 
 def conclude(found: Found) -> None:
-    stage_title = STAGE_TITLES.get(found.stage or "", found.stage or "an unknown stage")
+    stage_title = STAGE_TITLES[found.stage] if found.stage else "an unknown stage"
     backend = found.original_backend or "the original backend"
-    found.headline = f"{found.category} in {stage_title}: {found.error}"
-    if found.category == Category.RECOMPILATION.value:
+    category = found.category.value if found.category else Category.UNCLASSIFIED.value
+    found.headline = f"{category} in {stage_title}: {found.error}"
+    if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
-    elif found.stage == "dynamo":
+    elif found.stage is FailingStage.DYNAMO:
         where = found.user_frames[0] if found.user_frames else None
-        at = f" at {where['file']}:{where['line']}" if where else ""
+        at = f" at {where.file}:{where.line}" if where else ""
         found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")
         if found.hint:
             found.next_steps.append(found.hint)
@@ -201,7 +201,7 @@ def conclude(found: Found) -> None:
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]
         if passed:
-            cost = "without your backend" if found.stage == "backend" else "without Inductor's code generation: slower"
+            cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation: slower"
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
                                     f"({cost}).")
         if found.minify and found.minify.verified:
@@ -209,7 +209,7 @@ def conclude(found: Found) -> None:
                                     f"{', '.join(found.minify.ops)}); `python repro.py` shows the bug.")
         elif found.minify:
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
-        if found.stage == "backend":
+        if found.stage is FailingStage.BACKEND:
             carried = " (the repro includes its source)" if found.minify else ""
             found.next_steps.append(f"The failure is inside {backend}: fix it there{carried}.")
     if found.bisection and found.bisection.subsystem:

@@ -24,7 +24,6 @@ Steps, with the runs made in parallel where they do not depend on each other:
 from __future__ import annotations
 
 import ast
-import json
 import os
 import time
 from concurrent.futures import Future
@@ -39,13 +38,14 @@ from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
-from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis
+from pt2doctor.model import Category, SourceLoc
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
+from pt2doctor.model.recording import read_failures, read_index
+from pt2doctor.model.serialize import RecordError
 
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
-_GRAPH_FAILURES = (Category.KERNEL_FAILURE.value, Category.BACKEND_FAILURE.value, Category.RUNTIME_CRASH.value,
-                   Category.ACCURACY.value)
-_BISECT_START = {"inductor": "inductor", "decomp_partition": "aot_eager_decomp_partition"}
+_GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH, Category.ACCURACY)
+_BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +90,9 @@ def _syntax_error(script: Path, found: Found) -> bool:
     try:
         ast.parse(script.read_bytes(), filename=str(script))
     except SyntaxError as exc:
-        found.category = Category.USER_ERROR.value
+        found.category = Category.USER_ERROR
         found.error = f"SyntaxError: {exc.msg}"
-        found.user_frames = [{"file": str(script), "line": exc.lineno or 0}]
+        found.user_frames = [SourceLoc(str(script), exc.lineno or 0, "<module>", (exc.text or "").strip())]
         found.headline = f"the script does not parse: {exc.msg} at {script}:{exc.lineno} (nothing was run)"
         found.next_steps.append("Fix the syntax error, then run pt2doctor diagnose again.")
         return True
@@ -115,9 +115,9 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
     if a1.signature != a2.signature:
         flaky(found, a1, a2)
         return
-    found.category, found.error = a1.category or Category.UNCLASSIFIED.value, a1.error
+    found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
-    found.original_backend, on_cuda = _recorded_backend(runner.run_dir(a1.label))
+    found.original_backend, on_cuda = recorded_backend(runner.run_dir(a1.label))
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
@@ -138,7 +138,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
-    if found.stage == "dynamo":  # even backend='eager' fails: the script itself, or Dynamo?
+    if found.stage is FailingStage.DYNAMO:  # even backend='eager' fails: the script itself, or Dynamo?
         reporter.status("it fails with backend='eager' too: running it with compilation off")
         with found.timed("compilation_off"):
             off = runner.submit(Variant.compilation_off()).result()
@@ -146,10 +146,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
         if off.outcome == "fail":
             user_error(found, off)
             return
-    reporter.status(f"failing stage: {STAGE_TITLES.get(found.stage or '', found.stage)}")
+    reporter.status(f"failing stage: {STAGE_TITLES[found.stage] if found.stage else 'unknown'}")
     refine_category(found)
     where(found)
-    if found.stage == "dynamo" and found.category != Category.RECOMPILATION.value:  # a limit hit has no frame to replay
+    if found.stage is FailingStage.DYNAMO and found.category is not Category.RECOMPILATION:  # a limit hit has no frame to replay
         with found.timed("replay"):
             try:
                 _replay(options, runner.run_dir(a1.label), found, reporter)
@@ -161,7 +161,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):
             repro, target = Path(found.minify.repro_path), found.minify.signature.text
-            backend = _BISECT_START[found.stage]
+            backend = _BISECT_START[found.stage]  # type: ignore[index]
             found.bisection = (
                 pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
@@ -197,14 +197,11 @@ def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -
 def _failed_graph(run_dir: Path) -> str | None:
     """The recorded graph that the graph recorder saw fail last (the failure the run ended with) in
     `run_dir`'s run, if any."""
-    failures = RunPaths(run_dir).graphs_dir / "failures.jsonl"
-    lines = failures.read_text().splitlines() if failures.is_file() else []
-    for line in reversed(lines):
-        try:
-            return str(json.loads(line)["graph"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    return None
+    try:
+        failures = read_failures(RunPaths(run_dir).graphs_dir)
+    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
+        return None
+    return failures[-1].graph if failures else None
 
 
 def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt) -> None:
@@ -228,22 +225,15 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     found.stage, found.stages = blame(rungs, outcomes)
 
 
-def _recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
+def recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
     """From the graph recorder's index: the backend the script compiled with (None when no graph
-    reached a backend), and whether the recorded inputs were on a GPU."""
-    index = RunPaths(run_dir).graphs_dir / "index.jsonl"
-    if not index.exists():
+    reached a backend), and whether any recorded graph's inputs were on a CUDA device."""
+    try:
+        index = read_index(RunPaths(run_dir).graphs_dir)
+    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
         return None, False
-    text = index.read_text()
-    backend = None
-    for line in text.splitlines():
-        try:
-            backend = (json.loads(line).get("backend") or {}).get("name")
-        except json.JSONDecodeError:
-            continue
-        if backend:
-            break
-    return (str(backend) if backend else None), '"device": "cuda' in text
+    backend = next((e.backend.name for e in index if e.backend is not None and e.backend.name), None)
+    return backend, any(e.on_cuda for e in index)
 
 
 def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter, minify_reporter: Any) -> None:
@@ -251,13 +241,13 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
 
-    if found.category == Category.TIMEOUT.value:
+    if found.category is Category.TIMEOUT:
         found.notes.append("a hang is not minified: every query would have to wait for the timeout")
         return
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:
-            recorded = load_failing(run_dir, accuracy=found.category == Category.ACCURACY.value,
+            recorded = load_failing(run_dir, accuracy=found.category is Category.ACCURACY,
                                     out_dir=options.out_dir)
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)

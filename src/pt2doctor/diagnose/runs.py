@@ -1,7 +1,7 @@
 """Run the user's unchanged script under variants (a backend swapped in, compilation off), several at once.
 
-Contract: a `Variant` is a label plus what the child changes before the script runs (through
-`PT2DOCTOR_OVERRIDES`, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
+Contract: a `Variant` is a label plus what the child changes before the script runs (its
+`Overrides`, handed over in the child spec, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
 call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant also records the compiled graphs
 (the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
@@ -12,19 +12,17 @@ stops what is still running.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pt2doctor.analysis import enrich, verdict_for
 from pt2doctor.analysis.failures import first_message_line, signature
-from pt2doctor.capture.graph_recorder import EVERY_AOT_GRAPH_ENV
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script, stop_all
 from pt2doctor.model import Session
+from pt2doctor.model.child import Hooks, Overrides
 from pt2doctor.model.diagnosis import Attempt
 
 
@@ -32,7 +30,7 @@ from pt2doctor.model.diagnosis import Attempt
 class Variant:
     label: str
     backend: str | None = None  # None: whatever the script asks for
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides | None = None
     record: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set for the child, e.g. CUDA_LAUNCH_BLOCKING
 
@@ -48,11 +46,11 @@ class Variant:
 
     @classmethod
     def with_backend(cls, backend: str) -> Variant:
-        return cls(backend, backend, {"compile_kwargs": {"backend": backend}})
+        return cls(backend, backend, Overrides(compile_kwargs={"backend": backend}))
 
     @classmethod
     def compilation_off(cls) -> Variant:
-        return cls("force_eager", None, {"stance": "force_eager"})
+        return cls("force_eager", None, Overrides(stance="force_eager"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +86,20 @@ class VariantRunner:
         self._pool.shutdown(wait=False, cancel_futures=True)
         stop_all(signal.SIGTERM)
 
-    def _run(self, variant: Variant) -> Attempt:
-        env = {**self.call.env, **variant.env}
-        if variant.overrides:
-            env["PT2DOCTOR_OVERRIDES"] = json.dumps(variant.overrides)
-        if variant.record:
-            env["PT2DOCTOR_FRAME_RECORD"] = str(self.run_dir(variant.label) / "frames")
-            env[EVERY_AOT_GRAPH_ENV] = "1"  # a failure is expected: every after-AOT graph, cache or not
-        options = RunOptions(
+    def options(self, variant: Variant) -> RunOptions:
+        """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
+        hooks = Hooks(overrides=variant.overrides)
+        if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
+            hooks = Hooks(overrides=variant.overrides, frame_record_dir=str(self.run_dir(variant.label) / "frames"),
+                          record_every_aot_graph=True)
+        return RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
-            timeout_s=self.call.timeout_s, record_graphs=variant.record, env=env, echo=False, label=variant.label,
-            cancelled=self._closed,
+            timeout_s=self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
+            env={**self.call.env, **variant.env}, echo=False, label=variant.label, cancelled=self._closed,
         )
+
+    def _run(self, variant: Variant) -> Attempt:
+        options = self.options(variant)
         if self._closed.is_set():
             raise CancelledError(variant.label)
         self.reporter.status(f"run {variant.label}: started ({self._finished} of {self._submitted} runs done)")
@@ -124,7 +124,7 @@ def attempt_of(variant: Variant, session: Session) -> Attempt:
         error = f"{failure.exception.rsplit('.', 1)[-1]}: {first_message_line(failure.message)}" if failure else sig
     return Attempt(
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
-        category=verdict.category.value if sig is not None and verdict.category else None,
+        category=verdict.category if sig is not None else None,
         exit_code=verdict.exit_code, wall_s=round(session.wall_s or 0.0, 3), run_dir=session.run_dir or "",
         error=error,
     )

@@ -13,25 +13,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pt2doctor.model.diagnosis import StageOutcome
+from pt2doctor.model.diagnosis import FailingStage, StageOutcome
 
-REFERENCE: tuple[tuple[str, str], ...] = (
-    ("eager", "dynamo"),
-    ("aot_eager", "aot_autograd"),
-    ("aot_eager_decomp_partition", "decomp_partition"),
+REFERENCE: tuple[tuple[str, FailingStage], ...] = (
+    ("eager", FailingStage.DYNAMO),
+    ("aot_eager", FailingStage.AOT_AUTOGRAD),
+    ("aot_eager_decomp_partition", FailingStage.DECOMP_PARTITION),
 )
-GRAPH_STAGES = ("aot_autograd", "decomp_partition", "inductor", "backend")  # stages past Dynamo: a graph to minify
+# stages past Dynamo: a graph to minify
+GRAPH_STAGES = (FailingStage.AOT_AUTOGRAD, FailingStage.DECOMP_PARTITION, FailingStage.INDUCTOR, FailingStage.BACKEND)
 
 
-def ladder(original: str | None) -> list[tuple[str, str]]:
+def ladder(original: str | None) -> list[tuple[str, FailingStage]]:
     names = [backend for backend, _ in REFERENCE]
     if original in names:
         return list(REFERENCE[: names.index(original) + 1])
     top = original or "inductor"
-    return [*REFERENCE, (top, "inductor" if top == "inductor" else "backend")]
+    return [*REFERENCE, (top, FailingStage.INDUCTOR if top == "inductor" else FailingStage.BACKEND)]
 
 
-def blame(rungs: list[tuple[str, str]], outcomes: Mapping[str, str]) -> tuple[str | None, dict[str, StageOutcome]]:
+def blame(rungs: list[tuple[str, FailingStage]],
+          outcomes: Mapping[str, str]) -> tuple[FailingStage | None, dict[str, StageOutcome]]:
     """`outcomes` maps a backend to "pass" or "fail" for the runs made; the top rung is the original
     run, which failed (that is why we are here) unless told otherwise."""
     table: dict[str, StageOutcome] = {}

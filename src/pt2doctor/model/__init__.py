@@ -9,6 +9,7 @@ from pt2doctor.model.session import (
     Compile,
     Environment,
     ExitInfo,
+    Extras,
     Failure,
     GraphBreak,
     GuardFailure,
@@ -21,7 +22,8 @@ from pt2doctor.model.session import (
 )
 
 __all__ = [
-    "SCHEMA", "Analysis", "FailureExplanation", "RecompileChain", "RecompileStep", "Verdict", "Category", "Compile", "CompileId", "Environment", "ExitInfo", "Failure", "Finding",
+    "SCHEMA", "Analysis", "FailureExplanation", "RecompileChain", "RecompileStep", "Verdict", "Category", "Compile",
+    "CompileId", "Environment", "ExitInfo", "Extras", "Failure", "Finding",
     "GraphBreak", "GuardFailure", "GuardKind", "LimitHit", "Phases", "Recompile", "Session",
     "Severity", "SourceLoc", "TraceStats",
 ]

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
+import msgspec
+
+from pt2doctor.model.minify import MinifyResult, Stage
+
 AccuracyVerdict = Literal["pass", "fail", "error"]
 
 
@@ -64,6 +68,29 @@ class Recheck:
     verdict: AccuracyVerdict
 
 
+class MinifySummary(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What minifying a failing graph gave (`GraphAccuracy.minified`): the repro and its sizes, or
+    only `error` (why it could not be minified); `time_s` either way. Empty fields are left out."""
+
+    graph: str | None = None
+    stage: Stage | None = None
+    nodes_before: int | None = None
+    nodes_after: int | None = None
+    ops: tuple[str, ...] | None = None
+    verified: bool | None = None
+    minimal: bool | None = None
+    repro: str | None = None
+    queries: int | None = None
+    time_s: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, result: MinifyResult, time_s: float) -> MinifySummary:
+        return cls(graph=result.graph, stage=result.stage, nodes_before=result.nodes_before,
+                   nodes_after=result.nodes_after, ops=result.ops, verified=result.verified, minimal=result.minimal,
+                   repro=result.repro_path, queries=result.queries, time_s=time_s)
+
+
 @dataclass(frozen=True, slots=True)
 class GraphAccuracy:
     graph: str  # the compile id, "0/0"
@@ -82,7 +109,7 @@ class GraphAccuracy:
     causes: tuple[Cause, ...] = ()
     explained: bool = False  # every difference is accounted for by a known non-bug
     recheck: Recheck | None = None
-    minified: dict[str, Any] | None = None
+    minified: MinifySummary | None = None
     error: str | None = None
     function: str | None = None
     backend: str | None = None  # the backend's name (`inductor`, `aot_eager`, a callable's __name__)

@@ -10,22 +10,35 @@ diagnosis cut short (Ctrl-C, a step that failed) is still a valid document.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import Enum
+from typing import Literal
 
+from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import MinifyResult
-from pt2doctor.model.session import Environment
+from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
 
 StageOutcome = Literal["pass", "fail", "skipped"]
 
+
+class FailingStage(str, Enum):
+    """The compiler stage a failure is blamed on: the first rung of the backend ladder that fails."""
+
+    DYNAMO = "dynamo"
+    AOT_AUTOGRAD = "aot_autograd"
+    DECOMP_PARTITION = "decomp_partition"
+    INDUCTOR = "inductor"
+    BACKEND = "backend"
+
+
 # The words for a failing stage and for `CompilerBisector`'s subsystems, shared by every renderer.
 STAGE_TITLES = {
-    "dynamo": "Dynamo (graph capture)",
-    "aot_autograd": "AOTAutograd",
-    "decomp_partition": "decompositions / partitioner",
-    "inductor": "Inductor (lowering / codegen)",
-    "backend": "the custom backend",
+    FailingStage.DYNAMO: "Dynamo (graph capture)",
+    FailingStage.AOT_AUTOGRAD: "AOTAutograd",
+    FailingStage.DECOMP_PARTITION: "decompositions / partitioner",
+    FailingStage.INDUCTOR: "Inductor (lowering / codegen)",
+    FailingStage.BACKEND: "the custom backend",
 }
 SUBSYSTEM_TITLES = {
     "pre_grad_passes": "pre-grad FX passes",
@@ -50,7 +63,7 @@ class Attempt:
     backend: str | None
     outcome: Literal["pass", "fail"]
     signature: str | None
-    category: str | None
+    category: Category | None
     exit_code: int
     wall_s: float
     run_dir: str
@@ -82,10 +95,23 @@ class Bisection:
 
 
 @dataclass(frozen=True, slots=True)
+class BisectJob:
+    """What the bisection process (`diagnose.bisect_child`) is asked: bisect `backend` on the repro at
+    `repro`, which fails like `target` (a failure signature), `jobs` queries at a time, and write the
+    `Bisection` it finds to `out`."""
+
+    repro: str
+    target: str
+    out: str
+    backend: str = "inductor"
+    jobs: int = 2
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     command: tuple[str, ...]
-    category: str | None  # a `Category` value; None when nothing failed
-    stage: str | None  # dynamo | aot_autograd | decomp_partition | inductor | backend
+    category: Category | None  # None when nothing failed
+    stage: FailingStage | None
     stages: dict[str, StageOutcome] = field(default_factory=dict)
     subsystem: str | None = None
     flaky: bool = False
@@ -95,7 +121,7 @@ class Diagnosis:
     replay_verified: bool = False
     minified_nodes: int | None = None
     culprit_ops: tuple[str, ...] = ()
-    user_frames: tuple[dict[str, Any], ...] = ()
+    user_frames: tuple[SourceLoc, ...] = ()
     headline: str = ""
     error: str = ""
     hint: str = ""

@@ -5,6 +5,8 @@ and the reports. `TensorSpec`/`ScalarSpec` describe inputs by metadata only (val
 in repros unless a saved-values file is named); dtypes and devices are torch's own spellings
 (`"float32"`, `"cpu"`). `FailureSignature.text` is already normalised (see
 `model.signature`), so two failures are "the same" exactly when their signatures are equal.
+Input specs are msgspec structs tagged by `kind` (a union of them decodes; `msgspec.structs.replace`
+changes one).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Union
+
+import msgspec
 
 
 class Stage(str, Enum):
@@ -44,8 +48,7 @@ class FailureSignature:
         return self.text
 
 
-@dataclass(frozen=True, slots=True)
-class TensorSpec:
+class TensorSpec(msgspec.Struct, frozen=True, tag="tensor", tag_field="kind"):
     """A tensor input by metadata; `dynamic` lists the dims that were symbolic (pytorch#114296)."""
 
     shape: tuple[int, ...]
@@ -55,18 +58,24 @@ class TensorSpec:
     requires_grad: bool = False
     dynamic: tuple[int, ...] = ()
     saved: str = ""  # the entry in the repro's saved-values file when its values matter, else random
-    kind: Literal["tensor"] = "tensor"
+
+    @property
+    def kind(self) -> Literal["tensor"]:
+        return "tensor"
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarSpec:
+class ScalarSpec(msgspec.Struct, frozen=True, tag="scalar", tag_field="kind"):
     """A Python scalar input (a SymInt when `dynamic`), or None."""
 
     value: int | float | bool | None
     dynamic: bool = False
-    kind: Literal["scalar"] = "scalar"
+
+    @property
+    def kind(self) -> Literal["scalar"]:
+        return "scalar"
 
 
+# Written as JSON objects tagged by `kind` ("tensor", "scalar"), so a list of them decodes as the union.
 InputSpec = Union[TensorSpec, ScalarSpec]
 
 
@@ -107,16 +116,3 @@ class MinifyResult:
     def minimal(self) -> bool:
         """Only a verified repro that ran to a fixed point is presented as minimal."""
         return self.verified and self.stopped_early is None
-
-
-_SPEC_TYPES: dict[str, type] = {"tensor": TensorSpec, "scalar": ScalarSpec}
-
-
-def input_spec_from_dict(data: dict) -> InputSpec:
-    """Inverse of `msgspec.to_builtins(spec)` (msgspec cannot decode a union of dataclasses)."""
-    fields = dict(data)
-    kind = _SPEC_TYPES[fields.pop("kind", "tensor")]
-    for name in ("shape", "stride", "dynamic"):
-        if isinstance(fields.get(name), list):
-            fields[name] = tuple(fields[name])
-    return kind(**fields)

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
+import msgspec
+
 from pt2doctor.model.accuracy import GraphAccuracy
 from pt2doctor.model.ids import CompileId, SourceLoc
+from pt2doctor.model.minify import MinifyResult
 
 SCHEMA = "pt2doctor.session/1"
 
@@ -223,6 +226,23 @@ class Environment:
     config_diff: dict[str, str] = field(default_factory=dict)
 
 
+SessionSource = Literal["trace", "watch"]
+
+
+class Extras(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a session says beyond the run's facts (session.json's `extras`; a field left empty is
+    left out): `source` where it came from when not a script run (`trace`: a TORCH_TRACE read on its
+    own, `watch`: `pt2doctor.watch()`), `torch_imported` whether the script imported torch,
+    `minify` what `pt2doctor minify RUN_DIR` found; `diagnosis` and `advisor` are sections a
+    renderer was handed to draw (by shape, `report.html_data`)."""
+
+    source: SessionSource | None = None
+    torch_imported: bool | None = None
+    minify: MinifyResult | None = None
+    diagnosis: dict[str, Any] | None = None
+    advisor: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     schema: str
@@ -241,7 +261,7 @@ class Session:
     environment: Environment = Environment()
     stderr_tail: str = ""
     run_dir: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: Extras = field(default_factory=Extras)
     accuracy: tuple[GraphAccuracy, ...] = ()  # one per compiled graph, from `pt2doctor accuracy` only
 
     @property

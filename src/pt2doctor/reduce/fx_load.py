@@ -22,12 +22,12 @@ beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as t
 the specs name them; without `out_dir` every input is random.
 A graph's branch submodules (higher-order ops) are read from their recorded code and traced
 (`torch_compat.graph_module`: every op a node, also one no input feeds), never unpickled; Inductor's random prims are registered first.
-Only `graphs/` is needed; `session.json` is not read.
+Only `graphs/` is needed (its `GraphEntry`/`GraphFailure` records, `model.recording`; a line that is
+not one raises `RecordError`); `session.json` is not read.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,10 @@ import torch
 import torch.fx
 
 from pt2doctor.capture.torch_compat import graph_module, register_inductor_prims, torch_ops_called
-from pt2doctor.model.minify import ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, Stage, input_spec_from_dict
+from pt2doctor.model.minify import (
+    ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
+)
+from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_values
@@ -55,24 +58,21 @@ class RecordedFailure:
     expected: FailureSignature | None
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+Entries = dict[str, GraphEntry]  # by id, in compile order
 
 
-def load_graph_module(graphs: Path, entry: dict[str, Any]) -> torch.fx.GraphModule:
+def load_graph_module(graphs: Path, entry: GraphEntry) -> torch.fx.GraphModule:
     """The recorded graph, its graph submodules (a higher-order op's branches) built from their
     code first, innermost first, and set as its attributes with its constants (tensors only)."""
     register_inductor_prims()  # an after-AOT graph with dropout calls prims.inductor_seeds & co
-    constants = torch.load(graphs / entry["constants"], weights_only=True) if entry.get("constants") else {}
+    constants = torch.load(graphs / entry.constants, weights_only=True) if entry.constants else {}
     submodules: dict[str, Any] = {}
-    for name, file in sorted((entry.get("submodules") or {}).items(), key=lambda item: -item[0].count(".")):
+    for name, file in sorted(entry.submodules.items(), key=lambda item: -item[0].count(".")):
         submodules[name] = _module_from_code(graphs / file, name, {**constants, **submodules})
         for placeholder in (n for n in submodules[name].graph.nodes if n.op == "placeholder"):
             placeholder.type = None  # FakeTensor annotations: nothing a repro should need to import
         submodules[name].recompile()
-    return _module_from_code(graphs / f"{entry['id']}.py", "", {**constants, **submodules})
+    return _module_from_code(graphs / f"{entry.id}.py", "", {**constants, **submodules})
 
 
 def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torch.fx.GraphModule:
@@ -90,24 +90,31 @@ def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torc
     return graph_module(module, torch_ops_called(code))
 
 
-def _choose(entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], inflight: str) -> tuple[str, str | None]:
+def _choose(entries: Entries, failures: list[GraphFailure], inflight: str) -> tuple[str, str | None]:
     """(graph id, recorded description or None for a signal death)."""
     if failures:
         # the run ended with its last failure (earlier ones were caught by the script); the same error is
         # recorded by the Dynamo graph and by the AOT graph inside it: blame the AOT one, the more precise
         last = failures[-1]
-        same = [f for f in failures if f["description"] == last["description"]]
-        failure = next((f for f in reversed(same) if entries[f["graph"]]["stage"] == "aot"), last)
-        return _blame_aot(entries, failure["graph"]), failure["description"]
+        same = [f for f in failures if f.description == last.description]
+        failure = next((f for f in reversed(same) if _entry(entries, f.graph).stage is Stage.AOT), last)
+        return _blame_aot(entries, failure.graph), failure.description
     if inflight:
         return _blame_aot(entries, inflight.split()[0]), None
     raise NothingToMinify("no graph failed in this run (use --accuracy to look for wrong results)")
 
 
-def _blame_aot(entries: dict[str, dict[str, Any]], graph_id: str) -> str:
-    if entries[graph_id]["stage"] == "aot":
+def _entry(entries: Entries, graph_id: str) -> GraphEntry:
+    """The index entry of a graph another record names (a failure, the inflight marker)."""
+    if graph_id not in entries:
+        raise NothingToMinify(f"the recording names graph {graph_id!r}, which its index does not hold")
+    return entries[graph_id]
+
+
+def _blame_aot(entries: Entries, graph_id: str) -> str:
+    if _entry(entries, graph_id).stage is Stage.AOT:
         return graph_id
-    children = [e["id"] for e in entries.values() if e.get("parent") == graph_id and e.get("aot_kind") != "backward"]
+    children = [e.id for e in entries.values() if e.parent == graph_id and e.aot_kind != "backward"]
     return children[-1] if children else graph_id
 
 
@@ -117,12 +124,12 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
     if accuracy:
         last = list(entries.values())[-1]
-        graph_id, description = _blame_aot(entries, last["id"] if last["stage"] == "dynamo" else last["parent"] or last["id"]), None
+        graph_id, description = _blame_aot(entries, last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
     else:
         graph_id, description = _choose(entries, failures, inflight)
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
-            tolerance = next((f["tolerance"] for f in failures if f.get("phase") == "accuracy"), tolerance)
+            tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)
     return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
 
 
@@ -130,25 +137,25 @@ def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = 1e-4,
                  out_dir: Path | None = None) -> RecordedFailure:
     """The graph to minify for Dynamo compile `compile_id` against the accuracy check (see the contract)."""
     graphs, entries, failures = _read_run(run_dir)
-    dynamo = next((e for e in entries.values() if e["stage"] == "dynamo" and e.get("compile_id") == compile_id), None)
+    dynamo = next((e for e in entries.values() if e.stage is Stage.DYNAMO and e.compile_id == compile_id), None)
     if dynamo is None:
         raise NothingToMinify(f"no recorded graph for compile id {compile_id}")
-    return _load(graphs, entries, failures, _blame_aot(entries, dynamo["id"]), None, True, tolerance, out_dir)
+    return _load(graphs, entries, failures, _blame_aot(entries, dynamo.id), None, True, tolerance, out_dir)
 
 
-def _read_run(run_dir: Path) -> tuple[Path, dict[str, dict[str, Any]], list[dict[str, Any]]]:
+def _read_run(run_dir: Path) -> tuple[Path, Entries, list[GraphFailure]]:
     """(the graphs directory, its index entries by id in compile order, its recorded failures)."""
     graphs = Path(run_dir) / "graphs"
-    index = _read_jsonl(graphs / "index.jsonl")
+    index = read_index(graphs)
     if not index:
         raise NothingToMinify(f"no recorded graphs under {graphs}")
-    return graphs, {e["id"]: e for e in index}, _read_jsonl(graphs / "failures.jsonl")
+    return graphs, {e.id: e for e in index}, read_failures(graphs)
 
 
-def _load(graphs: Path, entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]], graph_id: str,
+def _load(graphs: Path, entries: Entries, failures: list[GraphFailure], graph_id: str,
           description: str | None, accuracy: bool, tolerance: float, out_dir: Path | None) -> RecordedFailure:
     """`graph_id`'s graph as a case, its values (with `out_dir`) saved beside the repro, and its context."""
-    entry = entries[graph_id]
+    entry = _entry(entries, graph_id)
     values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
     return RecordedFailure(
         graph_id, case_from_entry(graphs, entry, values, out_dir), context_from_entry(entry, accuracy, tolerance),
@@ -168,62 +175,59 @@ def _expected(description: str | None) -> FailureSignature | None:
     return from_description(description)
 
 
-def _recorded_values(graphs: Path, entries: dict[str, dict[str, Any]], failures: list[dict[str, Any]],
-                    entry: dict[str, Any]) -> dict[int, torch.Tensor]:
+def _recorded_values(graphs: Path, entries: Entries, failures: list[GraphFailure],
+                     entry: GraphEntry) -> dict[int, torch.Tensor]:
     """The real input values the recorder kept for `entry`'s graph, by input index (see the contract)."""
     own = _values_file(entry, failures)
     if own:
         return torch.load(graphs / own, weights_only=True)
-    parent = entries.get(entry.get("parent") or "")
-    name = parent and entry.get("aot_kind") != "backward" and _values_file(parent, failures)
-    if not name:
+    parent = entries.get(entry.parent or "")
+    name = parent and entry.aot_kind != "backward" and _values_file(parent, failures)
+    if not parent or not name:
         return {}
     values = torch.load(graphs / name, weights_only=True)
-    return {at: values[i] for at, i in _aot_positions(parent["inputs"], entry["inputs"]).items() if i in values}
+    return {at: values[i] for at, i in _aot_positions(parent.inputs, entry.inputs).items() if i in values}
 
 
-def _values_file(entry: dict[str, Any], failures: list[dict[str, Any]]) -> str | None:
+def _values_file(entry: GraphEntry, failures: list[GraphFailure]) -> str | None:
     """The graph's saved values: those kept when it failed (all its inputs), else when it was recorded."""
-    kept = [f["values"] for f in failures if f["graph"] == entry["id"] and f.get("values")]
-    return kept[0] if kept else entry.get("values")
+    kept = [f.values for f in failures if f.graph == entry.id and f.values]
+    return kept[0] if kept else entry.values
 
 
-def _aot_positions(dynamo_inputs: list[dict[str, Any]], aot_inputs: list[dict[str, Any]]) -> dict[int, int]:
+def _aot_positions(dynamo_inputs: tuple[InputSpec, ...], aot_inputs: tuple[InputSpec, ...]) -> dict[int, int]:
     """AOT input position -> Dynamo input index. AOTAutograd puts the Dynamo graph module's own
     parameters first, then the Dynamo inputs in order; {} unless every tensor's shape and dtype agree."""
     offset = len(aot_inputs) - len(dynamo_inputs)
     if offset < 0:
         return {}
-    pairs = {offset + i: i for i, spec in enumerate(dynamo_inputs) if spec.get("kind") == "tensor"}
+    pairs = {offset + i: i for i, spec in enumerate(dynamo_inputs) if isinstance(spec, TensorSpec)}
     agree = all(_shape_and_dtype(aot_inputs[at]) == _shape_and_dtype(dynamo_inputs[i]) for at, i in pairs.items())
     return pairs if agree else {}
 
 
-def _shape_and_dtype(spec: dict[str, Any]) -> tuple[Any, ...]:
-    return spec.get("kind"), spec.get("shape"), spec.get("dtype")
+def _shape_and_dtype(spec: InputSpec) -> tuple[Any, ...]:
+    return (spec.shape, spec.dtype) if isinstance(spec, TensorSpec) else (None, None)
 
 
-def case_from_entry(graphs: Path, entry: dict[str, Any], values: dict[int, torch.Tensor] | None = None,
+def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Tensor] | None = None,
                     out_dir: Path | None = None) -> FxCase:
     """The recorded graph as a case; `values` by input index are saved in `out_dir`, beside the repro."""
     gm = load_graph_module(graphs, entry)
-    specs = [input_spec_from_dict(d) for d in entry["inputs"]]
+    specs = list(entry.inputs)
     if values and out_dir is not None:
         specs = save_values([values.get(i) for i in range(len(specs))], specs, out_dir)
     base = make_base(gm, specs)
     if base is None:
-        raise NothingToMinify(f"graph {entry['id']} does not run on inputs with its recorded metadata")
+        raise NothingToMinify(f"graph {entry.id} does not run on inputs with its recorded metadata")
     return initial_case(base)
 
 
-def context_from_entry(entry: dict[str, Any], accuracy: bool, tolerance: float) -> ReproContext:
-    backend = entry.get("backend") or {"kind": "named", "name": "inductor", "source": ""}
+def context_from_entry(entry: GraphEntry, accuracy: bool, tolerance: float) -> ReproContext:
     header = (
-        f"Recorded graph {entry['id']} ({entry['stage']}, compile id {entry.get('compile_id')}); "
-        f"torch {torch.__version__}.",
+        f"Recorded graph {entry.id} ({entry.stage.value}, compile id {entry.compile_id}); torch {torch.__version__}.",
     )
     return ReproContext(
-        stage=Stage(entry["stage"]),
-        backend=BackendSpec(BackendKind(backend["kind"]), backend["name"], backend.get("source", "")),
-        config_lines=tuple(entry.get("config", ())), accuracy=accuracy, tolerance=tolerance, header=header,
+        stage=entry.stage, backend=entry.backend or BackendSpec(BackendKind.NAMED, "inductor"),
+        config_lines=entry.config, accuracy=accuracy, tolerance=tolerance, header=header,
     )

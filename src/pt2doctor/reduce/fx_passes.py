@@ -22,9 +22,10 @@ problem's current case and change it only through the problem's gate (see `reduc
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 from collections.abc import Sequence
+
+import msgspec
 
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.core import ReductionProblem
@@ -128,11 +129,11 @@ def drop_outputs(problem: Problem) -> None:
 def _resize(spec: InputSpec, old_new: tuple[int, int]) -> InputSpec:
     old, new = old_new
     if isinstance(spec, ScalarSpec):
-        return dataclasses.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
+        return msgspec.structs.replace(spec, value=new) if spec.value == old and type(spec.value) is int else spec
     if old not in spec.shape:
         return spec  # keeps its saved value, if any
     shape = tuple(new if s == old else s for s in spec.shape)
-    return dataclasses.replace(spec, shape=shape, stride=_restride(spec, shape), saved="")
+    return msgspec.structs.replace(spec, shape=shape, stride=_restride(spec, shape), saved="")
 
 
 def _restride(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -164,7 +165,7 @@ def _consider_resized(problem: Problem, *resizes: dict[int, int]) -> bool:
 def simplify_dtypes(problem: Problem) -> None:
     for dtype in ("float64", "float16", "bfloat16"):
         case = problem.current
-        specs = [dataclasses.replace(s, dtype="float32", saved="") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
+        specs = [msgspec.structs.replace(s, dtype="float32", saved="") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
         if specs != list(case.inputs):
             candidate = rebase(case, specs)
             if candidate is not None:

@@ -41,10 +41,12 @@ class WorkerPoolError(RuntimeError):
 
 class WorkerPool:
     def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
-                 servers: bool = False, on_ready: Callable[[], None] | None = None) -> None:
+                 servers: bool = False, on_ready: Callable[[], None] | None = None,
+                 repro_file: str = "repro.py") -> None:
         self.jobs = max(1, min(jobs, MAX_SERVERS) if servers else jobs)  # candidates run at once
         self._on_ready = on_ready
         self.timeout_s = timeout_s
+        self.repro_file = repro_file  # each candidate's `__file__`: where the repro will be written
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
         self._proc: subprocess.Popen[bytes] | None = None
         if fork:
@@ -88,7 +90,7 @@ class WorkerPool:
         ids = list(range(self._next_id, self._next_id + len(scripts)))
         self._next_id += len(scripts)
         for job_id, text in zip(ids, scripts):
-            send(self._request_fd, ("run", job_id, text, self.timeout_s))
+            send(self._request_fd, ("run", job_id, text, self.timeout_s, self.repro_file))
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
             job_id, status, text = self._receive()  # type: ignore[misc]

@@ -13,11 +13,11 @@ values `capture.graph_recorder` kept).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 
 from pt2doctor.capture.graph_inputs import has_values, is_index
@@ -38,7 +38,7 @@ def save_values(inputs: Sequence[Any], specs: Sequence[InputSpec], out: Path) ->
     for index, (value, spec) in enumerate(zip(inputs, specs)):
         if has_values(value) and isinstance(spec, TensorSpec):
             values[f"arg{index}"] = value.detach().cpu().clone()
-            named[index] = dataclasses.replace(spec, saved=f"arg{index}")
+            named[index] = msgspec.structs.replace(spec, saved=f"arg{index}")
     out.mkdir(parents=True, exist_ok=True)
     torch.save(values, out / FILE_NAME)
     return named

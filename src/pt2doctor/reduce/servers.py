@@ -79,10 +79,10 @@ class Servers(Dispatcher):
             if not self.pending:
                 break
             if server.ready and server.job is None:
-                job_id, text, timeout_s = self.pending.popleft()
+                job_id, text, timeout_s, repro_file = self.pending.popleft()
                 server.job = (job_id, time.monotonic() + timeout_s)
                 try:
-                    send(server.proc.stdin.fileno(), ("run", job_id, text))  # type: ignore[union-attr]
+                    send(server.proc.stdin.fileno(), ("run", job_id, text, repro_file))  # type: ignore[union-attr]
                 except OSError:
                     pass  # it died; its stdout's end of file answers the job
         if self.pending and not self.servers:  # every server failed to warm up: say why
@@ -177,10 +177,10 @@ def serve_candidates(out_fd: int) -> None:
         for message in reader.feed(data):
             if message[0] == "quit":
                 return
-            _, job_id, text = message
+            _, job_id, text, repro_file = message
             restore()
             torch._dynamo.reset()
-            status, text = run_guarded(text)
+            status, text = run_guarded(text, repro_file)
             send(out_fd, (job_id, status, text))
             if status != "ok" and not _healthy():
                 return

@@ -51,6 +51,6 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
-    env = {"PT2DOCTOR_REPRO_FILE": str((Path(out_dir) / "repro.py").resolve())}
-    pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, env=env, on_ready=verifier.prewarm if verifier else None)
+    pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, on_ready=verifier.prewarm if verifier else None,
+                      repro_file=str((Path(out_dir) / "repro.py").resolve()))
     return Workers(pool, verifier)

@@ -4,8 +4,8 @@ Run as `python -m pt2doctor.reduce.zygote JOBS`, or forked from a parent that ha
 imported torch (`serve_forked`, which saves the zygote its own `import torch`); spoken to only by
 `reduce.pool.WorkerPool`.
 Contract:
-- Protocol: length-prefixed pickles on stdin/stdout. In: `("run", job_id, script_text, timeout_s)`
-  or `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then `(job_id, status, text)` per job, where status
+- Protocol: length-prefixed pickles on stdin/stdout. In: `("run", job_id, script_text, timeout_s,
+  repro_file)` (where the repro will be written: the candidate's `__file__`) or `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then `(job_id, status, text)` per job, where status
   is `ok`, `failed` (text: the script's `describe_failure`), `signal` (text: the number),
   `timeout` or `error` (a worker-side problem, never a match).
 - Isolation, two ways, one contract: a crash, abort, hang (killed at its timeout, with any gcc it
@@ -86,11 +86,10 @@ def warm_up(device: str = "cpu") -> None:
     compile_fx_inner(graph, [torch.randn(8, device=device)])
 
 
-def run_candidate(text: str) -> tuple[str, str]:
+def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
     """In the child: exec the repro script and run its `check()`."""
     # Where the repro will be written, so it finds files beside it (saved input values).
-    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate",
-                                    "__file__": os.environ.get("PT2DOCTOR_REPRO_FILE", "repro.py")}
+    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate", "__file__": repro_file}
     exec(compile(text, "repro.py", "exec"), namespace)
     try:
         namespace["check"]()  # type: ignore[operator]
@@ -99,10 +98,10 @@ def run_candidate(text: str) -> tuple[str, str]:
     return "ok", ""
 
 
-def run_guarded(text: str) -> tuple[str, str]:
+def run_guarded(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
     """`run_candidate`, with anything the script raises past its `check()` reported as an error."""
     try:
-        return run_candidate(text)
+        return run_candidate(text, repro_file)
     except BaseException as exc:  # an exec'd script can raise anything; report, never hang
         return "error", f"{type(exc).__name__}: {exc}"[:500]
 
@@ -114,7 +113,7 @@ class Dispatcher:
     def __init__(self, jobs: int, out_fd: int) -> None:
         self.jobs = jobs
         self.out_fd = out_fd
-        self.pending: deque[tuple[int, str, float]] = deque()
+        self.pending: deque[tuple[int, str, float, str]] = deque()  # (job id, script, timeout, repro file)
         self.selector = selectors.DefaultSelector()
         self.reader = FrameReader()
 
@@ -159,7 +158,7 @@ class _Child:
     chunks: list[bytes] = field(default_factory=list)
 
 
-def _fork(job_id: int, text: str, timeout_s: float) -> tuple[int, _Child]:
+def _fork(job_id: int, text: str, timeout_s: float, repro_file: str) -> tuple[int, _Child]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
@@ -170,7 +169,7 @@ def _fork(job_id: int, text: str, timeout_s: float) -> tuple[int, _Child]:
                 devnull = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(devnull, fd)
-            os.write(write_fd, pickle.dumps(run_guarded(text)))
+            os.write(write_fd, pickle.dumps(run_guarded(text, repro_file)))
         finally:
             os._exit(0)
     os.close(write_fd)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pt2doctor.analysis.accuracy import FALLBACK_RANDOM_LINE, headline
-from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
+from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy, MinifySummary
 
 _CAUSE_TEXT = {
     Cause.RANDOM: "random ops in the graph ({ops}): compiled may draw different numbers from eager",
@@ -86,12 +85,12 @@ def _cause(r: GraphAccuracy, cause: Cause) -> str:
                                      run_to_run=_num(r.run_to_run_max_abs))
 
 
-def _minified(m: dict[str, Any]) -> str:
-    if m.get("error"):
-        return f"not minified: {m['error']}"
-    word = "minimal, verified" if m.get("minimal") else "verified" if m.get("verified") else "NOT verified"
-    return (f"{m.get('nodes_before')} -> {m.get('nodes_after')} nodes {m.get('ops')} in {m.get('time_s')} s; "
-            f"repro ({word}): {m.get('repro')}")
+def _minified(m: MinifySummary) -> str:
+    if m.error:
+        return f"not minified: {m.error}"
+    word = "minimal, verified" if m.minimal else "verified" if m.verified else "NOT verified"
+    return (f"{m.nodes_before} -> {m.nodes_after} nodes {list(m.ops or ())} in {m.time_s} s; "
+            f"repro ({word}): {m.repro}")
 
 
 def _num(x: float | None) -> str:

@@ -27,7 +27,7 @@ def accuracy_section(results: Sequence[GraphAccuracy]) -> dict[str, Any]:
 
 def _row(r: GraphAccuracy) -> dict[str, Any]:
     first = r.first_divergent
-    minified = r.minified or {}
+    minified = r.minified
     return {
         "graph": r.graph, "function": r.function, "verdict": verdict_word(r),
         "max abs err": r.max_abs_err, "RMSE ratio": r.rmse_ratio,
@@ -36,8 +36,8 @@ def _row(r: GraphAccuracy) -> dict[str, Any]:
         "first divergent": f"{first.op} at {first.file}:{first.line}" if first else None,
         "known causes": ", ".join(c.value for c in r.causes) or None,
         "fallback_random re-check": r.recheck.verdict if r.recheck else None,
-        "minified repro": minified.get("error") or minified.get("repro"),
-        "repro verified": minified.get("verified") if minified else None,
+        "minified repro": (minified.error or minified.repro) if minified else None,
+        "repro verified": minified.verified if minified else None,
     }
 
 

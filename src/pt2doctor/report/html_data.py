@@ -3,7 +3,7 @@
 Contract: pure (no I/O; `capture.report_inputs` did that). Every string here is raw user data and stays raw:
 escaping is the template's job (Jinja2 autoescape) and the JSON embedder's (`html.embed_json`).
 Sections the session has nothing for are empty, and the template skips them. The results of later
-stages are read from `session.extras` ("diagnosis", "minify", "advisor") by shape, not by schema:
+stages are read from `session.extras` (`diagnosis`, `minify`, `advisor`) by shape, not by schema:
 scalars become a key/value table, lists of dicts a table, multi-line strings a code block, so those
 sections light up when the stages start writing them.
 """
@@ -198,7 +198,7 @@ def _extras(s: Session) -> list[dict[str, Any]]:
 
         out.append({"id": "extra-accuracy", "title": "Accuracy", "blocks": blocks_for(accuracy_section(s.accuracy))})
     for key, title in EXTRA_SECTIONS.items():
-        value = s.extras.get(key)
+        value = getattr(s.extras, key)
         if value:
             out.append({"id": f"extra-{key}", "title": title, "blocks": blocks_for(to_builtins(value))})
     return out

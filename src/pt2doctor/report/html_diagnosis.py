@@ -15,14 +15,14 @@ from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
 def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") -> dict[str, Any]:
     section: dict[str, Any] = {
         "headline": d.headline,
-        "category": d.category,
-        "failing stage": STAGE_TITLES.get(d.stage or "", d.stage),
+        "category": d.category.value if d.category else None,
+        "failing stage": STAGE_TITLES[d.stage] if d.stage else None,
         "flaky": d.flaky,
         "bisection": d.bisection.describe() if d.bisection else None,
         "culprit ops": list(d.culprit_ops),
         "minified nodes": d.minified_nodes,
         "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,
-        "where": ", ".join(f"{f['file']}:{f['line']}" for f in d.user_frames[:3]) or None,
+        "where": ", ".join(str(f) for f in d.user_frames[:3]) or None,
     }
     if d.stages:
         section["stage table"] = [{"backend": b, "result": r} for b, r in d.stages.items()]

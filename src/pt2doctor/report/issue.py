@@ -20,13 +20,14 @@ from pathlib import Path
 
 import jinja2
 
-from pt2doctor.model import Session
-from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
+from pt2doctor.model import Category, Session
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
 from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.model.serialize import dumps, loads
 
-_STAGE_TAGS = {"dynamo": "dynamo", "aot_autograd": "aotautograd", "decomp_partition": "aotautograd",
-               "inductor": "inductor", "backend": "custom backend"}
+_STAGE_TAGS = {FailingStage.DYNAMO: "dynamo", FailingStage.AOT_AUTOGRAD: "aotautograd",
+               FailingStage.DECOMP_PARTITION: "aotautograd", FailingStage.INDUCTOR: "inductor",
+               FailingStage.BACKEND: "custom backend"}
 
 
 @functools.cache
@@ -41,7 +42,7 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
     issue = ""
-    if diagnosis.failed and not diagnosis.interrupted and not diagnosis.flaky and diagnosis.category != "user_error":
+    if diagnosis.failed and not diagnosis.interrupted and not diagnosis.flaky and diagnosis.category is not Category.USER_ERROR:
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
@@ -54,6 +55,8 @@ def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, inp
     """The run's page with the diagnosis section (stage table, runs, repro.py, issue.md) added."""
     from dataclasses import replace
 
+    import msgspec
+
     from pt2doctor.report.document import build_report
     from pt2doctor.report.html import write_html_report
     from pt2doctor.report.html_diagnosis import diagnosis_section
@@ -62,7 +65,7 @@ def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, inp
         issue_path = Path(diagnosis.repro).parent / "issue.md" if diagnosis.repro else path.parent / "issue.md"
         issue = issue_path.read_text() if issue_path.exists() else ""
     section = diagnosis_section(diagnosis, _repro_text(diagnosis), issue)
-    extras = {**session.extras, "diagnosis": section}
+    extras = msgspec.structs.replace(session.extras, diagnosis=section)
     return write_html_report(build_report(replace(session, extras=extras)), path, inputs)
 
 
@@ -103,14 +106,14 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def render_issue(d: Diagnosis, session: Session | None) -> str:
-    stage = STAGE_TITLES.get(d.stage or "", d.stage or "an unknown stage")
+    stage = STAGE_TITLES[d.stage] if d.stage else "an unknown stage"
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text,
         summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
         bisection=d.bisection.describe() if d.bisection else "",
-        source=_source(frame["file"], frame["line"]) if frame and not repro_text else "",
+        source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
     )
 
@@ -119,7 +122,7 @@ _PATH = re.compile(r"(?:/[\w.\-+@]+){2,}")
 
 
 def _title(d: Diagnosis) -> str:
-    tag = _STAGE_TAGS.get(d.stage or "", "torch.compile")
+    tag = _STAGE_TAGS[d.stage] if d.stage else "torch.compile"
     ops = f" on {', '.join(d.culprit_ops)}" if d.culprit_ops else ""
     error = _PATH.sub("<path>", (d.error.splitlines() or [""])[0])
     return f"[{tag}] {error[:120]}{ops}"
@@ -127,22 +130,22 @@ def _title(d: Diagnosis) -> str:
 
 def _summary(d: Diagnosis, stage: str) -> str:
     backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
-    if d.stage == "dynamo":
+    if d.stage is FailingStage.DYNAMO:
         return "`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
-    if d.category == "accuracy":
+    if d.category is Category.ACCURACY:
         return (f"`torch.compile` with {backend} gives different results from eager; the first stage that "
                 f"shows it is {stage}.")
     return f"`torch.compile` with {backend} fails in {stage}; the simpler backends below it pass."
 
 
 def _expected(d: Diagnosis) -> str:
-    if d.category == "accuracy":
+    if d.category is Category.ACCURACY:
         return "the compiled program's results match eager within the fp64-referenced tolerance."
     return "the compiled program runs and computes what eager computes."
 
 
 def _actual(d: Diagnosis, stage: str) -> str:
-    if d.category == "accuracy":
+    if d.category is Category.ACCURACY:
         return f"the results differ ({d.error or 'accuracy check failed'})."
     return f"it fails in {stage} with `{d.error}`."
 

@@ -1,0 +1,109 @@
+"""The records between `capture.runner` and the child that runs the user's script (`capture.child`).
+
+Contract: the parent writes one `ChildSpec` (everything the child does besides running the script)
+into the run directory with the codec (`model.serialize.write_record`) and starts
+`python -m pt2doctor.capture.child --spec PATH SCRIPT ARGS...`; the script's own argv and
+environment stay its own. The child answers with one `ChildReport` (the sidecar, `child.json`),
+written when the script ends; a child that dies of a signal leaves none. `Hooks` is the part a
+caller chooses (what-if overrides, the accuracy probe, recordings); the runner adds the paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from pt2doctor.model.ids import SourceLoc
+
+
+class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A what-if configuration the child applies before the script runs (`capture.overrides` says
+    what each field does). An unknown key is an error: a typo must not pass as "the fix did not help"."""
+
+    dynamo_config: dict[str, Any] = {}
+    inductor_config: dict[str, Any] = {}
+    compiler_config: dict[str, Any] = {}
+    mark_dynamic: tuple[str, ...] = ()
+    mark_unbacked: tuple[str, ...] = ()
+    reorderable_print: bool = False
+    compile_kwargs: dict[str, Any] = {}
+    stance: str | None = None
+    seed: int | None = None
+    record_outputs: str | None = None  # a JSON-lines file of the compiled callables' first results
+    max_calls: int | None = None
+
+
+class AccuracyProbeSpec(msgspec.Struct, frozen=True):
+    """`pt2doctor accuracy`'s probe: one `GraphAccuracy` line per compiled graph to `out`."""
+
+    out: str
+    tol: float = 1e-4
+
+
+class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the child installs besides the trace: the caller's choice."""
+
+    overrides: Overrides | None = None
+    accuracy_probe: AccuracyProbeSpec | None = None
+    frame_record_dir: str | None = None  # the frame Dynamo fails on (`capture.frame_recorder`)
+    record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.graph_recorder`)
+    record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
+
+
+class ChildSpec(msgspec.Struct, frozen=True):
+    """`meta`: where the child writes its `ChildReport`; `crash_log`: faulthandler's file (dumped a
+    second before `timeout_s` too, so a hang names its line); `record_dir`: the graph recorder's
+    run directory (it writes `graphs/` there); `count_calls`: count each compiled graph's calls."""
+
+    meta: str | None = None
+    crash_log: str | None = None
+    timeout_s: float | None = None
+    record_dir: str | None = None
+    count_calls: bool = False
+    hooks: Hooks = Hooks()
+
+
+class ExceptionRecord(msgspec.Struct, frozen=True):
+    """The exception the script ended with: its chain (`Type: message` per link, outermost first),
+    its frames (innermost last) and, when a compiled graph raised it, that graph's compile id."""
+
+    type: str
+    message: str = ""
+    chain: tuple[str, ...] = ()
+    frames: tuple[SourceLoc, ...] = ()
+    traceback: str = ""
+    raised_by_graph: str | None = None
+
+
+class ChildEnvironment(msgspec.Struct, frozen=True):
+    python: str | None = None
+    platform: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    gpu: str | None = None
+    compiler: str | None = None
+    config_diff: dict[str, str] = {}
+    error: str | None = None  # why the torch facts are missing
+
+
+class FrameSummary(msgspec.Struct, frozen=True):
+    """Beside a frame recording (`capture.frame_recorder`): what the parent needs to write the replay
+    without unpickling the recording (which would import the script's modules)."""
+
+    name: str
+    file: str
+    line: int
+    fullgraph: bool
+    error: str
+
+
+class ChildReport(msgspec.Struct, frozen=True):
+    """The sidecar: how the script ended, as the child saw it."""
+
+    exit_code: int
+    wall_s: float = 0.0
+    exception: ExceptionRecord | None = None
+    calls: dict[str, int] | None = None  # compile id -> calls, with `ChildSpec.count_calls`
+    environment: ChildEnvironment = ChildEnvironment()
+    torch_imported: bool = False

@@ -1,0 +1,63 @@
+"""The graph recording's records: one `GraphEntry` per recorded graph, one `GraphFailure` per failure.
+
+Contract: the graph recorder (`capture.graph_recorder`) appends them, one JSON line each, to
+`RUN_DIR/graphs/index.jsonl` and `failures.jsonl` with the codec (`model.serialize.append_line`);
+every reader (`reduce.fx_load`, `diagnose.procedure`) reads them back with `read_index` /
+`read_failures`, which raise `RecordError` (file and line) for a line that is not a record. The
+JSON keys are the field names; a failure's `tolerance` (accuracy failures) and `values` (when its
+inputs were saved) are left out when empty. What each field means: `capture.graph_recorder`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from pt2doctor.model.minify import BackendSpec, InputSpec, Stage, TensorSpec
+from pt2doctor.model.serialize import read_lines
+
+AotKind = Literal["forward", "backward", "inference"]
+FailurePhase = Literal["compile", "run", "accuracy"]
+
+
+class GraphEntry(msgspec.Struct, frozen=True):
+    """One recorded graph: `id` (`g0003`) names its files; `parent` is the Dynamo graph an after-AOT
+    graph came from; `values` the file of input values kept when it was recorded."""
+
+    id: str
+    stage: Stage
+    compile_id: str | None = None
+    parent: str | None = None
+    aot_kind: AotKind | None = None
+    backend: BackendSpec | None = None
+    config: tuple[str, ...] = ()
+    inputs: tuple[InputSpec, ...] = ()
+    nodes: int = 0
+    constants: str | None = None
+    submodules: dict[str, str] = {}
+    values: str | None = None
+
+    @property
+    def on_cuda(self) -> bool:
+        """Whether the graph's tensor inputs were on a CUDA device when it was recorded."""
+        return any(isinstance(s, TensorSpec) and s.device.startswith("cuda") for s in self.inputs)
+
+
+class GraphFailure(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One failure of a recorded graph: `description` is `Type: first line` of what it raised."""
+
+    graph: str
+    phase: FailurePhase
+    description: str
+    tolerance: float | None = None  # the accuracy check's, for an accuracy failure
+    values: str | None = None  # the file of its inputs as they were when it failed
+
+
+def read_index(graphs: Path) -> list[GraphEntry]:
+    return read_lines(graphs / "index.jsonl", GraphEntry)
+
+
+def read_failures(graphs: Path) -> list[GraphFailure]:
+    return read_lines(graphs / "failures.jsonl", GraphFailure)
