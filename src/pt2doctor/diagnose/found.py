@@ -46,6 +46,7 @@ class Found:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
+    recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     session: Session | None = None
 
     @contextmanager
@@ -131,9 +132,17 @@ def user_error(found: Found, off: Attempt) -> None:
 
 def refine_category(found: Found) -> None:
     """An exception the script raised itself, that only a compiled run raises, means the compiled code
-    computed something else: an accuracy problem found by the script's own check."""
-    if found.category is Category.USER_ERROR and found.stage in GRAPH_STAGES:
-        found.category = Category.ACCURACY
+    computed something else: an accuracy problem found by the script's own check. Called once the stage
+    is known; at the Dynamo stage that is after the run with compilation off passed, so Dynamo itself
+    changed what the program computes (a dropped side effect, a stale value, a wrong capture)."""
+    if found.category is not Category.USER_ERROR or found.stage is None:
+        return
+    found.category = Category.ACCURACY
+    if found.stage is FailingStage.DYNAMO:
+        found.notes.append("the script's own check fails when compiled, even with backend='eager', and passes with "
+                           "compilation off: Dynamo changed what the program computes (a wrong result, treated as "
+                           "accuracy at the Dynamo stage)")
+    else:
         found.notes.append("the script's own check fails only when compiled by a real backend: treated as accuracy")
 
 
@@ -188,6 +197,11 @@ def conclude(found: Found) -> None:
     found.headline = f"{category} in {stage_title}: {found.error}"
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
+    elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
+        found.next_steps.append("Dynamo itself changes the result (it is wrong with backend='eager' too and right with "
+                                "compilation off): file it as a Dynamo correctness bug with issue.md, which holds "
+                                "the program.")
+        found.next_steps.append("Until it is fixed, keep the function out of the graph: `@torch.compiler.disable`.")
     elif found.stage is FailingStage.DYNAMO:
         where = found.user_frames[0] if found.user_frames else None
         at = f" at {where.file}:{where.line}" if where else ""

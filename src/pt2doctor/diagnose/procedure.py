@@ -113,8 +113,12 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
         success(found)
         return
     if a1.signature != a2.signature:
-        flaky(found, a1, a2)
-        return
+        a1 = _unless_recording_changed_it(runner, found, a1, a2)
+        if a1 is None:
+            return
+        if a1.outcome == "pass":
+            success(found)
+            return
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
     found.original_backend, on_cuda = recorded_backend(runner.run_dir(a1.label))
@@ -167,6 +171,27 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {found.bisection.describe()}")
     conclude(found)
+
+
+def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: Attempt,
+                                 plain: Attempt) -> Attempt | None:
+    """The recorded run and the plain one ended differently: flaky, unless a second plain run ends as the
+    first did, in which case recording changed the outcome. Then the plain runs are the program's
+    behaviour: the diagnosis goes on from them, without the recording (nothing is minified from a
+    recording that does not fail as the program does). None when it is flaky (already concluded)."""
+    runner.reporter.status("the recorded run and the plain run ended differently: running it plainly once more")
+    with found.timed("reproduce_again"):
+        again = runner.submit(Variant.original(3)).result()
+    found.attempts.append(again)
+    if again.signature != plain.signature:
+        flaky(found, plain, again)
+        return None
+    found.recording_changed_outcome = True
+    found.notes.append(f"recording the graphs changed the outcome (recorded run: {recorded.error or recorded.outcome}; "
+                       f"two plain runs: {plain.error or plain.outcome}): the plain runs are diagnosed, and no "
+                       "graph is minified from the recording")
+    found.session = runner.sessions.get(plain.label)
+    return plain
 
 
 def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -> Attempt:
@@ -243,6 +268,8 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
 
     if found.category is Category.TIMEOUT:
         found.notes.append("a hang is not minified: every query would have to wait for the timeout")
+        return
+    if found.recording_changed_outcome:
         return
     reporter.status("minifying the failing graph")
     with found.timed("minify"):

@@ -110,7 +110,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
-        d=d, title=_title(d), repro_text=repro_text,
+        d=d, title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
         summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
@@ -128,8 +128,26 @@ def _title(d: Diagnosis) -> str:
     return f"[{tag}] {error[:120]}{ops}"
 
 
+_PROGRAM_LINES = 150  # a script this short is the best repro of a Dynamo wrong result: the call, the check
+
+
+def _program(d: Diagnosis) -> str:
+    """The whole script, for a wrong result Dynamo itself causes (no graph shows it: the program does)."""
+    if d.stage is not FailingStage.DYNAMO or d.category is not Category.ACCURACY or not d.command:
+        return ""
+    try:
+        text = Path(d.command[0]).read_text()
+    except OSError:
+        return ""
+    return text if text.count("\n") <= _PROGRAM_LINES else ""
+
+
 def _summary(d: Diagnosis, stage: str) -> str:
     backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
+    if d.stage is FailingStage.DYNAMO and d.category is Category.ACCURACY:
+        return ("`torch.compile` changes what the program computes: its own check fails when compiled, also with "
+                "`backend='eager'` (so no backend is involved), and passes with compilation off "
+                "(`torch.compiler.set_stance('force_eager')`).")
     if d.stage is FailingStage.DYNAMO:
         return "`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
     if d.category is Category.ACCURACY:

@@ -1,0 +1,31 @@
+"""`pt2doctor diagnose` on real bugs from tests/realbugs (reported to pytorch/pytorch, still failing on
+torch 2.13), one mechanism each: what used to be misdiagnosed on that program."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
+
+@pytest.mark.slow
+def test_a_side_effect_dynamo_drops_is_a_dynamo_wrong_result_not_a_user_error(diagnosed):
+    # pytorch#197896: a closure list appended to from a local class's method stays empty when compiled
+    run, d = diagnosed(REALBUGS / "closure_list_mutation_in_local_class.py")
+    assert (d["category"], d["stage"], run.code) == ("accuracy", "dynamo", 1)
+    assert d["stages"]["eager"] == "fail" and any(a["label"] == "force_eager" and a["outcome"] == "pass"
+                                                  for a in d["attempts"])
+    issue = (run.out_dir / "issue.md").read_text()
+    assert "state.append(1)" in issue and "c = torch.compile(fn" in issue  # the program, not only the assert line
+
+
+@pytest.mark.slow
+def test_a_recording_that_changes_the_outcome_is_not_flakiness(diagnosed):
+    # pytorch#198056: with the graph recorder on, this NumPy program failed inside Dynamo instead of at its check
+    run, d = diagnosed(REALBUGS / "numpy_cumsum_int8_dtype.py")
+    assert not d["flaky"] and run.code != 3
+    if any("recording the graphs changed the outcome" in note for note in d["notes"]):
+        assert [a["label"] for a in d["attempts"]][:3] == ["original-1", "original-2", "original-3"]
+    assert (d["category"], d["stage"]) == ("accuracy", "dynamo")
