@@ -36,8 +36,8 @@ tensor values are kept only where they matter and are cheap to keep:
   judged to `keep_failing_inputs`, so nothing is judged twice.
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`, or the
 environment variable `PT2DOCTOR_RECORD_ACCURACY`), each Dynamo graph's first call is also judged
-by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
-the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
+by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and
+fp64, RNG state restored so the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
 of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
 after-AOT graph. With `every_aot_graph` (or `PT2DOCTOR_RECORD_AOT=1`; the failure workflows,
 `diagnose` and `minify --script`, ask for it) the cache is off while recording, so every after-AOT
@@ -219,12 +219,12 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
             return compiled(*args)
         state["checked"] = True
         try:  # Dynamo calls a backend's result with the graph's inputs, unboxed (whatever `_boxed_call` says)
-            expected, reference = _eager_runs(eager, list(args))
+            expected, reference = torch_compat.reference_runs(eager, list(args))
         except Exception:  # eager itself fails: nothing to judge against
             return compiled(*args)
-        inputs = [torch_compat.clone_input(a) for a in args]  # as they were before the compiled call
+        inputs = torch_compat.copy_inputs(args)  # as they were before the compiled call
         actual = compiled(*args)
-        if not torch_compat.same_as_fp64_reference(expected, actual, reference, tolerance):
+        if not torch_compat.same_outputs(expected, actual, reference, tolerance):
             recorder.fail_accuracy(graph_id, tolerance, inputs)
         return actual
 
@@ -240,24 +240,6 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
     graph_id = recorder.dynamo_by_compile_id.get(compile_id) if recorder is not None else None
     if graph_id is not None:
         recorder.fail_accuracy(graph_id, tolerance, inputs)  # type: ignore[union-attr]
-
-
-def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
-    """(eager fp32, eager fp64) outputs on copies of `args`, the RNG state as it was before."""
-    import torch
-
-    def fp64(value: Any) -> Any:
-        return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
-
-    state = torch.random.get_rng_state()
-    with torch.no_grad():
-        expected = eager(*[torch_compat.clone_input(a) for a in args])
-        try:
-            reference = eager(*[fp64(torch_compat.clone_input(a)) for a in args])
-        except Exception:
-            reference = None
-    torch.random.set_rng_state(state)
-    return expected, reference
 
 
 def _accuracy_tolerance(given: float | None) -> float | None:

@@ -1,0 +1,43 @@
+"""End to end: `pt2doctor accuracy` compares integer outputs exactly, and never changes what a program
+prints (real torch.compile, Inductor on CPU)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from accuracy_scripts import SCRIPTS
+
+
+def _printed(run, script: str) -> list[str]:
+    """What the script printed under `pt2doctor accuracy --json`: its stdout goes to stderr there,
+    between the status lines `running SCRIPT` and `reading the trace`."""
+    after = run.stderr.split(str(SCRIPTS / script), 1)[1]
+    return after.split("pt2doctor [", 1)[0].strip().splitlines()
+
+
+def test_wrong_integer_outputs_and_a_changed_dtype_fail(accuracy_run):
+    """pytorch/pytorch#191499 (uint8 min of 16+ values is 0) and #191308 (int8 matmul returns int64):
+    both passed while integer outputs were not compared."""
+    run = accuracy_run("int_reductions.py", "--no-minify")
+    assert run.code == 1, run.stderr[-3000:]
+    smallest, products = run.doc["accuracy"]
+    assert (smallest["verdict"], products["verdict"]) == ("fail", "fail")
+    assert smallest["max_abs_err"] == 1.0 and smallest["first_divergent"]["op"] == "torch.min"
+    assert smallest["first_divergent"]["dtype"] == "uint8"
+    assert products["max_abs_err"] == 0.0  # equal values, in the wrong dtype
+    assert not smallest["explained"] and not products["explained"]
+
+
+@pytest.mark.parametrize("script", ["mutates_strided_input.py", "func_grad_autograd_function.py"])
+def test_the_program_prints_what_it_prints_without_pt2doctor(accuracy_run, script):
+    """An in-place update of strided int64 and float64 views used to reach the program's own tensors
+    (the fp64 run "cast" them to themselves), and a `torch.func.grad` graph was run with grad off:
+    both were reported as wrong, and the first printed different numbers."""
+    run = accuracy_run(script, "--no-minify")
+    plain = subprocess.run([sys.executable, str(SCRIPTS / script)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.strip(), plain.stderr[-2000:]
+    assert _printed(run, script) == plain.stdout.splitlines()
+    assert run.code == 0, run.stderr[-3000:]
+    assert [(g["verdict"], g["error"]) for g in run.doc["accuracy"]] == [("pass", None)]
