@@ -10,11 +10,13 @@ import pytest
 from accuracy_scripts import SCRIPTS
 
 
-def _printed(run, script: str) -> list[str]:
+def _printed(run, script: str, *args: str) -> list[str]:
     """What the script printed under `pt2doctor accuracy --json`: its stdout goes to stderr there,
-    between the status lines `running SCRIPT` and `reading the trace`."""
-    after = run.stderr.split(str(SCRIPTS / script), 1)[1]
-    return after.split("pt2doctor [", 1)[0].strip().splitlines()
+    after the status `running SCRIPT ARGS` (wrapped to the terminal's width) and before the next one."""
+    text = run.stderr.split("pt2doctor [", 2)[1]
+    for word in (str(SCRIPTS / script), *args):
+        text = text.split(word, 1)[1]
+    return text.strip().splitlines()
 
 
 def test_wrong_integer_outputs_and_a_changed_dtype_fail(accuracy_run):
@@ -41,3 +43,16 @@ def test_the_program_prints_what_it_prints_without_pt2doctor(accuracy_run, scrip
     assert _printed(run, script) == plain.stdout.splitlines()
     assert run.code == 0, run.stderr[-3000:]
     assert [(g["verdict"], g["error"]) for g in run.doc["accuracy"]] == [("pass", None)]
+
+
+def test_a_failing_graph_the_minifier_cannot_load_is_reported_not_an_internal_error(accuracy_run):
+    """FX cannot trace the recorded `torch.func.grad` graph (`_wrap_for_grad(Proxy, 1)`: a TypeError
+    that ended `pt2doctor accuracy` with exit 70): the failure is reported with the minifier's reason."""
+    script = "func_grad_autograd_function.py"
+    run = accuracy_run(script, "--jobs", "2", args=("off_by_one",))
+    plain = subprocess.run([sys.executable, str(SCRIPTS / script), "off_by_one"], capture_output=True, text=True,
+                           timeout=300)
+    assert _printed(run, script, "off_by_one") == plain.stdout.splitlines()
+    assert run.code == 1, run.stderr[-3000:]
+    (graph,) = run.doc["accuracy"]
+    assert graph["verdict"] == "fail" and graph["minified"]["error"].startswith("TypeError: _wrap_for_grad()")
