@@ -99,3 +99,20 @@ def test_the_fp64_copy_of_a_plain_module_also_casts_its_own_float_dtypes():
     assert torch_compat.fp64_module(Cancels())(x.double())[0].dtype == torch.float64
     expected, reference = torch_compat.reference_runs(Cancels(), [x])
     assert expected[0].dtype == torch.float32 and torch.equal(reference[0], x.double())
+
+
+def test_integer_inputs_keep_their_recorded_range_where_their_values_are_not_saved():
+    """Zeros hide a bug that needs an index above zero; values in the recorded range stay valid indices."""
+    from pt2doctor.capture.graph_inputs import input_specs
+
+    idx, mask, x = torch.tensor([[3, 7], [5, 4]]), torch.tensor([True, False]), torch.randn(2)
+    gm = torch.fx.symbolic_trace(lambda idx, mask, x: (idx, mask, x))
+    specs = input_specs(gm, [idx, mask, x])
+    assert [s.bounds for s in specs] == [(3, 7), None, None]
+    script = ReproScript(stage=Stage.DYNAMO, forward_code="def forward(self, idx, mask, x):\n    return (idx,)\n",
+                         inputs=tuple(specs))
+    namespace: dict = {"__name__": "repro", "__file__": "repro.py"}
+    exec(render(script), namespace)
+    made = namespace["make_inputs"]()[0]
+    assert made.dtype == torch.int64 and made.shape == (2, 2)
+    assert int(made.min()) >= 3 and int(made.max()) <= 7 and len(made.unique()) > 1

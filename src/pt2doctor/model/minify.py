@@ -55,6 +55,7 @@ class TensorSpec:
     requires_grad: bool = False
     dynamic: tuple[int, ...] = ()
     saved: str = ""  # the entry in the repro's saved-values file when its values matter, else random
+    bounds: tuple[int, int] | None = None  # an integer input's recorded min and max: random values stay valid
     kind: Literal["tensor"] = "tensor"
 
 
@@ -116,7 +117,7 @@ def input_spec_from_dict(data: dict) -> InputSpec:
     """Inverse of `msgspec.to_builtins(spec)` (msgspec cannot decode a union of dataclasses)."""
     fields = dict(data)
     kind = _SPEC_TYPES[fields.pop("kind", "tensor")]
-    for name in ("shape", "stride", "dynamic"):
+    for name in ("shape", "stride", "dynamic", "bounds"):
         if isinstance(fields.get(name), list):
             fields[name] = tuple(fields[name])
     return kind(**fields)

@@ -3,7 +3,8 @@
 Contract: `render(script)` is a pure function of the value and byte-stable (golden-testable). The
 text is a standalone program that needs plain torch only (no pt2doctor import):
 - `check()` builds `Repro` (the graph as an `nn.Module`), makes inputs (random with the recorded
-  metadata, seeded, so every run sees the same values; or, where the values matter, the saved
+  metadata, seeded, so every run sees the same values, integers within their recorded range or
+  zeros; or, where the values matter, the saved
   ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate whose eager
   run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
   compiles the way the failing stage did and runs; in accuracy mode eager and its fp64 reference run
@@ -61,12 +62,14 @@ class {ACCURACY_TYPE}(Exception):
     """Compiled and eager results differ beyond the fp64-referenced tolerance."""
 
 
-def make_tensor(shape, stride, dtype, device, requires_grad=False):
+def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None):
     extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0
     if dtype.is_floating_point or dtype.is_complex:
         storage = torch.randn(extent, dtype=dtype, device=device)
     elif dtype == torch.bool:
         storage = torch.rand(extent, device=device) > 0.5
+    elif bounds is not None:  # the recorded range: indices stay in bounds
+        storage = torch.randint(bounds[0], bounds[1] + 1, (extent,), dtype=dtype, device=device)
     else:
         storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
     return storage.as_strided(shape, stride).requires_grad_(requires_grad)
@@ -345,5 +348,5 @@ def _render_input(spec: InputSpec, stage: Stage) -> str:
         return f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
     return (
         f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
-        + (", requires_grad=True)" if grad else ")")
+        + (", requires_grad=True" if grad else "") + (f", bounds={spec.bounds!r})" if spec.bounds else ")")
     )
