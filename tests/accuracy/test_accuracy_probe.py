@@ -6,8 +6,8 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from pt2doctor.capture.accuracy_fp64 import fp64_module, missing_reference
-from pt2doctor.capture.accuracy_probe import compare, fp64_run, random_ops
+from pt2doctor.capture.accuracy_probe import compare, fp64_run, missing_reference
+from pt2doctor.capture.torch_compat import fp64_module, random_ops
 
 
 def _ops(fn) -> tuple[str, ...]:
@@ -59,3 +59,19 @@ def test_rmse_ratio_is_undefined_when_eager_equals_fp64():
     eager = torch.linspace(0, 1, 2000)
     errors = compare([eager], [eager + 1e-6], [eager.double()], 1e-4)
     assert errors.verdict == "pass" and errors.rmse_eager == 0.0 and errors.rmse_ratio is None
+
+
+def test_a_graph_the_probe_cannot_run_is_an_error_and_leaves_no_functorch_level_behind(tmp_path):
+    """A graph that raises between functorch's increment and decrement calls (a `torch.func`
+    transform Dynamo inlined, run outside the program's call) is reported, not raised, and the
+    transform stack is as the program left it."""
+    from pt2doctor.capture.accuracy_probe import AccuracyProbe
+
+    def uncheckable(x):
+        torch._C._functorch._grad_increment_nesting()
+        raise RuntimeError("a level the program set up")
+
+    depth = torch._C._functorch.get_dynamic_layer_stack_depth()
+    record = AccuracyProbe(tmp_path / "accuracy.jsonl", 1e-4).check("0/0", uncheckable, None, torch.sin, [torch.ones(2)])
+    assert (record.verdict, record.error) == ("error", "RuntimeError: a level the program set up")
+    assert torch._C._functorch.get_dynamic_layer_stack_depth() == depth

@@ -9,7 +9,8 @@ kept (the blamed graph's inputs at the call the probe judged, see `capture.graph
 ones of any graph) are saved beside the repro in `RUN_DIR/minify-<compile id>/repro_inputs.pt`, as
 `pt2doctor minify RUN_DIR` does, so a bug that shows only on the real values reproduces. Returns the
 `MinifySummary` for `GraphAccuracy.minified`; a graph that cannot be minified gives one with only
-`error` (and `time_s`) instead of raising, so the accuracy report is still written.
+`error` (and `time_s`) instead of raising, for whatever reason (one FX cannot even load),
+so the accuracy report is still written and `pt2doctor accuracy` exits with its verdict, never 70.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ class MinifyStatus:
 
 def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, timeout_s: float,
                  reporter: Reporter) -> MinifySummary:
-    from pt2doctor.reduce.fx_load import NothingToMinify, load_compile
-    from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
+    from pt2doctor.reduce.fx_load import load_compile
+    from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
     started = time.monotonic()
     out = Path(run_dir) / f"minify-{_safe_name(compile_id)}"
@@ -46,8 +47,9 @@ def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, ti
         recorded = load_compile(Path(run_dir), compile_id, tolerance=tolerance, out_dir=out)
         options = MinifyOptions(out, jobs, timeout_s, graph_name=recorded.graph_id)
         outcome = minify_case(recorded.case, recorded.context, options, MinifyStatus(reporter))
-    except (NothingToMinify, CannotReproduce, OSError, ValueError) as exc:
-        return MinifySummary(error=f"{type(exc).__name__}: {exc}", time_s=round(time.monotonic() - started, 1))
+    except Exception as exc:  # NothingToMinify, CannotReproduce, I/O; a graph FX cannot load (`_wrap_for_grad`)
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        return MinifySummary(error=f"{type(exc).__name__}: {first}"[:500], time_s=round(time.monotonic() - started, 1))
     return MinifySummary.of(outcome.result, round(time.monotonic() - started, 1))
 
 

@@ -3,22 +3,25 @@
 Contract: `install(spec)` is called once by `capture/child.py` with the child spec's
 `AccuracyProbeSpec` (`out`: the results file, `tol`) and returns the uninstall function. It wraps
 every Dynamo backend call (`torch_compat.patch_backend_call`); on the first call of each compiled
-graph, before the user's own call, it runs on clones of the real inputs:
-1. the Dynamo graph eagerly in fp32, eagerly in fp64 (floating inputs, parameters and the graph's
-   own float dtype constants cast, as torch's `cast_to_fp64` does for after-AOT graphs), and compiled
-   twice, forward and, when grad is on and an input requires it, backward (`autograd.grad` of the
-   outputs against a fixed cotangent); the RNG state is restored before each run and before the
-   user's call, so the program draws and computes exactly what it would without the probe;
-2. judges compiled against eager with PyTorch's rule (`torch_compat.same_as_fp64_reference`). An
-   output with no fp64 value (the fp64 run raised, or the output stays float32 in it) is judged as
-   `same_two_models` judges without a reference: allclose within the tolerance, else a failure; the
-   reason is recorded (`GraphAccuracy.fp64_unavailable`);
+graph, before the user's own call, it judges the graph with pt2doctor's accuracy rule
+(`torch_compat.accuracy_rule`, the one the recorder's check and every repro use):
+1. the Dynamo graph runs eagerly in fp32, eagerly in fp64 (`fp64_module`: inputs, parameters,
+   constants and the graph's own float dtypes cast), and compiled twice, forward and, when grad is
+   on and an input requires it, backward (`autograd.grad` of the outputs against a fixed cotangent),
+   each on copies of the inputs that keep strides, storage offsets and aliasing (`copy_inputs`),
+   under the program's grad mode; the RNG state is restored before each run and before the user's
+   call, so the program draws and computes exactly what it would without the probe;
+2. compiled is judged against eager by the rule (`same_outputs`: floating outputs by PyTorch's
+   fp64-referenced rule, integer and bool ones exactly, a changed dtype or shape a failure). An
+   output with no fp64 value (the fp64 run raised, or the output stays float32 in it) is judged by
+   allclose alone; the reason is recorded (`GraphAccuracy.fp64_unavailable`);
 3. when the graph fails, localizes in ONE instrumented run, no bisection: the graph rewritten so every
-   floating intermediate is an output, compiled once with the same backend, each intermediate judged
+   tensor intermediate is an output, compiled once with the same backend, each intermediate judged
    with the same rule; the first failing one in topological order is the first divergent node.
 One `GraphAccuracy` per graph is appended to `out` as a JSON line, with the backend's name and the
 random ops that actually draw (a dropout with p=0 or training=False does not). A probe error is
-recorded on the graph (`verdict="error"`) and never changes the user's program; what the probe's runs
+recorded on the graph (`verdict="error"`, with the reason: a graph the probe cannot run is reported
+so) and never changes the user's program; what the probe's runs
 write to stderr (FX prints a failing graph's code there) is swallowed, never shown to the user.
 """
 
@@ -27,23 +30,18 @@ from __future__ import annotations
 import copy
 import io
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr
+from collections.abc import Callable, Sequence
+from contextlib import redirect_stderr
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import graph_recorder, torch_compat
-from pt2doctor.capture.accuracy_fp64 import fp64_module, is_float, is_fp64, missing_reference, to_fp64
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec
 from pt2doctor.model.serialize import append_line
 
 TOP_NODES = 5
-# One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`), so
-# `torch.nn.functional.normalize` or `Tensor.expand` never match.
-_RANDOM = re.compile(r"^(rand|bernoulli|multinomial|normal_?$|uniform|exponential|poisson|cauchy|geometric|log_normal)"
-                     r"|dropout|rrelu")
 _REDUCED = ("bfloat16", "float16")
 _REL_FLOOR = 1e-6  # relative error against |eager| below this is meaningless (a dropped unit, a zero)
 
@@ -79,7 +77,7 @@ class AccuracyProbe:
 
     def check(self, graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[Any]) -> GraphAccuracy:
         try:  # FX prints the code of a graph that raises to stderr (`_WrappedCall`, 2.13): not the user's
-            with _same_rng(), redirect_stderr(io.StringIO()):
+            with torch_compat.kept_state(), redirect_stderr(io.StringIO()):
                 return judge_graph(graph_id, gm, backend, compiled, args, self.tol)
         except Exception as exc:  # the probe must never break the user's program
             return GraphAccuracy(graph_id, "error", error=f"{type(exc).__name__}: {exc}"[:2000])
@@ -89,24 +87,14 @@ class AccuracyProbe:
             append_line(handle, record)
 
 
-@contextmanager
-def _same_rng() -> Iterator[None]:
-    """Restore the RNG state when the probe is done, so the user's call draws what it would have."""
-    import torch
-
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
-        yield
-
-
 def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[Any], tol: float) -> GraphAccuracy:
     import torch
 
     want_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-    rng = _rng_state()
+    rng = torch_compat.rng_state()
     runs: dict[str, Any] = {}
     for name, fn in (("eager", gm), ("fp64", None), ("compiled", compiled), ("again", compiled)):
-        _set_rng_state(rng)
+        torch_compat.set_rng_state(rng)
         runs[name] = fp64_run(gm, args, want_grad) if fn is None else run_once(fn, args, want_grad, False)
     (fp64, unavailable) = runs["fp64"]
     fp64_fwd, fp64_bwd = fp64 if fp64 is not None else (None, None)
@@ -118,7 +106,7 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
     nodes: list[DivergentNode] = []
     count, error = 0, None
     if failed:
-        _set_rng_state(rng)
+        torch_compat.set_rng_state(rng)
         try:
             nodes, count = localize(gm, backend, args, tol)
         except Exception as exc:  # keep the verdict; say why there is no first divergent node
@@ -129,33 +117,19 @@ def judge_graph(graph_id: str, gm: Any, backend: Any, compiled: Any, args: list[
         rmse_ratio=_max_opt(forward.rmse_ratio, backward.rmse_ratio if backward else None),
         forward=forward, backward=backward, first_divergent=nodes[0] if nodes else None,
         top_divergent=tuple(sorted(nodes, key=lambda n: -(n.max_abs_err or 0.0))[:TOP_NODES]),
-        nodes_compared=count, random_ops=random_ops(gm), reduced_precision=reduced_precision(gm, args),
+        nodes_compared=count, random_ops=torch_compat.random_ops(gm), reduced_precision=reduced_precision(gm, args),
         deterministic=again == 0.0, run_to_run_max_abs=again, error=error, fp64_unavailable=unavailable,
     )
 
 
-def _rng_state() -> tuple[Any, Any]:
-    import torch
-
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    return torch.get_rng_state(), cuda
-
-
-def _set_rng_state(state: tuple[Any, Any]) -> None:
-    """Every run of a graph starts from the same RNG state (CPU, and CUDA when in use)."""
-    import torch
-
-    torch.set_rng_state(state[0])
-    if state[1] is not None:
-        torch.cuda.set_rng_state_all(state[1])
-
-
 def run_once(fn: Callable[..., Any], args: Sequence[Any], want_grad: bool, fp64: bool) -> tuple[list[Any], list[Any]]:
-    """Floating outputs (detached) and, with `want_grad`, the gradients of the inputs that require it."""
+    """Tensor outputs (detached) and, with `want_grad`, the gradients of the inputs that require it.
+    It runs on copies of `args` (`copy_inputs`), under the program's grad mode: a graph may compute
+    gradients itself (`torch.func.grad`), and Dynamo traced it under that mode."""
     import torch
 
-    inputs = [to_fp64(a) if fp64 else torch_compat.clone_input(a) for a in args]
-    with torch.set_grad_enabled(want_grad):
+    inputs = torch_compat.copy_inputs(args, fp64=fp64)
+    with torch_compat.kept_state():  # a run that raises must not leave a functorch level behind
         outputs = [o for o in _flatten(fn(*inputs)) if isinstance(o, torch.Tensor)]
     leaves = [a for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
     diff = [o for o in outputs if o.requires_grad and o.is_floating_point()]
@@ -171,17 +145,17 @@ def fp64_run(gm: Any, args: Sequence[Any], want_grad: bool) -> tuple[Any, str | 
     with no fp64 kernel, a dtype the cast cannot reach): then, as in `same_two_models` ("Could not
     generate fp64 outputs"), compiled is judged against eager alone."""
     try:
-        return run_once(fp64_module(gm), args, want_grad, True), None
+        return run_once(torch_compat.fp64_module(gm), args, want_grad, True), None
     except Exception as exc:
         return None, _one_line(exc)
 
 
 def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] | None, tol: float) -> Errors:
-    """PyTorch's verdict on the floating outputs (the others are ignored, as `ignore_non_fp` does), each
-    against its fp64 value where it has one, and the errors behind it."""
+    """The rule's verdict (`torch_compat.same_outputs`: floating outputs against their fp64 values,
+    the others exactly), and the errors behind it."""
     reference = list(fp64) if fp64 is not None else [None] * len(eager)
-    pairs = [(e, c, r if is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if is_float(e)]
-    ok = torch_compat.same_as_fp64_reference(list(eager), list(compiled), reference, tol)
+    pairs = [(e, c, r if is_fp64(r) else None) for e, c, r in zip(eager, compiled, reference) if _is_tensor(e)]
+    ok = torch_compat.same_outputs(list(eager), list(compiled), reference, tol)
     stats = [_pair_errors(e, c, r) for e, c, r in pairs]
     return Errors(
         "pass" if ok else "fail",
@@ -192,6 +166,8 @@ def compare(eager: Sequence[Any], compiled: Sequence[Any], fp64: Sequence[Any] |
 
 
 def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ...]:
+    if not _is_tensor(compiled) or eager.shape != compiled.shape:
+        return (None,) * 5
     e, c = eager.double(), compiled.double()
     if e.shape != c.shape:
         return (None,) * 5
@@ -213,12 +189,12 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
     if not nodes:
         return [], 0
     with torch.no_grad():
-        inputs = [torch_compat.clone_input(a).detach() if isinstance(a, torch.Tensor) else a for a in args]
+        inputs = [a.detach() if isinstance(a, torch.Tensor) else a for a in torch_compat.copy_inputs(args)]
         compiled = backend(graph_recorder.graph_copy(probe), inputs)  # the backend may rewrite its graph
-        rng = _rng_state()
+        rng = torch_compat.rng_state()
         values = {}
         for name, fn in (("eager", probe), ("fp64", None), ("compiled", compiled)):
-            _set_rng_state(rng)
+            torch_compat.set_rng_state(rng)
             run = fp64_run(probe, args, False)[0] if fn is None else run_once(fn, args, False, False)
             values[name] = run[0] if run is not None else [None] * len(nodes)
     failing = []
@@ -230,12 +206,11 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
 
 
 def instrumented(gm: Any) -> tuple[Any, list[Any]]:
-    """A copy of `gm` whose outputs are all its floating tensor intermediates, and those nodes."""
-    import torch
+    """A copy of `gm` whose outputs are all its tensor intermediates, and those nodes."""
     import torch.fx
 
     graph = copy.deepcopy(gm.graph)
-    nodes = [n for n in graph.nodes if n.op.startswith("call_") and is_float(torch_compat.node_example_value(n))]
+    nodes = [n for n in graph.nodes if n.op.startswith("call_") and _is_tensor(torch_compat.node_example_value(n))]
     output = next(n for n in graph.nodes if n.op == "output")
     output.args = (tuple(nodes),)
     graph.eliminate_dead_code()
@@ -246,7 +221,7 @@ def describe_node(node: Any, index: int, errors: Errors) -> DivergentNode:
     value = torch_compat.node_example_value(node)
     file, line, code = user_frame(node.meta.get("stack_trace") or "")
     return DivergentNode(
-        node=node.name, op=_op_name(node), file=file, line=line, code=code,
+        node=node.name, op=torch_compat.op_name(node), file=file, line=line, code=code,
         shape=tuple(torch_compat.symint_hint(s) for s in value.shape), dtype=str(value.dtype).removeprefix("torch."),
         max_abs_err=errors.max_abs_err, rmse_ratio=errors.rmse_ratio, index=index,
     )
@@ -264,39 +239,6 @@ def user_frame(stack_trace: str) -> tuple[str | None, int | None, str | None]:
         return None, None, None
     file, line, code = user[-1]
     return file, int(line), code.strip() or None
-
-
-def _op_name(node: Any) -> str:
-    if node.op == "call_method":
-        return f"Tensor.{node.target}"
-    if node.op == "call_module":
-        return str(node.target)
-    return torch_compat.qualified_name(node.target)
-
-
-def random_ops(gm: Any) -> tuple[str, ...]:
-    """The graph's ops that draw random numbers when they run, by qualified name."""
-    nodes = (n for n in gm.graph.nodes if n.op in ("call_function", "call_method") and draws(n))
-    return tuple(dict.fromkeys(_op_name(n) for n in nodes))
-
-
-def draws(node: Any) -> bool:
-    """Whether an FX call draws: a random op, except a dropout that cannot (p=0 or training=False:
-    it returns its input, `F.dropout`) and an rrelu outside training (its slope is then fixed). A
-    value the graph computes (a SymFloat p) may draw."""
-    segments = _op_name(node).lower().split(".")[1:]
-    if not any(_RANDOM.search(s) for s in segments):
-        return False
-    if any("dropout" in s for s in segments):  # (input, p=0.5, training=True) for every dropout (2.13)
-        return _arg(node, 1, ("p",), 0.5) != 0 and _arg(node, 2, ("training", "train"), True) is not False
-    if any("rrelu" in s for s in segments):  # (input, lower, upper, training=False)
-        return _arg(node, 3, ("training",), False) is not False
-    return True
-
-
-def _arg(node: Any, index: int, names: tuple[str, ...], default: Any) -> Any:
-    found = next((node.kwargs[n] for n in names if n in node.kwargs), default)
-    return node.args[index] if len(node.args) > index else found
 
 
 def backend_name(compiler_fn: Any) -> str | None:
@@ -322,6 +264,32 @@ def _cotangent(out: Any) -> Any:
 
     generator = torch.Generator().manual_seed(0)
     return torch.randn(out.shape, generator=generator, dtype=torch.float64).to(out.dtype).to(out.device)
+
+
+def missing_reference(eager: Sequence[Any], fp64: Sequence[Any] | None) -> str | None:
+    """Why some floating output has no fp64 value although the fp64 run ran, or None."""
+    for index, (e, r) in enumerate(zip(eager, fp64 or ())):
+        if is_float(e) and not is_fp64(r):
+            return f"output {index} stays {str(getattr(r, 'dtype', None)).removeprefix('torch.')} in the fp64 run"
+    return None
+
+
+def is_float(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def is_fp64(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.dtype == torch.float64
+
+
+def _is_tensor(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
 
 
 def _flatten(value: Any) -> list[Any]:

@@ -1,7 +1,8 @@
 """A recorded graph's inputs: their metadata (`input_specs`) and the values worth keeping (`save_values`).
 
 Contract: `input_specs(gm, example_inputs)` gives one `TensorSpec`/`ScalarSpec` per input, dims that
-are SymInts in the graph's placeholders marked dynamic; `save_values(inputs, path, budget)` saves
+are SymInts in the graph's placeholders marked dynamic, an integer tensor's recorded min and max
+(`bounds`); `save_values(inputs, path, budget)` saves
 the tensor inputs that have values (`has_values`; only indices and masks, `is_index`, when asked),
 within a byte budget, and never raises. `has_values`/`is_index` are the one test of what can be
 saved and what matters, here and in `reduce.saved_values`.
@@ -70,7 +71,19 @@ def _spec(value: Any, meta: Any) -> InputSpec:
             tuple(torch_compat.symint_hint(s) for s in value.stride()),
             str(value.dtype).removeprefix("torch."), str(value.device), bool(value.requires_grad),
             tuple(d for d, s in enumerate(list(sizes) + list(value.shape)[len(sizes):]) if isinstance(s, torch.SymInt)),
+            bounds=_bounds(value),
         )
     if isinstance(value, torch.SymInt):
         return ScalarSpec(torch_compat.symint_hint(value), dynamic=True)
     return ScalarSpec(value if isinstance(value, (int, float, bool)) else None)
+
+
+def _bounds(value: Any) -> tuple[int, int] | None:
+    """An integer tensor's min and max (a repro draws its random stand-in there, so indices stay in
+    bounds where the values were not saved); None for other tensors and for ones without values."""
+    import torch
+
+    if not has_values(value) or value.dtype == torch.bool or not is_index(value) or value.numel() == 0:
+        return None
+    with torch.no_grad():
+        return int(value.min()), int(value.max())

@@ -33,7 +33,7 @@ tensor values are kept only where they matter and are cheap to keep:
   judged to `keep_failing_inputs`, so nothing is judged twice.
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
 `record_accuracy_tolerance`), each Dynamo graph's first call is also judged
-by the fp64-referenced rule (eager on copies of the inputs, in fp32 and fp64, RNG state restored so
+by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and fp64, RNG state restored so
 the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
 of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
 after-AOT graph. With `every_aot_graph` (the child spec's `record_every_aot_graph`; the failure workflows,
@@ -211,12 +211,12 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
             return compiled(*args)
         state["checked"] = True
         try:  # Dynamo calls a backend's result with the graph's inputs, unboxed (whatever `_boxed_call` says)
-            expected, reference = _eager_runs(eager, list(args))
+            expected, reference = torch_compat.reference_runs(eager, list(args))
         except Exception:  # eager itself fails: nothing to judge against
             return compiled(*args)
-        inputs = [torch_compat.clone_input(a) for a in args]  # as they were before the compiled call
+        inputs = torch_compat.copy_inputs(args)  # as they were before the compiled call
         actual = compiled(*args)
-        if not torch_compat.same_as_fp64_reference(expected, actual, reference, tolerance):
+        if not torch_compat.same_outputs(expected, actual, reference, tolerance):
             recorder.fail_accuracy(graph_id, tolerance, inputs)
         return actual
 
@@ -234,22 +234,6 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
         recorder.fail_accuracy(graph_id, tolerance, inputs)  # type: ignore[union-attr]
 
 
-def _eager_runs(eager: Any, args: list[Any]) -> tuple[Any, Any]:
-    """(eager fp32, eager fp64) outputs on copies of `args`, the RNG state as it was before."""
-    import torch
-
-    def fp64(value: Any) -> Any:
-        return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
-
-    state = torch.random.get_rng_state()
-    with torch.no_grad():
-        expected = eager(*[torch_compat.clone_input(a) for a in args])
-        try:
-            reference = eager(*[fp64(torch_compat.clone_input(a)) for a in args])
-        except Exception:
-            reference = None
-    torch.random.set_rng_state(state)
-    return expected, reference
 
 
 def install(out_dir: Path, *, accuracy_tolerance: float | None = None,

@@ -58,6 +58,7 @@ class TensorSpec(msgspec.Struct, frozen=True, tag="tensor", tag_field="kind"):
     requires_grad: bool = False
     dynamic: tuple[int, ...] = ()
     saved: str = ""  # the entry in the repro's saved-values file when its values matter, else random
+    bounds: tuple[int, int] | None = None  # an integer input's recorded min and max: random values stay valid
 
     @property
     def kind(self) -> Literal["tensor"]:

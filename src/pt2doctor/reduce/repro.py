@@ -3,11 +3,14 @@
 Contract: `render(script)` is a pure function of the value and byte-stable (golden-testable). The
 text is a standalone program that needs plain torch only (no pt2doctor import):
 - `check()` builds `Repro` (the graph as an `nn.Module`), makes inputs (random with the recorded
-  metadata, seeded, so every run sees the same values; or, where the values matter, the saved
+  metadata, seeded, so every run sees the same values, integers within their recorded range or
+  zeros; or, where the values matter, the saved
   ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate whose eager
   run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
-  compiles the way the failing stage did and runs; in accuracy mode it compares compiled against
-  eager, judged by an fp64 run (`torch._dynamo.utils.same`, as `same_two_models` does). After AOT
+  compiles the way the failing stage did and runs; in accuracy mode eager and its fp64 reference run
+  on copies of the inputs from one RNG state, and compiled is judged against them by pt2doctor's
+  accuracy rule, whose source the script embeds verbatim (`torch_compat.accuracy_rule`: the probe
+  and the recorder judge with the same text). After AOT
   with symbolic sizes, the graph Inductor gets is traced with a SymInt exactly where the recorded
   run had one (`DYNAMIC_DIMS`; pytorch#114296) and a static size everywhere else.
 - `describe_failure(exc)` is the single definition of how a failure is described; the minifier's
@@ -32,7 +35,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, torch_ops_called
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
 
@@ -59,12 +62,14 @@ class {ACCURACY_TYPE}(Exception):
     """Compiled and eager results differ beyond the fp64-referenced tolerance."""
 
 
-def make_tensor(shape, stride, dtype, device, requires_grad=False):
+def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None):
     extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0
     if dtype.is_floating_point or dtype.is_complex:
         storage = torch.randn(extent, dtype=dtype, device=device)
     elif dtype == torch.bool:
         storage = torch.rand(extent, device=device) > 0.5
+    elif bounds is not None:  # the recorded range: indices stay in bounds
+        storage = torch.randint(bounds[0], bounds[1] + 1, (extent,), dtype=dtype, device=device)
     else:
         storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
     return storage.as_strided(shape, stride).requires_grad_(requires_grad)
@@ -76,42 +81,6 @@ def saved_input(name, device, requires_grad=False):
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_inputs.pt")
     return torch.load(path, weights_only=True)[name].to(device).requires_grad_(requires_grad)
-
-
-def to_fp64(value):
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
-    return value
-
-
-def same_as_fp64_reference(mod, args, expected, actual, tolerance):
-    """PyTorch's rule (same_two_models) on each floating output, against its fp64 value; without one
-    (the fp64 run fails, or the output stays float32), allclose within the tolerance."""
-    from torch._dynamo.utils import same
-    from torch.utils._pytree import tree_leaves
-
-    try:
-        reference = mod(*[to_fp64(a) for a in args])
-    except Exception:
-        reference = None
-    def leaves(tree):
-        return tree_leaves(tree, is_leaf=lambda x: x is None)  # a None output keeps its place
-
-    expected, actual = leaves(expected), leaves(actual)
-    references = leaves(reference) if reference is not None else []
-    if len(expected) != len(actual):
-        return False
-    if len(references) != len(expected):
-        references = [None] * len(expected)
-    for e, a, r in zip(expected, actual, references):
-        if not (isinstance(e, torch.Tensor) and e.is_floating_point()):
-            continue
-        if not (isinstance(a, torch.Tensor) and a.dtype == e.dtype and a.shape == e.shape):
-            return False
-        r = r if isinstance(r, torch.Tensor) and r.dtype == torch.float64 else None
-        if not same(e, a, r, tol=tolerance, equal_nan=True, ignore_non_fp=r is not None):
-            return False
-    return True
 
 
 def synchronize():
@@ -176,13 +145,13 @@ def check():
     mod = MAKE_MODULE
     args = make_inputs()
     try:
-        expected = mod(*args)
+        expected, reference = reference_runs(mod, args) if ACCURACY else (mod(*args), None)
         synchronize()
     except Exception as e:
         raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
     actual = compile_repro(mod, args)(*args)
     synchronize()
-    if ACCURACY and not same_as_fp64_reference(mod, args, expected, actual, TOLERANCE):
+    if ACCURACY and not same_outputs(expected, actual, reference, TOLERANCE):
         raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
 
 
@@ -254,6 +223,7 @@ def render(script: ReproScript) -> str:
         _render_module(script.forward_code),
         _render_inputs(script),
         _HELPERS,
+        f"\n{accuracy_rule_source()}" if script.accuracy else "",
         f"TORCH_OPS = {traced_ops!r}\n\n{graph_module_source()}" if traced_ops else "",
         _render_compile(script, higher_order),
         _CHECK.replace("MAKE_MODULE", "graph_module(Repro(), TORCH_OPS)" if traced_ops else "Repro()"),
@@ -384,5 +354,5 @@ def _render_input(spec: InputSpec, stage: Stage) -> str:
         return f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
     return (
         f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
-        + (", requires_grad=True)" if grad else ")")
+        + (", requires_grad=True" if grad else "") + (f", bounds={spec.bounds!r})" if spec.bounds else ")")
     )

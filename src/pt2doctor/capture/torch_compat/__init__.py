@@ -6,7 +6,9 @@ checked on; when a later torch moves something, the fix is here. Checked on: tor
 this repo's CI) and 2.11 (CUDA, the lent GPU machine). The functions live in one module per
 pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `observe`: the structured trace, config, the in-process watch and the advisors;
-- `record`: the graph recorder's seams, repro material, caches and configs, the accuracy rule;
+- `record`: the graph recorder's seams, repro material, caches and configs;
+- `accuracy_rule`: the accuracy rule (fp64 reference, comparison, RNG guard, random ops), embedded
+  verbatim in every repro, so torch-only;
 - `diagnose`: the compiler bisector and frame recordings;
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
@@ -38,8 +40,7 @@ from pt2doctor.capture.torch_compat.record import (
     disable_aot_autograd_cache,
     cuda_fork_poisoned,
     config_checkpoint,
-    same_as_fp64_reference,
-    clone_input,
+    accuracy_rule_source,
     node_example_value,
     register_inductor_prims,
     aot_autograd_kwargs,
@@ -85,8 +86,16 @@ __all__ = [
     "disable_aot_autograd_cache",
     "cuda_fork_poisoned",
     "config_checkpoint",
-    "same_as_fp64_reference",
-    "clone_input",
+    "accuracy_rule_source",
+    "copy_inputs",
+    "fp64_module",
+    "reference_runs",
+    "same_outputs",
+    "kept_state",
+    "rng_state",
+    "set_rng_state",
+    "random_ops",
+    "op_name",
     "node_example_value",
     "compiler_bisector",
     "compile_every_time",
@@ -97,3 +106,16 @@ __all__ = [
     "prewarm_inductor",
     "prewarm_inductor_source",
 ]
+
+# The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
+# importing this package must not import torch.
+_ACCURACY_RULE = ("copy_inputs", "fp64_module", "reference_runs", "same_outputs", "kept_state", "rng_state",
+                  "set_rng_state", "random_ops", "op_name")
+
+
+def __getattr__(name: str) -> object:
+    if name in _ACCURACY_RULE:
+        from pt2doctor.capture.torch_compat import accuracy_rule
+
+        return getattr(accuracy_rule, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Private torch APIs for recording and replaying graphs: the backend and Inductor seams, graph
-source and config as code, caches, configs to restore, and the accuracy rule (capture.graph_recorder,
-capture.accuracy_probe, reduce). See the package contract in `torch_compat/__init__.py`."""
+source and config as code, caches, configs to restore (capture.graph_recorder, capture.accuracy_probe, reduce); the accuracy
+rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
 
@@ -171,51 +171,13 @@ def config_checkpoint() -> Callable[[], None]:
     return restore
 
 
-def same_as_fp64_reference(expected: Any, actual: Any, reference: Any, tolerance: float) -> bool:
-    """PyTorch's accuracy rule (`same_two_models` semantics) on each floating output: allclose, else
-    RMSE(actual, fp64) within a dtype-dependent multiple of RMSE(expected, fp64) (`torch._dynamo.utils.same`,
-    2.13). Other outputs are not judged (`ignore_non_fp`). An output with no float64 reference (`reference`
-    is None: the fp64 run failed; or it stayed float32 there) is judged as `same_two_models` judges without
-    one: allclose, same dtype and shape, else a failure; `same(..., ignore_non_fp=True)` would pass it.
+def accuracy_rule_source() -> str:
+    """The text of `torch_compat/accuracy_rule.py`, which every repro embeds verbatim (reduce.repro)."""
+    import inspect
 
-    The same rule as `same_as_fp64_reference` in the minifier's repro template (`reduce/repro.py`), which
-    must stay torch-only and so cannot import this one: the two judge a graph identically. Errors are not
-    logged (the probe asks per node).
-    """
-    import torch
-    from torch._dynamo.utils import same
-    from torch.utils._pytree import tree_leaves
+    from pt2doctor.capture.torch_compat import accuracy_rule
 
-    def leaves(tree: Any) -> list[Any]:
-        return tree_leaves(tree, is_leaf=lambda x: x is None)  # a None output keeps its place
-
-    expected, actual = leaves(expected), leaves(actual)
-    references = leaves(reference) if reference is not None else []
-    if len(expected) != len(actual):
-        return False
-    if len(references) != len(expected):
-        references = [None] * len(expected)
-    for e, a, r in zip(expected, actual, references):
-        if not (isinstance(e, torch.Tensor) and e.is_floating_point()):
-            continue
-        if not (isinstance(a, torch.Tensor) and a.dtype == e.dtype and a.shape == e.shape):
-            return False
-        r = r if isinstance(r, torch.Tensor) and r.dtype == torch.float64 else None
-        if not same(e, a, r, tol=tolerance, equal_nan=True, ignore_non_fp=r is not None,
-                    log_error=lambda *args, **kwargs: None):
-            return False
-    return True
-
-
-def clone_input(value: Any) -> Any:
-    """A copy of a tensor with the same size, strides and storage offset (`torch._dynamo.utils.clone_input`,
-    2.13), so a compiled graph that assumed the strides runs on it; non-tensors as they are."""
-    import torch
-    from torch._dynamo.utils import clone_input as _clone
-
-    if not isinstance(value, torch.Tensor):
-        return value
-    return _clone(value.detach()).requires_grad_(value.requires_grad and value.is_floating_point())
+    return inspect.getsource(accuracy_rule)
 
 
 def node_example_value(node: Any) -> Any:

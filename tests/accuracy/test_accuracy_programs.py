@@ -1,0 +1,58 @@
+"""End to end: `pt2doctor accuracy` compares integer outputs exactly, and never changes what a program
+prints (real torch.compile, Inductor on CPU)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from accuracy_scripts import SCRIPTS
+
+
+def _printed(run, script: str, *args: str) -> list[str]:
+    """What the script printed under `pt2doctor accuracy --json`: its stdout goes to stderr there,
+    after the status `running SCRIPT ARGS` (wrapped to the terminal's width) and before the next one."""
+    text = run.stderr.split("pt2doctor [", 2)[1]
+    for word in (str(SCRIPTS / script), *args):
+        text = text.split(word, 1)[1]
+    return text.strip().splitlines()
+
+
+def test_wrong_integer_outputs_and_a_changed_dtype_fail(accuracy_run):
+    """pytorch/pytorch#191499 (uint8 min of 16+ values is 0) and #191308 (int8 matmul returns int64):
+    both passed while integer outputs were not compared."""
+    run = accuracy_run("int_reductions.py", "--no-minify")
+    assert run.code == 1, run.stderr[-3000:]
+    smallest, products = run.doc["accuracy"]
+    assert (smallest["verdict"], products["verdict"]) == ("fail", "fail")
+    assert smallest["max_abs_err"] == 1.0 and smallest["first_divergent"]["op"] == "torch.min"
+    assert smallest["first_divergent"]["dtype"] == "uint8"
+    assert products["max_abs_err"] == 0.0  # equal values, in the wrong dtype
+    assert not smallest["explained"] and not products["explained"]
+
+
+@pytest.mark.parametrize("script", ["mutates_strided_input.py", "func_grad_autograd_function.py"])
+def test_the_program_prints_what_it_prints_without_pt2doctor(accuracy_run, script):
+    """An in-place update of strided int64 and float64 views used to reach the program's own tensors
+    (the fp64 run "cast" them to themselves), and a `torch.func.grad` graph was run with grad off:
+    both were reported as wrong, and the first printed different numbers."""
+    run = accuracy_run(script, "--no-minify")
+    plain = subprocess.run([sys.executable, str(SCRIPTS / script)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.strip(), plain.stderr[-2000:]
+    assert _printed(run, script) == plain.stdout.splitlines()
+    assert run.code == 0, run.stderr[-3000:]
+    assert [(g["verdict"], g["error"]) for g in run.doc["accuracy"]] == [("pass", None)]
+
+
+def test_a_failing_graph_the_minifier_cannot_load_is_reported_not_an_internal_error(accuracy_run):
+    """FX cannot trace the recorded `torch.func.grad` graph (`_wrap_for_grad(Proxy, 1)`: a TypeError
+    that ended `pt2doctor accuracy` with exit 70): the failure is reported with the minifier's reason."""
+    script = "func_grad_autograd_function.py"
+    run = accuracy_run(script, "--jobs", "2", args=("off_by_one",))
+    plain = subprocess.run([sys.executable, str(SCRIPTS / script), "off_by_one"], capture_output=True, text=True,
+                           timeout=300)
+    assert _printed(run, script, "off_by_one") == plain.stdout.splitlines()
+    assert run.code == 1, run.stderr[-3000:]
+    (graph,) = run.doc["accuracy"]
+    assert graph["verdict"] == "fail" and graph["minified"]["error"].startswith("TypeError: _wrap_for_grad()")

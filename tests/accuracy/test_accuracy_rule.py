@@ -1,0 +1,120 @@
+"""The one accuracy rule (`torch_compat.accuracy_rule`): its callers agree, repros embed it verbatim,
+integer outputs are compared exactly, and checks run on copies that keep strides and aliasing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.fx
+
+from pt2doctor.capture import graph_recorder, torch_compat
+from pt2doctor.capture.accuracy_probe import judge_graph
+from pt2doctor.capture.torch_compat import accuracy_rule
+from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec
+from pt2doctor.reduce.repro import ReproScript, render
+
+# `.float()` and `dtype=` inside the graph: cast inputs alone, the reference stays float32 there.
+FORWARD = '''def forward(self, x):
+    big = torch.full((64,), 10000.0, dtype=torch.float32)
+    return ((x.float() + big) - big,)
+'''
+# A backend that simplifies (x + big) - big to x: more exact than eager, so it differs from eager by
+# eager's own rounding (up to half an ulp of 1e4, above the tolerance) but not from the fp64 value.
+CANCEL = '''def cancel(gm, example_inputs):
+    return lambda x: (x.float(),)
+'''
+
+
+class Cancels(torch.nn.Module):
+    def forward(self, x):
+        big = torch.full((64,), 10000.0, dtype=torch.float32)
+        return ((x.float() + big) - big,)
+
+
+def _x() -> torch.Tensor:
+    torch.manual_seed(0)  # the repro's make_inputs
+    return torch.randn(64)
+
+
+def _rendered(tmp_path: Path) -> Path:
+    script = ReproScript(stage=Stage.DYNAMO, forward_code=FORWARD, inputs=(TensorSpec((64,), (1,)),),
+                         backend=BackendSpec(BackendKind.SOURCE, "cancel", CANCEL), accuracy=True)
+    path = tmp_path / "repro.py"
+    path.write_text(render(script))
+    return path
+
+
+def test_the_probe_the_recorder_and_the_repro_give_one_verdict_on_a_graph_with_its_own_float_dtypes(tmp_path):
+    """Before the rule was one module, the recorder and the repro cast the inputs only: their
+    reference stayed float32 here, so they judged by allclose alone and failed what the probe passed."""
+    gm, x = torch.fx.symbolic_trace(Cancels()), _x()
+    def compiled(x):
+        return (x.float(),)  # what `cancel` returns
+
+    assert not torch.allclose(gm(x)[0], compiled(x)[0], atol=1e-4, rtol=1e-4)  # eager's rounding shows
+    assert judge_graph("0/0", gm, None, compiled, [x], 1e-4).verdict == "pass"
+
+    recorder = graph_recorder.GraphRecorder(tmp_path / "run")
+    graph_recorder._accuracy_checked(recorder, "g0000", gm, compiled, 1e-4)(x)
+    recorder.close()
+    assert (tmp_path / "run" / "graphs" / "failures.jsonl").read_text() == ""
+
+    repro = subprocess.run([sys.executable, str(_rendered(tmp_path))], capture_output=True, text=True, timeout=300)
+    assert repro.returncode == 0 and "repro passed" in repro.stdout, repro.stderr[-2000:]
+
+
+def test_a_repro_embeds_the_rule_modules_source_exactly(tmp_path):
+    source = Path(accuracy_rule.__file__).read_text()
+    assert torch_compat.accuracy_rule_source() == source
+    assert f"\n{source}\n" in _rendered(tmp_path).read_text()
+    assert "pt2doctor" not in "".join(line for line in source.splitlines() if line.startswith(("import", "from")))
+
+
+def test_integer_and_bool_outputs_must_be_equal_with_the_same_dtype():
+    same = torch_compat.same_outputs
+    ints = torch.tensor([1, 2, 3])
+    assert same([ints], [ints.clone()], None, 1e-4)
+    assert not same([ints], [ints + 1], None, 1e-4)
+    assert not same([ints.to(torch.int8)], [ints], None, 1e-4)  # a changed dtype, equal values
+    assert not same([ints > 1], [ints > 2], None, 1e-4)
+    assert not same([ints], [ints[:2]], None, 1e-4)
+    assert same([torch.ones(3)], [torch.ones(3) + 1e-7], [torch.ones(3, dtype=torch.float64)], 1e-4)
+
+
+def test_copies_keep_strides_storage_offsets_and_aliasing():
+    base = torch.arange(12.0).reshape(3, 4)
+    view, row = base[:, 1:3], base[1]
+    for fp64 in (False, True):
+        a, b = torch_compat.copy_inputs([view, row], fp64=fp64)
+        assert (a.stride(), a.storage_offset(), b.storage_offset()) == (view.stride(), 1, 4)
+        assert a.dtype == (torch.float64 if fp64 else torch.float32) and torch.equal(a, view.to(a.dtype))
+        a.mul_(0)
+        assert b.tolist() == [4.0, 0.0, 0.0, 7.0]  # the copies share one storage, as the inputs do
+    assert base[1].tolist() == [4.0, 5.0, 6.0, 7.0]  # and never the program's
+
+
+def test_the_fp64_copy_of_a_plain_module_also_casts_its_own_float_dtypes():
+    x = _x()
+    assert torch_compat.fp64_module(Cancels())(x.double())[0].dtype == torch.float64
+    expected, reference = torch_compat.reference_runs(Cancels(), [x])
+    assert expected[0].dtype == torch.float32 and torch.equal(reference[0], x.double())
+
+
+def test_integer_inputs_keep_their_recorded_range_where_their_values_are_not_saved():
+    """Zeros hide a bug that needs an index above zero; values in the recorded range stay valid indices."""
+    from pt2doctor.capture.graph_inputs import input_specs
+
+    idx, mask, x = torch.tensor([[3, 7], [5, 4]]), torch.tensor([True, False]), torch.randn(2)
+    gm = torch.fx.symbolic_trace(lambda idx, mask, x: (idx, mask, x))
+    specs = input_specs(gm, [idx, mask, x])
+    assert [s.bounds for s in specs] == [(3, 7), None, None]
+    script = ReproScript(stage=Stage.DYNAMO, forward_code="def forward(self, idx, mask, x):\n    return (idx,)\n",
+                         inputs=tuple(specs))
+    namespace: dict = {"__name__": "repro", "__file__": "repro.py"}
+    exec(render(script), namespace)
+    made = namespace["make_inputs"]()[0]
+    assert made.dtype == torch.int64 and made.shape == (2, 2)
+    assert int(made.min()) >= 3 and int(made.max()) <= 7 and len(made.unique()) > 1
