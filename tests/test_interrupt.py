@@ -48,3 +48,14 @@ def test_diagnose_ctrl_c_keeps_the_partial_diagnosis(tmp_path):
     d = json.loads((out / "diagnosis.json").read_text())
     assert d["interrupted"] is True and d["exit_code"] == 130
     assert "total" in d["timings"]
+
+
+def test_diagnose_ctrl_c_after_the_stage_runs_keeps_the_stage_table_and_writes_issue_md(tmp_path):
+    out = tmp_path / "diag"
+    done = _interrupt_when(["diagnose", "--no-bisect", "--out", str(out), str(SCRIPTS / "slow_backend_failure.py")],
+                           out / "runs" / "aot_eager_decomp_partition" / "session.json", timeout=240)
+    assert done.returncode == 130, done.stderr[-2000:]
+    d = json.loads((out / "diagnosis.json").read_text())
+    assert d["interrupted"] is True and d["headline"].startswith("interrupted (Ctrl-C): backend_failure")
+    assert d["stages"]["eager"] == "pass" and d["stages"]["aot_eager"] == "pass"
+    assert d["stage"] == "backend" and (out / "issue.md").exists()

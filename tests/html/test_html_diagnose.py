@@ -37,3 +37,10 @@ def test_diagnosis_section_shows_stage_table_repro_and_issue(diagnose_page: Any,
     assert "repro.py" in text and "issue.md" in text
     assert "def picky_backend" in text  # the repro, with the user's backend, inline
     section.screenshot(path=str(artifacts_dir / "diagnose.png"))
+
+
+def test_the_diagnosis_leads_the_page(diagnose_page: Any, artifacts_dir: Path) -> None:
+    page, _, _, _ = diagnose_page
+    ids = page.eval_on_selector_all("main > section", "sections => sections.map(s => s.id)")
+    assert ids[:2] == ["extra-diagnosis", "verdict"]
+    page.screenshot(path=str(artifacts_dir / "diagnose-top.png"))

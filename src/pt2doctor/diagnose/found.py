@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
-from pt2doctor.diagnose.stages import GRAPH_STAGES
+from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
+from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage
 from pt2doctor.model.minify import MinifyResult
@@ -47,6 +48,7 @@ class Found:
     timings: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
+    backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
 
     @contextmanager
@@ -128,6 +130,25 @@ def user_error(found: Found, off: Attempt) -> None:
                       "fix that first")
     where(found)
     found.next_steps.append("Fix the error in the script (it also fails under torch.compiler.set_stance('force_eager')).")
+
+
+def interrupted(found: Found) -> None:
+    """What a Ctrl-C leaves: the stage table of the runs that finished (a stage is blamed only when every
+    rung below the failing one passed), and a headline saying how far it got."""
+    if not found.stages and found.category is not None:
+        outcomes = {a.backend: a.outcome for a in found.attempts if a.backend}
+        rungs = ladder(found.original_backend)
+        outcomes.setdefault(rungs[-1][0], "fail")  # the original run: it failed, that is why we are here
+        first_unknown = next((i for i, (b, _) in enumerate(rungs) if b not in outcomes), len(rungs))
+        found.stage, found.stages = blame(rungs[:first_unknown], outcomes)
+        found.stages.update({b: "skipped" for b, _ in rungs[first_unknown:]})
+    if not found.headline:
+        if found.category is None:
+            found.headline = "interrupted (Ctrl-C) before the script's failure was reproduced"
+        else:
+            stage = f" in {STAGE_TITLES[found.stage]}" if found.stage else "; the failing stage was not found yet"
+            found.headline = f"interrupted (Ctrl-C): {found.category.value}{stage}: {found.error}"
+    found.next_steps.append("Run `pt2doctor diagnose` again to finish (what was found so far is in this bundle).")
 
 
 def refine_category(found: Found) -> None:
@@ -218,13 +239,17 @@ def conclude(found: Found) -> None:
             cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation: slower"
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
                                     f"({cost}).")
-        if found.minify and found.minify.verified:
+        verified = found.minify is not None and found.minify.verified
+        if found.stage is FailingStage.BACKEND:  # the user's own backend: nothing to file with PyTorch
+            carried = {BackendKind.SOURCE: "; repro.py defines it from your source",
+                       BackendKind.STUB: "; its source could not be read, so repro.py stands it in with a stub "
+                                         "that raises the recorded error"}.get(found.backend_kind, "")
+            shows = f" (`python repro.py` shows it on {found.minify.nodes_after} node(s))" if verified else ""
+            found.next_steps.append(f"The failure is inside {backend}{shows}: fix it there{carried}.")
+        elif verified:
             found.next_steps.append(f"File issue.md with the verified repro ({found.minify.nodes_after} node(s): "
                                     f"{', '.join(found.minify.ops)}); `python repro.py` shows the bug.")
-        elif found.minify:
+        if found.minify and not verified:
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
-        if found.stage is FailingStage.BACKEND:
-            carried = " (the repro includes its source)" if found.minify else ""
-            found.next_steps.append(f"The failure is inside {backend}: fix it there{carried}.")
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")

@@ -35,11 +35,13 @@ from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
-from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
+from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
+                                      where)
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
+from pt2doctor.model.minify import BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 
@@ -80,6 +82,9 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     except KeyboardInterrupt:
         found.interrupted = True
         found.notes.append("interrupted (Ctrl-C): the steps above it are complete, the rest did not run")
+        labels = {a.label for a in found.attempts}
+        found.attempts += [a for label, a in runner.finished.items() if label not in labels]
+        interrupted(found)
     finally:
         runner.close()
         found.timings["total"] = round(time.monotonic() - started, 3)
@@ -121,7 +126,8 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
             return
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
-    found.original_backend, on_cuda = recorded_backend(runner.run_dir(a1.label))
+    spec, on_cuda = recorded_backend_spec(runner.run_dir(a1.label))
+    found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
@@ -142,6 +148,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
+    ran = sum(a.wall_s for a in found.attempts if a.backend in found.stages and a.label != a1.label)
+    if ran > found.timings.get("stages", 0.0) + 1.0:
+        found.notes.append(f"the stage runs took {ran:.1f} s, mostly while the steps before ran (they overlap): "
+                           f"the 'stages' step itself waited {found.timings.get('stages', 0.0):.1f} s")
     if found.stage is FailingStage.DYNAMO:  # even backend='eager' fails: the script itself, or Dynamo?
         reporter.status("it fails with backend='eager' too: running it with compilation off")
         with found.timed("compilation_off"):
@@ -243,8 +253,11 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
             if attempt.signature != a1.signature:
                 found.notes.append(f"{backend} fails differently: {attempt.signature}")
             break
-    for future in speculative.values():
+    for backend, future in speculative.items():
         future.cancel()
+        if backend not in outcomes and future.done() and not future.cancelled() and future.exception() is None:
+            outcomes[backend] = future.result().outcome  # it ran (its progress line said so): not "skipped"
+            found.attempts.append(future.result())
     if "fail" not in outcomes.values():
         outcomes[top] = "fail"
     found.stage, found.stages = blame(rungs, outcomes)
@@ -253,11 +266,18 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
 def recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
     """From the graph recorder's index: the backend the script compiled with (None when no graph
     reached a backend), and whether any recorded graph's inputs were on a CUDA device."""
+    spec, on_cuda = recorded_backend_spec(run_dir)
+    return (spec.name if spec else None), on_cuda
+
+
+def recorded_backend_spec(run_dir: Path) -> tuple[BackendSpec | None, bool]:
+    """The recorded backend as the recording can carry it (a registered name, the script's own source, or
+    a stub), and whether any recorded graph's inputs were on a CUDA device."""
     try:
         index = read_index(RunPaths(run_dir).graphs_dir)
     except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
         return None, False
-    backend = next((e.backend.name for e in index if e.backend is not None and e.backend.name), None)
+    backend = next((e.backend for e in index if e.backend is not None and e.backend.name), None)
     return backend, any(e.on_cuda for e in index)
 
 

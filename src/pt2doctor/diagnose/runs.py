@@ -67,6 +67,7 @@ class VariantRunner:
         self.call = call
         self.reporter = reporter
         self.sessions: dict[str, Session] = {}
+        self.finished: dict[str, Attempt] = {}  # every run that ended on its own, by label
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
@@ -102,16 +103,16 @@ class VariantRunner:
         options = self.options(variant)
         if self._closed.is_set():
             raise CancelledError(variant.label)
-        self.reporter.status(f"run {variant.label}: started ({self._finished} of {self._submitted} runs done)")
+        self.reporter.status(f"run {variant.label}: started ({self._finished} run(s) done so far)")
         session = enrich(run_script(options))
         self.sessions[variant.label] = session
         self._finished += 1
         attempt = attempt_of(variant, session)
         if self._closed.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
+        self.finished[variant.label] = attempt
         said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
-        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {self._finished} of "
-                             f"{self._submitted} runs done)")
+        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {self._finished} run(s) done)")
         return attempt
 
 

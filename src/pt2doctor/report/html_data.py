@@ -21,6 +21,7 @@ from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES, anchor, breakdown, timeline
 from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, Snippet
 
+LEAD_SECTION = "extra-diagnosis"
 EXTRA_SECTIONS: dict[str, str] = {"diagnosis": "Diagnosis", "minify": "Minified repro", "advisor": "Advisor"}
 _FWD_BWD = frozenset({"inductor_post_grad_graph", "inductor_output_code"})
 
@@ -42,7 +43,9 @@ def page_data(report: Report, inputs: HtmlInputs) -> dict[str, Any]:
         "recompiles": [_recompiles(chain) for chain in report.recompiles],
         "compiles": [_compile(c, inputs, payloads) for c in sorted(s.compiles, key=lambda c: c.compile_id)],
         "ranks": _ranks(inputs),
-        "extras": _extras(s),
+        # a diagnosis is what the page is about: it leads; the other stages' sections follow the run's
+        "lead": next((x for x in _extras(s) if x["id"] == LEAD_SECTION), None),
+        "extras": [x for x in _extras(s) if x["id"] != LEAD_SECTION],
         "provenance": _provenance(s),
         "config_diff": sorted(s.environment.config_diff.items()),
         "notes": _notes(s, inputs),

@@ -42,7 +42,7 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
     issue = ""
-    if diagnosis.failed and not diagnosis.interrupted and not diagnosis.flaky and diagnosis.category is not Category.USER_ERROR:
+    if diagnosis.failed and not diagnosis.flaky and diagnosis.category is not Category.USER_ERROR:  # interrupted: so far
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
