@@ -11,13 +11,16 @@ leaves the sidecar unwritten, but faulthandler's dump names the Python stack.
 
 from __future__ import annotations
 
+import builtins
 import faulthandler
+import importlib.machinery
+import io
 import os
 import platform
-import runpy
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -132,24 +135,49 @@ def main() -> None:
     spec = read_record(Path(sys.argv[2]), ChildSpec)
     script = os.path.abspath(sys.argv[3])
     _crash_log(spec)
-    sys.argv = sys.argv[3:]
+    sys.argv = sys.argv[3:]  # argv[0] as the user typed it, as `python SCRIPT` leaves it
     sys.path[0] = os.path.dirname(script)
     started = time.time()
     _install_hooks(spec)
     meta = spec.meta
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_as_main(script)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if meta:
             _write_meta(meta, code, started)
         raise
     except BaseException as exc:
+        _from_script(exc, script)
         if meta:
             _write_meta(meta, 1, started, _exception_record(exc))
-        raise
+        if isinstance(exc, KeyboardInterrupt):
+            raise  # Python's own handling: the exit status of an interrupt
+        sys.excepthook(type(exc), exc, exc.__traceback__)  # what Python prints, from the script's first frame
+        sys.exit(1)
     if meta:
         _write_meta(meta, 0, started)
+
+
+def _run_as_main(script: str) -> None:
+    """Run `script` as `python SCRIPT` runs it: a fresh `__main__` module whose `__file__` is the absolute
+    path (Python >= 3.9), compiled from the file's bytes, argv left as given (`runpy.run_path` would
+    make argv[0] absolute and put its own frames above the script's)."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __builtins__=builtins, __cached__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", script))
+    sys.modules["__main__"] = main
+    with io.open_code(script) as handle:
+        code = compile(handle.read(), script, "exec")
+    exec(code, main.__dict__)
+
+
+def _from_script(exc: BaseException, script: str) -> None:
+    """Drop the frames above the script's own (this bootstrap's), as Python's traceback starts there."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    exc.__traceback__ = tb
 
 
 if __name__ == "__main__":
