@@ -68,3 +68,19 @@ def test_a_trace_cut_before_its_first_finished_compile_does_not_claim_torch_was_
     (tmp_path / "cut.log").write_text("".join(lines[:cut]))
     headline = verdict_for(session_from_trace(tmp_path / "cut.log")).headline
     assert headline.startswith("OK, but the trace holds no") and "never imported torch" not in headline
+
+
+def test_the_same_program_reads_the_same_on_torch_2_11_and_2_13() -> None:
+    from pt2doctor.cli.output import load_session
+    from pt2doctor.report.document import build_report
+
+    traces = Path(__file__).parent / "fixtures" / "traces"
+    facts = []
+    for name in ("toy_and_recompiles.log", "toy_and_recompiles_torch211.log"):
+        report = build_report(load_session(traces / name))
+        s = report.session
+        facts.append((s.graphs, s.ops, [(b.line, b.break_type) for b in s.graph_breaks],
+                      [step.cause.text for chain in report.recompiles for step in chain.steps if step.cause],
+                      [chain.fixes for chain in report.recompiles]))
+    assert facts[0] == facts[1]
+    assert facts[0][0] == 7 and len(facts[0][2]) == 2 and len(facts[0][3]) == 2

@@ -2,8 +2,9 @@
 times and versions are stripped. A missing or different golden file fails; after a deliberate change,
 `python tests/golden/test_golden.py --update` rewrites them (review the diff before committing).
 
-Sessions: the real torch 2.13 trace `toy_and_recompiles.log` (graph breaks, recompiles for a size, an
-int and a dtype) and a hand-built failed run (a backend failure whose message starts with Dynamo's
+Sessions: the real traces of `toy_and_recompiles.py` from torch 2.13 (CPU) and torch 2.11 (the CUDA
+build on the lent GPU machine): graph breaks, recompiles for a size, an int and a dtype; and a hand-built
+failed run (a backend failure whose message starts with Dynamo's
 `backend=... raised:` line, with a chain)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pt2doctor.report.terminal import render_terminal
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-TRACE = ROOT / "tests" / "fixtures" / "traces" / "toy_and_recompiles.log"
+TRACES = ROOT / "tests" / "fixtures" / "traces"
 
 
 def _failed_run() -> Session:
@@ -35,7 +36,9 @@ def _failed_run() -> Session:
                    failures=(failure,), cwd="/w", started_at=1.0, wall_s=2.0)
 
 
-SESSIONS = {"toy_and_recompiles": lambda: load_session(TRACE), "backend_failure": _failed_run}
+SESSIONS = {"toy_and_recompiles": lambda: load_session(TRACES / "toy_and_recompiles.log"),
+            "toy_and_recompiles_torch211": lambda: load_session(TRACES / "toy_and_recompiles_torch211.log"),
+            "backend_failure": _failed_run}
 
 
 def _stable(text: str) -> str:
