@@ -106,3 +106,26 @@ def test_what_to_do_keeps_the_worst_of_each_kind() -> None:
     chosen = what_to_do((*breaks, recompile, expected))
     assert len(chosen) == 5 and recompile in chosen and expected not in chosen
     assert chosen[0].title == "break 0"
+
+
+@pytest.mark.parametrize(("message", "says"), [
+    ("backend='inductor' raised:\nLoweringException: AssertionError: \n  target: aten.cummin.default\n  args[0]: x",
+     "LoweringException: AssertionError: (target: aten.cummin.default)"),
+    ("CppCompileError: C++ compile error\n\nOutput:\n/usr/include/c.h:3:1: warning: deprecated\n"
+     "/tmp/torchinductor_u/ab/cab.cpp:12:5: error: 'half' was not declared in this scope",
+     "CppCompileError: C++ compile error: /tmp/torchinductor_u/ab/cab.cpp:12:5: error: 'half' was not declared in "
+     "this scope"),
+    ("RuntimeError: boom\nmore", "RuntimeError: boom"),
+])
+def test_the_line_that_says_what_went_wrong(message: str, says: str) -> None:
+    from pt2doctor.analysis.failures import first_message_line
+
+    assert first_message_line(message) == says
+
+
+def test_a_generated_file_under_a_moved_inductor_cache_is_not_the_users(monkeypatch, tmp_path) -> None:
+    from pt2doctor.capture.process_meta import is_user_file
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    assert not is_user_file(str(tmp_path / "cache" / "ab" / "cabcdef.py"))
+    assert is_user_file(str(tmp_path / "train.py"))

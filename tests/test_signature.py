@@ -23,6 +23,7 @@ def test_the_same_failure_with_other_numbers_is_equal(a: str, b: str) -> None:
     ("RuntimeError: mat1 and mat2 shapes cannot be multiplied", "RuntimeError: size mismatch"),
     ("LoweringException: AssertionError: aten.bartlett_window", "LoweringException: AssertionError: aten.eye"),
     ("CppCompileError: error: float8 unsupported", "InductorError: error: float8 unsupported"),
+    ("RuntimeError: expected int8 got int64", "RuntimeError: expected int8 got int32"),  # digits in a name stay
 ])
 def test_different_failures_stay_different(a: str, b: str) -> None:
     assert normalize(a) != normalize(b)
@@ -31,3 +32,7 @@ def test_different_failures_stay_different(a: str, b: str) -> None:
 def test_normalize_is_idempotent() -> None:
     text = "AssertionError: max abs diff 0.7738 at /tmp/x/y.py:12 (0x7f00)"
     assert normalize(normalize(text)) == normalize(text)
+
+
+def test_names_with_digits_are_kept() -> None:
+    assert "fp64" in normalize("AccuracyMismatch: compiled differs beyond the fp64-referenced tolerance")

@@ -163,6 +163,21 @@ def signature(session: Session) -> str | None:
 
 
 def first_message_line(message: str) -> str:
-    """The first line that says something, past the `backend='...' raised:` line Dynamo wraps errors in."""
+    """The line that says what went wrong, past the `backend='...' raised:` line Dynamo wraps errors in:
+    a C++ compile error's first `error:` line (its output starts with header warnings); an error whose
+    own text is empty (`LoweringException: AssertionError:`) with the op it was lowering (`target: ...`,
+    the next line Inductor writes)."""
     lines = without_backend_line(message)
-    return lines[0] if lines else ""
+    if not lines:
+        return ""
+    first = lines[0]
+    if "C++ compile error" in first or "CppCompileError" in first:
+        error = next((line for line in lines if _CXX_ERROR.search(line)), None)
+        return f"{first.rstrip(': ')}: {error}" if error else first
+    if first.rstrip().endswith(":"):
+        target = next((line for line in lines[1:4] if line.startswith("target:")), None)
+        return f"{first.rstrip()} ({target})" if target else first
+    return first
+
+
+_CXX_ERROR = re.compile(r"(?:^|:\d+:\d+: |\s)(?:fatal )?error: ")

@@ -8,6 +8,8 @@ decides their category.
 from __future__ import annotations
 
 import linecache
+import os
+import platform
 import re
 import shutil
 import signal
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from pt2doctor.capture.session_builder import is_graph_break_failure
+from pt2doctor.capture.torch_env import cxx_version
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 from pt2doctor.model.child import ChildReport, ExceptionRecord
 from pt2doctor.model.serialize import RecordError, read_record
@@ -70,13 +73,19 @@ class RunPaths:
 
 
 def is_user_file(path: str) -> bool:
-    if not path or path.startswith("<") or "/torchinductor_" in path or "/.triton/" in path:
+    if not path or path.startswith("<") or "/torchinductor_" in path or "/.triton/" in path or _in_cache_dir(path):
         return False  # generated kernels and wrappers are the compiler's, not the user's
     try:
         resolved = str(Path(path).resolve())
     except OSError:
         return False
     return resolved.startswith(_EXAMPLES) or not resolved.startswith(_NOT_USER)
+
+
+def _in_cache_dir(path: str) -> bool:
+    """Under a compile cache the user moved (`TORCHINDUCTOR_CACHE_DIR`, `TRITON_CACHE_DIR`): generated code."""
+    dirs = [os.environ.get(name) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
+    return any(d and os.path.abspath(path).startswith(os.path.abspath(d) + os.sep) for d in dirs)
 
 
 def read_meta(paths: RunPaths) -> ChildReport | None:
@@ -183,8 +192,9 @@ def _signal_name(number: int) -> str:
 
 
 def environment(meta: ChildReport | None, torch_version: str | None) -> Environment:
-    if meta is None:
-        return Environment(torch=torch_version, python=sys.version.split()[0])
+    if meta is None:  # it died before reporting (a signal): what the parent can tell itself
+        return Environment(torch=torch_version, python=sys.version.split()[0], platform=platform.platform(),
+                           compiler=cxx_version())
     env = meta.environment
     return Environment(
         torch=env.torch or torch_version, python=env.python or sys.version.split()[0], platform=env.platform,

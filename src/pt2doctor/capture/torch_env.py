@@ -20,12 +20,13 @@ def describe(torch: Any) -> dict[str, Any]:
             facts["gpu"] = torch.cuda.get_device_name(0)
     except Exception:
         facts["gpu"] = None
-    facts["compiler"] = _compiler()
+    facts["compiler"] = cxx_version()
     facts["config_diff"] = torch_compat.config_diff()
     return facts
 
 
-def _compiler() -> str | None:
+def cxx_version() -> str | None:
+    """The C++ compiler Inductor would find, in one line (`--version`'s first); no torch needed."""
     cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if cxx is None:
         return None
