@@ -61,7 +61,8 @@ def _asset(name: str) -> Markup:
 def render_html(report: Report, inputs: HtmlInputs | None = None) -> str:
     data = page_data(report, inputs or HtmlInputs())
     template = _environment().get_template("report.html.j2")
-    return template.render(page=data, phases=PHASES, labels=PHASE_LABELS, css=_asset("report.css"),
+    shown = [p for p in PHASES if report.analysis.phase_totals.get(p)] or list(PHASES[:1])  # the run's phases
+    return template.render(page=data, phases=shown, labels=PHASE_LABELS, css=_asset("report.css"),
                            js=_asset("report.js"))
 
 

@@ -106,7 +106,7 @@ def _timeline_groups(s: Session, inputs: HtmlInputs) -> list[tuple[str, tuple[Co
 
 def _phase_totals(totals: dict[str, float]) -> list[dict[str, Any]]:
     whole = sum(totals.values()) or 1.0
-    return [{"phase": p, "s": totals[p], "pct": 100 * totals[p] / whole} for p in PHASES]
+    return [{"phase": p, "s": totals[p], "pct": 100 * totals[p] / whole} for p in PHASES if totals.get(p)]
 
 
 def _break(i: int, b: Any, inputs: HtmlInputs) -> dict[str, Any]:
