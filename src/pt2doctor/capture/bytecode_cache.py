@@ -3,8 +3,8 @@
 Contract: where torch's modules have their bytecode beside them (what `pip install` writes), nothing
 changes. Where they have none (an image built with `PYTHONDONTWRITEBYTECODE=1` or `pip install
 --no-compile`, common in containers), every interpreter compiles torch's few thousand modules from
-source when it imports them: measured on the lent H200 machine (torch 2.11, such an image), importing
-Inductor took 8.7 s, and 3.3 s once its bytecode was cached (64 MB). Then:
+source when it imports them, seconds for Inductor alone (docs/design/minifier.md, "Interpreter
+start-up", has the measurements). Then:
 - `worker_env(env)` gives the interpreters pt2doctor starts for its own work (the minifier's zygote
   and servers, the verifier, the bisector) `PYTHONPYCACHEPREFIX` = pt2doctor's cache, without
   `PYTHONDONTWRITEBYTECODE`: the first one writes the bytecode there, the later ones read it;

@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
 def _exit(code: int) -> NoReturn:
     """Exit with `code`; with torch loaded and nothing else running, without the interpreter's teardown.
 
-    Torch's teardown costs ~1 s (`import torch._dynamo` then exit: 2.9-3.5 s, against 2.2-2.4 s
-    with `os._exit`) and has nothing to do for pt2doctor: every file it wrote is closed and every
+    Torch's interpreter teardown takes about a second (docs/design/minifier.md) and has nothing to do
+    for pt2doctor: every file it wrote is closed and every
     child process it started has been waited for or killed by now. Another live (non-daemon) thread,
     a run still winding down, could still be writing, so then the ordinary exit joins it.
     """

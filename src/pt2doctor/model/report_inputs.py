@@ -13,7 +13,7 @@ from pt2doctor.model.session import Compile
 
 @dataclass(frozen=True, slots=True)
 class HtmlLimits:
-    """Caps that keep a page from a 100 MB trace quick to open (issue 6: lazy sections)."""
+    """Caps that keep a page from a 100 MB trace quick to open (its sections load lazily)."""
 
     artifact_bytes: int = 200_000
     total_bytes: int = 40_000_000

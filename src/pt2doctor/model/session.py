@@ -22,7 +22,7 @@ SCHEMA = "pt2doctor.session/1"
 
 
 class Category(str, Enum):
-    """What kind of failure a run ended in; one per failure (the categories of issue #2)."""
+    """What kind of failure a run ended in; one per failure (the README lists the categories)."""
 
     GRAPH_BREAK = "graph_break"
     BACKEND_FAILURE = "backend_failure"

@@ -10,9 +10,8 @@ def prewarm_inductor() -> None:
     """Import Inductor, and where no GPU is visible run its CPU vector-ISA probe (2.11, 2.13).
 
     `valid_vec_isa_list()` checks each ISA the CPU claims, one after the other: it builds a test
-    library (cached on disk) and dlopens it in a child process, which loads libtorch_cpu (~0.45 s
-    per ISA on x86 with the cache warm, so ~1.4 s for avx2/avx512/avx512_vnni; tens of seconds
-    cold). Its answer is a fact about the machine that every Inductor compile on CPU computes
+    library (cached on disk) and dlopens it in a child process, which loads libtorch_cpu (about half
+    a second per ISA warm, far more cold: docs/design/minifier.md). Its answer is a fact about the machine that every Inductor compile on CPU computes
     first, so running it early changes when, not what. Here each claimed ISA's check (`bool(isa)`,
     cached per ISA object by torch) runs in a thread of its own while this thread imports
     Inductor's compiler, so the children load on other cores; `valid_vec_isa_list()` then reads the
