@@ -61,7 +61,7 @@ def _check(ns: dict[str, Any], backend: str, target: str) -> int:
     from pt2doctor.model.signature import from_description
 
     try:
-        torch._dynamo.reset()
+        torch_compat.reset_dynamo()
         mod = ns["Repro"]()
         args = ns["make_inputs"]()
         expected = mod(*args)
@@ -82,7 +82,7 @@ def _warm_up(backend: str) -> None:
         torch.compile(lambda x: x * 2 + 1, backend=backend)(torch.randn(4))
     except Exception:
         pass  # the bug may be in this very path; the queries will show it
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
 
 
 def _query_body(ns: dict[str, Any], backend: str, target: str, plan: Plan, log: Path) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from pt2doctor.capture import torch_compat
 from pt2doctor.capture.backend_source import callable_backend_spec
 from pt2doctor.capture.graph_inputs import input_specs
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
@@ -64,7 +65,7 @@ def minify(
 
 def _context(gm: torch.fx.GraphModule, check: str | Callable[..., Any], accuracy: bool, tolerance: float,
              config_lines: Sequence[str]) -> ReproContext:
-    aten = any(isinstance(n.target, torch._ops.OpOverload) for n in gm.graph.nodes)
+    aten = any(torch_compat.is_op_overload(n.target) for n in gm.graph.nodes)
     stage = Stage.AOT if check == "inductor" and aten else Stage.DYNAMO
     backend = BackendSpec(BackendKind.NAMED, check) if isinstance(check, str) else callable_backend_spec(check)
     return ReproContext(stage, backend, tuple(config_lines), accuracy, tolerance, (f"torch {torch.__version__}.",))

@@ -163,7 +163,7 @@ def serve_candidates(out_fd: int) -> None:
     """A server's life: warm up, then run the candidates read from stdin one at a time."""
     import torch
 
-    from pt2doctor.capture.torch_compat import config_checkpoint
+    from pt2doctor.capture.torch_compat import config_checkpoint, reset_dynamo
 
     try:
         warm_up("cuda" if torch.cuda.is_available() else "cpu")
@@ -179,7 +179,7 @@ def serve_candidates(out_fd: int) -> None:
                 return
             _, job_id, text, repro_file = message
             restore()
-            torch._dynamo.reset()
+            reset_dynamo()
             status, text = run_guarded(text, repro_file)
             send(out_fd, (job_id, status, text))
             if status != "ok" and not _healthy():

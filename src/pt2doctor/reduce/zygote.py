@@ -68,22 +68,14 @@ class FrameReader:
 def warm_up(device: str = "cpu") -> None:
     """Import and exercise Inductor once, so what runs candidates starts warm: Inductor imported
     with the CPU-ISA probe run beside the import (`torch_compat.prewarm_inductor`), then a tiny
-    graph compiled with `compile_fx_inner` on `device` (on a GPU: the CUDA context and Triton's
-    first compile). A zygote that forks children warms on CPU only, and must not initialize CUDA
+    graph compiled with `compile_fx_inner` on `device` (`torch_compat.compile_tiny_graph`; on a GPU:
+    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only, and must not initialize CUDA
     (`Forks`)."""
     import torch
 
     torch.set_num_threads(1)
     torch_compat.prewarm_inductor()
-    import torch._dynamo
-    import torch._inductor.config as inductor_config
-    import torch.fx
-    from torch._inductor.compile_fx import compile_fx_inner
-
-    inductor_config.compile_threads = 1
-    aten = torch.ops.aten
-    graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
-    compile_fx_inner(graph, [torch.randn(8, device=device)])
+    torch_compat.compile_tiny_graph(device)
 
 
 def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:

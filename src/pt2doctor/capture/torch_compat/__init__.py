@@ -11,6 +11,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
   verbatim in every repro, so torch-only;
 - `diagnose`: the compiler bisector and frame recordings;
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier);
+- `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
 """
 
@@ -56,7 +57,10 @@ from pt2doctor.capture.torch_compat.diagnose import (
 from pt2doctor.capture.torch_compat.warm import (
     prewarm_inductor,
     prewarm_inductor_source,
+    import_dynamo,
+    compile_tiny_graph,
 )
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
 
 __all__ = [
     "trace_logger",
@@ -105,6 +109,10 @@ __all__ = [
     "is_graph_break",
     "prewarm_inductor",
     "prewarm_inductor_source",
+    "import_dynamo",
+    "compile_tiny_graph",
+    "fake_tensor_mode",
+    "is_op_overload",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
