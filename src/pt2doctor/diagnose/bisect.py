@@ -10,11 +10,11 @@ costs one small compile instead of a whole program run. The child's log is `out_
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from pt2doctor.capture import process_group
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection, BisectJob
@@ -60,10 +60,7 @@ class PendingBisection:
 
     def cancel(self) -> None:
         if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, 9)
-            except ProcessLookupError:
-                pass
+            process_group.kill_group(self._proc.pid)
         self._proc.wait()
         self._log.close()
 

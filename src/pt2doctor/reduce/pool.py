@@ -24,7 +24,9 @@ from typing import Literal
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.reduce.servers import MAX_SERVERS
-from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
+from pt2doctor.capture import process_group
+from pt2doctor.reduce.candidates import FrameReader, send
+from pt2doctor.reduce.zygote import serve_forked
 
 Status = Literal["ok", "failed", "signal", "timeout", "error"]
 
@@ -122,17 +124,10 @@ class WorkerPool:
                 return self._proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 return None
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            try:
-                pid, status = os.waitpid(self._pid, 0 if deadline is None else os.WNOHANG)
-            except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
-                return -1
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            if time.monotonic() > deadline:  # type: ignore[operator]
-                return None
-            time.sleep(0.02)
+        try:
+            return process_group.wait(self._pid, timeout_s)
+        except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
+            return -1
 
     def __enter__(self) -> WorkerPool:
         return self
