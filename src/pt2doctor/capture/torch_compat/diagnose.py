@@ -1,4 +1,4 @@
-"""Private torch APIs for `diagnose`: the compiler bisector (diagnose.bisect_child) and frame
+"""Private torch APIs for `diagnose`: the compiler bisector (bisect.child) and frame
 recordings (capture.frame_recorder). See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations

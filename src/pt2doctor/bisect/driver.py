@@ -3,7 +3,7 @@
 Contract: `bisect_repro(repro, target, out_dir, backend=..., jobs=...)` never raises (nor does
 `PendingBisection(out_dir, cuda=...).run(...)`, the same started before the repro exists); it returns a `Bisection`
 whose `note` says why there is no answer (no bisector in this torch, a timeout, a crash). It runs
-`diagnose.bisect_child` in a fresh interpreter (so the bisector's global state cannot leak into
+`bisect.child` in a fresh interpreter (so the bisector's global state cannot leak into
 anything else, pytorch#143453) on the minimal repro rather than on the user's script: a query then
 costs one small compile instead of a whole program run. The child's log is `out_dir/bisect.log`.
 """
@@ -32,7 +32,7 @@ class PendingBisection:
         self._log = open(out_dir / "bisect.log", "wb")
         env = with_package_path(worker_env())
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.diagnose.bisect_child", "--serve", "1" if cuda else "0"],
+            [sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int = 2,

@@ -1,4 +1,4 @@
-"""`python -m pt2doctor.diagnose.bisect_child REPRO TARGET OUT BACKEND [JOBS]`: bisect a compiler backend on a repro.
+"""`python -m pt2doctor.bisect.child REPRO TARGET OUT BACKEND [JOBS]`: bisect a compiler backend on a repro.
 
 (`--serve CUDA` starts it before the repro exists and takes the job from stdin; `--query ...` is one
 query in a fresh interpreter.)
