@@ -21,8 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"model", "analysis"},
     "diagnose": {"model", "capture", "analysis", "reduce", "bisect"},
     "bisect": {"model", "capture", "analysis", "reduce"},
-    "api": {"model", "capture", "analysis", "reduce"},
-    "cli": {"model", "capture", "analysis", "reduce", "report", "diagnose", "api"},
+    "workflows": {"model", "capture", "analysis", "reduce"},
+    "api": {"model", "capture", "analysis", "reduce", "report", "workflows"},
+    "cli": {"model", "capture", "analysis", "reduce", "report", "diagnose", "bisect", "api", "workflows"},
     "examples": set(),
 }
 # Source that becomes a standalone repro or runs inside a fresh interpreter as plain torch.

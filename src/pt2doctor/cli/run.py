@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.api import cold as _cold
+from pt2doctor.workflows import cold as _cold
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, write_html

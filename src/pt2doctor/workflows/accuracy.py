@@ -83,7 +83,7 @@ def minify_first_failure(results: list[GraphAccuracy], options: AccuracyOptions,
     if target is None:
         return results
     reporter.status(f"minifying graph [{target.graph}] with the accuracy check")
-    from pt2doctor.api.accuracy_minify import minify_graph
+    from pt2doctor.workflows.accuracy_minify import minify_graph
 
     summary = minify_graph(options.run.out_dir, target.graph, options.tolerance, options.jobs,
                            options.minify_timeout_s, reporter)
