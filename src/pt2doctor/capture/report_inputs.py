@@ -7,7 +7,7 @@ graph break. Everything it returns is plain data; `report.html.render_html` form
 A missing or unreadable trace or source file gives empty inputs, never an error: a report on a
 session.json copied to another machine still renders.
 
-The trace is read through `capture.trace_reader`, the one place trace lines are parsed; the values
+The trace is read through `capture.trace.trace_reader`, the one place trace lines are parsed; the values
 it returns are `model.report_inputs`.
 """
 
@@ -61,7 +61,7 @@ class _Scan:
     def rank_compiles(self) -> dict[int, tuple[Compile, ...]]:
         if len(self.per_rank) < 2:
             return {}
-        from pt2doctor.capture.session_builder import build_session
+        from pt2doctor.capture.trace.session_builder import build_session
 
         return {rank: tuple(build_session(events).compiles) for rank, events in sorted(self.per_rank.items())}
 
@@ -71,8 +71,8 @@ def _scan_trace(session: Session, limits: HtmlLimits) -> _Scan:
     paths = _trace_paths(session)
     if not paths:
         return scan
-    from pt2doctor.capture import events as ev
-    from pt2doctor.capture.trace_reader import read_trace
+    from pt2doctor.capture.trace import events as ev
+    from pt2doctor.capture.trace.trace_reader import read_trace
 
     for path in paths:
         try:

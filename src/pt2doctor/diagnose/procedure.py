@@ -301,7 +301,7 @@ def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     import subprocess
     import sys
 
-    from pt2doctor.capture.frame_recorder import write_replay
+    from pt2doctor.capture.child.frame_recorder import write_replay
 
     records = sorted((run_dir / "frames").glob("frame-*.pkl"))
     if not records:

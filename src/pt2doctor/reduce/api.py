@@ -25,8 +25,8 @@ import torch
 import torch.fx
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.capture.backend_source import callable_backend_spec
-from pt2doctor.capture.graph_inputs import input_specs
+from pt2doctor.capture.child.backend_source import callable_backend_spec
+from pt2doctor.capture.child.graph_inputs import input_specs
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import saved_values
 from pt2doctor.reduce.core import Reporter

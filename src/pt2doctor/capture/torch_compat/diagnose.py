@@ -1,5 +1,5 @@
 """Private torch APIs for `diagnose`: the compiler bisector (bisect.child) and frame
-recordings (capture.frame_recorder). See the package contract in `torch_compat/__init__.py`."""
+recordings (capture.child.frame_recorder). See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
 

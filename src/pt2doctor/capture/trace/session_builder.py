@@ -1,6 +1,6 @@
 """Fold trace events into a `Session`: compiles, graph breaks, recompiles, limit hits, failures.
 
-Contract: `build_session(events, ...)` is a pure fold over `capture.events` values (no I/O of its
+Contract: `build_session(events, ...)` is a pure fold over `capture.trace.events` values (no I/O of its
 own beyond lazily read payloads) and returns the trace-derived parts of a `Session`. Graph breaks
 are deduplicated by (break type, user file:line) across frames, compiles and ranks.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from pt2doctor.capture import events as ev
-from pt2doctor.capture.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.capture.trace import events as ev
+from pt2doctor.capture.trace.parse_text import parse_break_text, parse_guard_failure
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
 from pt2doctor.model import (
     Category,
