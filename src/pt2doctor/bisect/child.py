@@ -289,7 +289,8 @@ def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> 
         text = Path(repro).read_text()
         on_cuda = "'cuda" in text
         graph = _graph_text(text)
-        subsystems, inert = [], []
+        subsystems: list[tuple[str, dict[str, Any] | None]] = []
+        inert: list[tuple[str, dict[str, Any] | None]] = []
         for name, change in torch_compat.bisector_subsystems(backend):
             (inert if _inert(name, change, graph, on_cuda) else subsystems).append((name, change))
         if inert:

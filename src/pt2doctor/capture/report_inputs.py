@@ -16,9 +16,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.model import Compile, Session
 from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, HtmlLimits, Snippet
+
+if TYPE_CHECKING:  # the events load with the trace reader, only when a trace is read
+    from pt2doctor.capture.trace.events import Event
 
 # Artifact kind -> tab label, in the order the page shows them (the pipeline's order).
 ARTIFACT_LABELS: dict[str, str] = {
@@ -54,7 +58,7 @@ class _Scan:
     limits: HtmlLimits
     artifacts: dict[tuple[int | None, str], tuple[ArtifactText, ...]] = field(default_factory=dict)
     cache: dict[tuple[int | None, str], tuple[str, ...]] = field(default_factory=dict)
-    per_rank: dict[int, list[object]] = field(default_factory=lambda: defaultdict(list))
+    per_rank: dict[int, list[Event]] = field(default_factory=lambda: defaultdict(list))
     used: int = 0
     omitted: int = 0
 

@@ -210,7 +210,8 @@ class _Tail:
         if stream is None:
             return
         out = self._out
-        for chunk in iter(lambda: stream.read1(65536), b""):
+        # a Popen pipe is a BufferedReader (it has read1), though typeshed types it IO[bytes]
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
             try:
                 out.write(chunk)
                 out.flush()

@@ -20,6 +20,7 @@ import pickle
 import selectors
 import struct
 from collections import deque
+from typing import Any
 
 from pt2doctor.capture import torch_compat
 
@@ -39,9 +40,9 @@ class FrameReader:
     def __init__(self) -> None:
         self.buffer = b""
 
-    def feed(self, data: bytes) -> list[object]:
+    def feed(self, data: bytes) -> list[tuple[Any, ...]]:  # every message is a tuple
         self.buffer += data
-        out = []
+        out: list[tuple[Any, ...]] = []
         while len(self.buffer) >= _HEADER.size:
             (size,) = _HEADER.unpack_from(self.buffer)
             if len(self.buffer) < _HEADER.size + size:

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.reduce.servers import MAX_SERVERS
@@ -63,12 +63,12 @@ class WorkerPool:
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
         self._reader = FrameReader()
-        self._inbox: list[object] = []
+        self._inbox: list[tuple[Any, ...]] = []
         self._ready = False
         self._next_id = 0
         self.warm_up_s = 0.0
 
-    def _receive(self) -> object:
+    def _receive(self) -> tuple[Any, ...]:
         while not self._inbox:
             data = os.read(self._result_fd, 1 << 20)
             if not data:
@@ -95,7 +95,7 @@ class WorkerPool:
             send(self._request_fd, ("run", job_id, text, self.timeout_s, self.repro_file))
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
-            job_id, status, text = self._receive()  # type: ignore[misc]
+            job_id, status, text = self._receive()
             results[job_id] = RunResult(status, text)
         return [results[i] for i in ids]
 

@@ -15,6 +15,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
 """
 
+from typing import Any
+
 from pt2doctor.capture.torch_compat.observe import (
     trace_logger,
     trace_formatter,
@@ -121,7 +123,7 @@ _ACCURACY_RULE = ("copy_inputs", "fp64_module", "reference_runs", "same_outputs"
                   "set_rng_state", "random_ops", "op_name")
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     if name in _ACCURACY_RULE:
         from pt2doctor.capture.torch_compat import accuracy_rule
 
