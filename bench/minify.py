@@ -93,7 +93,7 @@ def _final_ops(repro: Path) -> list[str] | None:
 
 def run_ours(workdir: Path, bug: str, jobs: str = "") -> dict:
     started = time.monotonic()
-    from pt2doctor.capture.graph_recorder import record_script
+    from pt2doctor.capture.child.graph_recorder import record_script
 
     record_script(workdir / "user.py", workdir / "run", timeout_s=1800)  # the child with the recorder on
     record_s = time.monotonic() - started

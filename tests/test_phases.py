@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pt2doctor.capture.session_builder import phase_times
+from pt2doctor.capture.trace.session_builder import phase_times
 from pt2doctor.model.session import Phases
 
 CUSTOM = {"entire_frame_compile_time_s": 1.351012, "backend_compile_time_s": 0.580096,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.session_builder import build_session
-from pt2doctor.capture.trace_import import session_from_trace
-from pt2doctor.capture.trace_reader import TraceCounters, TraceError, read_trace
+from pt2doctor.capture.trace.session_builder import build_session
+from pt2doctor.capture.trace.trace_import import session_from_trace
+from pt2doctor.capture.trace.trace_reader import TraceCounters, TraceError, read_trace
 from pt2doctor.model import GuardKind
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
@@ -61,7 +61,7 @@ def test_directory_with_several_rank_files(tmp_path: Path):
 
 def test_a_trace_cut_before_its_first_finished_compile_does_not_claim_torch_was_never_imported(tmp_path):
     from pt2doctor.analysis.verdict import verdict_for
-    from pt2doctor.capture.trace_import import session_from_trace
+    from pt2doctor.capture.trace.trace_import import session_from_trace
 
     lines = (TRACES / "toy_and_recompiles.log").read_text().splitlines(keepends=True)
     cut = next(i for i, line in enumerate(lines) if '"compilation_metrics"' in line)

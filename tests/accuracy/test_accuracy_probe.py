@@ -6,7 +6,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from pt2doctor.capture.accuracy_probe import compare, fp64_run, missing_reference
+from pt2doctor.capture.child.accuracy_probe import compare, fp64_run, missing_reference
 from pt2doctor.capture.torch_compat import fp64_module, random_ops
 
 
@@ -65,7 +65,7 @@ def test_a_graph_the_probe_cannot_run_is_an_error_and_leaves_no_functorch_level_
     """A graph that raises between functorch's increment and decrement calls (a `torch.func`
     transform Dynamo inlined, run outside the program's call) is reported, not raised, and the
     transform stack is as the program left it."""
-    from pt2doctor.capture.accuracy_probe import AccuracyProbe
+    from pt2doctor.capture.child.accuracy_probe import AccuracyProbe
 
     def uncheckable(x):
         torch._C._functorch._grad_increment_nesting()

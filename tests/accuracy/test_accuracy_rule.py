@@ -10,8 +10,9 @@ from pathlib import Path
 import torch
 import torch.fx
 
-from pt2doctor.capture import graph_recorder, torch_compat
-from pt2doctor.capture.accuracy_probe import judge_graph
+from pt2doctor.capture.child import graph_recorder
+from pt2doctor.capture import torch_compat
+from pt2doctor.capture.child.accuracy_probe import judge_graph
 from pt2doctor.capture.torch_compat import accuracy_rule
 from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec
 from pt2doctor.reduce.repro import ReproScript, render
@@ -105,7 +106,7 @@ def test_the_fp64_copy_of_a_plain_module_also_casts_its_own_float_dtypes():
 
 def test_integer_inputs_keep_their_recorded_range_where_their_values_are_not_saved():
     """Zeros hide a bug that needs an index above zero; values in the recorded range stay valid indices."""
-    from pt2doctor.capture.graph_inputs import input_specs
+    from pt2doctor.capture.child.graph_inputs import input_specs
 
     idx, mask, x = torch.tensor([[3, 7], [5, 4]]), torch.tensor([True, False]), torch.randn(2)
     gm = torch.fx.symbolic_trace(lambda idx, mask, x: (idx, mask, x))

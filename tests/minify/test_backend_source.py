@@ -1,4 +1,4 @@
-"""`capture.backend_source`: a user's backend captured with what it needs from its module.
+"""`capture.child.backend_source`: a user's backend captured with what it needs from its module.
 
 End to end: a real script (scripts/backends_from_module.py) is recorded, and every captured backend
 is run standalone in a fresh interpreter (plain torch; the source exec'd on its own) on the same
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.backend_source import _literal_source, callable_backend_spec
-from pt2doctor.capture.graph_recorder import record_script
+from pt2doctor.capture.child.backend_source import _literal_source, callable_backend_spec
+from pt2doctor.capture.child.graph_recorder import record_script
 from pt2doctor.model.minify import BackendKind
 
 SCRIPT = Path(__file__).parent / "scripts" / "backends_from_module.py"

@@ -136,7 +136,7 @@ def test_aot_inputs_map_to_dynamo_inputs_after_the_lifted_parameters():
 
 def test_a_failure_whose_inputs_cannot_be_saved_is_recorded_without_them(tmp_path):
     """Saving values must not turn the failure into another one (a poisoned CUDA context cannot be read)."""
-    from pt2doctor.capture.graph_recorder import GraphRecorder
+    from pt2doctor.capture.child.graph_recorder import GraphRecorder
 
     recorder = GraphRecorder(tmp_path)
     (recorder.dir / "g0000.inputs.pt").mkdir()  # where the values would go: torch.save fails

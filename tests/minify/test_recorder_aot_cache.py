@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch._functorch.config as functorch_config
 
-from pt2doctor.capture import graph_recorder
+from pt2doctor.capture.child import graph_recorder
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 
 

@@ -128,7 +128,7 @@ class BreakImpact:
     recompiles: int = 0
     compile_s: float = 0.0
 
-    def rank(self, hits: int, frames: int) -> tuple[int, float, int, int]:
+    def rank(self, hits: int, frames: int) -> tuple[int, int, int, float]:
         return (self.recompiles, frames, hits, self.compile_s)
 
 

@@ -60,7 +60,7 @@ KILLED_NOTE = ("SIGKILL is usually the kernel's out-of-memory killer (check `dme
 def explain_failure(f: Failure) -> FailureExplanation:
     """The failure's root line (the innermost exception of its chain, else its first message line) and notes."""
     root = f.chain[-1] if f.chain else first_message_line(f.message)
-    notes = (ASYNC_CUDA_NOTE,) if asynchronous_cuda_error(f) else ()
+    notes: tuple[str, ...] = (ASYNC_CUDA_NOTE,) if asynchronous_cuda_error(f) else ()
     if f.origin == "signal" and f.exception == "SIGKILL":
         notes += (KILLED_NOTE,)
     return FailureExplanation(f, (root.splitlines() or ["(no message)"])[0], notes)

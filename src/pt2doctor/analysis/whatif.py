@@ -2,7 +2,7 @@
 
 Contract: pure functions, no I/O. `propose_trials(session)` lists the configuration changes that the
 session's findings suggest and that can be tried without editing the script (each a `Trial` whose
-`overrides` is the JSON that `capture/overrides.py` applies in the child). `judge(trial, before,
+`overrides` is the JSON that `capture/child/overrides.py` applies in the child). `judge(trial, before,
 after, outputs_equal)` compares the baseline run with the run under the change: a trial is VERIFIED
 when the metric it targets went down, the script still succeeded, and the recorded outputs of the
 compiled functions are equal; REFUTED otherwise, with the reason. `outputs_equal(a, b)` compares the

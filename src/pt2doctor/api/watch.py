@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.capture.trace_import import session_from_trace
+from pt2doctor.capture.trace.trace_import import session_from_trace
 from pt2doctor.model import Environment, Extras, Session
 
 

@@ -18,8 +18,8 @@ import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from pt2doctor.capture.session_builder import is_graph_break_failure
-from pt2doctor.capture.torch_env import cxx_version
+from pt2doctor.capture.child.torch_env import cxx_version
+from pt2doctor.capture.trace.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 from pt2doctor.model.child import ChildReport, ExceptionRecord
 from pt2doctor.model.serialize import RecordError, read_record
@@ -208,7 +208,7 @@ def with_code(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
 
 
 def with_calls(compiles: Iterable[Compile], calls: dict[str, int] | None) -> list[Compile]:
-    """Attach the child's per-compile-id call counts (`capture.call_counter`) to the compiles."""
+    """Attach the child's per-compile-id call counts (`capture.child.call_counter`) to the compiles."""
     if not calls:
         return list(compiles)
     return [replace(c, calls=calls.get(str(c.compile_id), 0)) for c in compiles]

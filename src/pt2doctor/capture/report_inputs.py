@@ -7,7 +7,7 @@ graph break. Everything it returns is plain data; `report.html.render_html` form
 A missing or unreadable trace or source file gives empty inputs, never an error: a report on a
 session.json copied to another machine still renders.
 
-The trace is read through `capture.trace_reader`, the one place trace lines are parsed; the values
+The trace is read through `capture.trace.trace_reader`, the one place trace lines are parsed; the values
 it returns are `model.report_inputs`.
 """
 
@@ -16,9 +16,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.model import Compile, Session
 from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, HtmlLimits, Snippet
+
+if TYPE_CHECKING:  # the events load with the trace reader, only when a trace is read
+    from pt2doctor.capture.trace.events import Event
 
 # Artifact kind -> tab label, in the order the page shows them (the pipeline's order).
 ARTIFACT_LABELS: dict[str, str] = {
@@ -54,14 +58,14 @@ class _Scan:
     limits: HtmlLimits
     artifacts: dict[tuple[int | None, str], tuple[ArtifactText, ...]] = field(default_factory=dict)
     cache: dict[tuple[int | None, str], tuple[str, ...]] = field(default_factory=dict)
-    per_rank: dict[int, list[object]] = field(default_factory=lambda: defaultdict(list))
+    per_rank: dict[int, list[Event]] = field(default_factory=lambda: defaultdict(list))
     used: int = 0
     omitted: int = 0
 
     def rank_compiles(self) -> dict[int, tuple[Compile, ...]]:
         if len(self.per_rank) < 2:
             return {}
-        from pt2doctor.capture.session_builder import build_session
+        from pt2doctor.capture.trace.session_builder import build_session
 
         return {rank: tuple(build_session(events).compiles) for rank, events in sorted(self.per_rank.items())}
 
@@ -71,8 +75,8 @@ def _scan_trace(session: Session, limits: HtmlLimits) -> _Scan:
     paths = _trace_paths(session)
     if not paths:
         return scan
-    from pt2doctor.capture import events as ev
-    from pt2doctor.capture.trace_reader import read_trace
+    from pt2doctor.capture.trace import events as ev
+    from pt2doctor.capture.trace.trace_reader import read_trace
 
     for path in paths:
         try:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pt2doctor.capture import process_meta, run_lock
-from pt2doctor.capture.session_builder import build_session
-from pt2doctor.capture.trace_reader import TraceCounters, read_trace
+from pt2doctor.capture.trace.session_builder import build_session
+from pt2doctor.capture.trace.trace_reader import TraceCounters, read_trace
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
 from pt2doctor.model.child import ChildSpec, Hooks
 from pt2doctor.model.serialize import dumps, write_record
@@ -210,7 +210,8 @@ class _Tail:
         if stream is None:
             return
         out = self._out
-        for chunk in iter(lambda: stream.read1(65536), b""):
+        # a Popen pipe is a BufferedReader (it has read1), though typeshed types it IO[bytes]
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
             try:
                 out.write(chunk)
                 out.flush()

@@ -1,6 +1,6 @@
 """`pt2doctor accuracy [--tol T] [--backend B] [--out --timeout --json --html --strict] SCRIPT [ARGS...]`.
 
-Parsing and dispatch only: the work is `api.accuracy.check_accuracy`, the meaning
+Parsing and dispatch only: the work is `workflows.accuracy.check_accuracy`, the meaning
 `analysis.accuracy`, the text `report.accuracy`. Exit status: the script's own failure first
 (as `run`), else 1 when a graph's compiled results differ from eager beyond PyTorch's fp64-referenced
 tolerance without a known non-bug explaining it, else 0.
@@ -33,7 +33,7 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
                      as_json: bool, html: bool, strict: bool, no_minify: bool, jobs: int, script: Path,
                      args: tuple[str, ...]) -> int:
     """Compare every compiled graph of SCRIPT with eager against an fp64 reference; find the first divergent op."""
-    from pt2doctor.api.accuracy import AccuracyOptions, check_accuracy
+    from pt2doctor.workflows.accuracy import AccuracyOptions, check_accuracy
     from pt2doctor.cli.output import emit
     from pt2doctor.report.accuracy import render_accuracy
 

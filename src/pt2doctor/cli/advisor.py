@@ -40,7 +40,7 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
                          timeout_s=kw["timeout"], stdout_to_stderr=kw["as_json"], strict=kw["strict"], label=label)
     reporter = TerminalReporter(quiet=False)
     with input_errors():
-        from pt2doctor.api.whatif import baseline_options, try_fixes
+        from pt2doctor.workflows.whatif import baseline_options, try_fixes
 
         session = run_script(baseline_options(options) if kw["try_fixes"] else options, reporter)
         report = build_report(session)

@@ -34,7 +34,7 @@ class OutDir(click.Path):
         super().__init__(path_type=Path, file_okay=False)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
-        path = Path(super().convert(value, param, ctx)).absolute()
+        path = Path(super().convert(value, param, ctx)).absolute()  # type: ignore[arg-type]  # path_type=Path: never bytes
         existing = next(p for p in (path, *path.parents) if p.exists())
         if not existing.is_dir():
             self.fail(f"{existing} is a file, so {path} cannot be a directory", param, ctx)
@@ -58,7 +58,7 @@ class ScriptPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
         if isinstance(value, str) and value.startswith("-") and not Path(value).exists():
             raise click.NoSuchOption(value, ctx=ctx)
-        return Path(super().convert(value, param, ctx))
+        return Path(super().convert(value, param, ctx))  # type: ignore[arg-type]  # path_type=Path: never bytes
 
 
 def _apply(fn: Callable[..., Any], decorators: tuple[Callable[..., Any], ...]) -> Callable[..., Any]:

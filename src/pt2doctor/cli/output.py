@@ -13,7 +13,7 @@ import click
 from pt2doctor.analysis.verdict import EXIT_DATA
 from pt2doctor.capture.run_lock import DirectoryBusy
 from pt2doctor.capture.runner import ScriptError
-from pt2doctor.capture.trace_reader import TraceError
+from pt2doctor.capture.trace.trace_reader import TraceError
 from pt2doctor.model import Session
 from pt2doctor.report.document import (Report, ReportInputError, build_report, read_session_json, save_report,
                                        session_json_of, to_json_bytes)
@@ -43,7 +43,7 @@ def load_session(path: Path, *, strict: bool = False) -> Session:
     session_file = session_json_of(path)
     if session_file is not None:
         return read_session_json(session_file)
-    from pt2doctor.capture.trace_import import session_from_trace
+    from pt2doctor.capture.trace.trace_import import session_from_trace
 
     session = session_from_trace(path, strict=strict)
     if session.trace.files and not session.trace.lines:

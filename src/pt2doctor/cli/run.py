@@ -1,7 +1,7 @@
 """`pt2doctor run [--out DIR] [--timeout S] [--json] [--html] SCRIPT [ARGS...]`.
 
 With `--record`, `PT2DOCTOR_RECORD_ACCURACY=TOL` in the environment also has the recorder judge each
-graph's first call against eager (fp64-referenced, `capture.graph_recorder`): a switch for the
+graph's first call against eager (fp64-referenced, `capture.child.graph_recorder`): a switch for the
 minifier's users and tests, read here once and handed to the child in its spec.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.api import cold as _cold
+from pt2doctor.workflows import cold as _cold
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, write_html

@@ -18,7 +18,7 @@ Steps, with the runs made in parallel where they do not depend on each other:
    the repro in a fresh interpreter (`reduce`). When the first run already shows a compiled graph
    failing (a kernel, backend, crash or accuracy failure), this starts right after step 1, while
    the stage runs of step 3 go on in the pool, so the cores stay busy.
-5. bisect an Inductor (or decomposition) failure on the minimal repro (`diagnose.bisect`).
+5. bisect an Inductor (or decomposition) failure on the minimal repro (`bisect.driver`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
-from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
+from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
                                       where)
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
@@ -321,7 +321,7 @@ def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     import subprocess
     import sys
 
-    from pt2doctor.capture.frame_recorder import write_replay
+    from pt2doctor.capture.child.frame_recorder import write_replay
 
     records = sorted((run_dir / "frames").glob("frame-*.pkl"))
     if not records:

@@ -1,7 +1,7 @@
 """Run the user's unchanged script under variants (a backend swapped in, compilation off), several at once.
 
 Contract: a `Variant` is a label plus what the child changes before the script runs (its
-`Overrides`, handed over in the child spec, `capture/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
+`Overrides`, handed over in the child spec, `capture/child/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
 call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant also records the compiled graphs
 (the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the

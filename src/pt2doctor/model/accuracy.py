@@ -1,6 +1,6 @@
 """Accuracy results, one per compiled graph: the values `pt2doctor accuracy` puts in the session.
 
-Contract: plain frozen values, no torch. The child's probe (`capture/accuracy_probe.py`) writes one
+Contract: plain frozen values, no torch. The child's probe (`capture/child/accuracy_probe.py`) writes one
 `GraphAccuracy` per compiled graph as a JSON line; the parent reads them back (`convert`), adds what
 it learns from re-checks (`analysis/accuracy.py`) and stores them as `Session.accuracy` (the
 `accuracy` key of session.json, README). Errors are measured against eager on the same inputs; `rmse_ratio` is

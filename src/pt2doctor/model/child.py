@@ -18,7 +18,7 @@ from pt2doctor.model.ids import SourceLoc
 
 
 class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
-    """A what-if configuration the child applies before the script runs (`capture.overrides` says
+    """A what-if configuration the child applies before the script runs (`capture.child.overrides` says
     what each field does). An unknown key is an error: a typo must not pass as "the fix did not help"."""
 
     dynamo_config: dict[str, Any] = {}
@@ -46,8 +46,8 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
 
     overrides: Overrides | None = None
     accuracy_probe: AccuracyProbeSpec | None = None
-    frame_record_dir: str | None = None  # the frame Dynamo fails on (`capture.frame_recorder`)
-    record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.graph_recorder`)
+    frame_record_dir: str | None = None  # the frame Dynamo fails on (`capture.child.frame_recorder`)
+    record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.child.graph_recorder`)
     record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
 
 
@@ -88,7 +88,7 @@ class ChildEnvironment(msgspec.Struct, frozen=True):
 
 
 class FrameSummary(msgspec.Struct, frozen=True):
-    """Beside a frame recording (`capture.frame_recorder`): what the parent needs to write the replay
+    """Beside a frame recording (`capture.child.frame_recorder`): what the parent needs to write the replay
     without unpickling the recording (which would import the script's modules)."""
 
     name: str

@@ -96,7 +96,7 @@ class Bisection:
 
 @dataclass(frozen=True, slots=True)
 class BisectJob:
-    """What the bisection process (`diagnose.bisect_child`) is asked: bisect `backend` on the repro at
+    """What the bisection process (`bisect.child`) is asked: bisect `backend` on the repro at
     `repro`, which fails like `target` (a failure signature), `jobs` queries at a time, and write the
     `Bisection` it finds to `out`."""
 

@@ -32,7 +32,7 @@ class FailureKind(str, Enum):
 
 
 # The one description of an accuracy failure: raised by every repro's check (`reduce.repro`) and
-# written by the graph recorder when it sees one (`capture.graph_recorder`).
+# written by the graph recorder when it sees one (`capture.child.graph_recorder`).
 ACCURACY_TYPE = "AccuracyMismatch"
 ACCURACY_MESSAGE = "compiled result differs from eager beyond the fp64-referenced tolerance"
 

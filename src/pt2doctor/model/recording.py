@@ -1,11 +1,11 @@
 """The graph recording's records: one `GraphEntry` per recorded graph, one `GraphFailure` per failure.
 
-Contract: the graph recorder (`capture.graph_recorder`) appends them, one JSON line each, to
+Contract: the graph recorder (`capture.child.graph_recorder`) appends them, one JSON line each, to
 `RUN_DIR/graphs/index.jsonl` and `failures.jsonl` with the codec (`model.serialize.append_line`);
 every reader (`reduce.fx_load`, `diagnose.procedure`) reads them back with `read_index` /
 `read_failures`, which raise `RecordError` (file and line) for a line that is not a record. The
 JSON keys are the field names; a failure's `tolerance` (accuracy failures) and `values` (when its
-inputs were saved) are left out when empty. What each field means: `capture.graph_recorder`.
+inputs were saved) are left out when empty. What each field means: `capture.child.graph_recorder`.
 """
 
 from __future__ import annotations

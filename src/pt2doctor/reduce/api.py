@@ -24,8 +24,9 @@ from typing import Any
 import torch
 import torch.fx
 
-from pt2doctor.capture.backend_source import callable_backend_spec
-from pt2doctor.capture.graph_inputs import input_specs
+from pt2doctor.capture import torch_compat
+from pt2doctor.capture.child.backend_source import callable_backend_spec
+from pt2doctor.capture.child.graph_inputs import input_specs
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import saved_values
 from pt2doctor.reduce.core import Reporter
@@ -48,14 +49,13 @@ def minify(
     reporter: Reporter | None = None,
     save_values: bool | None = None,
 ) -> MinifyOutcome:
-    specs = [s if isinstance(s, (TensorSpec, ScalarSpec)) else None for s in inputs]
-    if any(s is None for s in specs):
-        specs = input_specs(gm, inputs)  # type: ignore[assignment]
+    given = [s for s in inputs if isinstance(s, (TensorSpec, ScalarSpec))]
+    specs: list[InputSpec] = given if len(given) == len(inputs) else input_specs(gm, inputs)
     context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-"))
     if save_values if save_values is not None else saved_values.values_matter(inputs, context.accuracy):
-        specs = saved_values.save_values(inputs, specs, out)  # type: ignore[arg-type]
-    base = make_base(gm, specs)  # type: ignore[arg-type]
+        specs = saved_values.save_values(inputs, specs, out)
+    base = make_base(gm, specs)
     if base is None:
         raise ValueError("the graph does not run on inputs with this metadata")
     options = MinifyOptions(out_dir=out, jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s)
@@ -64,7 +64,7 @@ def minify(
 
 def _context(gm: torch.fx.GraphModule, check: str | Callable[..., Any], accuracy: bool, tolerance: float,
              config_lines: Sequence[str]) -> ReproContext:
-    aten = any(isinstance(n.target, torch._ops.OpOverload) for n in gm.graph.nodes)
+    aten = any(torch_compat.is_op_overload(n.target) for n in gm.graph.nodes)
     stage = Stage.AOT if check == "inductor" and aten else Stage.DYNAMO
     backend = BackendSpec(BackendKind.NAMED, check) if isinstance(check, str) else callable_backend_spec(check)
     return ReproContext(stage, backend, tuple(config_lines), accuracy, tolerance, (f"torch {torch.__version__}.",))

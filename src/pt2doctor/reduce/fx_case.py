@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import qualified_name
+from pt2doctor.capture.torch_compat import fake_tensor_mode, qualified_name
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.repro import module_body, submodule_class
 
@@ -145,9 +145,7 @@ def module_root(modules: dict[str, torch.fx.GraphModule]) -> torch.nn.Module:
 def propagate(graph: torch.fx.Graph, inputs: Sequence[InputSpec],
               modules: dict[str, torch.fx.GraphModule] | None = None) -> dict[str, object] | None:
     """Fake-run the graph on inputs with these specs; node name -> fake value, or None if invalid."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode = fake_tensor_mode()
     gm = torch.fx.GraphModule(module_root(modules or {}), graph)
     values: dict[str, object] = {}
     try:

@@ -1,4 +1,4 @@
-"""Load what `capture.graph_recorder` wrote under `RUN_DIR/graphs/` and pick the graph to minify.
+"""Load what `capture.child.graph_recorder` wrote under `RUN_DIR/graphs/` and pick the graph to minify.
 
 Contract: `load_failing(run_dir)` returns a `RecordedFailure` (the graph as an `FxCase`, how to
 compile it, the recorded signature when there is one) or raises `NothingToMinify`; `load_compile(run_dir,

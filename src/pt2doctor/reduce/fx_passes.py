@@ -45,7 +45,7 @@ def _alone(case: FxCase, name: str) -> FxCase:
 
 
 def _feeds(case: FxCase, node: object) -> list[str]:
-    feeds = []
+    feeds: list[str] = []
     for feed in node.all_input_nodes:  # type: ignore[attr-defined]
         if feed.op in ("placeholder", "get_attr"):
             continue

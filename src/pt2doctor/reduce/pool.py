@@ -20,11 +20,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.reduce.servers import MAX_SERVERS
-from pt2doctor.reduce.zygote import FrameReader, send, serve_forked
+from pt2doctor.capture import process_group
+from pt2doctor.reduce.candidates import FrameReader, send
+from pt2doctor.reduce.zygote import serve_forked
 
 Status = Literal["ok", "failed", "signal", "timeout", "error"]
 
@@ -61,12 +63,12 @@ class WorkerPool:
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
         self._reader = FrameReader()
-        self._inbox: list[object] = []
+        self._inbox: list[tuple[Any, ...]] = []
         self._ready = False
         self._next_id = 0
         self.warm_up_s = 0.0
 
-    def _receive(self) -> object:
+    def _receive(self) -> tuple[Any, ...]:
         while not self._inbox:
             data = os.read(self._result_fd, 1 << 20)
             if not data:
@@ -93,7 +95,7 @@ class WorkerPool:
             send(self._request_fd, ("run", job_id, text, self.timeout_s, self.repro_file))
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
-            job_id, status, text = self._receive()  # type: ignore[misc]
+            job_id, status, text = self._receive()
             results[job_id] = RunResult(status, text)
         return [results[i] for i in ids]
 
@@ -122,17 +124,10 @@ class WorkerPool:
                 return self._proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 return None
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            try:
-                pid, status = os.waitpid(self._pid, 0 if deadline is None else os.WNOHANG)
-            except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
-                return -1
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            if time.monotonic() > deadline:  # type: ignore[operator]
-                return None
-            time.sleep(0.02)
+        try:
+            return process_group.wait(self._pid, timeout_s)
+        except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
+            return -1
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -8,7 +8,7 @@ dict) and returns `specs` with `saved` naming each one's entry (`arg<index>`); `
 renders those inputs as `saved_input(name, ...)`, which reads the file with
 `torch.load(weights_only=True)`. Both ways into the minifier save through here, so the file has
 one format: the API (`reduce.api`, values the caller passed) and a recorded run (`reduce.fx_load`,
-values `capture.graph_recorder` kept).
+values `capture.child.graph_recorder` kept).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 import torch
 
-from pt2doctor.capture.graph_inputs import has_values, is_index
+from pt2doctor.capture.child.graph_inputs import has_values, is_index
 from pt2doctor.model.minify import InputSpec, TensorSpec
 
 FILE_NAME = "repro_inputs.pt"

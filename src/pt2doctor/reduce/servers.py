@@ -1,11 +1,11 @@
 """The GPU way to run candidates: a few warm fresh interpreters ("servers"), reused, each candidate isolated.
 
 A process that touched the CUDA driver cannot fork children that use it, and with a GPU build even
-imports may (torch then marks forked children "bad"), so `reduce.zygote`'s `Forks` cannot serve a
-GPU. `Servers` (a `zygote.Dispatcher`, same protocol, same contract) starts JOBS (at most
+imports may (torch then marks forked children "bad"), so `reduce.forks.Forks` cannot serve a
+GPU. `Servers` (a `candidates.Dispatcher`, same protocol, same contract) starts JOBS (at most
 `MAX_SERVERS`) interpreters (`python -m pt2doctor.reduce.servers`), each in its own process group.
 Contract:
-- Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `zygote.warm_up`)
+- Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `candidates.warm_up`)
   and then runs candidates one at a time, the compiler configs restored and Dynamo reset before
   each, so nothing one candidate set is seen by the next.
 - A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
@@ -26,7 +26,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from pt2doctor.reduce.zygote import Dispatcher, FrameReader, kill_group, run_guarded, send, warm_up
+from pt2doctor.capture.process_group import kill_group
+from pt2doctor.reduce.candidates import Dispatcher, FrameReader, ended, run_guarded, send, warm_up
 
 
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
@@ -131,10 +132,7 @@ class Servers(Dispatcher):
             stream.close()  # type: ignore[union-attr]
         if server.job is not None:
             job_id = server.job[0]
-            if status < 0:
-                self.answer(job_id, "signal", str(-status))
-            else:
-                self.answer(job_id, "error", f"exit status {status}")
+            self.answer(job_id, *ended(status))
         if replace:
             self._start()
 
@@ -163,7 +161,7 @@ def serve_candidates(out_fd: int) -> None:
     """A server's life: warm up, then run the candidates read from stdin one at a time."""
     import torch
 
-    from pt2doctor.capture.torch_compat import config_checkpoint
+    from pt2doctor.capture.torch_compat import config_checkpoint, reset_dynamo
 
     try:
         warm_up("cuda" if torch.cuda.is_available() else "cpu")
@@ -179,7 +177,7 @@ def serve_candidates(out_fd: int) -> None:
                 return
             _, job_id, text, repro_file = message
             restore()
-            torch._dynamo.reset()
+            reset_dynamo()
             status, text = run_guarded(text, repro_file)
             send(out_fd, (job_id, status, text))
             if status != "ok" and not _healthy():

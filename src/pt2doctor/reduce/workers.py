@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.capture import torch_compat
 from pt2doctor.reduce.pool import WorkerPool
 from pt2doctor.reduce.servers import gpu_device_visible
 from pt2doctor.reduce.verify import FreshInterpreter
@@ -50,7 +51,7 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     servers = gpu_device_visible() or os.environ.get("PT2DOCTOR_MINIFY_SERVERS") == "1"
     fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
-        import torch._dynamo  # noqa: F401 - the parent needs it anyway; the forked zygote inherits it
+        torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
     pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, on_ready=verifier.prewarm if verifier else None,
                       repro_file=str((Path(out_dir) / "repro.py").resolve()))
     return Workers(pool, verifier)

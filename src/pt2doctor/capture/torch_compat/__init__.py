@@ -11,8 +11,11 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
   verbatim in every repro, so torch-only;
 - `diagnose`: the compiler bisector and frame recordings;
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier);
+- `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
 """
+
+from typing import Any
 
 from pt2doctor.capture.torch_compat.observe import (
     trace_logger,
@@ -56,7 +59,10 @@ from pt2doctor.capture.torch_compat.diagnose import (
 from pt2doctor.capture.torch_compat.warm import (
     prewarm_inductor,
     prewarm_inductor_source,
+    import_dynamo,
+    compile_tiny_graph,
 )
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
 
 __all__ = [
     "trace_logger",
@@ -105,6 +111,10 @@ __all__ = [
     "is_graph_break",
     "prewarm_inductor",
     "prewarm_inductor_source",
+    "import_dynamo",
+    "compile_tiny_graph",
+    "fake_tensor_mode",
+    "is_op_overload",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
@@ -113,7 +123,7 @@ _ACCURACY_RULE = ("copy_inputs", "fp64_module", "reference_runs", "same_outputs"
                   "set_rng_state", "random_ops", "op_name")
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     if name in _ACCURACY_RULE:
         from pt2doctor.capture.torch_compat import accuracy_rule
 

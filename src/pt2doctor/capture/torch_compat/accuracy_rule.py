@@ -1,7 +1,7 @@
 """pt2doctor's accuracy rule: the fp64 reference, the comparison, the RNG guard and the random-op test.
 
 Contract: the one definition that every judge of a compiled graph against eager uses: the probe of
-`pt2doctor accuracy` (capture.accuracy_probe), the recorder's check (capture.graph_recorder) and every
+`pt2doctor accuracy` (capture.child.accuracy_probe), the recorder's check (capture.child.graph_recorder) and every
 repro the minifier writes (reduce.repro embeds this file's text verbatim, `accuracy_rule_source()`),
 so the minifier's oracle and `python repro.py` judge a graph exactly as the probe did. It therefore
 imports only the standard library and torch, and has no `from __future__` import (one must open a file).

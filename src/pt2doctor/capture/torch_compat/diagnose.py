@@ -1,5 +1,5 @@
-"""Private torch APIs for `diagnose`: the compiler bisector (diagnose.bisect_child) and frame
-recordings (capture.frame_recorder). See the package contract in `torch_compat/__init__.py`."""
+"""Private torch APIs for `diagnose`: the compiler bisector (bisect.child) and frame
+recordings (capture.child.frame_recorder). See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def install_bisect_policy(disable: Callable[[str, str, Any], bool],
     subsystem, debug_info)` call site in Dynamo/AOT/Inductor asks `disable`, and the backends' config
     look-ups ask `config_change`. Only for a forked query process: it replaces class attributes."""
     bisector = compiler_bisector()
+    assert bisector is not None, "install_bisect_policy needs a torch with CompilerBisector"
     bisector.disable_subsystem = classmethod(lambda cls, backend, subsystem, debug_info=None:
                                              disable(backend, subsystem, debug_info))
     bisector.get_config_change = classmethod(lambda cls, config_name: config_change(config_name))

@@ -1,5 +1,5 @@
 """Private torch APIs for observing a run: the structured trace, config, the in-process watch,
-CompileProfiler and the what-if overrides (capture.watch, api/, capture/overrides.py). See the package
+CompileProfiler and the what-if overrides (capture.watch, api/, capture/child/overrides.py). See the package
 contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations

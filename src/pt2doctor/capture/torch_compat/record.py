@@ -1,5 +1,5 @@
 """Private torch APIs for recording and replaying graphs: the backend and Inductor seams, graph
-source and config as code, caches, configs to restore (capture.graph_recorder, capture.accuracy_probe, reduce); the accuracy
+source and config as code, caches, configs to restore (capture.child.graph_recorder, capture.child.accuracy_probe, reduce); the accuracy
 rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def patch_inductor_inner_compile(wrapper: Callable[..., Any]) -> Callable[[], No
 def backend_chain(compiler_fn: Any) -> list[Any]:
     """The wrappers Dynamo puts around a backend, outermost first (WrapBackendDebug,
     _TorchCompileWrapper / _TorchCompileInductorWrapper, the user's callable) (2.13)."""
-    chain = []
+    chain: list[Any] = []
     while compiler_fn is not None and len(chain) < 8:
         chain.append(compiler_fn)
         compiler_fn = getattr(compiler_fn, "_torchdynamo_orig_backend", None) or getattr(compiler_fn, "compiler_fn", None)
@@ -207,7 +207,7 @@ def aot_autograd_kwargs(backend: Any) -> dict[str, Any] | None:
         return None
     kwargs = dict(backend.kwargs)
     bw = kwargs.get("bw_compiler")
-    if getattr(bw, "_is_wrapped_bw_compiler", False):
+    if bw is not None and getattr(bw, "_is_wrapped_bw_compiler", False):
         inner = inspect.getclosurevars(bw).nonlocals.get("bw_compiler_fn")
         if inner is not None:
             kwargs["bw_compiler"] = inner

@@ -65,3 +65,25 @@ def prewarm_inductor() -> None:
 def prewarm_inductor_source() -> str:
     """The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify)."""
     return inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"
+
+
+def import_dynamo() -> None:
+    """Import `torch._dynamo` (2.11, 2.13): a parent about to fork a zygote imports it once, so every
+    forked child inherits it instead of importing it again."""
+    import torch._dynamo  # noqa: F401
+
+
+def compile_tiny_graph(device: str = "cpu") -> None:
+    """Compile a two-op aten graph with Inductor's `compile_fx_inner` on `device` (2.11, 2.13), one
+    compile thread: what the first real compile would pay (imports, on a GPU the CUDA context and
+    Triton's first compile) paid up front."""
+    import torch
+    import torch._dynamo  # noqa: F401 - what every candidate needs, imported with the rest
+    import torch._inductor.config as inductor_config
+    import torch.fx
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    inductor_config.compile_threads = 1
+    aten = torch.ops.aten
+    graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
+    compile_fx_inner(graph, [torch.randn(8, device=device)])

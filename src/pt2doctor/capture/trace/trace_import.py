@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pt2doctor.capture.process_meta import with_code
-from pt2doctor.capture.session_builder import build_session
-from pt2doctor.capture.trace_reader import TraceCounters, read_trace
+from pt2doctor.capture.trace.session_builder import build_session
+from pt2doctor.capture.trace.trace_reader import TraceCounters, read_trace
 from pt2doctor.model import SCHEMA, Environment, ExitInfo, Extras, Session, TraceStats
 
 

@@ -2,7 +2,7 @@
 
 Contract:
 - `read_trace(path)` streams one file or every `*.log` file of a TORCH_TRACE directory and yields
-  `capture.events` values in file order. Memory stays flat: payload lines of events nobody reads
+  `capture.trace.events` values in file order. Memory stays flat: payload lines of events nobody reads
   are skipped, and only their byte span is kept (`PayloadRef`).
 - A line that cannot be parsed (truncated, corrupted) is counted in `TraceStats.unreadable` and
   skipped; with `strict=True` it raises `TraceError` instead.
@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from pt2doctor.capture import events as ev
+from pt2doctor.capture.trace import events as ev
 from pt2doctor.model.ids import CompileId, SourceLoc
 
 _RESERVED = frozenset(

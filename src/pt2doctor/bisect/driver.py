@@ -3,18 +3,18 @@
 Contract: `bisect_repro(repro, target, out_dir, backend=..., jobs=...)` never raises (nor does
 `PendingBisection(out_dir, cuda=...).run(...)`, the same started before the repro exists); it returns a `Bisection`
 whose `note` says why there is no answer (no bisector in this torch, a timeout, a crash). It runs
-`diagnose.bisect_child` in a fresh interpreter (so the bisector's global state cannot leak into
+`bisect.child` in a fresh interpreter (so the bisector's global state cannot leak into
 anything else, pytorch#143453) on the minimal repro rather than on the user's script: a query then
 costs one small compile instead of a whole program run. The child's log is `out_dir/bisect.log`.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from pt2doctor.capture import process_group
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection, BisectJob
@@ -32,7 +32,7 @@ class PendingBisection:
         self._log = open(out_dir / "bisect.log", "wb")
         env = with_package_path(worker_env())
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.diagnose.bisect_child", "--serve", "1" if cuda else "0"],
+            [sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int = 2,
@@ -60,10 +60,7 @@ class PendingBisection:
 
     def cancel(self) -> None:
         if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, 9)
-            except ProcessLookupError:
-                pass
+            process_group.kill_group(self._proc.pid)
         self._proc.wait()
         self._log.close()
 

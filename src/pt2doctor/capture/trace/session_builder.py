@@ -1,20 +1,21 @@
 """Fold trace events into a `Session`: compiles, graph breaks, recompiles, limit hits, failures.
 
-Contract: `build_session(events, ...)` is a pure fold over `capture.events` values (no I/O of its
+Contract: `build_session(events, ...)` is a pure fold over `capture.trace.events` values (no I/O of its
 own beyond lazily read payloads) and returns the trace-derived parts of a `Session`. Graph breaks
 are deduplicated by (break type, user file:line) across frames, compiles and ranks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
 
-from pt2doctor.capture import events as ev
-from pt2doctor.capture.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.capture.trace import events as ev
+from pt2doctor.capture.trace.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.model.session import CompileStatus
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
 from pt2doctor.model import (
     Category,
@@ -130,7 +131,7 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
 
 
 def _compile(cid: CompileId, function: str, file: str, line: int, m: dict[str, Any]) -> Compile:
-    status = "failed" if m.get("fail_type") else ("ok" if m.get("graph_op_count") else "empty")
+    status: CompileStatus = "failed" if m.get("fail_type") else ("ok" if m.get("graph_op_count") else "empty")
     hits = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"))
     misses = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count"))
     return Compile(
@@ -231,7 +232,7 @@ def _torch_version(text: str) -> str | None:
     return str(value.get("pytorch_version")) if isinstance(value, dict) else str(value)
 
 
-_DISPATCH = {
+_DISPATCH: dict[type[ev.Event], Callable[[_Fold, Any], None]] = {
     ev.DynamoStart: _on_start,
     ev.CompilationMetrics: _on_metrics,
     ev.GraphBreakReason: _on_break,

@@ -1,7 +1,7 @@
 """Run the unchanged script once per proposed configuration change and measure the effect.
 
 Contract: `baseline_options(options)` returns the options of the first run, with output recording and
-seeding on (`capture/overrides.py`), so every trial is compared with a run that drew the same random
+seeding on (`capture/child/overrides.py`), so every trial is compared with a run that drew the same random
 inputs. `try_fixes(baseline, options, trials, reporter)` re-runs the script under each trial's
 overrides in `<out>/whatif/<name>/`, then judges each (`analysis.whatif.judge`). Output equality is
 measured on the return values of the first calls of every `torch.compile`d callable (summaries

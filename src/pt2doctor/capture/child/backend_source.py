@@ -210,14 +210,16 @@ def _literal_source(value: Any, depth: int = 0) -> str | None:
         text = repr(value)
         return text if len(text) <= _MAX_LITERAL_CHARS else None
     if type(value) in (tuple, list, set, frozenset):
-        items = [_literal_source(v, depth + 1) for v in value]
-        if any(i is None for i in items):
+        sources = [_literal_source(v, depth + 1) for v in value]
+        items = [i for i in sources if i is not None]
+        if len(items) < len(sources):
             return None
         if type(value) in (set, frozenset):
             items = sorted(items)  # a set's order depends on the hash seed: keep the text stable
-        inner = ", ".join(items)  # type: ignore[arg-type]
-        text = {tuple: f"({inner}{',' if len(items) == 1 else ''})", list: f"[{inner}]",
-                set: f"{{{inner}}}" if items else "set()", frozenset: f"frozenset({{{inner}}})" if items else "frozenset()"}[type(value)]
+        inner = ", ".join(items)
+        forms: dict[type, str] = {tuple: f"({inner}{',' if len(items) == 1 else ''})", list: f"[{inner}]",
+                set: f"{{{inner}}}" if items else "set()", frozenset: f"frozenset({{{inner}}})" if items else "frozenset()"}
+        text = forms[type(value)]
     elif type(value) is dict:
         pairs = [(_literal_source(k, depth + 1), _literal_source(v, depth + 1)) for k, v in value.items()]
         if any(k is None or v is None for k, v in pairs):
@@ -301,7 +303,7 @@ def _script_import(namespaces: list[Mapping[str, Any]], alias: str, value: Any) 
         except (OSError, SyntaxError, ValueError):
             continue
         for node in tree.body:
-            if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "level", 0):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ImportFrom) and node.level):
                 continue
             for item in node.names:
                 bound = item.asname or (item.name if isinstance(node, ast.ImportFrom) else item.name.partition(".")[0])
@@ -353,6 +355,7 @@ def _user_name(backend: Any) -> str:
     if inspect.isfunction(backend) and backend.__name__.isidentifier():
         return backend.__name__
     kwargs = torch_compat.aot_autograd_kwargs(backend)
+    spaces: list[Mapping[str, Any]]
     if inspect.isfunction(backend):
         spaces = [backend.__globals__]
     elif kwargs is not None:

@@ -47,7 +47,7 @@ def _record(out_dir: Path, exc: Exception, code: types.CodeType, frame: Any) -> 
     import dill
 
     args, kwargs = _arguments(code, dict(frame.f_locals))
-    record = {
+    record: dict[str, Any] = {
         "code": code, "name": code.co_name, "file": code.co_filename, "line": code.co_firstlineno,
         "globals": {n: frame.f_globals[n] for n in _global_names(code) if n in frame.f_globals},
         "closure": tuple(frame.closure or ()), "args": args, "kwargs": kwargs,

@@ -5,7 +5,7 @@ the graph recorder wrote in a run with `record_graphs`, the graph to minify for 
 `reduce.fx_load.load_compile` (the Dynamo graph, or with Inductor its forward/inference AOT graph,
 where Inductor's own bugs live), and reduces it with `reduce.fx_minify.minify_case` in accuracy mode:
 the repro's fp64-referenced check is the rule the probe judged with. The input values the recorder
-kept (the blamed graph's inputs at the call the probe judged, see `capture.graph_recorder`; integer
+kept (the blamed graph's inputs at the call the probe judged, see `capture.child.graph_recorder`; integer
 ones of any graph) are saved beside the repro in `RUN_DIR/minify-<compile id>/repro_inputs.pt`, as
 `pt2doctor minify RUN_DIR` does, so a bug that shows only on the real values reproduces. Returns the
 `MinifySummary` for `GraphAccuracy.minified`; a graph that cannot be minified gives one with only

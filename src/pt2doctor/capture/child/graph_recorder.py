@@ -42,9 +42,9 @@ graph is seen. Without it (`run --record`, which must stay cheap: with the cache
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
 is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
 a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
-own FX graph cache stays on either way. Backends: see `capture.backend_source` (a registered name is kept as a
+own FX graph cache stays on either way. Backends: see `capture.child.backend_source` (a registered name is kept as a
 name; a user's backend as standalone source with what it needs from its module, or a stub).
-Inputs' metadata and saved values: `capture.graph_inputs`.
+Inputs' metadata and saved values: `capture.child.graph_inputs`.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.capture.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
-from pt2doctor.capture.graph_inputs import input_specs, save_values
+from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
+from pt2doctor.capture.child.graph_inputs import input_specs, save_values
 from pt2doctor.model.minify import (
     ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
 )
@@ -226,7 +226,7 @@ def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compil
 
 
 def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]) -> None:
-    """The accuracy probe (`capture.accuracy_probe`) judged the graph of `compile_id` wrong on
+    """The accuracy probe (`capture.child.accuracy_probe`) judged the graph of `compile_id` wrong on
     `inputs`: where a recorder is installed, they are kept as its own accuracy failure's are."""
     recorder = _installed
     graph_id = recorder.dynamo_by_compile_id.get(compile_id) if recorder is not None else None

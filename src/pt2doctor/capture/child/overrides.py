@@ -1,6 +1,6 @@
 """Apply a what-if configuration inside the child, before the user's script runs.
 
-Contract: `install(spec)` is called once by `capture/child.py` with the child spec's `Overrides`
+Contract: `install(spec)` is called once by `capture/child/__main__.py` with the child spec's `Overrides`
 (`model.child`). Every field is optional:
 
 - `dynamo_config` / `inductor_config` / `compiler_config`: `{name: value}` set on `torch._dynamo.config`,

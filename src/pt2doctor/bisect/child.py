@@ -1,4 +1,4 @@
-"""`python -m pt2doctor.diagnose.bisect_child REPRO TARGET OUT BACKEND [JOBS]`: bisect a compiler backend on a repro.
+"""`python -m pt2doctor.bisect.child REPRO TARGET OUT BACKEND [JOBS]`: bisect a compiler backend on a repro.
 
 (`--serve CUDA` starts it before the repro exists and takes the job from stdin; `--query ...` is one
 query in a fresh interpreter.)
@@ -26,7 +26,6 @@ import os
 import pickle
 import re
 import runpy
-import signal
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture import torch_compat
+from pt2doctor.capture import process_group, torch_compat
 from pt2doctor.model.diagnosis import Bisection, BisectJob
 from pt2doctor.model.serialize import convert, dumps, loads, write_record
 
@@ -61,7 +60,7 @@ def _check(ns: dict[str, Any], backend: str, target: str) -> int:
     from pt2doctor.model.signature import from_description
 
     try:
-        torch._dynamo.reset()
+        torch_compat.reset_dynamo()
         mod = ns["Repro"]()
         args = ns["make_inputs"]()
         expected = mod(*args)
@@ -82,7 +81,7 @@ def _warm_up(backend: str) -> None:
         torch.compile(lambda x: x * 2 + 1, backend=backend)(torch.randn(4))
     except Exception:
         pass  # the bug may be in this very path; the queries will show it
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
 
 
 def _query_body(ns: dict[str, Any], backend: str, target: str, plan: Plan, log: Path) -> int:
@@ -127,21 +126,21 @@ class Queries:
         """True = the bug is present. Stops early (killing what runs) once `done(results)` says so."""
         results: dict[Plan, bool] = {}
         pending = list(plans)
-        running: dict[int, tuple[Plan, float]] = {}
+        running: dict[int, tuple[Plan, float]] = {}  # pid -> (plan, deadline)
         while (pending or running) and not done(results):
             while pending and len(running) < self.jobs:
                 plan = pending.pop(0)
-                running[self._fork(plan)] = (plan, time.monotonic())
-            pid, status = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
+                running[self._fork(plan)] = (plan, time.monotonic() + _QUERY_TIMEOUT_S)
+            ended = process_group.wait_any()
+            if ended is None:
                 self._reap_timeouts(running, results)
                 time.sleep(0.01)
                 continue
+            pid, code = ended
             plan, _ = running.pop(pid)
-            results[plan] = self._failed(status)
+            results[plan] = self._failed(code)
         for pid in running:
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            process_group.reap(pid)
         return results
 
     def recorded(self, plan: Plan) -> dict[str, list[str]]:
@@ -155,31 +154,24 @@ class Queries:
         self.count += 1
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 2
-            try:
-                os.setpgid(0, 0)
-                if torch_compat.cuda_fork_poisoned():  # this fork cannot use CUDA: ask a fresh interpreter
-                    os.execv(sys.executable, [sys.executable, "-m", __spec__.name, "--query", self.repro, self.target,
-                                              self.backend, dumps(plan).decode(), str(self._log(plan))])
-                code = _query_body(self.ns, self.backend, self.target, plan, self._log(plan))
-            finally:
-                os._exit(code)
-        return pid
 
-    def _failed(self, status: int) -> bool:
-        if os.WIFSIGNALED(status):
-            return signal.Signals(os.WTERMSIG(status)).name == self.target
-        return os.WEXITSTATUS(status) == 1
+        def body() -> int:
+            if torch_compat.cuda_fork_poisoned():  # this fork cannot use CUDA: ask a fresh interpreter
+                os.execv(sys.executable, [sys.executable, "-m", __spec__.name, "--query", self.repro, self.target,
+                                          self.backend, dumps(plan).decode(), str(self._log(plan))])
+            return _query_body(self.ns, self.backend, self.target, plan, self._log(plan))
+
+        return process_group.fork_in_group(body)
+
+    def _failed(self, code: int) -> bool:
+        name = process_group.signal_name(code)
+        return name == self.target if name is not None else code == 1
 
     def _reap_timeouts(self, running: dict[int, tuple[Plan, float]], results: dict[Plan, bool]) -> None:
-        for pid, (plan, started) in list(running.items()):
-            if time.monotonic() - started > _QUERY_TIMEOUT_S:
-                os.killpg(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                del running[pid]
-                results[plan] = self.target == "timeout"
+        for pid in process_group.overdue((pid, deadline) for pid, (_, deadline) in running.items()):
+            plan, _ = running.pop(pid)
+            process_group.reap(pid)
+            results[plan] = self.target == "timeout"
 
 
 _RANDOM = re.compile(r"\b(rand\w*|bernoulli\w*|\w*dropout\w*|normal_?|uniform_?|exponential_?|multinomial|poisson)\b")
@@ -297,7 +289,8 @@ def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> 
         text = Path(repro).read_text()
         on_cuda = "'cuda" in text
         graph = _graph_text(text)
-        subsystems, inert = [], []
+        subsystems: list[tuple[str, dict[str, Any] | None]] = []
+        inert: list[tuple[str, dict[str, Any] | None]] = []
         for name, change in torch_compat.bisector_subsystems(backend):
             (inert if _inert(name, change, graph, on_cuda) else subsystems).append((name, change))
         if inert:

@@ -1,12 +1,12 @@
 """`pt2doctor accuracy` as a function: run with the accuracy probe, re-check RNG, minify, return the session.
 
 Contract: `check_accuracy(options, reporter)` runs the script once with the probe on
-(the child spec's `accuracy_probe`, `capture/accuracy_probe.py`) and the graph recorder on; when a failing graph
+(the child spec's `accuracy_probe`, `capture/child/accuracy_probe.py`) and the graph recorder on; when a failing graph
 has random ops it runs the script again with `fallback_random` in `<out>/recheck-fallback-random/`;
 `analysis.accuracy.explain` then names the causes; finally the first graph that fails without
 explanation is minified with the accuracy check (`reduce.fx_minify`, the fp64-referenced rule the
 probe used) and its repro verified in a fresh interpreter. The probe hands the recorder the
-inputs of each graph it judges wrong (`capture.graph_recorder.keep_failing_inputs`), so the repro
+inputs of each graph it judges wrong (`capture.child.graph_recorder.keep_failing_inputs`), so the repro
 reads the values the probe judged (`repro_inputs.pt`) rather than random ones. The returned session
 holds the results in `Session.accuracy` (one `GraphAccuracy` per compiled graph, in the order they
 first ran).
@@ -83,7 +83,7 @@ def minify_first_failure(results: list[GraphAccuracy], options: AccuracyOptions,
     if target is None:
         return results
     reporter.status(f"minifying graph [{target.graph}] with the accuracy check")
-    from pt2doctor.api.accuracy_minify import minify_graph
+    from pt2doctor.workflows.accuracy_minify import minify_graph
 
     summary = minify_graph(options.run.out_dir, target.graph, options.tolerance, options.jobs,
                            options.minify_timeout_s, reporter)

@@ -62,7 +62,7 @@ def _environment() -> ChildEnvironment:
     if torch is None:
         return ChildEnvironment(python=python, platform=system)
     try:
-        from pt2doctor.capture import torch_env
+        from pt2doctor.capture.child import torch_env
 
         facts = torch_env.describe(torch)
     except Exception as exc:  # environment facts are best effort; never mask the script's outcome
@@ -96,24 +96,24 @@ def _install_hooks(spec: ChildSpec) -> None:
     global _call_counts
     hooks = spec.hooks
     if hooks.accuracy_probe is not None:  # before the counter, whose wrapper must count only the program's calls
-        from pt2doctor.capture import accuracy_probe
+        from pt2doctor.capture.child import accuracy_probe
 
         accuracy_probe.install(hooks.accuracy_probe)
     if spec.count_calls:  # a traced run: count how often each compiled graph runs
-        from pt2doctor.capture import call_counter
+        from pt2doctor.capture.child import call_counter
 
         _call_counts = call_counter.install()
     if spec.record_dir:
-        from pt2doctor.capture import graph_recorder
+        from pt2doctor.capture.child import graph_recorder
 
         graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
                                every_aot_graph=hooks.record_every_aot_graph)
     if hooks.frame_record_dir:
-        from pt2doctor.capture import frame_recorder
+        from pt2doctor.capture.child import frame_recorder
 
         frame_recorder.install(Path(hooks.frame_record_dir))
     if hooks.overrides is not None:
-        from pt2doctor.capture import overrides
+        from pt2doctor.capture.child import overrides
 
         overrides.install(hooks.overrides)
 

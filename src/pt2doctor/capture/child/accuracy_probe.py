@@ -1,6 +1,6 @@
 """The child side of `pt2doctor accuracy`: judge every compiled graph against eager, in the user's run.
 
-Contract: `install(spec)` is called once by `capture/child.py` with the child spec's
+Contract: `install(spec)` is called once by `capture/child/__main__.py` with the child spec's
 `AccuracyProbeSpec` (`out`: the results file, `tol`) and returns the uninstall function. It wraps
 every Dynamo backend call (`torch_compat.patch_backend_call`); on the first call of each compiled
 graph, before the user's own call, it judges the graph with pt2doctor's accuracy rule
@@ -36,7 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture import graph_recorder, torch_compat
+from pt2doctor.capture.child import graph_recorder
+from pt2doctor.capture import torch_compat
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec
 from pt2doctor.model.serialize import append_line

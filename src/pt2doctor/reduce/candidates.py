@@ -1,0 +1,134 @@
+"""What runs a candidate, both ways (`reduce.forks.Forks`, `reduce.servers.Servers`): the protocol
+between `reduce.pool.WorkerPool` and its workers, the warm-up, and running one candidate script.
+
+Contract:
+- Protocol: length-prefixed pickles (`send`, `FrameReader`). In: `("run", job_id, script_text,
+  timeout_s, repro_file)` (where the repro will be written: the candidate's `__file__`) or
+  `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then
+  `(job_id, status, text)` per job, where status is `ok`, `failed` (text: the script's
+  `describe_failure`), `signal` (text: the number), `timeout` or `error` (a worker-side problem,
+  never a match). `ended(code)` is the answer for a worker process that ended with no answer.
+- `Dispatcher`: jobs read from stdin into a queue, at most JOBS running at once, results written
+  to the parent; its subclasses say how a candidate runs.
+- `run_guarded` never raises: whatever the script does is one of the statuses above.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import struct
+from collections import deque
+from typing import Any
+
+from pt2doctor.capture import torch_compat
+
+_HEADER = struct.Struct("!I")
+
+
+def send(fd: int, message: object) -> None:
+    data = pickle.dumps(message)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class FrameReader:
+    """Incremental decoder of length-prefixed pickles read from a non-blocking source."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> list[tuple[Any, ...]]:  # every message is a tuple
+        self.buffer += data
+        out: list[tuple[Any, ...]] = []
+        while len(self.buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < _HEADER.size + size:
+                break
+            out.append(pickle.loads(self.buffer[_HEADER.size:_HEADER.size + size]))
+            self.buffer = self.buffer[_HEADER.size + size:]
+        return out
+
+
+def warm_up(device: str = "cpu") -> None:
+    """Import and exercise Inductor once, so what runs candidates starts warm: Inductor imported
+    with the CPU-ISA probe run beside the import (`torch_compat.prewarm_inductor`), then a tiny
+    graph compiled with `compile_fx_inner` on `device` (`torch_compat.compile_tiny_graph`; on a GPU:
+    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only, and must not initialize CUDA
+    (`Forks`)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch_compat.prewarm_inductor()
+    torch_compat.compile_tiny_graph(device)
+
+
+def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
+    """In the child: exec the repro script and run its `check()`."""
+    # Where the repro will be written, so it finds files beside it (saved input values).
+    namespace: dict[str, object] = {"__name__": "pt2doctor_candidate", "__file__": repro_file}
+    exec(compile(text, "repro.py", "exec"), namespace)
+    try:
+        namespace["check"]()  # type: ignore[operator]
+    except Exception as exc:
+        return "failed", namespace["describe_failure"](exc)  # type: ignore[operator]
+    return "ok", ""
+
+
+def run_guarded(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
+    """`run_candidate`, with anything the script raises past its `check()` reported as an error."""
+    try:
+        return run_candidate(text, repro_file)
+    except BaseException as exc:  # an exec'd script can raise anything; report, never hang
+        return "error", f"{type(exc).__name__}: {exc}"[:500]
+
+
+def ended(code: int) -> tuple[str, str]:
+    """The answer for a worker process that ended (`process_group.exit_code`) without answering."""
+    return ("signal", str(-code)) if code < 0 else ("error", f"exit status {code}")
+
+
+class Dispatcher:
+    """What both ways (`forks.Forks`, `servers.Servers`) share: jobs read from stdin into a queue,
+    results written to the parent."""
+
+    def __init__(self, jobs: int, out_fd: int) -> None:
+        self.jobs = jobs
+        self.out_fd = out_fd
+        self.pending: deque[tuple[int, str, float, str]] = deque()  # (job id, script, timeout, repro file)
+        self.selector = selectors.DefaultSelector()
+        self.reader = FrameReader()
+
+    def serve(self) -> None:
+        self.selector.register(0, selectors.EVENT_READ, None)
+        while True:
+            self.dispatch()
+            for key, _ in self.selector.select(self.wait_s()):
+                if key.data is None and not self._read_requests():
+                    return
+                if key.data is not None:
+                    self.readable(key.data)
+            self.expire()
+
+    def _read_requests(self) -> bool:
+        data = os.read(0, 1 << 20)
+        if not data:
+            return False
+        for message in self.reader.feed(data):
+            if message[0] == "quit":
+                return False
+            self.pending.append(message[1:])
+        return True
+
+    def answer(self, job_id: int, status: str, text: str = "") -> None:
+        send(self.out_fd, (job_id, status, text))
+
+    # How candidates run, defined by `Forks` and `Servers`: start queued jobs; read what a
+    # selector key's `data` (a child, a server) wrote; when the next deadline is; kill the overdue.
+    def dispatch(self) -> None: ...
+    def readable(self, data: object) -> None: ...
+    def wait_s(self) -> float | None: ...
+    def expire(self) -> None: ...
+    def shutdown(self) -> None: ...
