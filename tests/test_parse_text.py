@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import pt2doctor
-from pt2doctor.capture.trace.parse_text import parse_break_text, parse_guard_failure
+from pt2doctor.capture.trace.guard_text import parse_guard_failure
+from pt2doctor.capture.trace.parse_text import parse_break_text
 from pt2doctor.model.torch_text import is_dynamo_temporary
 from pt2doctor.model import CompileId, GuardKind
 

@@ -7,7 +7,7 @@ import json
 from pt2doctor.analysis.cookbook import action_items
 from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
 from pt2doctor.analysis.whatif import Outcome, Trial, judge, outputs_equal, propose_trials
-from pt2doctor.capture.trace.parse_text import parse_guard_failure
+from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, Compile, CompileId, ExitInfo, GraphBreak, Recompile, Session
 
 

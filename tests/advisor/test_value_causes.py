@@ -10,7 +10,7 @@ import json
 from pt2doctor.analysis.recompiles import (Cause, cause_of, entry_failures, find_recompiles, fix_for,
                                            primary_failure, recompile_chains)
 from pt2doctor.analysis.whatif import Trial, judge, propose_trials
-from pt2doctor.capture.trace.parse_text import parse_guard_failure
+from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, CompileId, ExitInfo, GraphBreak, LimitHit, Recompile, Session
 
 HINT = (" (HINT: torch.compile considers integer attributes of the nn.Module to be static. If you are observing "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.trace.parse_text import parse_guard_failure
+from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, CompileId, ExitInfo, LimitHit, Recompile, Session
 from pt2doctor.cli.output import load_session
 from pt2doctor.report.document import Report, build_report

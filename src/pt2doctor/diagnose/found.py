@@ -20,7 +20,7 @@ from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, StageOutcome
 from pt2doctor.model.minify import MinifyResult
 
 
@@ -31,7 +31,7 @@ class Found:
     command: tuple[str, ...]
     category: Category | None = None
     stage: FailingStage | None = None
-    stages: dict[str, str] = field(default_factory=dict)
+    stages: dict[str, StageOutcome] = field(default_factory=dict)
     flaky: bool = False
     attempts: list[Attempt] = field(default_factory=list)
     headline: str = ""
@@ -211,6 +211,11 @@ def _recompile_limit_steps(found: Found) -> None:
                             "raise torch._dynamo.config.recompile_limit if each recompile is wanted.")
 
 
+_CARRIED = {BackendKind.SOURCE: "; repro.py defines it from your source",
+            BackendKind.STUB: "; its source could not be read, so repro.py stands it in with a stub that raises the "
+                              "recorded error"}
+
+
 def conclude(found: Found) -> None:
     stage_title = STAGE_TITLES[found.stage] if found.stage else "an unknown stage"
     backend = found.original_backend or "the original backend"
@@ -239,17 +244,16 @@ def conclude(found: Found) -> None:
             cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation: slower"
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
                                     f"({cost}).")
-        verified = found.minify is not None and found.minify.verified
+        m = found.minify
+        verified = m is not None and m.verified
         if found.stage is FailingStage.BACKEND:  # the user's own backend: nothing to file with PyTorch
-            carried = {BackendKind.SOURCE: "; repro.py defines it from your source",
-                       BackendKind.STUB: "; its source could not be read, so repro.py stands it in with a stub "
-                                         "that raises the recorded error"}.get(found.backend_kind, "")
-            shows = f" (`python repro.py` shows it on {found.minify.nodes_after} node(s))" if verified else ""
+            carried = _CARRIED.get(found.backend_kind, "") if found.backend_kind else ""
+            shows = f" (`python repro.py` shows it on {m.nodes_after} node(s))" if m is not None and verified else ""
             found.next_steps.append(f"The failure is inside {backend}{shows}: fix it there{carried}.")
-        elif verified:
-            found.next_steps.append(f"File issue.md with the verified repro ({found.minify.nodes_after} node(s): "
-                                    f"{', '.join(found.minify.ops)}); `python repro.py` shows the bug.")
-        if found.minify and not verified:
+        elif m is not None and verified:
+            found.next_steps.append(f"File issue.md with the verified repro ({m.nodes_after} node(s): "
+                                    f"{', '.join(m.ops)}); `python repro.py` shows the bug.")
+        if m is not None and not verified:
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")

@@ -118,9 +118,10 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
         success(found)
         return
     if a1.signature != a2.signature:
-        a1 = _unless_recording_changed_it(runner, found, a1, a2)
-        if a1 is None:
+        plain = _unless_recording_changed_it(runner, found, a1, a2)
+        if plain is None:
             return
+        a1 = plain
         if a1.outcome == "pass":
             success(found)
             return

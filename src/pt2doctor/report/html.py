@@ -88,7 +88,7 @@ def _seconds(value: float | None) -> str:
     return f"{value:.2f} s"
 
 
-def _bytes(value: int) -> str:
+def _bytes(value: float) -> str:
     for unit in ("B", "KB", "MB"):
         if value < 1024:
             return f"{value:.0f} {unit}"

@@ -61,10 +61,10 @@ def _title(s: Session) -> str:
 def _actions(report: Report) -> list[dict[str, Any]]:
     out = []
     for explained in report.failures[:1]:
-        f = explained.failure
-        where = f"{f.file}:{f.line}" if f.file else None
-        out.append({"severity": "error", "title": f"{f.category.value.replace('_', ' ')}: {f.exception.rsplit('.', 1)[-1]}",
-                    "fix": f"root cause: {explained.root}", "where": where, "anchor": "failures"})
+        failure = explained.failure
+        title = f"{failure.category.value.replace('_', ' ')}: {failure.exception.rsplit('.', 1)[-1]}"
+        out.append({"severity": "error", "title": title, "fix": f"root cause: {explained.root}",
+                    "where": f"{failure.file}:{failure.line}" if failure.file else None, "anchor": "failures"})
     for f in report.analysis.actions:
         where = str(f.where) if f.where and str(f.where) not in f.title else None
         out.append({"severity": f.severity.value, "title": f.title,
@@ -211,7 +211,8 @@ def blocks_for(value: Any, label: str = "") -> list[dict[str, Any]]:
     """Render-ready blocks for an arbitrary JSON-like value, by shape."""
     if not isinstance(value, dict):
         value = {label or "value": value}
-    scalars, blocks = [], []
+    scalars: list[tuple[str, str]] = []
+    blocks: list[dict[str, Any]] = []
     for k, v in value.items():
         name = str(k).replace("_", " ")
         if isinstance(v, str) and ("\n" in v or len(v) > 200):

@@ -33,7 +33,8 @@ _MAX_MESSAGE = 20_000
 
 
 def _exception_record(exc: BaseException) -> ExceptionRecord:
-    chain, seen, cur = [], set(), exc
+    chain, seen = [], set()
+    cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         chain.append(f"{_qualname(type(cur))}: {str(cur).strip()[:2000]}")

@@ -1,21 +1,19 @@
-"""Grammars for the free text torch writes into traces: graph-break reasons and guard failures.
+"""Graph-break messages as torch writes them into traces, taken apart into model values (guard failures
+are `guard_text`).
 
 Contract: pure functions from torch's text to model values. Every pattern here was checked against
 torch 2.13.0 output (and the 2.11 wording, which is the same for these messages); text that matches
-no pattern still yields a value (`GuardKind.OTHER`, the raw first line as the reason) so nothing is lost.
+no pattern still yields a value (the raw first line as the reason) so nothing is lost.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from pt2doctor.model import GuardFailure, GuardKind, SourceLoc
-from pt2doctor.model.ids import CompileId
-from pt2doctor.model.session import GuardOrigin
-from pt2doctor.model.torch_text import is_dynamo_temporary
+from pt2doctor.model import SourceLoc
 
 _AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.+)$')
@@ -61,7 +59,7 @@ def parse_break_text(text: str) -> BreakText:
         if ln.strip().startswith("Hint:") and not any(n in ln for n in _NOISE_HINTS)
     ))
     gb = _GB_URL.search(text)
-    stack = _user_stack(lines)
+    stack = user_stack(lines)
     at = _AT.search(text)
     where = SourceLoc(at["file"], int(at["line"])) if at else (stack[-1] if stack else None)
     if where is not None and stack and (stack[-1].file, stack[-1].line) == (where.file, where.line):
@@ -70,7 +68,7 @@ def parse_break_text(text: str) -> BreakText:
                      where, stack)
 
 
-def _user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:
+def user_stack(lines: list[str]) -> tuple[SourceLoc, ...]:
     try:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(("User code traceback:", "User stack trace:")))
     except StopIteration:
@@ -97,317 +95,3 @@ def _is_launcher_frame(file: str) -> bool:
     bundled examples (`pt2doctor demo`) live in the package but are user code."""
     ours = file.startswith(_PACKAGE_DIR) and not file.startswith(_EXAMPLES_DIR)
     return ours or file == "<frozen runpy>" or Path(file).name == "runpy.py"
-
-
-# --- guard failures ---------------------------------------------------------------------------
-
-_ENTRY = re.compile(r"^(?P<cid>\d+/\d+(?:_\d+)?): (?P<body>.*)$", re.S)
-_TENSOR = re.compile(
-    r"tensor '(?P<name>.+?)' (?P<what>size|stride|rank|dtype|device|requires_grad|dispatch key set)"
-    r" mismatch(?: at index (?P<dim>\d+))?\.(?: expected (?P<exp>[^,]+?))?(?:, actual (?P<act>.+?))?\s*$"
-)
-# torch appends advice to a tensor guard on a parameter: `... actual BFloat16. Guard failed on a parameter, ...`
-_PARAM_NOTE = re.compile(r"\.?\s+(?P<note>Guard failed on a parameter\b.*)$")
-# `EXPR  # code  # file:line in fn (NOTE)`: the code may itself hold `#`; NOTE is torch's `(HINT: ...)` or its
-# 0/1-specialization remark (torch/_dynamo/guards.py, 2.13)
-_CODE_SUFFIX = re.compile(
-    r"\s+#\s*(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)(?:\s+\((?P<note>.*)\))?\s*$")
-_BARE_NOTE = re.compile(r"\s+\((?P<note>HINT:.*)\)\s*$")
-_NOT_USER_CODE = "not due user code"
-_TORCH_DTYPES = {
-    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
-    "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
-    "ComplexFloat": "complex64", "ComplexDouble": "complex128",
-}
-_KINDS = {"size": GuardKind.SIZE, "stride": GuardKind.STRIDE, "rank": GuardKind.RANK, "dtype": GuardKind.DTYPE,
-          "device": GuardKind.DEVICE, "requires_grad": GuardKind.REQUIRES_GRAD,
-          "dispatch key set": GuardKind.DISPATCH_KEYS}
-
-
-@dataclass(frozen=True, slots=True)
-class GuardLine:
-    """A guard failure's first line taken apart: the guard, the user line torch blamed, and torch's note."""
-
-    expr: str
-    source: SourceLoc | None
-    note: str | None
-
-
-def split_guard_line(body: str) -> GuardLine:
-    """`EXPR  # code  # file:line in fn (HINT: ...)` (then an optional user stack) -> its parts."""
-    first, _, rest = body.partition("\n")
-    stack = _user_stack(rest.splitlines()) if rest else ()
-    suffix = _CODE_SUFFIX.search(first)
-    bare = None if suffix else _BARE_NOTE.search(first) or _PARAM_NOTE.search(first)
-    cut = suffix or bare
-    expr = first[: cut.start()].strip() if cut else first.strip()
-    note = (cut["note"] or None) if cut else None
-    source = stack[-1] if stack else (
-        SourceLoc(suffix["file"], int(suffix["line"]), suffix["fn"], suffix["code"].strip()) if suffix else None)
-    if note and _NOT_USER_CODE in note:  # torch: "user code shown is first use of this value", not the cause
-        source = None
-    return GuardLine(expr, source, note.removeprefix("HINT:").strip() if note else None)
-
-
-@dataclass(frozen=True, slots=True)
-class _Ctx:
-    raw: str
-    failed_entry: CompileId | None
-    source: SourceLoc | None
-
-    def failure(self, kind: GuardKind, subject: str, text: str, dim: int | None = None,
-                expected: str | None = None, actual: str | None = None) -> GuardFailure:
-        return GuardFailure(kind, subject, text, self.raw, dim, expected, actual, self.failed_entry, self.source)
-
-
-def parse_guard_failure(raw: str) -> GuardFailure:
-    """One entry of `recompile_reasons` (e.g. ``0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5``)."""
-    entry = _ENTRY.match(raw.strip())
-    line = split_guard_line(entry["body"] if entry else raw.strip())
-    ctx = _Ctx(raw, CompileId.parse(entry["cid"]) if entry else None, line.source)
-    failure = _parse_expr(line.expr, ctx)
-    return replace(failure, torch_source=_torch_source(line.expr), hint=line.note, origin=_origin(failure, line.expr),
-                   value_type=value_type(failure.expected) if failure.expected is not None else None)
-
-
-def _parse_expr(expr: str, ctx: _Ctx) -> GuardFailure:
-    tensor = _TENSOR.search(expr)
-    if tensor:
-        return _tensor_failure(tensor, ctx)
-    for parse in _EXPR_PARSERS:
-        failure = parse(expr, ctx)
-        if failure is not None:
-            return failure
-    return ctx.failure(GuardKind.OTHER, expr, f"guard failed: {_pretty_expr(expr)}")
-
-
-def _torch_source(expr: str) -> str | None:
-    """The guarded value as torch names it (`L['x']`), as `torch.compiler.config.dynamic_sources` wants it."""
-    body = expr.split("#", 1)[0].strip()
-    tensor, size, eq = _TENSOR.search(body), _SIZE_SRC.search(body), _EQ.match(body)
-    name = tensor["name"] if tensor else size["src"] if size else (eq["lhs"].strip() if eq else "")
-    if name.startswith(("L[", "G[")):
-        return name
-    local = re.match(r"(?P<root>[A-Za-z_]\w*)(?P<rest>(?:\[.*|\..*)?)$", name)
-    # 2.13 prints locals without `L[...]` (`x`, `kwargs['input_ids']`); dynamic_sources wants them with it
-    return f"L['{local['root']}']{local['rest']}" if local else None
-
-
-def _origin(failure: GuardFailure, expr: str) -> GuardOrigin:
-    if _GLOBAL_STATE.match(expr):
-        return "state"
-    if is_dynamo_temporary(failure.subject):
-        return "carried"
-    if "._parameters[" in failure.raw or "Guard failed on a parameter" in failure.raw:
-        return "parameter"
-    if "._buffers[" in failure.raw:
-        return "buffer"
-    return "global" if failure.kind is GuardKind.GLOBAL else "input"
-
-
-def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
-    kind = _KINDS[m["what"]]
-    name, dim = _pretty_source(m["name"]), int(m["dim"]) if m["dim"] else None
-    exp, act = (m["exp"] or "").strip() or None, (m["act"] or "").strip() or None
-    if kind is GuardKind.DTYPE:
-        exp, act = _TORCH_DTYPES.get(exp or "", exp), _TORCH_DTYPES.get(act or "", act)
-    if kind is GuardKind.REQUIRES_GRAD and exp and exp.startswith("requires_grad="):
-        exp = "True" if exp.endswith("1") else "False"
-        act = act or ("False" if exp == "True" else "True")
-    return ctx.failure(kind, name, _tensor_text(kind, _tensor_noun(m["name"], name), dim, exp, act), dim, exp, act)
-
-
-def _tensor_noun(source: str, name: str) -> str:
-    if is_dynamo_temporary(name):
-        return "a tensor carried across a graph break"
-    if "._parameters[" in source or "._buffers[" in source:
-        return f"{'parameter' if '._parameters[' in source else 'buffer'} `{name}`"
-    return f"input `{name}`"
-
-
-def _tensor_text(kind: GuardKind, what: str, dim: int | None, exp: str | None, act: str | None) -> str:
-    change = f"{exp} -> {act}" if exp is not None and act is not None else f"expected {exp}" if exp else "changed"
-    if kind is GuardKind.SIZE:
-        return f"{what}: size at dim {dim} changed {change}"
-    if kind is GuardKind.STRIDE:
-        return f"{what}: became non-contiguous or changed layout (stride at dim {dim} changed {change})"
-    if kind is GuardKind.RANK:
-        return f"{what}: number of dims changed {change}"
-    if kind is GuardKind.REQUIRES_GRAD:
-        return f"{what}: requires_grad changed {change}"
-    return f"{what}: {kind.value} changed {change}"
-
-
-_GLOBAL_STATE = re.compile(r"^GLOBAL_STATE changed:\s*(?P<flags>.*)$")
-_STATE_NAMES = {
-    "grad_mode": "grad mode (torch.no_grad / torch.inference_mode / torch.enable_grad)",
-    "deterministic_algorithms": "torch.use_deterministic_algorithms",
-    "torch_function": "a torch function mode", "default_dtype": "torch.get_default_dtype()",
-    "num_threads": "torch.get_num_threads()", "allow_tf32": "TF32 matmul (torch.backends.cuda.matmul.allow_tf32)",
-}
-_AUTOCAST = re.compile(r"autocast(?:\((?P<device>\w+)\))?(?:_enabled)?$")
-
-
-def _global_state(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    m = _GLOBAL_STATE.match(expr)
-    if m is None:
-        return None
-    flags = m["flags"].split() or ["global state"]
-    words = ", ".join(_state_words(f) for f in flags)
-    return ctx.failure(GuardKind.OTHER, ", ".join(flags), f"torch's global state differs from when compiled: {words}")
-
-
-def _state_words(flag: str) -> str:
-    autocast = _AUTOCAST.match(flag)
-    if autocast:
-        return f"autocast on {autocast['device']} (on/off)" if autocast["device"] else "autocast (on/off)"
-    return _STATE_NAMES.get(flag, flag)
-
-
-_NOT_TENSOR = re.compile(r"^expected type of '(?P<name>.+)' to be a tensor type, '? but found <class '(?P<type>[^']+)'>")
-_NOT_FUNCTION = re.compile(r"^CodeGuardAccessor: Not a function on (?P<name>.+?)\.__code__$")
-
-
-def _not_tensor(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    m = _NOT_TENSOR.match(expr)
-    if m is None:
-        return None
-    name, found = _pretty_source(m["name"]), m["type"]
-    now = "None" if found == "NoneType" else f"a {found}"
-    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a tensor when compiled and is now {now}",
-                       expected="tensor", actual=found)
-
-
-def _not_function(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    m = _NOT_FUNCTION.match(expr)
-    if m is None:
-        return None
-    name = _pretty_source(m["name"])
-    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a Python function when compiled and is now another kind "
-                       "of callable (a builtin, a functools.partial or a callable object)", expected="function")
-
-
-def _type_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    if "___check_type_id" not in expr:
-        return None
-    subject = _pretty_source(_first_arg(expr))
-    return ctx.failure(GuardKind.TYPE, subject, f"`{subject}` changed type")
-
-
-def _obj_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    if "___check_obj_id" not in expr:
-        return None
-    subject = _pretty_source(_first_arg(expr))
-    if subject.endswith(".__code__"):  # a wrapper frame (a decorator) that calls whatever function it wraps
-        owner = subject.removesuffix(".__code__")
-        return ctx.failure(GuardKind.IDENTITY, subject, f"`{owner}` is a different function than when compiled: "
-                           "another function or module runs through this same frame")
-    return ctx.failure(GuardKind.IDENTITY, subject, f"`{subject}` is a different object than when compiled")
-
-
-_DICT_CONTAINS = re.compile(r"___dict_contains\('(?P<key>[^']+)',\s*(?P<obj>.+?)\.__dict__\)")
-
-
-def _dict_contains(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    m = _DICT_CONTAINS.search(expr)
-    if m is None:
-        return None
-    subject = f"{_pretty_source(m['obj'])}.{m['key']}"
-    kind = GuardKind.GLOBAL if "G[" in m["obj"] or not m["obj"].startswith("L[") else GuardKind.VALUE
-    return ctx.failure(kind, subject, f"attribute `{subject}` was set or deleted (an object's __dict__ changed)")
-
-
-# a guarded source: `L['x']`, `kwargs['input_ids']`, `self._modules['fc'].weight` (no operators, no spaces)
-_SIZE_SRC = re.compile(r"(?P<src>[A-Za-z_][\w.]*(?:\[[^\]]*\][\w.]*)*?)\.(?:size|stride)\(\)\[(?P<dim>\d+)\]")
-_LOWER_BOUND = re.compile(r"^(?P<n>\d+)\s*<=\s*\S+$")
-
-
-def _symbolic(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    size = _SIZE_SRC.search(expr)
-    if not (size or re.search(r"\b[su]\d+\b", expr) or any(op in expr for op in ("<=", ">=", " < ", " > "))):
-        return None
-    subject = _pretty_source(size["src"]) if size else _pretty_expr(expr)
-    dim = int(size["dim"]) if size else None
-    bound = _LOWER_BOUND.match(expr) if size else None
-    if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw):
-        text = (f"input `{subject}`: size at dim {dim} became 0 or 1, but the dynamic graph was compiled for sizes "
-                ">= 2 (torch specializes sizes 0 and 1: 0/1 specialization)")
-        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, ">= 2")
-    if bound:
-        text = f"input `{subject}`: size at dim {dim} fell below {bound['n']}, the least the dynamic graph allows"
-        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, f">= {bound['n']}")
-    text = f"input `{subject}`: a dynamic-shape guard failed ({_pretty_expr(expr)})"
-    return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim)
-
-
-_EQ = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|\bis not\b|\bis\b)\s*(?P<rhs>.+)$")
-
-
-def _equality(expr: str, ctx: _Ctx) -> GuardFailure | None:
-    eq = _EQ.match(expr)
-    if eq is None:
-        return None
-    subject, rhs = _pretty_source(eq["lhs"]), eq["rhs"].strip()
-    if is_dynamo_temporary(subject):
-        text = (f"a Python value carried across a graph break changed: the code resumed after the break "
-                f"was specialized to {rhs}")
-        return ctx.failure(GuardKind.VALUE, subject, text, expected=rhs)
-    is_global = eq["lhs"].startswith(("G[", "G."))
-    kind = value_type(rhs)
-    noun = "global" if is_global else f"Python {kind}" if kind not in ("None", "value") else "Python value"
-    # a bool that failed `== True` is False now: the one guard whose new value the text implies
-    actual = {"True": "False", "False": "True"}.get(rhs) if eq["op"] == "==" else None
-    text = (f"{noun} `{subject}` changed {rhs} -> {actual}" if actual else
-            f"{noun} `{subject}` changed: the graph was specialized to {subject} {eq['op']} {rhs}")
-    return ctx.failure(GuardKind.GLOBAL if is_global else GuardKind.VALUE, subject, text, expected=rhs, actual=actual)
-
-
-_EXPR_PARSERS = (_global_state, _not_tensor, _not_function, _type_id, _obj_id, _dict_contains, _symbolic, _equality)
-
-
-def value_type(literal: str) -> str:
-    """The Python type of a constant as a guard prints it: `int`, `float`, `bool`, `None`, `str`, or `value`."""
-    text = literal.strip()
-    if re.fullmatch(r"-?\d+", text):
-        return "int"
-    if re.fullmatch(r"-?\d+\.\d*(e[-+]?\d+)?|-?\d+e[-+]?\d+|-?inf|nan", text):
-        return "float"
-    if text in ("True", "False"):
-        return "bool"
-    if text == "None":
-        return "None"
-    if re.fullmatch(r"""(['"]).*\1""", text, re.S):
-        return "str"
-    return "value"
-
-
-def _first_arg(expr: str) -> str:
-    inner = expr[expr.find("(") + 1 :]
-    depth, out = 0, []
-    for ch in inner:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            if depth == 0:
-                break
-            depth -= 1
-        elif ch == "," and depth == 0:
-            break
-        out.append(ch)
-    return "".join(out).strip()
-
-
-_SOURCE_PART = re.compile(r"""(?:L|G)\[['"]([^'"]+)['"]\]""")
-
-
-def _pretty_source(source: str) -> str:
-    """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`, `L['self']._modules['fc']._parameters['weight']` -> `self.fc.weight`."""
-    text = _SOURCE_PART.sub(r"\1", source.strip())
-    text = re.sub(r"\._(?:modules|parameters|buffers)\[['\"]([^'\"]+)['\"]\]", r".\1", text)
-    text = re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", text)
-    # a keyword argument collected by `**kwargs` (HF models: `kwargs['input_ids']`) is named at the call site
-    return re.sub(r"^kwargs\.", "", text)
-
-
-def _pretty_expr(expr: str) -> str:
-    return _pretty_source(expr)
