@@ -289,13 +289,15 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
 
 
 def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None,
-                  accuracy_tolerance: float | None = None) -> int:
+                  accuracy_tolerance: float | None = None, env: dict[str, str] | None = None) -> int:
     """Run `script` in a child interpreter (`capture.child`) with the recorder on and every after-AOT
     graph recorded (a failure workflow: `minify --script`, the tests); returns its exit status.
 
     A stand-in for `capture.runner.run_script(..., record_graphs=True)` with no trace and no session,
-    so `minify --script` and the tests need no other part of the capture layer.
+    so `minify --script` and the tests need no other part of the capture layer. `env` is added to the
+    child's environment (`diagnose --function`); its output is kept as `output.txt` in `run_dir`.
     """
+    import os
     import subprocess
     import sys
 
@@ -310,6 +312,8 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     proc = subprocess.run(
         [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
          str(script), *(argv or [])],
-        cwd=Path(script).resolve().parent, capture_output=True, timeout=timeout_s,
+        cwd=Path(script).resolve().parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
+        env={**os.environ, **(env or {})},
     )
+    (run_dir / "output.txt").write_bytes(proc.stdout or b"")
     return proc.returncode

@@ -12,8 +12,9 @@ fp64-referenced accuracy check, with no expected signature. `load_failing`'s cho
    while compiling or running it (the signal itself is observed again in the worker);
    A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
    accuracy check with the recorded tolerance, without `accuracy=True`;
-3. otherwise `NothingToMinify`, unless `accuracy=True`, in which case the last graph is
-   minified against the fp64-referenced accuracy check (the oracle confirms it fails).
+3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
+   accuracy check rejected (with the values it was judged on), else the last graph, is minified
+   against the fp64-referenced accuracy check (the oracle confirms it fails).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
 gives no expected signature: the first isolated run of the graph fixes the target.
 Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an after-AOT graph,
@@ -28,7 +29,7 @@ not one raises `RecordError`); `session.json` is not read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ class RecordedFailure:
     case: FxCase
     context: ReproContext
     expected: FailureSignature | None
+    others: tuple[str, ...] = ()  # other graphs the accuracy check rejected in the same run
+    why: str = ""  # why this graph rather than the others
 
 
 Entries = dict[str, GraphEntry]  # by id, in compile order
@@ -122,7 +125,16 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
                  out_dir: Path | None = None) -> RecordedFailure:
     graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
-    if accuracy:
+    judged = [f for f in failures if f.phase == "accuracy"]
+    others: tuple[str, ...] = ()
+    why = ""
+    if accuracy and judged:  # the per-graph check found the graph wrong on the values the program passed
+        failure = judged[-1]
+        others = tuple(dict.fromkeys(f.graph for f in judged if f.graph != failure.graph))
+        why = "the last one rejected before the program's check"
+        graph_id, description = _blame_aot(entries, failure.graph), failure.description
+        tolerance = failure.tolerance or tolerance
+    elif accuracy:
         last = list(entries.values())[-1]
         graph_id, description = _blame_aot(entries, last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
     else:
@@ -130,7 +142,8 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)
-    return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+    recorded = _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+    return replace(recorded, others=others, why=why)
 
 
 def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = 1e-4,
