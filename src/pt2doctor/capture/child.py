@@ -104,7 +104,7 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture import graph_recorder
 
         graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
-                               every_aot_graph=hooks.record_every_aot_graph)
+                               every_aot_graph=hooks.record_every_aot_graph, run_eagerly=hooks.record_run_eagerly)
     if hooks.frame_record_dir:
         from pt2doctor.capture import frame_recorder
 

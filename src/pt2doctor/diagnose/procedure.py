@@ -37,15 +37,15 @@ from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose.bisect import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found, conclude, flaky, refine_category, success, user_error, where
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.wrong_graph import find_wrong_graph
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
-from pt2doctor.model.recording import GraphFailure, read_failures, read_index
+from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH, Category.ACCURACY)
-ACCURACY_TOLERANCE = 1e-4  # the per-graph accuracy check's (`pt2doctor accuracy`'s default)
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
 
@@ -272,16 +272,12 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
         return
     if found.recording_changed_outcome:
         return
-    if found.category is Category.ACCURACY:
-        run_dir = _judged_run(options, run_dir, found, reporter)
+    wrong = find_wrong_graph(options, run_dir, found, reporter) if found.category is Category.ACCURACY else None
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:
-            recorded = load_failing(run_dir, accuracy=found.category is Category.ACCURACY,
-                                    out_dir=options.out_dir)
-            if recorded.others:
-                found.notes.append(f"the accuracy check also judged wrong: {', '.join(recorded.others)}; minified: "
-                                   f"{recorded.graph_id}, {recorded.why}")
+            recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
+                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None)
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
             if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
@@ -300,42 +296,6 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
             raise KeyboardInterrupt
         word = "verified" if m.verified else "NOT verified"
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
-
-
-def _judged_run(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter) -> Path:
-    """A wrong result is minified from a run whose recorder judged every graph's first call with the
-    accuracy rule on the values the program passed (a rejected graph's inputs are kept): `run_dir`
-    when its recording did, else one more recorded run with the check on (`runs/accuracy-check`).
-    Without a rejected graph there, `run_dir` (the last graph is minified on random inputs)."""
-    import subprocess
-
-    from pt2doctor.capture.graph_recorder import record_script
-
-    if _accuracy_failures(run_dir):
-        return run_dir
-    checked = options.out_dir / "runs" / "accuracy-check"
-    reporter.status("a wrong result: running it once more, recording, with each graph's first call checked "
-                    "against eager (fp64-referenced) on the values the program passes")
-    env = {"TORCHDYNAMO_DEBUG_FUNCTION": options.function} if options.function else None
-    with found.timed("accuracy_check"):
-        try:
-            record_script(options.script, checked, timeout_s=options.timeout_s or 3600.0, argv=list(options.args),
-                          accuracy_tolerance=ACCURACY_TOLERANCE, env=env)
-        except subprocess.TimeoutExpired:
-            found.notes.append("the run with each graph's accuracy checked did not finish in time")
-            return run_dir
-    if not _accuracy_failures(checked):
-        found.notes.append("the per-graph accuracy check judged no compiled graph wrong on the values the program "
-                           "passed: the last graph is minified on random inputs")
-        return run_dir
-    return checked
-
-
-def _accuracy_failures(run_dir: Path) -> list[GraphFailure]:
-    try:
-        return [f for f in read_failures(RunPaths(run_dir).graphs_dir) if f.phase == "accuracy"]
-    except (RecordError, OSError):
-        return []
 
 
 def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter) -> None:

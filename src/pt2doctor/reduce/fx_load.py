@@ -13,8 +13,8 @@ fp64-referenced accuracy check, with no expected signature. `load_failing`'s cho
    A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
    accuracy check with the recorded tolerance, without `accuracy=True`;
 3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
-   accuracy check rejected (with the values it was judged on), else the last graph, is minified
-   against the fp64-referenced accuracy check (the oracle confirms it fails).
+   accuracy check rejected (with the values it was judged on; `prefer`, else the last one), else
+   the last graph, is minified against the fp64-referenced accuracy check (the oracle confirms it).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
 gives no expected signature: the first isolated run of the graph fixes the target.
 Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an after-AOT graph,
@@ -29,7 +29,7 @@ not one raises `RecordError`); `session.json` is not read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +57,6 @@ class RecordedFailure:
     case: FxCase
     context: ReproContext
     expected: FailureSignature | None
-    others: tuple[str, ...] = ()  # other graphs the accuracy check rejected in the same run
-    why: str = ""  # why this graph rather than the others
 
 
 Entries = dict[str, GraphEntry]  # by id, in compile order
@@ -122,16 +120,12 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
 
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4,
-                 out_dir: Path | None = None) -> RecordedFailure:
+                 out_dir: Path | None = None, prefer: str | None = None) -> RecordedFailure:
     graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
     judged = [f for f in failures if f.phase == "accuracy"]
-    others: tuple[str, ...] = ()
-    why = ""
     if accuracy and judged:  # the per-graph check found the graph wrong on the values the program passed
-        failure = judged[-1]
-        others = tuple(dict.fromkeys(f.graph for f in judged if f.graph != failure.graph))
-        why = "the last one rejected before the program's check"
+        failure = next((f for f in judged if f.graph == prefer), judged[-1])
         graph_id, description = _blame_aot(entries, failure.graph), failure.description
         tolerance = failure.tolerance or tolerance
     elif accuracy:
@@ -142,8 +136,7 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)
-    recorded = _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
-    return replace(recorded, others=others, why=why)
+    return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
 
 
 def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = 1e-4,
