@@ -31,9 +31,10 @@ tensor values are kept only where they matter and are cheap to keep:
   the failing call made).
   Under `pt2doctor accuracy` a graph its probe judges wrong is one: the probe hands the inputs it
   judged to `keep_failing_inputs`, so nothing is judged twice.
-The Dynamo graphs of the compile ids in `install(..., run_eagerly=)` (the child spec's `record_run_eagerly`)
-are recorded and then run as captured, their backend never called (`diagnose` asks which of several
-wrong graphs the program's own check depends on). With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
+The Dynamo graphs of the compile ids in `install(..., run_eagerly=)` (the child spec's
+`record_run_eagerly`) are recorded and then run as captured, their backend never called (`diagnose`
+asks which of several wrong graphs the program's own check depends on).
+With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
 `record_accuracy_tolerance`), each Dynamo graph's first call is also judged
 by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and fp64, RNG state restored so
 the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
