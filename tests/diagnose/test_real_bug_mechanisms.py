@@ -56,4 +56,4 @@ def test_a_zero_tensor_input_is_rebuilt_as_one(diagnosed):
     # pytorch#197067: Inductor's kernel segfaults on a ZeroTensor (the gradient of `sgn`); as a plain tensor it passes
     run, d = diagnosed(REALBUGS / "zerotensor_index_segfault.py")
     assert d["repro_verified"] and d["minified_nodes"] == 1 and d["culprit_ops"] == ["aten.select.int"], d["notes"]
-    assert "torch._efficientzerotensor((3,)" in (run.out_dir / "repro.py").read_text()
+    assert "torch._efficientzerotensor(" in (run.out_dir / "repro.py").read_text()
