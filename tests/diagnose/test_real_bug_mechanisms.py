@@ -29,3 +29,31 @@ def test_a_recording_that_changes_the_outcome_is_not_flakiness(diagnosed):
     if any("recording the graphs changed the outcome" in note for note in d["notes"]):
         assert [a["label"] for a in d["attempts"]][:3] == ["original-1", "original-2", "original-3"]
     assert (d["category"], d["stage"]) == ("accuracy", "dynamo")
+
+
+@pytest.mark.slow
+def test_a_wrong_result_is_minified_on_the_values_the_program_passed(diagnosed):
+    # pytorch#197895: `a // b` is off by one only where the quotient is just below an integer (1.0 // 0.1):
+    # on random inputs the graph passed ("not minified"); the per-graph check on the real values finds it
+    run, d = diagnosed(REALBUGS / "float_floor_divide_off_by_one.py")
+    assert (d["category"], d["stage"]) == ("accuracy", "inductor")
+    assert d["repro_verified"] and d["minified_nodes"] == 1 and "aten.div.Tensor_mode" in d["culprit_ops"]
+    assert (run.out_dir / "runs" / "accuracy-check" / "graphs" / "failures.jsonl").read_text().count("accuracy") >= 1
+    assert "saved_input(" in (run.out_dir / "repro.py").read_text()  # the values, not random ones
+
+
+@pytest.mark.slow
+def test_a_non_leaf_input_stays_a_non_leaf_in_the_repro(diagnosed):
+    # PyTorch's minifier test: the backend fails only for a non-leaf input (`randn(requires_grad=True) + 1`)
+    run, d = diagnosed(REALBUGS / "minifier_dynamo_non_leaf_compile_error.py")
+    assert (d["category"], d["stage"]) == ("backend_failure", "backend")
+    assert d["repro_verified"], d["notes"]
+    assert "requires_grad=True).clone()" in (run.out_dir / "repro.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_zero_tensor_input_is_rebuilt_as_one(diagnosed):
+    # pytorch#197067: Inductor's kernel segfaults on a ZeroTensor (the gradient of `sgn`); as a plain tensor it passes
+    run, d = diagnosed(REALBUGS / "zerotensor_index_segfault.py")
+    assert d["repro_verified"] and d["minified_nodes"] == 1 and d["culprit_ops"] == ["aten.select.int"], d["notes"]
+    assert "torch._efficientzerotensor(" in (run.out_dir / "repro.py").read_text()

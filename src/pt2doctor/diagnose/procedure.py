@@ -27,7 +27,7 @@ import ast
 import os
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,11 @@ from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.bisect.driver import PendingBisection, bisect_repro
+from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
                                       where)
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.wrong_graph import find_wrong_graph
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
@@ -48,24 +50,6 @@ from pt2doctor.model.serialize import RecordError
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH, Category.ACCURACY)
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
-
-
-@dataclass(frozen=True, slots=True)
-class DiagnoseOptions:
-    script: Path
-    args: tuple[str, ...] = ()
-    out_dir: Path = Path("pt2doctor-diagnose")
-    timeout_s: float | None = None
-    function: str | None = None
-    jobs: int = 2
-    query_timeout_s: float = 120.0
-    minify: bool = True
-    bisect: bool = True
-
-    def __post_init__(self) -> None:
-        # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves
-        # from anywhere, and the steps that run in other directories find what they were given
-        object.__setattr__(self, "out_dir", Path(self.out_dir).absolute())
 
 
 def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_reporter: Any = None) -> Diagnosis:
@@ -292,11 +276,12 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
         return
     if found.recording_changed_outcome:
         return
+    wrong = find_wrong_graph(options, run_dir, found, reporter) if found.category is Category.ACCURACY else None
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:
-            recorded = load_failing(run_dir, accuracy=found.category is Category.ACCURACY,
-                                    out_dir=options.out_dir)
+            recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
+                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None)
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
             if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:

@@ -49,6 +49,7 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     frame_record_dir: str | None = None  # the frame Dynamo fails on (`capture.child.frame_recorder`)
     record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.child.graph_recorder`)
     record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
+    record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
 
 
 class ChildSpec(msgspec.Struct, frozen=True):

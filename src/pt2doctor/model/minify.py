@@ -59,6 +59,9 @@ class TensorSpec(msgspec.Struct, frozen=True, tag="tensor", tag_field="kind"):
     dynamic: tuple[int, ...] = ()
     saved: str = ""  # the entry in the repro's saved-values file when its values matter, else random
     bounds: tuple[int, int] | None = None  # an integer input's recorded min and max: random values stay valid
+    offset: int = 0  # storage offset
+    leaf: bool = True  # False: it has autograd history (a backend may treat a non-leaf input differently)
+    zero: bool = False  # a ZeroTensor (autograd's efficient zeros), rebuilt as one
 
     @property
     def kind(self) -> Literal["tensor"]:

@@ -12,12 +12,14 @@ fp64-referenced accuracy check, with no expected signature. `load_failing`'s cho
    while compiling or running it (the signal itself is observed again in the worker);
    A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
    accuracy check with the recorded tolerance, without `accuracy=True`;
-3. otherwise `NothingToMinify`, unless `accuracy=True`, in which case the last graph is
-   minified against the fp64-referenced accuracy check (the oracle confirms it fails).
+3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
+   accuracy check rejected (with the values it was judged on; `prefer`, else the last one), else
+   the last graph, is minified against the fp64-referenced accuracy check (the oracle confirms it).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
 gives no expected signature: the first isolated run of the graph fixes the target.
 Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an after-AOT graph,
-whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave them) are saved
+whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave them; so is whether
+an input is a ZeroTensor) are saved
 beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as the API does), and
 the specs name them; without `out_dir` every input is random.
 A graph's branch submodules (higher-order ops) are read from their recorded code and traced
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 import torch.fx
 
@@ -119,10 +122,15 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
 
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4,
-                 out_dir: Path | None = None) -> RecordedFailure:
+                 out_dir: Path | None = None, prefer: str | None = None) -> RecordedFailure:
     graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
-    if accuracy:
+    judged = [f for f in failures if f.phase == "accuracy"]
+    if accuracy and judged:  # the per-graph check found the graph wrong on the values the program passed
+        failure = next((f for f in judged if f.graph == prefer), judged[-1])
+        graph_id, description = _blame_aot(entries, failure.graph), failure.description
+        tolerance = failure.tolerance or tolerance
+    elif accuracy:
         last = list(entries.values())[-1]
         graph_id, description = _blame_aot(entries, last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
     else:
@@ -155,7 +163,7 @@ def _read_run(run_dir: Path) -> tuple[Path, Entries, list[GraphFailure]]:
 def _load(graphs: Path, entries: Entries, failures: list[GraphFailure], graph_id: str,
           description: str | None, accuracy: bool, tolerance: float, out_dir: Path | None) -> RecordedFailure:
     """`graph_id`'s graph as a case, its values (with `out_dir`) saved beside the repro, and its context."""
-    entry = _entry(entries, graph_id)
+    entry = _with_parent_zeros(entries, _entry(entries, graph_id))
     values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
     return RecordedFailure(
         graph_id, case_from_entry(graphs, entry, values, out_dir), context_from_entry(entry, accuracy, tolerance),
@@ -187,6 +195,19 @@ def _recorded_values(graphs: Path, entries: Entries, failures: list[GraphFailure
         return {}
     values = torch.load(graphs / name, weights_only=True)
     return {at: values[i] for at, i in _aot_positions(parent.inputs, entry.inputs).items() if i in values}
+
+
+def _with_parent_zeros(entries: Entries, entry: GraphEntry) -> GraphEntry:
+    """An after-AOT graph's inputs were fake when recorded, which hides a ZeroTensor; the Dynamo parent's
+    real inputs tell it, at the positions AOTAutograd gave them (`_aot_positions`)."""
+    parent = entries.get(entry.parent or "")
+    if parent is None or entry.aot_kind == "backward":
+        return entry
+    specs = list(entry.inputs)
+    for at, i in _aot_positions(parent.inputs, entry.inputs).items():
+        if getattr(parent.inputs[i], "zero", False):
+            specs[at] = msgspec.structs.replace(specs[at], zero=True)
+    return msgspec.structs.replace(entry, inputs=tuple(specs))
 
 
 def _values_file(entry: GraphEntry, failures: list[GraphFailure]) -> str | None:

@@ -62,8 +62,8 @@ class {ACCURACY_TYPE}(Exception):
     """Compiled and eager results differ beyond the fp64-referenced tolerance."""
 
 
-def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None):
-    extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0
+def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None, offset=0):
+    extent = offset + (1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0)
     if dtype.is_floating_point or dtype.is_complex:
         storage = torch.randn(extent, dtype=dtype, device=device)
     elif dtype == torch.bool:
@@ -72,7 +72,7 @@ def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None):
         storage = torch.randint(bounds[0], bounds[1] + 1, (extent,), dtype=dtype, device=device)
     else:
         storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
-    return storage.as_strided(shape, stride).requires_grad_(requires_grad)
+    return storage.as_strided(shape, stride, offset).requires_grad_(requires_grad)
 
 
 def saved_input(name, device, requires_grad=False):
@@ -350,9 +350,13 @@ def _render_input(spec: InputSpec, stage: Stage) -> str:
     if isinstance(spec, ScalarSpec):
         return repr(spec.value)
     grad = spec.requires_grad and stage is Stage.DYNAMO
+    if spec.zero:  # no storage to fill: autograd's efficient zeros, as the program passed them
+        return f"torch._efficientzerotensor({spec.shape!r}, dtype=torch.{spec.dtype}, device={spec.device!r})"
     if spec.saved:
-        return f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
-    return (
-        f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
-        + (", requires_grad=True" if grad else "") + (f", bounds={spec.bounds!r})" if spec.bounds else ")")
-    )
+        made = f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
+    else:
+        made = (f"make_tensor({spec.shape!r}, {spec.stride!r}, torch.{spec.dtype}, {spec.device!r}"
+                + (", requires_grad=True" if grad else "") + (f", bounds={spec.bounds!r}" if spec.bounds else "")
+                + (f", offset={spec.offset}" if spec.offset else "") + ")")
+    # a non-leaf input (with autograd history) is one a backend may treat differently from a leaf
+    return f"{made}.clone()" if grad and not spec.leaf else made

@@ -108,7 +108,7 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture.child import graph_recorder
 
         graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
-                               every_aot_graph=hooks.record_every_aot_graph)
+                               every_aot_graph=hooks.record_every_aot_graph, run_eagerly=hooks.record_run_eagerly)
     if hooks.frame_record_dir:
         from pt2doctor.capture.child import frame_recorder
 

@@ -2,8 +2,8 @@
 
 Contract: `input_specs(gm, example_inputs)` gives one `TensorSpec`/`ScalarSpec` per input, dims that
 are SymInts in the graph's placeholders marked dynamic, an integer tensor's recorded min and max
-(`bounds`); `save_values(inputs, path, budget)` saves
-the tensor inputs that have values (`has_values`; only indices and masks, `is_index`, when asked),
+(`bounds`), its storage offset, whether it is a leaf (autograd) and whether it is a ZeroTensor;
+`save_values(inputs, path, budget)` saves the tensor inputs that have values (`has_values`; only indices and masks, `is_index`, when asked),
 within a byte budget, and never raises. `has_values`/`is_index` are the one test of what can be
 saved and what matters, here and in `reduce.saved_values`.
 """
@@ -25,10 +25,12 @@ def is_index(value: Any) -> bool:
 
 def has_values(value: Any) -> bool:
     """A plain dense tensor with data: not a subclass (fake tensors are one; `torch.load(weights_only=True)`
-    reads none back), sparse, or on `meta`. The one test of what can be saved, here and in `reduce.saved_values`."""
+    reads none back), sparse, on `meta` or a ZeroTensor (no storage; `TensorSpec.zero` rebuilds it).
+    The one test of what can be saved, here and in `reduce.saved_values`."""
     import torch
 
-    return type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
+    return (type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
+            and not torch_compat.is_zero_tensor(value))
 
 
 def save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
@@ -71,7 +73,8 @@ def _spec(value: Any, meta: Any) -> InputSpec:
             tuple(torch_compat.symint_hint(s) for s in value.stride()),
             str(value.dtype).removeprefix("torch."), str(value.device), bool(value.requires_grad),
             tuple(d for d, s in enumerate(list(sizes) + list(value.shape)[len(sizes):]) if isinstance(s, torch.SymInt)),
-            bounds=_bounds(value),
+            bounds=_bounds(value), offset=int(value.storage_offset()) if has_values(value) else 0,
+            leaf=bool(value.is_leaf), zero=torch_compat.is_zero_tensor(value),
         )
     if isinstance(value, torch.SymInt):
         return ScalarSpec(torch_compat.symint_hint(value), dynamic=True)

@@ -31,6 +31,9 @@ tensor values are kept only where they matter and are cheap to keep:
   the failing call made).
   Under `pt2doctor accuracy` a graph its probe judges wrong is one: the probe hands the inputs it
   judged to `keep_failing_inputs`, so nothing is judged twice.
+The Dynamo graphs of the compile ids in `install(..., run_eagerly=)` (the child spec's
+`record_run_eagerly`) are recorded and then run as captured, their backend never called (`diagnose`
+asks which of several wrong graphs the program's own check depends on).
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
 `record_accuracy_tolerance`), each Dynamo graph's first call is also judged
 by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and fp64, RNG state restored so
@@ -236,8 +239,8 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
 
 
 
-def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
-            every_aot_graph: bool = False) -> Callable[[], None]:
+def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot_graph: bool = False,
+            run_eagerly: Sequence[str] = ()) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir))
     tolerance = accuracy_tolerance
@@ -246,6 +249,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = recorder.save(Stage.DYNAMO, gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
+        if torch_compat.current_compile_id() in run_eagerly:  # what the program computes without this graph's backend
+            return gm.forward
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
         eager = graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
@@ -289,13 +294,17 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None,
 
 
 def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None,
-                  accuracy_tolerance: float | None = None) -> int:
+                  accuracy_tolerance: float | None = None, env: dict[str, str] | None = None,
+                  run_eagerly: tuple[str, ...] = ()) -> int:
     """Run `script` in a child interpreter (`capture.child`) with the recorder on and every after-AOT
     graph recorded (a failure workflow: `minify --script`, the tests); returns its exit status.
 
     A stand-in for `capture.runner.run_script(..., record_graphs=True)` with no trace and no session,
-    so `minify --script` and the tests need no other part of the capture layer.
+    so `minify --script` and the tests need no other part of the capture layer. `env` is added to the
+    child's environment (`diagnose --function`); its output is kept as `output.txt` in `run_dir`. The
+    Dynamo graphs of the compile ids in `run_eagerly` run as captured, without their backend.
     """
+    import os
     import subprocess
     import sys
 
@@ -304,12 +313,14 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
 
     run_dir = Path(run_dir).absolute()
     run_dir.mkdir(parents=True, exist_ok=True)
-    spec = ChildSpec(record_dir=str(run_dir), hooks=Hooks(record_every_aot_graph=True,
+    spec = ChildSpec(record_dir=str(run_dir), hooks=Hooks(record_every_aot_graph=True, record_run_eagerly=run_eagerly,
                                                           record_accuracy_tolerance=accuracy_tolerance))
     write_record(run_dir / "child-spec.json", spec)
     proc = subprocess.run(
         [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
          str(script), *(argv or [])],
-        cwd=Path(script).resolve().parent, capture_output=True, timeout=timeout_s,
+        cwd=Path(script).resolve().parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
+        env={**os.environ, **(env or {})},
     )
+    (run_dir / "output.txt").write_bytes(proc.stdout or b"")
     return proc.returncode

@@ -80,6 +80,15 @@ def symint_hint(value: Any) -> int:
     return int(hint) if hint is not None else int(value)
 
 
+def is_zero_tensor(value: Any) -> bool:
+    """A ZeroTensor (autograd's efficient zeros: `Tensor._is_zerotensor`, 2.13; the repro rebuilds one
+    with `torch._efficientzerotensor`). False for what has no such method (a fake tensor's answer is its own)."""
+    try:
+        return bool(value._is_zerotensor())
+    except Exception:
+        return False
+
+
 def fx_module_source(gm: Any) -> str:
     """Import block plus `forward` code of an FX graph module, as torch's own pickling writes it
     (`torch.fx.graph_module._format_import_block`, 2.13)."""

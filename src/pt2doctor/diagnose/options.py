@@ -1,0 +1,24 @@
+"""What `pt2doctor diagnose` was asked to do, as one frozen value the procedure and its steps share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnoseOptions:
+    script: Path
+    args: tuple[str, ...] = ()
+    out_dir: Path = Path("pt2doctor-diagnose")
+    timeout_s: float | None = None
+    function: str | None = None
+    jobs: int = 2
+    query_timeout_s: float = 120.0
+    minify: bool = True
+    bisect: bool = True
+
+    def __post_init__(self) -> None:
+        # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves
+        # from anywhere, and the steps that run in other directories find what they were given
+        object.__setattr__(self, "out_dir", Path(self.out_dir).absolute())
