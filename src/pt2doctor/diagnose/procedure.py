@@ -170,16 +170,23 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
 
 def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: Attempt,
                                  plain: Attempt) -> Attempt | None:
-    """The recorded run and the plain one ended differently: flaky, unless a second plain run ends as the
-    first did, in which case recording changed the outcome. Then the plain runs are the program's
-    behaviour: the diagnosis goes on from them, without the recording (nothing is minified from a
-    recording that does not fail as the program does). None when it is flaky (already concluded)."""
-    runner.reporter.status("the recorded run and the plain run ended differently: running it plainly once more")
+    """The recorded run and the plain one ended differently: flaky, unless each ends the same way again (one
+    more plain and one more recorded run, side by side), in which case recording changed the outcome. Then
+    the plain runs are the program's behaviour: the diagnosis goes on from them, without the recording
+    (nothing is minified from a recording that does not fail as the program does). A program that fails
+    only on its first run, or at random, ends otherwise in one of the pairs: flaky. None when it is flaky
+    (already concluded)."""
+    runner.reporter.status("the recorded run and the plain run ended differently: running each once more")
     with found.timed("reproduce_again"):
-        again = runner.submit(Variant.original(3)).result()
-    found.attempts.append(again)
+        plain_again = runner.submit(Variant.original(3))
+        recorded_again = runner.submit(Variant.original(4, record=True))
+        again, again_recorded = plain_again.result(), recorded_again.result()
+    found.attempts += [again, again_recorded]
     if again.signature != plain.signature:
         flaky(found, plain, again)
+        return None
+    if again_recorded.signature != recorded.signature:
+        flaky(found, recorded, again_recorded)
         return None
     found.recording_changed_outcome = True
     found.notes.append(f"recording the graphs changed the outcome (recorded run: {recorded.error or recorded.outcome}; "
