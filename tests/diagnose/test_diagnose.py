@@ -8,6 +8,7 @@ The cases that compile with Inductor (tens of seconds each on two cores) are mar
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,14 @@ def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     repro_text = Path(d["repro"]).read_text()
     assert "def picky_backend" in repro_text and "pt2doctor" not in repro_text.split('"""', 2)[2]
     assert "NotImplementedError" in _refails_fresh(d["repro"])
+
+
+def test_the_users_own_backend_is_fixed_there_not_filed_and_progress_has_no_moving_total(diagnosed):
+    run, d = diagnosed(HERE / "custom_backend.py")
+    steps = " ".join(d["next_steps"])
+    assert "fix it there; repro.py defines it from your source" in steps and "File issue.md" not in steps
+    assert "runs done)" in run.stderr and not re.search(r"\d+ of \d+ runs", run.stderr)
+    assert all(result != "skipped" for result in d["stages"].values())  # every stage run that ended is shown
 
 
 def test_report_reads_a_diagnose_directory_back(diagnosed, tmp_path):

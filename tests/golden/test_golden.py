@@ -1,5 +1,5 @@
 """Golden output: the terminal summary and session.json of fixed sessions, byte for byte once ids, paths,
-times and versions are stripped. A missing or different golden file fails; after a deliberate change,
+times and versions are stripped, and the repro.py of fixed `ReproScript`s (a pure, byte-stable render). A missing or different golden file fails; after a deliberate change,
 `python tests/golden/test_golden.py --update` rewrites them (review the diff before committing).
 
 Sessions: the real traces of `toy_and_recompiles.py` from torch 2.13 (CPU) and torch 2.11 (the CUDA
@@ -17,6 +17,8 @@ import pytest
 
 from pt2doctor.cli.output import load_session
 from pt2doctor.model import SCHEMA, Category, CompileId, ExitInfo, Failure, Session, SourceLoc
+from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec
+from pt2doctor.reduce.repro import ReproScript, render
 from pt2doctor.report.document import build_report, to_json_bytes
 from pt2doctor.report.terminal import render_terminal
 
@@ -36,6 +38,19 @@ def _failed_run() -> Session:
                    failures=(failure,), cwd="/w", started_at=1.0, wall_s=2.0)
 
 
+RELU_AOT = "def forward(self, arg0_1):\n    relu = torch.ops.aten.relu.default(arg0_1);  arg0_1 = None\n    return (relu,)\n"
+FACTORY_AOT = ("def forward(self, x):\n    eye = torch.ops.aten.eye.default(4, dtype=torch.float32, device=torch.device('cpu'), "
+               "pin_memory=False)\n    add = torch.ops.aten.add.Tensor(x, eye);  x = eye = None\n    return (add,)\n")
+PICKY = 'def picky(gm, example_inputs):\n    raise NotImplementedError("picky: no sigmoid")\n'
+REPROS = {  # what `reduce.repro.render` writes for three kinds of failure: only what each kind needs
+    "crash_after_aot": lambda: ReproScript(Stage.AOT, RELU_AOT, (TensorSpec((16, 16), (16, 1)),), config_lines=(
+        "import torch._inductor.config", "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'")),
+    "factory_op_after_aot": lambda: ReproScript(Stage.AOT, FACTORY_AOT, (TensorSpec((4, 4), (4, 1)),)),
+    "accuracy_with_the_users_backend": lambda: ReproScript(
+        Stage.DYNAMO, "def forward(self, x):\n    sigmoid = torch.sigmoid(x);  x = None\n    return (sigmoid,)\n",
+        (TensorSpec((8,), (1,), dtype="float16"),), backend=BackendSpec(BackendKind.SOURCE, "picky", PICKY),
+        accuracy=True, header=("pt2doctor minify: a golden example",)),
+}
 SESSIONS = {"toy_and_recompiles": lambda: load_session(TRACES / "toy_and_recompiles.log"),
             "toy_and_recompiles_torch211": lambda: load_session(TRACES / "toy_and_recompiles_torch211.log"),
             "backend_failure": _failed_run}
@@ -51,22 +66,27 @@ def _stable(text: str) -> str:
     return re.sub(r"[ \t]+\n", "\n", text)
 
 
+def repro_outputs(name: str) -> dict[str, str]:
+    return {f"{name}.repro.py": render(REPROS[name]())}
+
+
 def outputs(name: str) -> dict[str, str]:
     report = build_report(SESSIONS[name]())
     return {f"{name}.terminal.txt": _stable(render_terminal(report, width=110)),
             f"{name}.session.json": _stable(to_json_bytes(report).decode())}
 
 
-@pytest.mark.parametrize("name", sorted(SESSIONS))
+@pytest.mark.parametrize("name", sorted(SESSIONS) + sorted(REPROS))
 def test_matches_golden(name: str) -> None:
-    for file, text in outputs(name).items():
+    for file, text in (outputs(name) if name in SESSIONS else repro_outputs(name)).items():
         golden = HERE / file
         assert golden.exists(), f"{golden} is missing: run `python {__file__} --update`"
         assert text == golden.read_text(), f"{file} changed; if deliberate: python {__file__} --update"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
-    for session_name in SESSIONS:
-        for file_name, content in outputs(session_name).items():
+    for session_name in [*SESSIONS, *REPROS]:
+        written = outputs(session_name) if session_name in SESSIONS else repro_outputs(session_name)
+        for file_name, content in written.items():
             (HERE / file_name).write_text(content)
             print(f"wrote {HERE / file_name}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import re
 import shutil
@@ -108,3 +109,15 @@ def test_each_compile_says_how_often_its_graph_ran() -> None:
     session = replace(session, compiles=(replace(session.compiles[0], calls=1234),))
     assert "ran <b>1234</b> time(s)" in render_html(build_report(session))
     assert "ran <b>" not in render_html(build_report(_session()))  # not counted: not shown
+
+
+def test_a_graph_break_links_to_pytorchs_page_for_it() -> None:
+    url = "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html"
+    brk = GraphBreak("Data-dependent branching", "/w/t.py", 6, "f", 1, gb_id="GB0170", gb_url=url)
+    html = render_html(build_report(replace(_session(), graph_breaks=(brk,))))
+    assert f'href="{url}"' in html and 'rel="noreferrer"' in html
+
+
+def test_table_headers_are_not_broken_inside_a_word() -> None:
+    html = render_html(build_report(_session()))
+    assert "word-break: keep-all" in html

@@ -107,7 +107,7 @@ print(sorted(set(sizes)))
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("script", "marker", "sizes"), [
-    (INDUCTOR_DYNAMIC_SCRIPT, "DYNAMIC = True", "['SymInt']"),  # dynamic=True: every dim
+    (INDUCTOR_DYNAMIC_SCRIPT, "def trace_symbolic", "['SymInt']"),  # dynamic=True: every dim
     (INDUCTOR_MARK_DYNAMIC_SCRIPT, "DYNAMIC_DIMS = [(0,)]", "['SymInt', 'int']"),  # only the dim that was
 ], ids=["all-dims", "one-dim"])
 def test_symbolic_shapes_survive_through_inductor_after_aot(recorded, minified, script, marker, sizes):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, torch_ops_called
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
-from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
+from pt2doctor.reduce import repro_templates as t
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,186 +53,32 @@ class ReproScript:
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
 
 
-_HELPERS = f'''
-class InvalidRepro(Exception):
-    """Eager itself fails: this program does not show a compiler bug."""
-
-
-class {ACCURACY_TYPE}(Exception):
-    """Compiled and eager results differ beyond the fp64-referenced tolerance."""
-
-
-def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None, offset=0):
-    extent = offset + (1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0)
-    if dtype.is_floating_point or dtype.is_complex:
-        storage = torch.randn(extent, dtype=dtype, device=device)
-    elif dtype == torch.bool:
-        storage = torch.rand(extent, device=device) > 0.5
-    elif bounds is not None:  # the recorded range: indices stay in bounds
-        storage = torch.randint(bounds[0], bounds[1] + 1, (extent,), dtype=dtype, device=device)
-    else:
-        storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
-    return storage.as_strided(shape, stride, offset).requires_grad_(requires_grad)
-
-
-def saved_input(name, device, requires_grad=False):
-    """A saved input value, from `repro_inputs.pt` beside this script (tensors only, weights_only)."""
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_inputs.pt")
-    return torch.load(path, weights_only=True)[name].to(device).requires_grad_(requires_grad)
-
-
-def synchronize():
-    """Wait for the GPU: CUDA reports a kernel's error at a later call, which must be in the part that launched it."""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-
-
-def describe_failure(exc):
-    while getattr(exc, "inner_exception", None) is not None:
-        exc = exc.inner_exception
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    return type(exc).__name__ + ": " + (lines[0].strip() if lines else "")
-'''
-
-_COMPILE = {
-    Stage.DYNAMO: '''
-def compile_repro(mod, args):
-    return torch.compile(mod, backend=BACKEND, fullgraph=True)
-''',
-    Stage.AOT: '''
-def compile_repro(mod, args):
-    from torch._inductor.compile_fx import compile_fx_inner
-
-    if DYNAMIC:
-        gm = trace_symbolic(mod, args)
-        compile_args = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
-    else:
-        gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
-        compile_args = list(args)
-    compiled = compile_fx_inner(gm, compile_args)
-    return lambda *a: compiled(list(a))
-
-
-def trace_symbolic(mod, args):
-    """The graph traced with symbolic sizes where the recorded run had them (`DYNAMIC_DIMS`), static elsewhere."""
-    from torch._dynamo.source import LocalSource
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-
-    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-    shape_env, fakes = fake_mode.shape_env, []
-    for index, (arg, dims) in enumerate(zip(args, DYNAMIC_DIMS)):
-        source = LocalSource(f"arg{index}")
-        if isinstance(arg, torch.Tensor):
-            sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(arg.dim())]
-            context = StatelessSymbolicContext(dynamic_sizes=sizes)
-            fakes.append(fake_mode.from_tensor(arg, source=source, symbolic_context=context))
-        elif dims:  # a SymInt input
-            symbol = shape_env.create_symbol(arg, source, dynamic_dim=DimDynamic.DYNAMIC)
-            fakes.append(shape_env.create_symintnode(symbol, hint=arg, source=source))
-        else:
-            fakes.append(arg)
-    with fake_mode:
-        return make_fx(mod)(*fakes)
-''',
-}
-
-_CHECK = f'''
-def check():
-    mod = MAKE_MODULE
-    args = make_inputs()
-    try:
-        expected, reference = reference_runs(mod, args) if ACCURACY else (mod(*args), None)
-        synchronize()
-    except Exception as e:
-        raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
-    actual = compile_repro(mod, args)(*args)
-    synchronize()
-    if ACCURACY and not same_outputs(expected, actual, reference, TOLERANCE):
-        raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
-
-
-if __name__ == "__main__":
-    try:
-        check()
-    except Exception as e:
-        traceback.print_exc()
-        print("{FAILURE_MARKER}" + describe_failure(e), file=sys.stderr)
-        sys.exit(1)
-    print("repro passed: the failure did not reproduce")
-'''
-
-
-# The Dynamo stage, for graphs Dynamo cannot compile again from their code.
-_COMPILE_DIRECT = '''
-def compile_repro(mod, args):
-    """Dynamo cannot trace every higher-order op it emits (autograd_function_apply: "unsupported
-    HigherOrderOperator", gb0306), so the graph goes to the backend as Dynamo handed it over."""
-    from torch._dynamo.backends.registry import lookup_backend
-
-    backend = lookup_backend(BACKEND) if isinstance(BACKEND, str) else BACKEND
-    return backend(mod, list(args))
-'''
-
-# The Dynamo stage with int inputs that were SymInts when the graph failed: `mark_dynamic` takes
-# tensors only, and a plain int argument is specialized, so those sources are named dynamic.
-_COMPILE_DYNAMIC_SOURCES = '''
-def compile_repro(mod, args):
-    compiled = torch.compile(mod, backend=BACKEND, fullgraph=True)
-
-    def run(*args):
-        with torch.compiler.config.patch(dynamic_sources=DYNAMIC_SOURCES):
-            return compiled(*args)
-
-    return run
-'''
-
-# A graph whose code calls an op no input feeds (a factory: `aten.arange`, `aten.eye`) or a higher-order op
-# (torch.cond, autograd.Function, checkpoint) is built by `graph_module`, which records every such call
-# as a node; `symbolic_trace` would keep a factory's result as a constant (the op would vanish from the
-# repro) and cannot pass a Proxy to a higher-order op. The loader builds the recorded graph with the same
-# function (`torch_compat.graph_module`); the repro carries its text, as it needs plain torch only.
-# Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
-# start (seconds per worker, each importing torch) than one small graph takes to compile, and a
-# failure inside one reaches the caller only wrapped (`SubprocException`).
-_ONE_COMPILE_THREAD = """\
-import torch._inductor.config
-torch._inductor.config.compile_threads = 1  # one small graph: no compile worker pool
-"""
-
-
 def render(script: ReproScript) -> str:
-    """The repro program's text; a pure, byte-stable function of `script`."""
+    """The repro program's text; a pure, byte-stable function of `script`, with only the pieces its kind
+    of failure needs (`repro_templates`)."""
     code = "\n".join((*script.prelude, script.forward_code))
     traced_ops = ops_to_record(script.forward_code, script.prelude)
     higher_order = tuple(op for op in traced_ops if op.startswith("higher_order."))
+    constants = f"ACCURACY = True\nTOLERANCE = {script.tolerance!r}\n" if script.accuracy else ""
+    check = t.CHECK_ACCURACY if script.accuracy else t.CHECK
     parts = [
         _docstring(script),
-        "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
-        + (_INDUCTOR_PRIMS if "torch.ops.prims.inductor_" in code else ""),
+        t.IMPORTS + (t.INDUCTOR_PRIMS if "torch.ops.prims.inductor_" in code else ""),
         "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
-        _ONE_COMPILE_THREAD,
+        t.ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
-        f"ACCURACY = {script.accuracy!r}\nTOLERANCE = {script.tolerance!r}\n"
-        f"DYNAMIC = {any(s.dynamic for s in script.inputs)!r}\n",
-        _render_dynamic_dims(script),
+        constants + _render_dynamic_dims(script),
         _render_backend(script) if script.stage is Stage.DYNAMO else "",
         _render_module(script.forward_code),
         _render_inputs(script),
-        _HELPERS,
-        f"\n{accuracy_rule_source()}" if script.accuracy else "",
+        t.HELPERS,
+        t.SAVED_INPUT if any(isinstance(s, TensorSpec) and s.saved for s in script.inputs) else "",
+        f"{t.ACCURACY_ERROR}\n{accuracy_rule_source()}" if script.accuracy else "",
         f"TORCH_OPS = {traced_ops!r}\n\n{graph_module_source()}" if traced_ops else "",
         _render_compile(script, higher_order),
-        _CHECK.replace("MAKE_MODULE", "graph_module(Repro(), TORCH_OPS)" if traced_ops else "Repro()"),
+        check.replace("MAKE_MODULE", "graph_module(Repro(), TORCH_OPS)" if traced_ops else "Repro()") + t.MAIN,
     ]
     return "\n".join(p for p in parts if p)
-
-
-# Inductor's random prims (dropout after AOT) exist only once this module is imported.
-_INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
 
 
 def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -262,13 +108,13 @@ def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str
 
 def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
     if script.stage is not Stage.DYNAMO:
-        return _COMPILE[script.stage]
+        return t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
     if higher_order:
-        return _COMPILE_DIRECT
+        return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
     if sources:
-        return f"DYNAMIC_SOURCES = {sources!r}\n{_COMPILE_DYNAMIC_SOURCES}"
-    return _COMPILE[script.stage]
+        return f"DYNAMIC_SOURCES = {sources!r}\n{t.COMPILE_DYNAMIC_SOURCES}"
+    return t.COMPILE_DYNAMO
 
 
 def _dynamic_sources(script: ReproScript) -> str:

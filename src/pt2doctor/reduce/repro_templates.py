@@ -1,0 +1,181 @@
+"""The text pieces a repro is assembled from (`reduce.repro.render` picks them): plain torch only.
+
+Contract: constants of program text, no logic. Each piece is included only where the repro needs it,
+so a crash repro carries no accuracy helpers, a static one no symbolic tracing, and one with no saved
+values no loader for them: a one-op repro reads in one screen.
+"""
+
+from __future__ import annotations
+
+from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_MARKER
+
+IMPORTS = "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
+
+# Inductor's random prims (dropout after AOT) exist only once this module is imported.
+INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
+
+# Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
+# start (seconds per worker, each importing torch) than one small graph takes to compile, and a
+# failure inside one reaches the caller only wrapped (`SubprocException`).
+ONE_COMPILE_THREAD = """\
+import torch._inductor.config
+torch._inductor.config.compile_threads = 1  # one small graph: no compile worker pool
+"""
+
+HELPERS = '''
+class InvalidRepro(Exception):
+    """Eager itself fails: this program does not show a compiler bug."""
+
+
+def make_tensor(shape, stride, dtype, device, requires_grad=False, bounds=None, offset=0):
+    extent = offset + (1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(shape) else 0)
+    if dtype.is_floating_point or dtype.is_complex:
+        storage = torch.randn(extent, dtype=dtype, device=device)
+    elif dtype == torch.bool:
+        storage = torch.rand(extent, device=device) > 0.5
+    elif bounds is not None:  # the recorded range: indices stay in bounds
+        storage = torch.randint(bounds[0], bounds[1] + 1, (extent,), dtype=dtype, device=device)
+    else:
+        storage = torch.zeros(extent, dtype=dtype, device=device)  # zeros are valid indices
+    return storage.as_strided(shape, stride, offset).requires_grad_(requires_grad)
+
+
+def synchronize():
+    """Wait for the GPU: CUDA reports a kernel's error at a later call, which must be in the part that launched it."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def describe_failure(exc):
+    while getattr(exc, "inner_exception", None) is not None:
+        exc = exc.inner_exception
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return type(exc).__name__ + ": " + (lines[0].strip() if lines else "")
+'''
+
+SAVED_INPUT = '''
+def saved_input(name, device, requires_grad=False):
+    """A saved input value, from `repro_inputs.pt` beside this script (tensors only, weights_only)."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_inputs.pt")
+    return torch.load(path, weights_only=True)[name].to(device).requires_grad_(requires_grad)
+'''
+
+ACCURACY_ERROR = f'''
+class {ACCURACY_TYPE}(Exception):
+    """Compiled and eager results differ beyond the fp64-referenced tolerance."""
+'''
+
+COMPILE_DYNAMO = '''
+def compile_repro(mod, args):
+    return torch.compile(mod, backend=BACKEND, fullgraph=True)
+'''
+
+COMPILE_AOT = '''
+def compile_repro(mod, args):
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
+    compiled = compile_fx_inner(gm, list(args))
+    return lambda *a: compiled(list(a))
+'''
+
+# After AOT with symbolic sizes, the graph Inductor gets is traced with a SymInt exactly where the
+# recorded run had one (`DYNAMIC_DIMS`; pytorch#114296) and a static size everywhere else.
+COMPILE_AOT_DYNAMIC = '''
+def compile_repro(mod, args):
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    gm = trace_symbolic(mod, args)
+    compiled = compile_fx_inner(gm, [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"])
+    return lambda *a: compiled(list(a))
+
+
+def trace_symbolic(mod, args):
+    """The graph traced with symbolic sizes where the recorded run had them (`DYNAMIC_DIMS`), static elsewhere."""
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    shape_env, fakes = fake_mode.shape_env, []
+    for index, (arg, dims) in enumerate(zip(args, DYNAMIC_DIMS)):
+        source = LocalSource(f"arg{index}")
+        if isinstance(arg, torch.Tensor):
+            sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(arg.dim())]
+            context = StatelessSymbolicContext(dynamic_sizes=sizes)
+            fakes.append(fake_mode.from_tensor(arg, source=source, symbolic_context=context))
+        elif dims:  # a SymInt input
+            symbol = shape_env.create_symbol(arg, source, dynamic_dim=DimDynamic.DYNAMIC)
+            fakes.append(shape_env.create_symintnode(symbol, hint=arg, source=source))
+        else:
+            fakes.append(arg)
+    with fake_mode:
+        return make_fx(mod)(*fakes)
+'''
+
+# The Dynamo stage, for graphs Dynamo cannot compile again from their code.
+COMPILE_DIRECT = '''
+def compile_repro(mod, args):
+    """Dynamo cannot trace every higher-order op it emits (autograd_function_apply: "unsupported
+    HigherOrderOperator", gb0306), so the graph goes to the backend as Dynamo handed it over."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    backend = lookup_backend(BACKEND) if isinstance(BACKEND, str) else BACKEND
+    return backend(mod, list(args))
+'''
+
+# The Dynamo stage with int inputs that were SymInts when the graph failed: `mark_dynamic` takes
+# tensors only, and a plain int argument is specialized, so those sources are named dynamic.
+COMPILE_DYNAMIC_SOURCES = '''
+def compile_repro(mod, args):
+    compiled = torch.compile(mod, backend=BACKEND, fullgraph=True)
+
+    def run(*args):
+        with torch.compiler.config.patch(dynamic_sources=DYNAMIC_SOURCES):
+            return compiled(*args)
+
+    return run
+'''
+
+CHECK = '''
+def check():
+    mod = MAKE_MODULE
+    args = make_inputs()
+    try:
+        mod(*args)
+        synchronize()
+    except Exception as e:
+        raise InvalidRepro(f"eager run fails: {type(e).__name__}") from e
+    compile_repro(mod, args)(*args)
+    synchronize()
+'''
+
+CHECK_ACCURACY = f'''
+def check():
+    mod = MAKE_MODULE
+    args = make_inputs()
+    try:
+        expected, reference = reference_runs(mod, args)
+        synchronize()
+    except Exception as e:
+        raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
+    actual = compile_repro(mod, args)(*args)
+    synchronize()
+    if not same_outputs(expected, actual, reference, TOLERANCE):
+        raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
+'''
+
+MAIN = f'''
+
+if __name__ == "__main__":
+    try:
+        check()
+    except Exception as e:
+        traceback.print_exc()
+        print("{FAILURE_MARKER}" + describe_failure(e), file=sys.stderr)
+        sys.exit(1)
+    print("repro passed: the failure did not reproduce")
+'''
