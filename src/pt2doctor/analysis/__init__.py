@@ -56,8 +56,8 @@ def what_to_do(findings: tuple[Finding, ...], top: int = TOP_ACTIONS) -> tuple[F
     each kind first (so the most frequent recompile is never crowded out by many graph breaks), then the
     rest in order; with none, where the compile time goes."""
     actionable = [f for f in findings if f.fix and f.severity is not Severity.INFO]
-    firsts = list({f.kind: f for f in reversed(actionable)}.values())[::-1]
-    chosen = list(dict.fromkeys([*sorted(firsts, key=actionable.index), *actionable]))[:top]
+    firsts = [f for i, f in enumerate(actionable) if f.kind not in {g.kind for g in actionable[:i]}]
+    chosen = list(dict.fromkeys([*firsts, *actionable]))[:top]
     if chosen:
         return tuple(chosen)
     return tuple(f for f in findings if f.severity is not Severity.INFO or f.kind == "compile_time")[:2]

@@ -118,6 +118,7 @@ class ActionItem:
     fatal: bool = False
     resumed_recompiles: int = 0
     resumed_compile_s: float = 0.0
+    weight: float = 0.0  # `BreakImpact.weight`: the order of the action list
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +129,10 @@ class BreakImpact:
     recompiles: int = 0
     compile_s: float = 0.0
 
-    def rank(self, hits: int, frames: int) -> tuple[int, int, int, float]:
-        return (self.recompiles, frames, hits, self.compile_s)
+    def weight(self, hits: int, frames: int) -> float:
+        """The one ranking of breaks: recompiles of the resumed code, then frames split, then hits, then the
+        resumed code's compile time (a tie-break), folded into one number for `Finding.weight`."""
+        return self.recompiles * 1e12 + frames * 1e6 + hits + min(self.compile_s, 999.0) / 1e3
 
 
 def break_impact(session: Session, file: str, line: int) -> BreakImpact:
@@ -144,8 +147,7 @@ def action_items(session: Session) -> list[ActionItem]:
     for gb in session.graph_breaks:
         by_line.setdefault((gb.file, gb.line), []).append(gb)
     items = [_item(breaks, break_impact(session, *line)) for line, breaks in by_line.items()]
-    return sorted(items, key=lambda i: (not i.fatal, *(-x for x in BreakImpact(
-        i.resumed_recompiles, i.resumed_compile_s).rank(i.hits, i.graphs_split)), i.where.file, i.where.line))
+    return sorted(items, key=lambda i: (not i.fatal, -i.weight, i.where.file, i.where.line))
 
 
 def _item(breaks: list[GraphBreak], impact: BreakImpact) -> ActionItem:
@@ -161,5 +163,5 @@ def _item(breaks: list[GraphBreak], impact: BreakImpact) -> ActionItem:
         rewrite=recipe.rewrite if recipe else (hints[0] if hints else "see the reason; `torch.compiler.disable` "
                                                "keeps code that must stay in Python out of the graph on purpose"),
         torch_hints=hints, fatal=any(b.fatal for b in breaks), resumed_recompiles=impact.recompiles,
-        resumed_compile_s=impact.compile_s,
+        resumed_compile_s=impact.compile_s, weight=impact.weight(sum(b.count for b in breaks), len(frames) or 1),
     )

@@ -22,6 +22,6 @@ def find_graph_breaks(session: Session) -> list[Finding]:
             kind="graph_break", severity=Severity.ERROR if gb.fatal else Severity.WARNING,
             title=f"graph break at {gb.file}:{gb.line} ({cause})", evidence=evidence, fix=fix, where=where,
             compile_id=gb.compile_ids[0] if gb.compile_ids else None,
-            weight=impact.recompiles * 100 + impact.compile_s + gb.count * 10 + frames,
+            weight=impact.weight(gb.count, frames),
         ))
     return sorted(findings, key=lambda f: -f.weight)
