@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.diagnose.procedure import recorded_backend
+from pt2doctor.diagnose.procedure import recorded_backend_spec
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session
 from pt2doctor.model.accuracy import MinifySummary
 from pt2doctor.model.child import AccuracyProbeSpec, ChildReport, ChildSpec, ExceptionRecord, Hooks, Overrides
@@ -104,10 +104,10 @@ def test_the_device_is_read_from_the_recorded_inputs_not_guessed_from_the_text(t
     cpu = GraphEntry(id="g0000", stage=Stage.DYNAMO, backend=BackendSpec(BackendKind.SOURCE, "my_cuda_backend"),
                      config=('x = {"device": "cuda"}',), inputs=(TensorSpec((2,), (1,)),))
     _index(tmp_path / "cpu", dumps(cpu).decode())
-    assert recorded_backend(tmp_path / "cpu") == ("my_cuda_backend", False)
+    assert recorded_backend_spec(tmp_path / "cpu") == (cpu.backend, False)
     _index(tmp_path / "gpu", dumps(cpu).decode(), dumps(ENTRY).decode())
-    assert recorded_backend(tmp_path / "gpu") == ("my_cuda_backend", True)
-    assert recorded_backend(tmp_path / "none") == (None, False)
+    assert recorded_backend_spec(tmp_path / "gpu") == (cpu.backend, True)
+    assert recorded_backend_spec(tmp_path / "none") == (None, False)
 
 
 def test_a_failure_naming_a_graph_the_index_lacks_is_nothing_to_minify(tmp_path):

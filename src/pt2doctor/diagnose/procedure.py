@@ -255,13 +255,6 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
     found.stage, found.stages = blame(rungs, outcomes)
 
 
-def recorded_backend(run_dir: Path) -> tuple[str | None, bool]:
-    """From the graph recorder's index: the backend the script compiled with (None when no graph
-    reached a backend), and whether any recorded graph's inputs were on a CUDA device."""
-    spec, on_cuda = recorded_backend_spec(run_dir)
-    return (spec.name if spec else None), on_cuda
-
-
 def recorded_backend_spec(run_dir: Path) -> tuple[BackendSpec | None, bool]:
     """The recorded backend as the recording can carry it (a registered name, the script's own source, or
     a stub), and whether any recorded graph's inputs were on a CUDA device."""
