@@ -32,9 +32,6 @@ from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, Recom
 
 from pt2doctor.model.torch_text import ResumeName
 
-# The names the rest of analysis uses for a function's chain of recompiles and one step of it.
-Chain = RecompileChain
-Step = RecompileStep
 
 
 class Cause(str, Enum):
@@ -199,7 +196,7 @@ _BY_KIND = {GuardKind.SIZE: Cause.SIZE, GuardKind.SYMBOLIC: Cause.SYMBOLIC, Guar
             GuardKind.DISPATCH_KEYS: Cause.DISPATCH_KEYS}
 
 
-def fix_for(failure: GuardFailure, chain: Chain | None = None) -> str:
+def fix_for(failure: GuardFailure, chain: RecompileChain | None = None) -> str:
     """The concrete change for `failure`; `chain` (its function's recompiles) sharpens it where known."""
     cause = cause_of(failure)
     if cause is Cause.FLAG and chain is not None and _set_once(failure, chain):
@@ -209,7 +206,7 @@ def fix_for(failure: GuardFailure, chain: Chain | None = None) -> str:
     return FIXES[cause].format_map(_fix_fields(failure, chain))
 
 
-def _fix_fields(f: GuardFailure, chain: Chain | None) -> dict[str, object]:
+def _fix_fields(f: GuardFailure, chain: RecompileChain | None) -> dict[str, object]:
     brk = break_site(chain.function, chain.file) if chain else None
     if brk is None and f.source is not None and f.source.function:
         brk = break_site(f.source.function, f.source.file)
@@ -223,7 +220,7 @@ def _fix_fields(f: GuardFailure, chain: Chain | None) -> dict[str, object]:
                          if _literal(f) == "float" else ""}
 
 
-def _set_once(failure: GuardFailure, chain: Chain) -> bool:
+def _set_once(failure: GuardFailure, chain: RecompileChain) -> bool:
     """A flag that was None when first compiled and changed once: set lazily on first use."""
     same = [s for s in chain.steps if s.cause is not None and s.cause.subject == failure.subject]
     return failure.expected == "None" and len(same) == 1
@@ -266,7 +263,7 @@ def entry_failures(recompile: Recompile, besides: GuardFailure | None = None) ->
     return tuple(f"{'entries' if len(ids) > 1 else 'entry'} {', '.join(ids)}: {text}" for text, ids in by_text.items())
 
 
-def recompile_chains(session: Session) -> list[Chain]:
+def recompile_chains(session: Session) -> list[RecompileChain]:
     """Per function (limit hits first, then the most recompiled): each recompile's cause, torch's hint on
     it, the other entries' failures and the fix; the chain's distinct fixes, most frequent cause first."""
     groups: dict[tuple[str, str, int], list[Recompile]] = defaultdict(list)
@@ -281,13 +278,13 @@ def recompile_chains(session: Session) -> list[Chain]:
     chains = []
     for key in sorted(set(groups) | set(limits), key=order):
         recompiles = tuple(groups.get(key, ()))
-        steps = tuple(Step(r, _carried_across(_with_actual(primary_failure(r, recompiles), r, recompiles), r,
+        steps = tuple(RecompileStep(r, _carried_across(_with_actual(primary_failure(r, recompiles), r, recompiles), r,
                                               session.graph_breaks)) for r in recompiles)
-        chains.append(_explained(Chain(*key, title="", steps=steps, limit_hit=limits.get(key))))
+        chains.append(_explained(RecompileChain(*key, title="", steps=steps, limit_hit=limits.get(key))))
     return chains
 
 
-def _explained(chain: Chain) -> Chain:
+def _explained(chain: RecompileChain) -> RecompileChain:
     """The chain with each step's hint, other failures and fix, its fixes, title and limit note filled in."""
     steps = tuple(replace(s, torch_hint=s.cause.hint if s.cause else None,
                           also_failed=entry_failures(s.recompile, besides=s.cause),
@@ -359,7 +356,7 @@ def find_recompiles(session: Session) -> list[Finding]:
     return [_finding(chain) for chain in recompile_chains(session)]
 
 
-def _finding(chain: Chain) -> Finding:
+def _finding(chain: RecompileChain) -> Finding:
     causes = [s.cause for s in chain.steps if s.cause is not None]
     evidence = tuple(f"[{s.recompile.compile_id}] {s.cause.text if s.cause else s.recompile.reason}"
                      + (f"   <- {s.cause.source}" if s.cause and s.cause.source else "") for s in chain.steps)
