@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from pt2doctor.model.minify import DEFAULT_TOLERANCE
+
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
 POSITIVE = click.FloatRange(min=0, min_open=True)
 SCRIPT_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]}
@@ -76,7 +78,7 @@ timeout_option = click.option("--timeout", type=SECONDS, default=None, help="Sto
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout instead of the summary.")
 html_option = click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
 strict_option = click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
-tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=1e-4, show_default=True,
+tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=DEFAULT_TOLERANCE, show_default=True,
                                 help="Tolerance of PyTorch's fp64-referenced accuracy rule.")
 jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
                            help="Runs and minifier queries in parallel.")

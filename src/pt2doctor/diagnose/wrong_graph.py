@@ -25,11 +25,11 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.recording import GraphFailure, read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 
 
-ACCURACY_TOLERANCE = 1e-4  # the per-graph accuracy check's (`pt2doctor accuracy`'s default)
 MAX_EXPERIMENTS = 4
 
 
@@ -46,7 +46,7 @@ def find_wrong_graph(options: DiagnoseOptions, run_dir: Path, found: Found, repo
     reporter.status("a wrong result: running it once more, recording, with each graph's first call checked "
                     "against eager (fp64-referenced) on the values the program passes")
     with found.timed("accuracy_check"):
-        if _record(options, checked, accuracy_tolerance=ACCURACY_TOLERANCE) is None:
+        if _record(options, checked, accuracy_tolerance=DEFAULT_TOLERANCE) is None:
             found.notes.append("the run with each graph's accuracy checked did not finish in time")
             return WrongGraph(run_dir)
     rejected = list(dict.fromkeys(f.graph for f in accuracy_failures(checked)))

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from pt2doctor.model.ids import SourceLoc
+from pt2doctor.model.minify import DEFAULT_TOLERANCE
 
 
 class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -38,7 +39,7 @@ class AccuracyProbeSpec(msgspec.Struct, frozen=True):
     """`pt2doctor accuracy`'s probe: one `GraphAccuracy` line per compiled graph to `out`."""
 
     out: str
-    tol: float = 1e-4
+    tol: float = DEFAULT_TOLERANCE
 
 
 class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):

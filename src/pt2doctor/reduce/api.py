@@ -27,7 +27,7 @@ import torch.fx
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.backend_source import callable_backend_spec
 from pt2doctor.capture.child.graph_inputs import input_specs
-from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import saved_values
 from pt2doctor.reduce.core import Reporter
 from pt2doctor.reduce.fx_case import initial_case, make_base
@@ -41,7 +41,7 @@ def minify(
     check: str | Callable[..., Any] | ReproContext = "inductor",
     *,
     accuracy: bool = False,
-    tolerance: float = 1e-4,
+    tolerance: float = DEFAULT_TOLERANCE,
     config_lines: Sequence[str] = (),
     jobs: int | None = None,
     timeout_s: float = 120.0,

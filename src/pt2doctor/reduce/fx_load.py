@@ -40,6 +40,7 @@ import torch.fx
 
 from pt2doctor.capture.torch_compat import graph_module, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
+    DEFAULT_TOLERANCE,
     ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
 )
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
@@ -121,7 +122,7 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
     return children[-1] if children else graph_id
 
 
-def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e-4,
+def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DEFAULT_TOLERANCE,
                  out_dir: Path | None = None, prefer: str | None = None) -> RecordedFailure:
     graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
@@ -141,7 +142,7 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = 1e
     return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
 
 
-def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = 1e-4,
+def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = DEFAULT_TOLERANCE,
                  out_dir: Path | None = None) -> RecordedFailure:
     """The graph to minify for Dynamo compile `compile_id` against the accuracy check (see the contract)."""
     graphs, entries, failures = _read_run(run_dir)

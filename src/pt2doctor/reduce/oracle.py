@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pt2doctor.model.minify import BackendSpec, FailureSignature, Stage
+from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec, FailureSignature, Stage
 from pt2doctor.model import signature
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.fx_case import FxCase
@@ -30,7 +30,7 @@ class ReproContext:
     backend: BackendSpec
     config_lines: tuple[str, ...] = ()
     accuracy: bool = False
-    tolerance: float = 1e-4
+    tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()
 
 

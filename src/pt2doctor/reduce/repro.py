@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, torch_ops_called
-from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import repro_templates as t
 
 
@@ -49,7 +49,7 @@ class ReproScript:
     prelude: tuple[str, ...] = ()  # names the graph code refers to, e.g. "device = torch.device"
     config_lines: tuple[str, ...] = ()
     accuracy: bool = False
-    tolerance: float = 1e-4
+    tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
 
 

@@ -27,6 +27,7 @@ from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
 from pt2doctor.model.accuracy import GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec, Overrides
+from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.serialize import convert, read_lines
 
 RESULTS = "accuracy.jsonl"
@@ -36,7 +37,7 @@ RECHECK_DIR = "recheck-fallback-random"
 @dataclass(frozen=True, slots=True)
 class AccuracyOptions:
     run: RunOptions
-    tolerance: float = 1e-4
+    tolerance: float = DEFAULT_TOLERANCE
     backend: str | None = None
     minify: bool = True
     jobs: int = os.cpu_count() or 1
