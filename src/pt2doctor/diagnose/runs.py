@@ -103,7 +103,7 @@ class VariantRunner:
         options = self.options(variant)
         if self._closed.is_set():
             raise CancelledError(variant.label)
-        self.reporter.status(f"run {variant.label}: started ({self._finished} run(s) done so far)")
+        self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
         session = enrich(run_script(options))
         self.sessions[variant.label] = session
         self._finished += 1
@@ -112,8 +112,12 @@ class VariantRunner:
             return attempt
         self.finished[variant.label] = attempt
         said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
-        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {self._finished} run(s) done)")
+        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def attempt_of(variant: Variant, session: Session) -> Attempt:
