@@ -20,7 +20,7 @@ imports only the standard library and torch, and has no `from __future__` import
 - `kept_state()`: the guard around every check: the RNG state and functorch's transform stack restored.
 - `draws(node)` / `random_ops(gm)`: which FX calls draw random numbers.
 Private torch APIs (checked on 2.13): `torch._dynamo.utils.same`, `torch.fx.node._get_qualified_name`,
-`torch._C._functorch.get_dynamic_layer_stack_depth` / `pop_dynamic_layer_stack_and_undo_to_depth`.
+`torch._C._functorch`: `get_dynamic_layer_stack_depth`, `peek_interpreter_stack`, the `_*_decrement_nesting`.
 """
 
 import copy
@@ -180,8 +180,20 @@ def kept_state():
         with torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
             yield
     finally:
-        if torch._C._functorch.get_dynamic_layer_stack_depth() > depth:
-            torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(depth)
+        undo_functorch_levels(depth)
+
+
+def undo_functorch_levels(depth):
+    """Leave functorch's transform stack `depth` deep, undoing each level above as its own transform
+    does. Not `torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth`: on torch 2.11 it
+    pops every level twice and fails an internal assert (fixed later: pytorch/pytorch#177585)."""
+    functorch = torch._C._functorch
+    undo = {functorch.TransformType.Grad: functorch._grad_decrement_nesting,
+            functorch.TransformType.Vmap: functorch._vmap_decrement_nesting,
+            functorch.TransformType.Jvp: functorch._jvp_decrement_nesting,
+            functorch.TransformType.Functionalize: functorch._func_decrement_nesting}
+    while functorch.get_dynamic_layer_stack_depth() > depth:
+        undo[functorch.peek_interpreter_stack().key()]()
 
 
 # One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`), so
