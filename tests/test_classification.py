@@ -50,6 +50,15 @@ TABLE = [
     ("an error inside the compiler stack", failure("AttributeError", "'NoneType' has no attribute 'x'",
                                                    origin="compile", traceback=USER + DYNAMO),
      Category.DYNAMO_INTERNAL),
+    ("an op's own check, raised on fake tensors", failure(
+        "torch._dynamo.exc.TorchRuntimeError", "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed "
+        "to run FX node with fake tensors: call_function <built-in function matmul>(*(FakeTensor(..., size=(3, 4)), "
+        "FakeTensor(..., size=(5, 6))), **{}): got RuntimeError('a and b must have same reduction dim')",
+        traceback=USER + DYNAMO), Category.USER_ERROR),
+    ("fake tensors without a kernel", failure(
+        "torch._dynamo.exc.TorchRuntimeError", "Dynamo failed to run FX node with fake tensors: call_function "
+        "mylib.op(*(FakeTensor(..., size=(3,)),), **{}): got NotImplementedError('no fake impl')",
+        traceback=USER + DYNAMO), Category.DYNAMO_INTERNAL),
     ("the script's own error", failure("ValueError", "bad config"), Category.USER_ERROR),
     ("a syntax error", failure("SyntaxError", "invalid syntax"), Category.USER_ERROR),
     ("Ctrl-C", failure("KeyboardInterrupt", "", origin="interrupt"), Category.UNCLASSIFIED),

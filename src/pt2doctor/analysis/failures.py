@@ -22,6 +22,10 @@ _CUDA = re.compile(r"CUDA error|illegal memory access|device-side assert|cudaErr
 _ASYNC_CUDA = re.compile(r"CUDA kernel errors might be asynchronously reported|device-side assert|illegal memory access|"
                          r"misaligned address|unspecified launch failure|illegal instruction", re.I)
 _ACCURACY = re.compile(r"accuracy|Tensor-likes are not (close|equal)|Mismatched elements|allclose|not close", re.I)
+# Dynamo ran an op on fake tensors and the op's own argument check raised (wrong shapes, an index out of range):
+# the same call raises without compile. A missing fake/meta kernel or a data-dependent value is not this.
+_FAKE_OP_ERROR = re.compile(r"failed to run FX node with fake tensors:.*got (RuntimeError|ValueError|IndexError|TypeError)\(",
+                            re.S)
 _COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
 
 
@@ -52,6 +56,11 @@ ASYNC_CUDA_NOTE = ("CUDA reports a kernel's error at a later call, so the line a
                    "that raised it.")
 
 
+FAKE_OP_NOTE = ("Dynamo ran this op on fake tensors (shapes only) and the op rejected its arguments: the same call "
+                "most likely fails without torch.compile too. Check with torch.compiler.set_stance('force_eager') "
+                "(`pt2doctor diagnose` does).")
+
+
 KILLED_NOTE = ("SIGKILL is usually the kernel's out-of-memory killer (check `dmesg` or the job's memory limit); "
                "a compile can need much more memory than the run: try a smaller model or batch, or fewer compile "
                "workers (`torch._inductor.config.compile_threads = 1`)")
@@ -63,6 +72,8 @@ def explain_failure(f: Failure) -> FailureExplanation:
     notes: tuple[str, ...] = (ASYNC_CUDA_NOTE,) if asynchronous_cuda_error(f) else ()
     if f.origin == "signal" and f.exception == "SIGKILL":
         notes += (KILLED_NOTE,)
+    if _fake_op_error(f):
+        notes += (FAKE_OP_NOTE,)
     return FailureExplanation(f, (root.splitlines() or ["(no message)"])[0], notes)
 
 
@@ -94,6 +105,10 @@ def _backend(f: Failure) -> bool:
         f.origin == "graph")
 
 
+def _fake_op_error(f: Failure) -> bool:
+    return _short(f) == "TorchRuntimeError" and bool(_FAKE_OP_ERROR.search(f.message))
+
+
 def _dynamo_internal(f: Failure) -> bool:
     return _short(f) in ("InternalTorchDynamoError", "TorchRuntimeError", "InternalError") or (
         f.exception.startswith("torch._dynamo.exc."))
@@ -121,6 +136,7 @@ _RULES: tuple[tuple[Category, Callable[[Failure], bool]], ...] = (
     (Category.KERNEL_FAILURE, _kernel),
     (Category.BACKEND_FAILURE, _backend),
     (Category.ACCURACY, _accuracy),
+    (Category.USER_ERROR, _fake_op_error),
     (Category.DYNAMO_INTERNAL, _dynamo_internal),
     (Category.USER_ERROR, _user),
 )
