@@ -76,6 +76,7 @@ def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     first = d["user_frames"][0]
     assert (first["file"], first["line"]) == (str(HERE / "dynamo_internal.py"), 8)
     assert d["replay_verified"] is True
+    assert 'backend="eager", dynamic=True)' in Path(d["replay"]).read_text()  # compiled as the script compiles it
     stderr = _refails_fresh(d["replay"])
     assert "InternalTorchDynamoError: KeyError: planted Dynamo internal error" in stderr
     assert "recompile limit" not in stderr

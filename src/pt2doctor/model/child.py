@@ -98,6 +98,7 @@ class FrameSummary(msgspec.Struct, frozen=True):
     line: int
     fullgraph: bool
     error: str
+    dynamic: bool | None = None  # the `dynamic=` the frame was compiled with
 
 
 class ChildReport(msgspec.Struct, frozen=True):

@@ -8,4 +8,4 @@ def f(x):
     return dynamo_bug_plant.scale(torch.cos(x)) * max(x.shape[0], 2)
 
 
-print(torch.compile(f)(torch.randn(4)))
+print(torch.compile(f, dynamic=True)(torch.randn(4)))

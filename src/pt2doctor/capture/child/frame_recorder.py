@@ -51,7 +51,7 @@ def _record(out_dir: Path, exc: Exception, code: types.CodeType, frame: Any) -> 
         "code": code, "name": code.co_name, "file": code.co_filename, "line": code.co_firstlineno,
         "globals": {n: frame.f_globals[n] for n in _global_names(code) if n in frame.f_globals},
         "closure": tuple(frame.closure or ()), "args": args, "kwargs": kwargs,
-        "fullgraph": torch_compat.is_graph_break(exc), "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        "fullgraph": torch_compat.is_graph_break(exc), "dynamic": torch_compat.compile_dynamic(), "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
     }
     path = out_dir / f"frame-{code.co_name}-{code.co_firstlineno}.pkl"
     path.write_bytes(dill.dumps(record, recurse=True))
@@ -84,7 +84,7 @@ REPLAY = '''"""Replay the one frame Dynamo failed on, recorded by pt2doctor diag
 
 Frame: {name} at {file}:{line}
 Failure when recorded: {error}
-Run `python replay.py`: Dynamo compiles that frame again (backend="eager"{fullgraph_note}) and fails
+Run `python replay.py`: Dynamo compiles that frame again (backend="eager"{options_note}) and fails
 the same way while the bug is present; exit status 0 means it compiled.
 """
 
@@ -100,7 +100,7 @@ with open({record!r}, "rb") as handle:
 fn = types.FunctionType(record["code"], {{**record["globals"], "__builtins__": __builtins__}}, record["name"],
                         None, record["closure"] or None)
 torch._dynamo.reset()
-compiled = torch.compile(fn, backend="eager", fullgraph=record["fullgraph"])
+compiled = torch.compile(fn, backend="eager", fullgraph=record["fullgraph"], dynamic=record.get("dynamic"))
 compiled(*record["args"], **record["kwargs"])
 print("replay compiled the frame: the failure did not reproduce")
 '''
@@ -111,7 +111,8 @@ def write_replay(record: Path, script_dir: Path, path: Path) -> Path:
     about = read_record(record.with_suffix(".json"), FrameSummary)
     path.write_text(REPLAY.format(
         name=about.name, file=about.file, line=about.line, error=about.error,
-        fullgraph_note=", fullgraph=True" if about.fullgraph else "",
+        options_note=(", fullgraph=True" if about.fullgraph else "") + (
+            f", dynamic={about.dynamic}" if about.dynamic is not None else ""),
         script_dir=str(script_dir), record=str(record.resolve()),
     ))
     return path

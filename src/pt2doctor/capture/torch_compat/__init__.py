@@ -56,6 +56,7 @@ from pt2doctor.capture.torch_compat.diagnose import (
     install_bisect_policy,
     patch_dynamo_exception_handler,
     is_graph_break,
+    compile_dynamic,
 )
 from pt2doctor.capture.torch_compat.warm import (
     prewarm_inductor,
@@ -111,6 +112,7 @@ __all__ = [
     "install_bisect_policy",
     "patch_dynamo_exception_handler",
     "is_graph_break",
+    "compile_dynamic",
     "prewarm_inductor",
     "prewarm_inductor_source",
     "import_dynamo",

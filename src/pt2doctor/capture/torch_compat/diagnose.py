@@ -69,6 +69,17 @@ def patch_dynamo_exception_handler(wrapper: Callable[..., Any]) -> None:
     convert_frame.exception_handler = patched
 
 
+def compile_dynamic() -> bool | None:
+    """The `dynamic=` of the torch.compile now compiling, as Dynamo's config holds it during the compile
+    (torch.compile patches it): True (`assume_static_by_default` off), False (`automatic_dynamic_shapes`
+    off), None (the default: static first, dynamic after a change)."""
+    import torch._dynamo.config as config
+
+    if not config.assume_static_by_default:
+        return True
+    return None if config.automatic_dynamic_shapes else False
+
+
 def is_graph_break(exc: BaseException) -> bool:
     from torch._dynamo.exc import Unsupported
 
