@@ -29,6 +29,7 @@ def cli() -> None:
 
 def _register() -> None:
     from pt2doctor.cli.accuracy import accuracy_command
+    from pt2doctor.cli.compare import check_command, compare_command
     from pt2doctor.cli.demo import demo_command
     from pt2doctor.cli.diagnose import diagnose_command
     from pt2doctor.cli.explain import explain_command
@@ -37,7 +38,7 @@ def _register() -> None:
     from pt2doctor.cli.run import run_command
 
     for command in (run_command, report_command, demo_command, recompiles_command, explain_command,
-                    accuracy_command, diagnose_command):
+                    accuracy_command, diagnose_command, compare_command, check_command):
         cli.add_command(command)
     try:
         from pt2doctor.cli.minify import minify_command

@@ -1,0 +1,44 @@
+"""A comparison and a budget check as text. Pure: `render_comparison(c)`, `render_check(overruns, ...)`;
+what changed and what is over budget was decided by `analysis.compare`."""
+
+from __future__ import annotations
+
+from pt2doctor.model.compare import ChangeKind, Comparison, Direction, Overrun
+
+_TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind.GRAPH_BREAK: "Graph breaks",
+           ChangeKind.RECOMPILE: "Recompiles", ChangeKind.FRAME: "Compiled frames",
+           ChangeKind.COMPILE_TIME: "Compile time", ChangeKind.CACHE: "Caches", ChangeKind.ACCURACY: "Accuracy"}
+_MARK = {Direction.ADDED: "+", Direction.REMOVED: "-", Direction.CHANGED: "~"}
+
+
+def render_comparison(c: Comparison) -> str:
+    lines = [f"A: {c.before}", f"B: {c.after}", ""]
+    if c.same:
+        return "\n".join(lines + ["No differences in compilation."]) + "\n"
+    for kind, title in _TITLES.items():
+        changes = [x for x in c.changes if x.kind is kind]
+        if not changes:
+            continue
+        lines.append(f"{title}:")
+        for x in changes:
+            if x.direction is Direction.CHANGED:
+                value = f"{x.before} -> {x.after}"
+            else:
+                value = f"{'only in B' if x.direction is Direction.ADDED else 'only in A'}: {x.after or x.before}"
+            lines.append(f"  {_MARK[x.direction]} {x.subject}: {value}")
+            if x.detail and x.detail != (x.after or x.before):
+                lines.append(f"      {x.detail}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_check(overruns: tuple[Overrun, ...], against: str) -> str:
+    if not overruns:
+        return f"within {against}\n"
+    lines = [f"over {against}:"]
+    for o in overruns:
+        limit = f"{o.limit:g}"
+        lines.append(f"  {o.what}: {o.actual:g} (allowed {limit})" if not o.what.startswith("new ")
+                     else f"  {o.what} (baseline {limit:s}, now {o.actual:g})")
+        lines += [f"      {line}" for line in o.evidence]
+    return "\n".join(lines) + "\n"
