@@ -106,8 +106,8 @@ def _frames(s: Session) -> dict[str, Fact]:
         key = _place(c.function, c.file, c.line)
         graphs[key] += c.status == "ok"
         ops[key] += c.ops or 0 if c.status == "ok" else 0
-        failed[key] += c.status != "ok"
-    return {key: (f"{graphs[key]} compile(s), {ops[key]} ops" + (f", {failed[key]} failed" if failed[key] else ""), "")
+        failed[key] += c.status == "failed"
+    return {key: (f"{graphs[key]} graph(s), {ops[key]} ops" + (f", {failed[key]} failed" if failed[key] else ""), "")
             for key in graphs}
 
 

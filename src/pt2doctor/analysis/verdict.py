@@ -11,7 +11,7 @@ from __future__ import annotations
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.analysis.failures import first_message_line
-from pt2doctor.model import Category, Session, Verdict
+from pt2doctor.model import Category, ExitInfo, Session, Verdict
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
@@ -29,7 +29,11 @@ def clip(text: str, limit: int) -> str:
 
 
 def exit_code(session: Session) -> int:
-    e = session.exit
+    return exit_code_of(session.exit)
+
+
+def exit_code_of(e: ExitInfo) -> int:
+    """The status pt2doctor exits with for a process (or a whole job) that ended as `e` did."""
     if e.timed_out:
         return EXIT_TIMEOUT
     if e.interrupted:

@@ -62,6 +62,10 @@ class RunPaths:
     def session(self) -> Path:
         return self.root / "session.json"
 
+    def of_rank(self, rank: int) -> RunPaths:
+        """Where rank `rank` of a job run here keeps its sidecar and crash stack (its trace is in `trace_dir`)."""
+        return RunPaths(self.root / f"rank-{rank}")
+
     def clear(self) -> None:
         """Remove the outputs of an earlier run in the same directory, so no stale fact survives."""
         for path in (self.meta, self.faulthandler, self.session):

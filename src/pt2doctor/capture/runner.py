@@ -28,9 +28,10 @@ from typing import IO, Protocol
 
 from pt2doctor.capture import process_meta, run_lock
 from pt2doctor.capture.trace.session_builder import build_session
-from pt2doctor.capture.trace.trace_reader import TraceCounters, read_trace
+from pt2doctor.capture.trace.trace_reader import TraceCounters, rank_of, read_trace, trace_files
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
 from pt2doctor.model.child import ChildSpec, Hooks
+from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession
 from pt2doctor.model.serialize import dumps, write_record
 
 _STDERR_TAIL = 64 * 1024
@@ -59,6 +60,7 @@ class RunOptions:
     out_dir: Path = Path("pt2doctor-runs/latest")
     timeout_s: float | None = None
     record_graphs: bool = False
+    nproc_per_node: int | None = None  # run as a job of this many ranks, through torch.distributed.run
     hooks: Hooks = field(default_factory=Hooks)  # what the child installs besides the trace and the recorder
     env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_stderr: bool = False
@@ -89,19 +91,60 @@ def run_script(options: RunOptions, reporter: Reporter | None = None) -> Session
 
 
 def _run(options: RunOptions, reporter: Reporter) -> Session:
+    paths, ended = _launch(options, reporter)
+    session = assemble(paths, options, *ended)
+    save(session, paths.session)
+    return session
+
+
+def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
+    """The script as a job of `options.nproc_per_node` ranks (torch.distributed.run, standalone
+    rendezvous): one session per rank, each from its own trace, sidecar and crash stack."""
+    reporter = reporter or SilentReporter()
+    check_script(options.script)
+    with run_lock.claim(options.out_dir):
+        paths, ended = _launch(options, reporter)
+        ranks = sorted({r for r in map(rank_of, trace_files(paths.trace_dir) if paths.trace_dir.exists() else [])
+                        if r is not None} | _ranks_with_sidecar(paths))
+        exit_info = ended[0]
+        processes = tuple(ProcessSession(f"rank {r}", r, None, assemble(
+            paths.of_rank(r), options, _rank_exit(paths.of_rank(r), exit_info), *ended[1:],
+            trace=_trace_of_rank(paths, r))) for r in ranks)
+        job = Job(JOB_SCHEMA, (str(options.script), *options.args), exit_info, processes)
+        save(job, paths.session)
+        return job
+
+
+def _launch(options: RunOptions, reporter: Reporter) -> tuple[process_meta.RunPaths, tuple[ExitInfo, str, float, float]]:
     paths = process_meta.RunPaths(options.out_dir)
     paths.clear()
     write_record(paths.spec, child_spec(options, paths))
-    command = (sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(paths.spec), str(options.script),
-               *options.args)
-    reporter.status(f"running {shlex.join([str(options.script), *options.args])}")
+    child = ("pt2doctor.capture.child", "--spec", str(paths.spec), str(options.script), *options.args)
+    launcher = ("torch.distributed.run", "--standalone", f"--nproc-per-node={options.nproc_per_node}", "-m") \
+        if options.nproc_per_node else ()
+    ranks = f" as {options.nproc_per_node} ranks" if options.nproc_per_node else ""
+    reporter.status(f"running {shlex.join([str(options.script), *options.args])}{ranks}")
     started = time.time()
-    exit_info, stderr_tail = _supervise(command, _child_env(options, paths), options)
+    exit_info, stderr_tail = _supervise((sys.executable, "-m", *launcher, *child), _child_env(options, paths), options)
     wall = time.time() - started
     reporter.status("reading the trace")
-    session = assemble(paths, options, exit_info, stderr_tail, started, wall)
-    save(session, paths.session)
-    return session
+    return paths, (exit_info, stderr_tail, started, wall)
+
+
+def _ranks_with_sidecar(paths: process_meta.RunPaths) -> set[int]:
+    return {int(d.name.split("-", 1)[1]) for d in paths.root.glob("rank-*") if d.name.split("-", 1)[1].isdigit()}
+
+
+def _rank_exit(paths: process_meta.RunPaths, job_exit: ExitInfo) -> ExitInfo:
+    """How one rank ended: its own exit code when it lived to write it, else as the job ended (stopped at
+    the timeout, interrupted, or killed with the others when one rank failed)."""
+    meta = process_meta.read_meta(paths)
+    return ExitInfo(code=meta.exit_code) if meta is not None and not job_exit.timed_out else job_exit
+
+
+def _trace_of_rank(paths: process_meta.RunPaths, rank: int) -> Path | None:
+    files = [f for f in trace_files(paths.trace_dir) if rank_of(f) == rank] if paths.trace_dir.exists() else []
+    return files[0] if files else None
 
 
 def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
@@ -109,6 +152,7 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         meta=str(paths.meta), crash_log=str(paths.faulthandler), timeout_s=options.timeout_s,
         # the recorder writes graphs/ in the run directory, where `minify DIR` reads
         record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
+        per_rank=bool(options.nproc_per_node), launched_at=time.time(),
     )
 
 
@@ -227,10 +271,11 @@ class _Tail:
 
 
 def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitInfo, stderr_tail: str,
-             started: float, wall: float) -> Session:
+             started: float, wall: float, trace: Path | None = None) -> Session:
+    """The session of the process whose sidecar is in `paths`, from `trace` (default: `paths.trace_dir`)."""
     counters = TraceCounters()
-    facts = build_session(read_trace(paths.trace_dir, counters, strict=options.strict)) if paths.trace_dir.exists() \
-        else build_session(())
+    trace = trace if trace is not None else paths.trace_dir
+    facts = build_session(read_trace(trace, counters, strict=options.strict)) if trace.exists() else build_session(())
     meta = process_meta.read_meta(paths)
     failures = process_meta.failures(meta, exit_info, facts.compile_failures, paths, options.timeout_s)
     environment = process_meta.environment(meta, facts.torch_version)
@@ -252,7 +297,7 @@ def _trace_stats(c: TraceCounters) -> TraceStats:
                       unknown=c.unknown, ranks=tuple(sorted(c.ranks)))
 
 
-def save(session: Session, path: Path) -> None:
+def save(session: Session | Job, path: Path) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_bytes(dumps(session, pretty=True))
     os.replace(tmp, path)

@@ -12,7 +12,9 @@ import click
 
 from pt2doctor.analysis.verdict import EXIT_DATA
 from pt2doctor.cli.output import emit, input_errors, load_session, write_html
-from pt2doctor.report.document import ReportInputError
+from pt2doctor.capture.trace.trace_reader import trace_files
+from pt2doctor.model.job import Job
+from pt2doctor.report.document import ReportInputError, read_job_json, session_json_of
 
 
 @click.command("report", short_help="Re-render a run, a diagnosis or any trace.",
@@ -27,6 +29,10 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     """Render PATH: a run directory, a diagnose directory, a session.json, or a TORCH_TRACE file/directory."""
     if path.is_dir() and (path / "diagnosis.json").is_file():
         return _report_diagnosis(path, as_json, html or output is not None, output)
+    saved = session_json_of(path) if path.exists() else None
+    job = read_job_json(saved) if saved is not None else None
+    if job is not None or (saved is None and path.is_dir() and len(trace_files(path)) > 1):
+        return _report_processes(path, job, as_json, strict)
     try:
         with input_errors():
             session = load_session(path, strict=strict)
@@ -38,6 +44,20 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     if strict and session.trace.unreadable:
         return EXIT_DATA
     return 0
+
+
+def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool) -> int:
+    """A job run with --nproc-per-node, or traces of several processes (the ranks of a job, copied from a
+    cluster): one session per process, side by side, and how each departs from the lowest rank."""
+    from pt2doctor.analysis.ranks import job_of
+    from pt2doctor.capture.trace.trace_import import process_sessions
+    from pt2doctor.model.serialize import dumps
+    from pt2doctor.report.ranks import render_job
+
+    job = job_of(saved.processes, saved.command, saved.exit) if saved else job_of(process_sessions(path, strict=strict))
+    click.echo(dumps(job, pretty=True).decode() if as_json else render_job(job), nl=not as_json)
+    unreadable = any(p.session.trace.unreadable for p in job.processes)
+    return EXIT_DATA if strict and unreadable else 0
 
 
 def _html_path(path: Path) -> Path:

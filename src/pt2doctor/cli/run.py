@@ -14,12 +14,16 @@ from pathlib import Path
 import click
 
 from pt2doctor.workflows import cold as _cold
-from pt2doctor.capture.runner import RunOptions, run_script
+from pt2doctor.analysis.ranks import job_of
+from pt2doctor.analysis.verdict import exit_code_of
+from pt2doctor.capture.runner import RunOptions, run_job, run_script, save
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.child import Hooks
+from pt2doctor.model.serialize import dumps
 from pt2doctor.report.advice import render_cold
+from pt2doctor.report.ranks import render_job
 
 
 def default_out_dir(script: Path, label: str = "run") -> Path:
@@ -31,15 +35,22 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
 @run_options
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
 @click.option("--cold", is_flag=True, help="Also measure cold compile (caches off) against warm, per frame and phase.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Run SCRIPT as a job of N ranks through torch.distributed.run (standalone), one session per rank.")
 @script_arguments
 def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, strict: bool, record: bool, cold: bool,
-                html: bool,
+                html: bool, nproc_per_node: int | None,
                 script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
     hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
-                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict)
+                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict,
+                         nproc_per_node=nproc_per_node)
+    if nproc_per_node is not None:
+        if record or cold or html:
+            raise click.UsageError("--record, --cold and --html are for one process, not with --nproc-per-node")
+        return _run_job(options, as_json)
     options = _cold.with_private_cache(options) if cold else options
     with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))
@@ -49,3 +60,12 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     if html:
         click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     return report.verdict.exit_code
+
+
+def _run_job(options: RunOptions, as_json: bool) -> int:
+    with input_errors():
+        ran = run_job(options, TerminalReporter(quiet=False))
+    job = job_of(ran.processes, ran.command, ran.exit)
+    save(job, options.out_dir / "session.json")
+    click.echo(dumps(job, pretty=True).decode() if as_json else render_job(job), nl=not as_json)
+    return exit_code_of(job.exit)

@@ -56,7 +56,8 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
 class ChildSpec(msgspec.Struct, frozen=True):
     """`meta`: where the child writes its `ChildReport`; `crash_log`: faulthandler's file (dumped a
     second before `timeout_s` too, so a hang names its line); `record_dir`: the graph recorder's
-    run directory (it writes `graphs/` there); `count_calls`: count each compiled graph's calls."""
+    run directory (it writes `graphs/` there); `count_calls`: count each compiled graph's calls;
+    `per_rank`: the child is one rank of a job and keeps its sidecar and crash log apart from the others'."""
 
     meta: str | None = None
     crash_log: str | None = None
@@ -64,6 +65,8 @@ class ChildSpec(msgspec.Struct, frozen=True):
     record_dir: str | None = None
     count_calls: bool = False
     hooks: Hooks = Hooks()
+    launched_at: float | None = None  # time.time() when the parent started it: `timeout_s` counts from then
+    per_rank: bool = False  # one process per rank (torchrun): each writes `meta`/`crash_log` under `rank-N/`
 
 
 class ExceptionRecord(msgspec.Struct, frozen=True):

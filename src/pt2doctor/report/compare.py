@@ -15,21 +15,27 @@ def render_comparison(c: Comparison) -> str:
     lines = [f"A: {c.before}", f"B: {c.after}", ""]
     if c.same:
         return "\n".join(lines + ["No differences in compilation."]) + "\n"
+    return "\n".join(lines + render_changes(c, ("A", "B")))
+
+
+def render_changes(c: Comparison, names: tuple[str, str], indent: str = "") -> list[str]:
+    """The changes by kind; `names` say the two sides where a change is on one side only."""
+    lines = []
     for kind, title in _TITLES.items():
         changes = [x for x in c.changes if x.kind is kind]
         if not changes:
             continue
-        lines.append(f"{title}:")
+        lines.append(f"{indent}{title}:")
         for x in changes:
             if x.direction is Direction.CHANGED:
                 value = f"{x.before} -> {x.after}"
             else:
-                value = f"{'only in B' if x.direction is Direction.ADDED else 'only in A'}: {x.after or x.before}"
-            lines.append(f"  {_MARK[x.direction]} {x.subject}: {value}")
+                value = f"only in {names[1] if x.direction is Direction.ADDED else names[0]}: {x.after or x.before}"
+            lines.append(f"{indent}  {_MARK[x.direction]} {x.subject}: {value}")
             if x.detail and x.detail != (x.after or x.before):
-                lines.append(f"      {x.detail}")
+                lines.append(f"{indent}      {x.detail}")
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def render_check(overruns: tuple[Overrun, ...], against: str) -> str:

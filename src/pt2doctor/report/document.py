@@ -16,6 +16,7 @@ import msgspec
 
 from pt2doctor.analysis import analyze_session
 from pt2doctor.model import Analysis, FailureExplanation, Finding, RecompileChain, Session, Verdict
+from pt2doctor.model.job import JOB_SCHEMA, Job
 from pt2doctor.model.serialize import dumps, loads, to_builtins
 
 
@@ -72,6 +73,21 @@ def session_json_of(path: Path) -> Path | None:
     """The session.json that `path` names (itself, or inside a run directory), if it is one."""
     session_file = path / "session.json" if path.is_dir() else path
     return session_file if session_file.suffix == ".json" and session_file.exists() else None
+
+
+class _Schema(msgspec.Struct):
+    schema: str = ""
+
+
+def read_job_json(path: Path) -> Job | None:
+    """The job (one session per rank) that a session.json of `run --nproc-per-node` holds; None for one process."""
+    data = path.read_bytes()
+    try:
+        if msgspec.json.decode(data, type=_Schema).schema != JOB_SCHEMA:
+            return None
+        return loads(data, Job)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReportInputError(f"{path} is not a pt2doctor job: {exc}") from exc
 
 
 def read_session_json(path: Path) -> Session:

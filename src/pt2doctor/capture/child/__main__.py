@@ -125,15 +125,17 @@ def _crash_log(spec: ChildSpec) -> None:
     stream = open(spec.crash_log, "w")  # noqa: SIM115 - must stay open until the process ends
     faulthandler.enable(file=stream, all_threads=True)
     if spec.timeout_s and spec.timeout_s > 2:
-        # Dump where the script is just before the parent stops it, so a hang names its line.
-        faulthandler.dump_traceback_later(spec.timeout_s - 1.0, exit=False, file=stream)
+        # Dump where the script is just before the parent stops it, so a hang names its line. The parent's
+        # clock started at launch: a launcher in between (torchrun) starts this process seconds later.
+        left = spec.timeout_s - (time.time() - spec.launched_at if spec.launched_at else 0.0)
+        faulthandler.dump_traceback_later(max(left - 1.0, 0.5), exit=False, file=stream)
 
 
 def main() -> None:
     if len(sys.argv) < 4 or sys.argv[1] != "--spec":
         sys.stderr.write("usage: python -m pt2doctor.capture.child --spec SPEC SCRIPT [ARGS...]\n")
         sys.exit(64)
-    spec = read_record(Path(sys.argv[2]), ChildSpec)
+    spec = _for_this_process(read_record(Path(sys.argv[2]), ChildSpec))
     script = os.path.abspath(sys.argv[3])
     _crash_log(spec)
     sys.argv = sys.argv[3:]  # argv[0] as the user typed it, as `python SCRIPT` leaves it
@@ -158,6 +160,20 @@ def main() -> None:
         sys.exit(1)
     if meta:
         _write_meta(meta, 0, started)
+
+
+def _for_this_process(spec: ChildSpec) -> ChildSpec:
+    """A rank of a job (torchrun sets RANK) writes its sidecar and crash log under its own `rank-N/`."""
+    if not spec.per_rank or spec.meta is None or "RANK" not in os.environ:
+        return spec
+    import msgspec
+
+    from pt2doctor.capture.process_meta import RunPaths
+
+    ranked = RunPaths(Path(spec.meta).parent).of_rank(int(os.environ["RANK"]))
+    ranked.root.mkdir(parents=True, exist_ok=True)
+    return msgspec.structs.replace(spec, meta=str(ranked.meta),
+                                   crash_log=str(ranked.faulthandler) if spec.crash_log else None)
 
 
 def _run_as_main(script: str) -> None:

@@ -53,10 +53,10 @@ def trace_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     files = sorted(p for p in path.rglob("*.log") if p.is_file())
-    return sorted(files, key=lambda p: (_rank_of(p) or 0, p.name))
+    return sorted(files, key=lambda p: (rank_of(p) or 0, p.name))
 
 
-def _rank_of(path: Path) -> int | None:
+def rank_of(path: Path) -> int | None:
     match = _RANK_IN_NAME.search(path.name)
     return int(match.group(1)) if match else None
 
@@ -70,7 +70,7 @@ def read_trace(path: Path, counters: TraceCounters | None = None, *, strict: boo
 
 def _read_file(path: Path, counters: TraceCounters, strict: bool) -> Iterator[ev.Event]:
     strings: dict[int, str] = {}
-    file_rank = _rank_of(path)
+    file_rank = rank_of(path)
     pending: tuple[dict[str, Any], int, int] | None = None  # header, payload offset, line number
     payload_lines: list[bytes] | None = None
     payload_len = 0

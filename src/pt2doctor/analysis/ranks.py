@@ -1,0 +1,75 @@
+"""How the processes of one job differ: each against the reference process (the lowest rank).
+
+Contract: `job_of(processes, command, exit) -> Job` with `divergence` filled: one `RankDivergence` per
+process that differs from the reference (`analysis.compare`, the same comparison as run vs run), and
+the consequence when the difference is in what was compiled. Ranks of a data-parallel job are meant to
+run the same graphs: a graph break, a recompile or a frame only some ranks have means those ranks run
+other graphs, so collectives inside compiled code (and any issued between graphs) no longer line up:
+the job hangs in a collective or slows down waiting for the rank that is still compiling. A job stopped at
+its timeout gets `at_timeout`: each rank's place from the stack it dumped just before (a collective, the
+compiler, or the user's own code), so the rank that is elsewhere stands out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from pt2doctor.analysis import enrich
+from pt2doctor.analysis.compare import compare
+from pt2doctor.model.compare import ChangeKind, Comparison
+from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession, RankAtTimeout, RankDivergence
+from pt2doctor.model.session import ExitInfo
+
+_GRAPH_CHANGES = (ChangeKind.GRAPH_BREAK, ChangeKind.RECOMPILE, ChangeKind.FRAME)
+
+
+def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (), exit: ExitInfo | None = None) -> Job:
+    exit = exit if exit is not None else ExitInfo(code=None)
+    if not processes:
+        return Job(JOB_SCHEMA, command, exit, ())
+    processes = tuple(replace(p, session=enrich(p.session)) for p in processes)  # failures classified
+    reference = processes[0]
+    found = []
+    for other in processes[1:]:
+        comparison = compare(reference.session, other.session, (reference.label, other.label))
+        comparison = Comparison(comparison.before, comparison.after,
+                                tuple(c for c in comparison.changes if c.kind is not ChangeKind.TORCH))
+        if not comparison.same:
+            ranks = reference.rank is not None and other.rank is not None  # spawned workers need not agree
+            found.append(RankDivergence(other.label, comparison, _consequence(comparison, reference.label) if ranks
+                                        else ""))
+    stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
+    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line \d+ in (\S+)')  # faulthandler's frame lines, innermost first
+_COLLECTIVES = ("torch/distributed/",)
+_COMPILER = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
+
+
+def _at_timeout(process: ProcessSession) -> RankAtTimeout | None:
+    failure = next((f for f in process.session.failures if f.origin == "timeout"), None)
+    if failure is None:
+        return None
+    where = failure.user_frames[0] if failure.user_frames else None
+    frames = _FRAME.findall(failure.traceback)
+    collective = next((fn for file, fn in frames if any(part in file for part in _COLLECTIVES)
+                       and fn not in ("wrapper", "_fn")), None)
+    if collective is not None:
+        return RankAtTimeout(process.label, "collective", collective, where)
+    compiling = next((f"{fn} ({file.rsplit('torch/', 1)[-1]})" for file, fn in frames
+                      if any(part in file for part in _COMPILER)), None)
+    if compiling is not None:
+        return RankAtTimeout(process.label, "compiling", compiling, where)
+    return RankAtTimeout(process.label, "user code" if where else "unknown", where.code if where else "", where)
+
+
+def _consequence(comparison: Comparison, reference: str) -> str:
+    kinds = {c.kind for c in comparison.changes}
+    if not kinds & set(_GRAPH_CHANGES):
+        return ""
+    return (f"{comparison.after} runs other compiled graphs than {reference}: collectives in or between them no "
+            "longer line up across ranks (a hang in a collective, or every rank waiting while this one recompiles). "
+            "Give every rank the same shapes (pad, or torch._dynamo.mark_dynamic) and no rank-dependent branch "
+            "in compiled code.")

@@ -1,0 +1,58 @@
+"""A program that ran as several processes (the ranks of a `torchrun` job, `multiprocessing.spawn`
+workers): one `Session` per process, never merged, and how each rank departs from the reference rank.
+
+`JOB_SCHEMA` names the version of the document `pt2doctor run --nproc-per-node` writes as session.json
+(and `report --json` prints for a trace of several processes): `{schema, command, exit, processes:
+[{label, rank, pid, session}], divergence, at_timeout}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pt2doctor.model.compare import Comparison
+from pt2doctor.model.ids import SourceLoc
+from pt2doctor.model.session import ExitInfo, Session
+
+JOB_SCHEMA = "pt2doctor.job/1"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSession:
+    label: str  # `rank 3`, or `pid 4242` for a process that is not a rank
+    rank: int | None
+    pid: int | None
+    session: Session
+
+
+@dataclass(frozen=True, slots=True)
+class RankDivergence:
+    """One process against the reference (the lowest rank): what differs, and what it leads to."""
+
+    label: str
+    comparison: Comparison
+    consequence: str = ""  # e.g. the collectives this rank's other graphs would issue differently
+
+
+WaitState = Literal["collective", "compiling", "user code", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankAtTimeout:
+    """Where one rank was when a job was stopped at its timeout (from its stack, dumped just before)."""
+
+    label: str
+    state: WaitState
+    detail: str  # the collective (`all_reduce`), the compiler step, or the user's line
+    where: SourceLoc | None = None  # the user's innermost line
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    schema: str  # JOB_SCHEMA
+    command: tuple[str, ...]
+    exit: ExitInfo
+    processes: tuple[ProcessSession, ...]
+    divergence: tuple[RankDivergence, ...] = ()
+    at_timeout: tuple[RankAtTimeout, ...] = ()  # a job stopped at --timeout: every rank's place

@@ -1,0 +1,27 @@
+"""Two gloo ranks compile one function: rank 0 prints inside it (a graph break only rank 0 takes), rank 1
+gets another batch size on the second step (a recompile only there), and at the end rank 1's compiled
+graph raises (an index out of range) while rank 0 finishes."""
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+
+
+@torch.compile(backend="eager")
+def step(x):
+    if rank == 0:
+        print("rank 0 step")
+    return x.sin().sum() * 2
+
+
+@torch.compile(backend="eager")
+def pick(x, i):
+    return x[i]
+
+
+for n in (8, 6 if rank == 1 else 8):
+    total = step(torch.ones(n)).reshape(1)
+    dist.all_reduce(total)
+dist.destroy_process_group()
+print(pick(torch.ones(4), torch.tensor(10 if rank == 1 else 1)))

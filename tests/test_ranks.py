@@ -1,0 +1,91 @@
+"""Programs of several processes: `run --nproc-per-node` (torchrun, gloo, CPU) and `report` on the traces of
+several processes, one session per process, never merged by compile id, with what each rank does
+differently and, for a job stopped at its timeout, where each rank was."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clihelp import SCRIPTS, pt2doctor
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path]:
+    out = tmp_path_factory.mktemp("job")
+    run = pt2doctor("run", "--nproc-per-node", "2", "--json", "--timeout", "240", "--out", str(out),
+                    str(SCRIPTS / "ddp_ranks.py"), timeout=300)
+    return run.code, json.loads(run.stdout), out
+
+
+def _changes(doc: dict, kind: str) -> list[dict]:
+    (divergence,) = doc["divergence"]
+    return [c for c in divergence["comparison"]["changes"] if c["kind"] == kind]
+
+
+def test_each_rank_is_its_own_session_and_the_job_exit_is_torchruns(job):
+    code, doc, out = job
+    assert doc["schema"] == "pt2doctor.job/1" and [p["label"] for p in doc["processes"]] == ["rank 0", "rank 1"]
+    assert code != 0  # rank 1 raised, so torchrun failed
+    rank0, rank1 = (p["session"] for p in doc["processes"])
+    assert not rank0["failures"] and len(rank1["failures"]) == 1
+    assert "IndexError" in rank1["failures"][0]["exception"] or "index" in rank1["failures"][0]["message"]
+    assert (out / "rank-1" / "child.json").is_file() and (out / "session.json").is_file()
+
+
+def test_the_divergence_names_the_break_only_rank_0_takes_and_the_recompile_only_rank_1_makes(job):
+    _, doc, _ = job
+    (divergence,) = doc["divergence"]
+    assert divergence["label"] == "rank 1"
+    breaks = _changes(doc, "graph_break")
+    assert [(b["direction"], "print" in b["detail"]) for b in breaks] == [("removed", True)]  # only in rank 0
+    (recompile,) = [c for c in _changes(doc, "recompile") if c["subject"].startswith("step")]
+    assert recompile["direction"] == "added" and "size at dim 0 changed 8 -> 6" in recompile["detail"]
+    assert [c["direction"] for c in _changes(doc, "failure")] == ["added"]
+    assert "collectives" in divergence["consequence"]
+
+
+def test_report_reads_the_job_back_and_the_copied_traces_alike(job, tmp_path):
+    _, doc, out = job
+    again = pt2doctor("report", "--json", str(out))
+    assert again.code == 0 and json.loads(again.stdout)["divergence"] == doc["divergence"]
+    copied = tmp_path / "from-the-cluster"
+    shutil.copytree(out / "trace", copied)
+    traces = json.loads(pt2doctor("report", "--json", str(copied)).stdout)
+    assert [p["label"] for p in traces["processes"]] == ["rank 0", "rank 1"]
+    assert _changes(traces, "graph_break") == _changes(doc, "graph_break")
+    text = pt2doctor("report", str(out)).stdout
+    assert "rank 1 differs from rank 0:" in text and "only in rank 0" in text
+
+
+def test_spawned_processes_are_kept_apart_not_merged_by_compile_id(tmp_path):
+    env = {**os.environ, "TORCH_TRACE": str(tmp_path / "trace")}
+    subprocess.run([sys.executable, str(SCRIPTS / "spawned.py")], env=env, check=True, capture_output=True, timeout=240)
+    doc = json.loads(pt2doctor("report", "--json", str(tmp_path / "trace")).stdout)
+    processes = doc["processes"]
+    assert len(processes) == 2 and all(p["label"].startswith("pid ") for p in processes)
+    assert sorted(len(p["session"]["recompiles"]) for p in processes) == [0, 1]
+    assert all(p["session"]["compiles"][0]["compile_id"] == "0/0" for p in processes)
+    assert not doc["divergence"][0]["consequence"]  # workers of a pool need not compile alike
+
+
+@pytest.mark.slow
+def test_a_hang_shows_which_rank_waits_in_which_collective_and_which_is_elsewhere(tmp_path):
+    hang = tmp_path / "hang.py"
+    hang.write_text(
+        "import time\nimport torch\nimport torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "y = torch.compile(lambda x: x.sin() * 2, backend='eager')(torch.ones(4))\n"
+        "if dist.get_rank() == 0:\n    dist.all_reduce(y)\nelse:\n    time.sleep(600)\n")
+    run = pt2doctor("run", "--nproc-per-node", "2", "--timeout", "45", "--json", "--out", str(tmp_path / "o"),
+                    str(hang), timeout=200)
+    assert run.code == 124
+    at = {r["label"]: r for r in json.loads(run.stdout)["at_timeout"]}
+    assert at["rank 0"]["state"] == "collective" and at["rank 0"]["detail"] == "all_reduce"
+    assert at["rank 0"]["where"]["line"] == 7
+    assert at["rank 1"]["state"] == "user code" and at["rank 1"]["where"]["code"] == "time.sleep(600)"
