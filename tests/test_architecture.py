@@ -123,6 +123,17 @@ def test_the_model_imports_no_torch() -> None:
             assert not [n for n in names if n.split(".")[0] == "torch"], module
 
 
+def test_capture_has_no_place_to_word_a_guard_failure() -> None:
+    """Capture parses torch's guard text into facts; the sentence is analysis's (`analysis/guard_words.py`):
+    a guard failure has no field for words, and only analysis imports the wording."""
+    tree = ast.parse((PACKAGE / "model" / "session.py").read_text())
+    guard = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "GuardFailure")
+    fields = {n.target.id for n in guard.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    assert not fields & {"text", "words", "sentence", "message", "explanation"}, fields
+    users = {m for m, p in MODULES.items() if any(t.startswith("pt2doctor.analysis.guard_words") for t, _ in _imports(p))}
+    assert {_package(m) for m in users} <= {"analysis"}, users
+
+
 def _private_torch(path: Path) -> Iterator[tuple[str, int]]:
     """`torch._x` reached in code (imports and attribute chains; strings and docstrings do not count)."""
     for node in ast.walk(ast.parse(path.read_text())):

@@ -33,7 +33,7 @@ def test_session_round_trips_through_json_with_documented_keys():
     data = dumps(session)
     assert loads(data, Session) == session
     doc = to_builtins(session)
-    assert doc["schema"] == "pt2doctor.session/1"
+    assert doc["schema"] == "pt2doctor.session/2"
     assert doc["compiles"][0]["compile_id"] == "0/0"
     assert doc["exit"] == {"code": 1, "signal": None, "timed_out": False, "interrupted": False}
     for key in ("torch_version", "command", "graph_breaks", "recompiles", "compiles", "failures"):

@@ -89,7 +89,12 @@ def test_kernel_failure_from_inductor_cpp_codegen(run_json):
 
 def test_each_recompile_cause_in_plain_words(run_json):
     doc = run_json("recompile_causes.py").doc
-    texts = {r["function"]: r["guard_failures"][0]["text"] for r in doc["recompiles"]}
+    # session.json keeps torch's facts; the words are analysis's, in the findings' evidence (`[id] words <- line`)
+    kinds = {r["function"]: r["guard_failures"][0]["kind"] for r in doc["recompiles"]}
+    assert kinds == {"size_fn": "size", "dtype_fn": "dtype", "stride_fn": "stride", "grad_fn": "requires_grad",
+                     "value_fn": "value", "global_fn": "global"}
+    texts = {f["title"].split()[0]: f["evidence"][0].split("] ", 1)[1].split("   <- ")[0]
+             for f in doc["findings"] if f["kind"] == "recompile"}
     assert texts["size_fn"] == "input `x`: size at dim 0 changed 4 -> 5"
     assert texts["dtype_fn"] == "input `x`: dtype changed float32 -> float64"
     assert "stride at dim 0 changed 4 -> 1" in texts["stride_fn"] and "non-contiguous" in texts["stride_fn"]

@@ -80,7 +80,7 @@ def test_the_same_program_reads_the_same_on_torch_2_11_and_2_13() -> None:
         report = build_report(load_session(traces / name))
         s = report.session
         facts.append((s.graphs, s.ops, [(b.line, b.break_type) for b in s.graph_breaks],
-                      [step.cause.text for chain in report.recompiles for step in chain.steps if step.cause],
+                      [step.cause_words for chain in report.recompiles for step in chain.steps if step.cause],
                       [chain.fixes for chain in report.recompiles]))
     assert facts[0] == facts[1]
     assert facts[0][0] == 7 and len(facts[0][2]) == 2 and len(facts[0][3]) == 2

@@ -28,8 +28,8 @@ def test_a_failure_another_entry_accepts_is_not_the_cause() -> None:
 
 def test_a_python_value_change_is_completed_from_the_next_recompile() -> None:
     session = _session(recompiles=(_recompile("0/1", "0/0: L['n'] == 3"), _recompile("0/2", "0/1: L['n'] == 4")))
-    first = recompile_chains(session)[0].steps[0].cause
-    assert first.text == "Python int `n` changed 3 -> 4"
+    first = recompile_chains(session)[0].steps[0]
+    assert first.cause.actual == "4" and first.cause_words == "Python int `n` changed 3 -> 4"
 
 
 def test_torch_source_names_for_dynamic_sources() -> None:

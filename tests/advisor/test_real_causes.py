@@ -27,7 +27,7 @@ def test_each_recompile_cause_in_plain_words(recompile_session: Session, functio
     kind, text, fix = CAUSES[function]
     chain = _chain(recompile_session, function)
     cause = chain.steps[0].cause
-    assert cause is not None and cause.kind is kind and cause.text.startswith(text)
+    assert cause is not None and cause.kind is kind and chain.steps[0].cause_words.startswith(text)
     assert fix in fix_for(cause)
 
 

@@ -38,7 +38,7 @@ def _module_int_session() -> Session:
 def test_module_int_attribute_gets_torchs_hint_and_the_source_torch_spells() -> None:
     chain = recompile_chains(_module_int_session())[0]
     cause = chain.steps[0].cause
-    assert cause.text == "Python int `self.calls` changed 0 -> 1" and cause_of(cause) is Cause.MODULE_INT
+    assert chain.steps[0].cause_words == "Python int `self.calls` changed 0 -> 1" and cause_of(cause) is Cause.MODULE_INT
     fix = fix_for(cause, chain)
     assert "allow_unspec_int_on_nn_module = True" in fix and "\"L['self'].calls\"" in fix and "dynamic=True" not in fix
     assert cause.hint is not None and cause.hint.startswith("torch.compile considers integer attributes")
@@ -135,8 +135,8 @@ def test_a_value_carried_across_a_break_is_named_by_the_break() -> None:
         "2/1", f"2/0: ___stack0 == 28967.2915295     # warnings.warn(\"slow path\")  # mp/t/mylayers.py:19 in {resumed}",
         function=resumed, file="/t/mylayers.py"),))
     chain = recompile_chains(session)[0]
-    cause = chain.steps[0].cause
-    assert "graph break at mylayers.py:17 (`t0 = time.perf_counter()`)" in cause.text and "___" not in cause.text
+    cause, words = chain.steps[0].cause, chain.steps[0].cause_words
+    assert "graph break at mylayers.py:17 (`t0 = time.perf_counter()`)" in words and "___" not in words
     assert (cause.source.line, cause.source.code) == (17, "t0 = time.perf_counter()")
     fix = fix_for(cause, chain)
     assert "___" not in fix and "mylayers.py:17" in fix and "specialize_float" in fix

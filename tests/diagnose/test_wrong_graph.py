@@ -8,9 +8,23 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.model.recording import read_failures
 
 SCRIPT = Path(__file__).parent / "scripts" / "two_miscompiled_ops.py"
+
+
+def test_the_extra_runs_ask_the_childs_recorder_for_the_check_and_the_eager_graph(tmp_path):
+    runner = VariantRunner(ScriptCall(Path("user.py"), (), tmp_path, None), 1, reporter=None)  # type: ignore[arg-type]
+    try:
+        check = runner.options(Variant.accuracy_check(1e-4))
+        eager = runner.options(Variant.graph_run_eagerly("1/0"))
+    finally:
+        runner.close()
+    assert check.record_graphs and check.hooks.record_accuracy_tolerance == 1e-4 and not check.hooks.record_run_eagerly
+    assert check.out_dir == tmp_path / "runs" / "accuracy-check"
+    assert eager.record_graphs and eager.hooks.record_run_eagerly == ("1/0",) and eager.label == "eager-1-0"
+    assert eager.hooks.record_accuracy_tolerance is None
 
 
 @pytest.mark.slow
@@ -29,3 +43,8 @@ def test_of_two_miscompiled_ops_the_one_the_program_checks_is_minified(diagnosed
     assert d["repro_verified"] and d["culprit_ops"] == ["aten.relu.default"], d["notes"]
     assert any("judged several graphs wrong" in note and "g0000 is minified" in note for note in d["notes"])
     assert (run.out_dir / "runs" / "eager-0-0").is_dir() and (run.out_dir / "runs" / "eager-1-0").is_dir()
+    # the extra runs are the diagnosis's own variant runs: listed in its attempts, with their progress lines
+    attempts = {a["label"]: a for a in d["attempts"]}
+    assert {"accuracy-check", "eager-0-0", "eager-1-0"} <= set(attempts), sorted(attempts)
+    assert attempts["eager-0-0"]["outcome"] == "pass" and attempts["accuracy-check"]["outcome"] == "fail"
+    assert "run accuracy-check: started" in run.stderr

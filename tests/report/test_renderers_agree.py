@@ -43,7 +43,8 @@ def _sessions() -> dict[str, Session]:
         "module int with a limit hit": _session(
             _recompile("0/1", "0/0: " + CALLS.format(n=0)),
             _recompile("0/2", "0/1: " + CALLS.format(n=1), "0/0: " + CALLS.format(n=0)),
-            limit=LimitHit("forward", "/t/m.py", 1, CompileId(0, 3), "recompile_limit", "hit", fatal=True)),
+            limit=LimitHit("forward", "/t/m.py", 1, CompileId(0, 3), "recompile_limit", "hit", fatal=True,
+                           guard_failures=(parse_guard_failure("0/2: " + CALLS.format(n=2)),))),
     }
 
 
@@ -64,13 +65,20 @@ def test_terminal_and_html_show_the_causes_and_fixes_analysis_chose(report: Repo
                                                                        for c in report.recompiles]
     for chain, shown in zip(report.recompiles, html, strict=True):
         assert shown["fixes"] == list(chain.fixes)
-        assert [e["cause"] for e in shown["entries"]] == [s.cause.text for s in chain.steps if s.cause]
+        assert [e["cause"] for e in shown["entries"]] == [s.cause_words for s in chain.steps if s.cause]
         shown_fixes = [e["fix"] for e in shown["entries"] if e["fix"]] + shown["other_fixes"]
         assert sorted(shown_fixes) == sorted(chain.fixes)  # each once, under the recompile it fixes
         for step in chain.steps:
-            assert step.cause is not None and step.cause.text in terminal
+            assert step.cause is not None and step.cause_words and step.cause_words in terminal
     terminal_fixes = [line.split("fix: ", 1)[1] for line in terminal.splitlines() if line.strip().startswith("fix: ")]
     assert sorted(terminal_fixes) == sorted(fix for chain in report.recompiles for fix in chain.fixes)
+
+
+def test_the_terminal_says_why_the_call_at_the_limit_wanted_to_recompile() -> None:
+    report = build_report(_sessions()["module int with a limit hit"])
+    (chain,) = report.recompiles
+    assert chain.limit_cause == "Python int `self.calls` changed: the graph was specialized to self.calls == 2"
+    assert f"it wanted to recompile because {chain.limit_cause}" in render_terminal(report, width=10_000)
 
 
 def test_a_fix_is_shown_under_the_recompile_it_fixes() -> None:

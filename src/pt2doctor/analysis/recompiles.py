@@ -27,11 +27,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 
+from pt2doctor.analysis.guard_words import guard_words
 from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, Recompile, RecompileChain, RecompileStep,
                              Session, Severity, SourceLoc)
-
 from pt2doctor.model.torch_text import ResumeName
-
 
 
 class Cause(str, Enum):
@@ -185,15 +184,15 @@ _REFINE: dict[GuardKind, tuple[tuple[Callable[[GuardFailure], bool], Cause], ...
     GuardKind.TYPE: ((lambda f: f.expected == "tensor", Cause.NONE_OR_TENSOR),
                      (lambda f: f.expected == "function", Cause.CALLABLE_KIND)),
     GuardKind.IDENTITY: ((lambda f: f.subject.endswith(".__code__"), Cause.SHARED_CODE),),
-    GuardKind.OTHER: ((lambda f: _global_state(f) and "grad_mode" in f.subject, Cause.GRAD_MODE),
-                      (lambda f: _global_state(f) and "autocast" in f.subject, Cause.AUTOCAST),
-                      (_global_state, Cause.GLOBAL_STATE)),
+    GuardKind.ATTRIBUTE: ((lambda f: f.origin == "global", Cause.GLOBAL),),
+    GuardKind.GLOBAL_STATE: ((lambda f: "grad_mode" in f.subject, Cause.GRAD_MODE),
+                             (lambda f: "autocast" in f.subject, Cause.AUTOCAST)),
 }
 _BY_KIND = {GuardKind.SIZE: Cause.SIZE, GuardKind.SYMBOLIC: Cause.SYMBOLIC, GuardKind.DTYPE: Cause.DTYPE,
             GuardKind.STRIDE: Cause.STRIDE, GuardKind.RANK: Cause.RANK, GuardKind.REQUIRES_GRAD: Cause.REQUIRES_GRAD,
             GuardKind.DEVICE: Cause.DEVICE, GuardKind.VALUE: Cause.FLAG, GuardKind.GLOBAL: Cause.GLOBAL,
-            GuardKind.TYPE: Cause.TYPE, GuardKind.IDENTITY: Cause.IDENTITY,
-            GuardKind.DISPATCH_KEYS: Cause.DISPATCH_KEYS}
+            GuardKind.TYPE: Cause.TYPE, GuardKind.IDENTITY: Cause.IDENTITY, GuardKind.ATTRIBUTE: Cause.FLAG,
+            GuardKind.DISPATCH_KEYS: Cause.DISPATCH_KEYS, GuardKind.GLOBAL_STATE: Cause.GLOBAL_STATE}
 
 
 def fix_for(failure: GuardFailure, chain: RecompileChain | None = None) -> str:
@@ -253,13 +252,13 @@ def _accepted_values(recompiles: tuple[Recompile, ...]) -> dict[tuple[GuardKind,
 
 
 def entry_failures(recompile: Recompile, besides: GuardFailure | None = None) -> tuple[str, ...]:
-    """Each cache entry's failure, labelled by entry and deduplicated (`entries 0/0, 0/1: ...`); `besides`
-    (the cause, as torch wrote it) left out."""
+    """Each cache entry's failure in words, labelled by entry and deduplicated (`entries 0/0, 0/1: ...`);
+    `besides` (the cause, as torch wrote it) left out."""
     by_text: dict[str, list[str]] = defaultdict(list)
     for g in recompile.guard_failures:
         if besides is not None and g.raw == besides.raw:
             continue
-        by_text[g.text].append(str(g.failed_entry) if g.failed_entry is not None else "?")
+        by_text[guard_words(g)].append(str(g.failed_entry) if g.failed_entry is not None else "?")
     return tuple(f"{'entries' if len(ids) > 1 else 'entry'} {', '.join(ids)}: {text}" for text, ids in by_text.items())
 
 
@@ -278,10 +277,22 @@ def recompile_chains(session: Session) -> list[RecompileChain]:
     chains = []
     for key in sorted(set(groups) | set(limits), key=order):
         recompiles = tuple(groups.get(key, ()))
-        steps = tuple(RecompileStep(r, _carried_across(_with_actual(primary_failure(r, recompiles), r, recompiles), r,
-                                              session.graph_breaks)) for r in recompiles)
+        steps = tuple(_step(r, recompiles, session.graph_breaks) for r in recompiles)
         chains.append(_explained(RecompileChain(*key, title="", steps=steps, limit_hit=limits.get(key))))
     return chains
+
+
+def _step(r: Recompile, recompiles: tuple[Recompile, ...], breaks: tuple[GraphBreak, ...]) -> RecompileStep:
+    """The recompile's cause, with its new value where a later recompile states it, in words; a value carried
+    across a graph break is named by that break (its line and statement), not by Dynamo's temporary."""
+    cause = _with_actual(primary_failure(r, recompiles), r, recompiles)
+    if cause is None:
+        return RecompileStep(r, None)
+    site = _break_crossed(cause, r, breaks)
+    if site is None:
+        return RecompileStep(r, cause, cause_words=guard_words(cause))
+    where = f"the graph break at {site.file.rsplit('/', 1)[-1]}:{site.line}" + (f" (`{site.code}`)" if site.code else "")
+    return RecompileStep(r, replace(cause, source=site), cause_words=guard_words(cause, across=where))
 
 
 def _explained(chain: RecompileChain) -> RecompileChain:
@@ -301,7 +312,9 @@ def _explained(chain: RecompileChain) -> RecompileChain:
                 else "later calls with new values fell back to eager (ran uncompiled)")
     title = f"{pretty_function(chain.function)} recompiled {len(steps)}x" + (
         " and hit the recompile limit" if chain.limit_hit is not None else "")
-    return replace(chain, steps=steps, fixes=fixes, limit_note=note, title=title)
+    limit_cause = guard_words(chain.limit_hit.guard_failures[0]) if chain.limit_hit and \
+        chain.limit_hit.guard_failures else None
+    return replace(chain, steps=steps, fixes=fixes, limit_note=note, title=title, limit_cause=limit_cause)
 
 
 def _with_actual(cause: GuardFailure | None, r: Recompile, recompiles: tuple[Recompile, ...]) -> GuardFailure | None:
@@ -311,19 +324,8 @@ def _with_actual(cause: GuardFailure | None, r: Recompile, recompiles: tuple[Rec
     for later in recompiles:
         for g in later.guard_failures:
             if g.failed_entry == r.compile_id and g.subject == cause.subject and g.expected is not None:
-                known = replace(cause, actual=g.expected)
-                return replace(known, text=value_change_words(known))
+                return replace(cause, actual=g.expected)
     return cause
-
-
-def value_change_words(f: GuardFailure, across: str = "a graph break") -> str:
-    """A Python value that changed, once its new value is known, in words from the failure's facts."""
-    if f.origin == "carried":
-        return (f"a Python value carried across {across} changed: the code resumed after the break was specialized "
-                f"to {f.expected}, then {f.actual}")
-    noun = "global" if f.origin == "global" else (
-        f"Python {f.value_type}" if f.value_type not in (None, "None", "value") else "Python value")
-    return f"{noun} `{f.subject}` changed {f.expected} -> {f.actual}"
 
 
 def break_site(function: str, file: str) -> tuple[str, int] | None:
@@ -332,18 +334,14 @@ def break_site(function: str, file: str) -> tuple[str, int] | None:
     return (file, resume.line) if resume else None
 
 
-def _carried_across(cause: GuardFailure | None, r: Recompile,
-                    breaks: tuple[GraphBreak, ...]) -> GuardFailure | None:
-    """A value on Dynamo's stack (`___stackN`) is named by the graph break it crossed, not by its temporary."""
+def _break_crossed(cause: GuardFailure, r: Recompile, breaks: tuple[GraphBreak, ...]) -> SourceLoc | None:
+    """The graph break a value on Dynamo's stack (`___stackN`) crossed, when `r` resumes after it."""
     site = break_site(r.function, r.file)
-    if cause is None or not _carried(cause) or site is None:
-        return cause
+    if not _carried(cause) or site is None:
+        return None
     code = next((b.code for b in breaks if (b.file, b.line) == site and b.code), "")
     code = re.sub(r"\s{2,}#.*$", "", code).strip()  # the user's trailing comment is not the statement
-    where = f"the graph break at {site[0].rsplit('/', 1)[-1]}:{site[1]}" + (f" (`{code}`)" if code else "")
-    text = value_change_words(cause, where) if cause.actual is not None and cause.kind is GuardKind.VALUE else \
-        cause.text.replace("a graph break", where, 1)
-    return replace(cause, text=text, source=SourceLoc(site[0], site[1], r.function, code))
+    return SourceLoc(site[0], site[1], r.function, code)
 
 
 def pretty_function(name: str) -> str:
@@ -358,7 +356,7 @@ def find_recompiles(session: Session) -> list[Finding]:
 
 def _finding(chain: RecompileChain) -> Finding:
     causes = [s.cause for s in chain.steps if s.cause is not None]
-    evidence = tuple(f"[{s.recompile.compile_id}] {s.cause.text if s.cause else s.recompile.reason}"
+    evidence = tuple(f"[{s.recompile.compile_id}] {s.cause_words or s.recompile.reason}"
                      + (f"   <- {s.cause.source}" if s.cause and s.cause.source else "") for s in chain.steps)
     if chain.limit_hit is not None:
         evidence += (f"hit {chain.limit_hit.limit} at [{chain.limit_hit.compile_id}]: {chain.limit_note}",)

@@ -110,7 +110,7 @@ def _recompile_trials(session: Session) -> list[Trial]:
         for step in chain.steps:
             if step.cause is None:
                 continue
-            cause, why = cause_of(step.cause), f"{pretty_function(chain.function)}: {step.cause.text}"
+            cause, why = cause_of(step.cause), f"{pretty_function(chain.function)}: {step.cause_words}"
             entry = _source_entry(step.cause)
             if entry is not None and cause in _DYNAMIC_SOURCE | {Cause.ZERO_ONE}:
                 marks["unbacked" if cause is Cause.ZERO_ONE else "dynamic"].setdefault(entry, why)

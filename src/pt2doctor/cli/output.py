@@ -42,7 +42,9 @@ def load_session(path: Path, *, strict: bool = False) -> Session:
         raise ReportInputError(f"no such file or directory: {path}")
     session_file = session_json_of(path)
     if session_file is not None:
-        return read_session_json(session_file)
+        from pt2doctor.capture.trace.guard_text import reparsed
+
+        return reparsed(read_session_json(session_file))  # an older session.json: its guard facts from torch's text
     from pt2doctor.capture.trace.trace_import import session_from_trace
 
     session = session_from_trace(path, strict=strict)

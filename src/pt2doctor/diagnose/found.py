@@ -202,10 +202,9 @@ def _recompile_limit_steps(found: Found) -> None:
     chain = next((c for c in chains if c.limit_hit is not None and c.limit_hit.guard_failures), None)
     found.next_steps.append("Dynamo stopped the program at the recompile limit because the configuration asks it to "
                             "(fail_on_recompile_limit_hit or error_on_recompile): not a compiler bug.")
-    if chain is not None and chain.limit_hit is not None:
-        why = chain.limit_hit.guard_failures[0]
+    if chain is not None and chain.limit_cause:
         fix = chain.fixes[0] if chain.fixes else ""
-        found.next_steps.append(f"It wanted to recompile because {why.text}" + (f"; fix: {fix}" if fix else ""))
+        found.next_steps.append(f"It wanted to recompile because {chain.limit_cause}" + (f"; fix: {fix}" if fix else ""))
     command = " ".join(found.command)
     found.next_steps.append(f"`pt2doctor recompiles {command}` explains every recompile and checks the fixes; or "
                             "raise torch._dynamo.config.recompile_limit if each recompile is wanted.")

@@ -129,7 +129,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                         minify_reporter: Any, a1: Attempt, speculative: dict[str, Future[Attempt]], early: bool,
                         pending: PendingBisection | None) -> None:
     if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
-        _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
+        _minify(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
@@ -155,7 +155,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
             except (OSError, ValueError, KeyError) as exc:
                 found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
     if found.stage in GRAPH_STAGES and options.minify and not early:
-        _minify(options, runner.run_dir(a1.label), found, reporter, minify_reporter)
+        _minify(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):
@@ -266,7 +266,8 @@ def recorded_backend_spec(run_dir: Path) -> tuple[BackendSpec | None, bool]:
     return backend, any(e.on_cuda for e in index)
 
 
-def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter, minify_reporter: Any) -> None:
+def _minify(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path, found: Found, reporter: Reporter,
+            minify_reporter: Any) -> None:
     from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
@@ -276,7 +277,7 @@ def _minify(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
         return
     if found.recording_changed_outcome:
         return
-    wrong = find_wrong_graph(options, run_dir, found, reporter) if found.category is Category.ACCURACY else None
+    wrong = find_wrong_graph(run_dir, found, runner) if found.category is Category.ACCURACY else None
     reporter.status("minifying the failing graph")
     with found.timed("minify"):
         try:

@@ -3,7 +3,9 @@
 Contract: a `Variant` is a label plus what the child changes before the script runs (its
 `Overrides`, handed over in the child spec, `capture/child/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
 call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant also records the compiled graphs
-(the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input). `VariantRunner.submit(variant)` starts the run on a
+(the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input), and its recorder can judge each
+graph's first call against eager (`accuracy_tolerance`) or run chosen graphs as captured, without their backend
+(`run_eagerly`: compile ids). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
 `Session` each run wrote stays in `runs/<label>/` as evidence. Runs are quiet: the script's output
 goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
@@ -33,6 +35,8 @@ class Variant:
     overrides: Overrides | None = None
     record: bool = False
     env: dict[str, str] = field(default_factory=dict)  # set for the child, e.g. CUDA_LAUNCH_BLOCKING
+    accuracy_tolerance: float | None = None  # recording: the recorder judges each graph's first call
+    run_eagerly: tuple[str, ...] = ()  # recording: compile ids whose graphs run as captured, without their backend
 
     @classmethod
     def original(cls, n: int, record: bool = False) -> Variant:
@@ -43,6 +47,17 @@ class Variant:
         """The original, recorded, with CUDA's kernel launches synchronous: a kernel's error is raised
         by the call that launched it, inside the compiled graph that did."""
         return cls("cuda-launch-blocking", record=True, env={"CUDA_LAUNCH_BLOCKING": "1"})
+
+    @classmethod
+    def accuracy_check(cls, tolerance: float) -> Variant:
+        """The original, recorded, each graph's first call checked against eager on the values the program
+        passes; the inputs of a graph it rejects are kept (`diagnose.wrong_graph`)."""
+        return cls("accuracy-check", record=True, accuracy_tolerance=tolerance)
+
+    @classmethod
+    def graph_run_eagerly(cls, compile_id: str) -> Variant:
+        """The original, recorded, with the graph of `compile_id` run as captured, without its backend."""
+        return cls("eager-" + compile_id.replace("/", "-"), record=True, run_eagerly=(compile_id,))
 
     @classmethod
     def with_backend(cls, backend: str) -> Variant:
@@ -92,7 +107,8 @@ class VariantRunner:
         hooks = Hooks(overrides=variant.overrides)
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
             hooks = Hooks(overrides=variant.overrides, frame_record_dir=str(self.run_dir(variant.label) / "frames"),
-                          record_every_aot_graph=True)
+                          record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
+                          record_run_eagerly=variant.run_eagerly)
         return RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, hooks=hooks,

@@ -1,30 +1,29 @@
 """Which compiled graph a wrong result comes from, judged on the values the program passed.
 
-Contract: `find_wrong_graph(options, run_dir, found, reporter) -> WrongGraph` never raises for what the
-script does. The first recorded run judged nothing (its recorder had no accuracy tolerance), so a
-wrong result gets one more recorded run (`runs/accuracy-check`) whose recorder judges every Dynamo
-graph's first call with the accuracy rule on copies of the values the program passed, and keeps the
-inputs of a graph it rejects: the minifier then starts from those values, not random ones (a bug
-such as `1.0 // 0.1` shows on a few values only). When it rejects several graphs, the one the
-program's own check depends on is wanted, not merely the last one: for each (up to
-`MAX_EXPERIMENTS`, in parallel) the program runs once more with only that graph run as captured,
-without its backend (`runs/eager-<compile id>`); the graph whose eager run makes the program pass is
-preferred, and the others are listed in the notes. Without a rejected graph, the first run's
-recording is used as before (the last graph, on random inputs), and a note says so.
+Contract: `find_wrong_graph(run_dir, found, runner) -> WrongGraph` never raises for what the script
+does. Its runs are the diagnosis's variant runs (`diagnose.runs`): stopped on Ctrl-C, each with its
+progress line, and listed in `found.attempts` under their labels. The first recorded run judged
+nothing (its recorder had no accuracy tolerance), so a wrong result gets one more recorded run
+(`runs/accuracy-check`) whose recorder judges every Dynamo graph's first call with the accuracy rule
+on copies of the values the program passed, and keeps the inputs of a graph it rejects: the minifier
+then starts from those values, not random ones (a bug such as `1.0 // 0.1` shows on a few values
+only). When it rejects several graphs, the one the program's own check depends on is wanted, not
+merely the last one: for each (up to `MAX_EXPERIMENTS`, in parallel) the program runs once more with
+only that graph run as captured, without its backend (`runs/eager-<compile id>`); the graph whose
+eager run makes the program pass is preferred, and the others are listed in the notes. Without a
+rejected graph, the first run's recording is used as before (the last graph, on random inputs), and
+a note says so.
 """
 
 from __future__ import annotations
 
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pt2doctor.capture.child.graph_recorder import record_script
 from pt2doctor.capture.process_meta import RunPaths
-from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.model import Category
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.recording import GraphFailure, read_failures, read_index
 from pt2doctor.model.serialize import RecordError
@@ -39,16 +38,18 @@ class WrongGraph:
     prefer: str | None = None  # the rejected graph the program's check depends on, when several were rejected
 
 
-def find_wrong_graph(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter) -> WrongGraph:
+def find_wrong_graph(run_dir: Path, found: Found, runner: VariantRunner) -> WrongGraph:
     if accuracy_failures(run_dir):
         return WrongGraph(run_dir)
-    checked = options.out_dir / "runs" / "accuracy-check"
-    reporter.status("a wrong result: running it once more, recording, with each graph's first call checked "
-                    "against eager (fp64-referenced) on the values the program passes")
+    runner.reporter.status("a wrong result: running it once more, recording, with each graph's first call checked "
+                           "against eager (fp64-referenced) on the values the program passes")
     with found.timed("accuracy_check"):
-        if _record(options, checked, accuracy_tolerance=DEFAULT_TOLERANCE) is None:
-            found.notes.append("the run with each graph's accuracy checked did not finish in time")
-            return WrongGraph(run_dir)
+        check = runner.submit(Variant.accuracy_check(DEFAULT_TOLERANCE)).result()
+    found.attempts.append(check)
+    if check.category is Category.TIMEOUT:
+        found.notes.append("the run with each graph's accuracy checked did not finish in time")
+        return WrongGraph(run_dir)
+    checked = runner.run_dir(check.label)
     rejected = list(dict.fromkeys(f.graph for f in accuracy_failures(checked)))
     if not rejected:
         found.notes.append("the per-graph accuracy check judged no compiled graph wrong on the values the program "
@@ -57,24 +58,19 @@ def find_wrong_graph(options: DiagnoseOptions, run_dir: Path, found: Found, repo
     if len(rejected) == 1:
         return WrongGraph(checked)
     with found.timed("which_wrong_graph"):
-        return WrongGraph(checked, _graph_the_check_depends_on(options, checked, rejected, found, reporter))
+        return WrongGraph(checked, _graph_the_check_depends_on(runner, checked, rejected, found))
 
 
-def _graph_the_check_depends_on(options: DiagnoseOptions, checked: Path, rejected: list[str], found: Found,
-                                reporter: Reporter) -> str | None:
+def _graph_the_check_depends_on(runner: VariantRunner, checked: Path, rejected: list[str], found: Found) -> str | None:
     """The rejected graph without whose backend the program passes (see the contract), or None."""
     compile_ids = {e.id: e.compile_id for e in read_index(RunPaths(checked).graphs_dir)}
     tried = [g for g in rejected if compile_ids.get(g)][:MAX_EXPERIMENTS]
-    reporter.status(f"{len(rejected)} graphs compute wrong results: running the program with each of "
-                    f"{', '.join(tried)} run eagerly, to find the one its own check depends on")
-
-    def passes(graph: str) -> bool:
-        cid = str(compile_ids[graph])
-        label = "eager-" + cid.replace("/", "-")
-        return _record(options, options.out_dir / "runs" / label, run_eagerly=(cid,)) == 0
-
-    with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        verdicts = dict(zip(tried, pool.map(passes, tried)))
+    runner.reporter.status(f"{len(rejected)} graphs compute wrong results: running the program with each of "
+                           f"{', '.join(tried)} run eagerly, to find the one its own check depends on")
+    futures = {g: runner.submit(Variant.graph_run_eagerly(str(compile_ids[g]))) for g in tried}  # in parallel
+    attempts = {g: future.result() for g, future in futures.items()}
+    found.attempts += attempts.values()
+    verdicts = {g: attempt.outcome == "pass" for g, attempt in attempts.items()}
     fixed = [g for g in tried if verdicts[g]]
     named = ", ".join(f"{g} (compile id {compile_ids[g]})" for g in rejected)
     if not fixed:
@@ -84,16 +80,6 @@ def _graph_the_check_depends_on(options: DiagnoseOptions, checked: Path, rejecte
     found.notes.append(f"the accuracy check judged several graphs wrong: {named}; the program's own check passes "
                        f"when {fixed[0]} runs eagerly, so {fixed[0]} is minified")
     return fixed[0]
-
-
-def _record(options: DiagnoseOptions, run_dir: Path, **kwargs: object) -> int | None:
-    """The script's exit status, recorded in `run_dir` (None: it did not finish in time)."""
-    env = {"TORCHDYNAMO_DEBUG_FUNCTION": options.function} if options.function else None
-    try:
-        return record_script(options.script, run_dir, timeout_s=options.timeout_s or 3600.0,
-                             argv=list(options.args), env=env, **kwargs)  # type: ignore[arg-type]
-    except subprocess.TimeoutExpired:
-        return None
 
 
 def accuracy_failures(run_dir: Path) -> list[GraphFailure]:

@@ -45,11 +45,12 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class RecompileStep:
     """One recompile of a function: the guard failure that caused it (None when torch's reason could not
-    be taken apart: then `recompile.reason` is all there is), torch's own hint on it, the other cache
-    entries' failures, and the change that avoids it."""
+    be taken apart: then `recompile.reason` is all there is) and that cause in words, torch's own hint on
+    it, the other cache entries' failures, and the change that avoids it."""
 
     recompile: Recompile
     cause: GuardFailure | None
+    cause_words: str | None = None
     torch_hint: str | None = None
     also_failed: tuple[str, ...] = ()
     fix: str | None = None
@@ -58,7 +59,8 @@ class RecompileStep:
 @dataclass(frozen=True, slots=True)
 class RecompileChain:
     """A function's recompiles in compile order, with its recompile-limit hit, if any. `fixes` are the
-    distinct fixes of its steps, the most frequent cause's first; `limit_note` says what the hit did."""
+    distinct fixes of its steps, the most frequent cause's first; `limit_note` says what the hit did,
+    `limit_cause` why the call at the limit wanted to recompile."""
 
     function: str
     file: str
@@ -68,6 +70,7 @@ class RecompileChain:
     limit_hit: LimitHit | None = None
     limit_note: str = ""
     fixes: tuple[str, ...] = ()
+    limit_cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from pt2doctor.model.accuracy import GraphAccuracy
 from pt2doctor.model.ids import CompileId, SourceLoc
 from pt2doctor.model.minify import MinifyResult
 
-SCHEMA = "pt2doctor.session/1"
+SCHEMA = "pt2doctor.session/2"  # 2: guard failures carry facts only (no `text`); kinds `attribute`, `global_state`
 
 
 class Category(str, Enum):
@@ -49,8 +49,10 @@ class GuardKind(str, Enum):
     GLOBAL = "global"
     TYPE = "type"
     IDENTITY = "identity"
+    ATTRIBUTE = "attribute"  # an attribute was set on or deleted from an object (its `__dict__` changed)
     DISPATCH_KEYS = "dispatch_keys"
     SYMBOLIC = "symbolic"
+    GLOBAL_STATE = "global_state"  # grad mode, autocast, deterministic algorithms: `subject` lists the flags
     OTHER = "other"
 
 
@@ -140,15 +142,18 @@ GuardOrigin = Literal["input", "parameter", "buffer", "carried", "global", "stat
 
 @dataclass(frozen=True, slots=True)
 class GuardFailure:
-    """One failed guard, in plain words, with what torch said verbatim and the facts taken from it:
-    `torch_source` is the guarded value as torch names it (`L['x']`, for `dynamic_sources`), `hint`
-    torch's own advice on it, `value_type` the Python type of the expected value (`int`, `float`,
-    `bool`, `None`, `str`, `value`), `origin` where the value lives (`carried`: on Dynamo's stack across
-    a graph break; `state`: torch's global state, grad mode or autocast)."""
+    """One failed guard: what torch said verbatim (`raw`, the evidence) and the facts taken from it; the
+    sentence a reader sees is analysis's (`analysis.guard_words`). `subject` is the guarded value in the
+    user's names (`x`, `self.fc.weight`), `dim` the tensor dimension, `expected`/`actual` the values torch
+    states (dtypes as `float32`; `>= 2` for a size bound), `condition` the guard's test in the user's
+    names where torch states one as an expression (`n == 2`), `torch_source` the value as torch names it
+    (`L['x']`, for `dynamic_sources`), `hint` torch's own advice on it, `value_type` the Python type of
+    the expected value (`int`, `float`, `bool`, `None`, `str`, `value`), `origin` where the value lives
+    (`carried`: on Dynamo's stack across a graph break; `state`: torch's global state, grad mode or
+    autocast)."""
 
     kind: GuardKind
     subject: str
-    text: str
     raw: str
     dim: int | None = None
     expected: str | None = None
@@ -159,6 +164,7 @@ class GuardFailure:
     hint: str | None = None
     value_type: str | None = None
     origin: GuardOrigin = "input"
+    condition: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ def render_chains(chains: list[RecompileChain]) -> str:
 def _step_lines(step: RecompileStep) -> list[str]:
     """The cause, where its value comes from, torch's own hint, then the other cache entries' failures."""
     cause = step.cause
-    out = [f"  [{step.recompile.compile_id}] {cause.text if cause else step.recompile.reason}"]
+    out = [f"  [{step.recompile.compile_id}] {step.cause_words or step.recompile.reason}"]
     if cause is None:
         return out
     if cause.source is not None:

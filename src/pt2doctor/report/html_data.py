@@ -125,11 +125,11 @@ def _recompiles(chain: RecompileChain) -> dict[str, Any]:
         "fixes": list(chain.fixes),
         "other_fixes": [fix for fix in chain.fixes if fix not in {s.fix for s in chain.steps}],
         "entries": [{"cid": str(step.recompile.compile_id), "anchor": anchor(str(step.recompile.compile_id)),
-                     "cause": step.cause.text if step.cause else None,
+                     "cause": step.cause_words,
                      "source": str(step.cause.source) if step.cause and step.cause.source else None,
                      "hint": step.torch_hint, "also_failed": list(step.also_failed),
                      "fix": step.fix if step.fix not in (s.fix for s in chain.steps[:n]) else None,
-                     "guards": [{"text": g.text, "raw": g.raw, "kind": g.kind.value,
+                     "guards": [{"raw": g.raw, "kind": g.kind.value,
                                  "source": str(g.source) if g.source else None}
                                 for g in step.recompile.guard_failures[:4]],
                      "more": max(len(step.recompile.guard_failures) - 4, 0), "reason": step.recompile.reason}

@@ -31,7 +31,7 @@ def render_profile(session: Session | None, frame_count: int, op_count: int) -> 
     for chain in recompile_chains(session):
         lines.append(f"{pretty_function(chain.function)} ({chain.file}:{chain.line}): {len(chain.steps)} recompile(s)")
         for step in chain.steps:
-            lines.append(f"  [{step.recompile.compile_id}] {step.cause.text if step.cause else step.recompile.reason}")
+            lines.append(f"  [{step.recompile.compile_id}] {step.cause_words or step.recompile.reason}")
             lines += [f"      also failed: {other}" for other in step.also_failed]
         lines += [f"  fix: {fix}" for fix in chain.fixes]
     return "\n".join(lines) + "\n"

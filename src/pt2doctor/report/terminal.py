@@ -107,7 +107,7 @@ def _recompiles(chains: tuple[RecompileChain, ...], total: int) -> list[object]:
             if cause is None:
                 out.append(Text(f"     {step.recompile.reason[:300]}"))
                 continue
-            out.append(Text(f"     {cause.text}" + (f"   <- {cause.source}" if cause.source else "")))
+            out.append(Text(f"     {step.cause_words}" + (f"   <- {cause.source}" if cause.source else "")))
             if step.torch_hint and step.torch_hint not in hints:
                 hints.add(step.torch_hint)
                 out.append(Text(f"     torch: {step.torch_hint[:300]}", style="dim"))
@@ -117,7 +117,8 @@ def _recompiles(chains: tuple[RecompileChain, ...], total: int) -> list[object]:
                 out.append(Text(f"     fix: {step.fix}", style="green"))
         if (h := chain.limit_hit) is not None:
             out.append(Text(f"  {h.function} ({h.file}:{h.line}) hit {h.limit}: {chain.limit_note}", style="bold red"))
-            out += [Text(f"     it wanted to recompile because {g.text}") for g in h.guard_failures[:1]]
+            if chain.limit_cause:
+                out.append(Text(f"     it wanted to recompile because {chain.limit_cause}"))
         out += [Text(f"     fix: {fix}", style="green") for fix in chain.fixes if fix not in fixes]
     return out
 

@@ -1,18 +1,21 @@
 """Guard failures as torch writes them into `recompile_reasons`, taken apart into model values.
 
-Contract: `parse_guard_failure(raw) -> GuardFailure`, pure. Every pattern was checked against torch 2.13.0
-output (and the 2.11 wording, the same for these messages); text that matches no pattern still yields a
-value (`GuardKind.OTHER`, the raw first line as the reason), so nothing is lost. The facts (kind, subject,
-expected/actual, torch's source name, its hint, where the value lives) are what analysis reads.
+Contract: `parse_guard_failure(raw) -> GuardFailure`, pure; torch's text is parsed here once, into facts
+(kind, subject, dim, expected/actual, the guard's condition, torch's source name, its hint, where the value
+lives) and never worded: the sentences are `analysis.guard_words`'. Every pattern was checked against torch
+2.13.0 output (and the 2.11 wording, the same for these messages); text that matches no pattern still
+yields a value (`GuardKind.OTHER`, its condition the guard's first line), so nothing is lost.
+`reparsed(session)` brings a session.json of schema 1 (which kept fewer facts) up to date from `raw`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pt2doctor.capture.trace.parse_text import user_stack
-from pt2doctor.model import GuardFailure, GuardKind, SourceLoc
+from pt2doctor.model import SCHEMA, GuardFailure, GuardKind, Session, SourceLoc
 from pt2doctor.model.ids import CompileId
 from pt2doctor.model.session import GuardOrigin
 from pt2doctor.model.torch_text import is_dynamo_temporary
@@ -30,6 +33,7 @@ _CODE_SUFFIX = re.compile(
     r"\s+#\s*(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)(?:\s+\((?P<note>.*)\))?\s*$")
 _BARE_NOTE = re.compile(r"\s+\((?P<note>HINT:.*)\)\s*$")
 _NOT_USER_CODE = "not due user code"
+_TORCH_PLACE = re.compile(r"\S+\.py:\d+ in \w+")
 _TORCH_DTYPES = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
     "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
@@ -62,6 +66,8 @@ def split_guard_line(body: str) -> GuardLine:
         SourceLoc(suffix["file"], int(suffix["line"]), suffix["fn"], suffix["code"].strip()) if suffix else None)
     if note and _NOT_USER_CODE in note:  # torch: "user code shown is first use of this value", not the cause
         source = None
+    if note and _TORCH_PLACE.fullmatch(note):  # where in torch the guard was made: no advice for the user
+        note = None
     return GuardLine(expr, source, note.removeprefix("HINT:").strip() if note else None)
 
 
@@ -71,9 +77,10 @@ class _Ctx:
     failed_entry: CompileId | None
     source: SourceLoc | None
 
-    def failure(self, kind: GuardKind, subject: str, text: str, dim: int | None = None,
-                expected: str | None = None, actual: str | None = None) -> GuardFailure:
-        return GuardFailure(kind, subject, text, self.raw, dim, expected, actual, self.failed_entry, self.source)
+    def failure(self, kind: GuardKind, subject: str, dim: int | None = None, expected: str | None = None,
+                actual: str | None = None, condition: str | None = None) -> GuardFailure:
+        return GuardFailure(kind, subject, self.raw, dim, expected, actual, self.failed_entry, self.source,
+                            condition=condition)
 
 
 def parse_guard_failure(raw: str) -> GuardFailure:
@@ -86,6 +93,19 @@ def parse_guard_failure(raw: str) -> GuardFailure:
                    value_type=value_type(failure.expected) if failure.expected is not None else None)
 
 
+def reparsed(session: Session) -> Session:
+    """`session` with each guard failure parsed again from its `raw`: a session.json of schema 1 kept torch's
+    text but fewer facts (and capture's own sentences, which analysis now writes)."""
+    if session.schema == SCHEMA:
+        return session
+
+    def again(owner: Any) -> Any:
+        return replace(owner, guard_failures=tuple(parse_guard_failure(g.raw) for g in owner.guard_failures))
+
+    return replace(session, schema=SCHEMA, recompiles=tuple(again(r) for r in session.recompiles),
+                   limit_hits=tuple(again(h) for h in session.limit_hits))
+
+
 def _parse_expr(expr: str, ctx: _Ctx) -> GuardFailure:
     tensor = _TENSOR.search(expr)
     if tensor:
@@ -94,7 +114,7 @@ def _parse_expr(expr: str, ctx: _Ctx) -> GuardFailure:
         failure = parse(expr, ctx)
         if failure is not None:
             return failure
-    return ctx.failure(GuardKind.OTHER, expr, f"guard failed: {_pretty_expr(expr)}")
+    return ctx.failure(GuardKind.OTHER, expr, condition=_pretty_expr(expr))
 
 
 def _torch_source(expr: str) -> str | None:
@@ -110,7 +130,7 @@ def _torch_source(expr: str) -> str | None:
 
 
 def _origin(failure: GuardFailure, expr: str) -> GuardOrigin:
-    if _GLOBAL_STATE.match(expr):
+    if failure.kind is GuardKind.GLOBAL_STATE:
         return "state"
     if is_dynamo_temporary(failure.subject):
         return "carried"
@@ -118,7 +138,7 @@ def _origin(failure: GuardFailure, expr: str) -> GuardOrigin:
         return "parameter"
     if "._buffers[" in failure.raw:
         return "buffer"
-    return "global" if failure.kind is GuardKind.GLOBAL else "input"
+    return "global" if failure.kind is GuardKind.GLOBAL or _on_global_object(failure.raw, expr) else "input"
 
 
 def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
@@ -130,38 +150,10 @@ def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
     if kind is GuardKind.REQUIRES_GRAD and exp and exp.startswith("requires_grad="):
         exp = "True" if exp.endswith("1") else "False"
         act = act or ("False" if exp == "True" else "True")
-    return ctx.failure(kind, name, _tensor_text(kind, _tensor_noun(m["name"], name), dim, exp, act), dim, exp, act)
-
-
-def _tensor_noun(source: str, name: str) -> str:
-    if is_dynamo_temporary(name):
-        return "a tensor carried across a graph break"
-    if "._parameters[" in source or "._buffers[" in source:
-        return f"{'parameter' if '._parameters[' in source else 'buffer'} `{name}`"
-    return f"input `{name}`"
-
-
-def _tensor_text(kind: GuardKind, what: str, dim: int | None, exp: str | None, act: str | None) -> str:
-    change = f"{exp} -> {act}" if exp is not None and act is not None else f"expected {exp}" if exp else "changed"
-    if kind is GuardKind.SIZE:
-        return f"{what}: size at dim {dim} changed {change}"
-    if kind is GuardKind.STRIDE:
-        return f"{what}: became non-contiguous or changed layout (stride at dim {dim} changed {change})"
-    if kind is GuardKind.RANK:
-        return f"{what}: number of dims changed {change}"
-    if kind is GuardKind.REQUIRES_GRAD:
-        return f"{what}: requires_grad changed {change}"
-    return f"{what}: {kind.value} changed {change}"
+    return ctx.failure(kind, name, dim, exp, act)
 
 
 _GLOBAL_STATE = re.compile(r"^GLOBAL_STATE changed:\s*(?P<flags>.*)$")
-_STATE_NAMES = {
-    "grad_mode": "grad mode (torch.no_grad / torch.inference_mode / torch.enable_grad)",
-    "deterministic_algorithms": "torch.use_deterministic_algorithms",
-    "torch_function": "a torch function mode", "default_dtype": "torch.get_default_dtype()",
-    "num_threads": "torch.get_num_threads()", "allow_tf32": "TF32 matmul (torch.backends.cuda.matmul.allow_tf32)",
-}
-_AUTOCAST = re.compile(r"autocast(?:\((?P<device>\w+)\))?(?:_enabled)?$")
 
 
 def _global_state(expr: str, ctx: _Ctx) -> GuardFailure | None:
@@ -169,15 +161,7 @@ def _global_state(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if m is None:
         return None
     flags = m["flags"].split() or ["global state"]
-    words = ", ".join(_state_words(f) for f in flags)
-    return ctx.failure(GuardKind.OTHER, ", ".join(flags), f"torch's global state differs from when compiled: {words}")
-
-
-def _state_words(flag: str) -> str:
-    autocast = _AUTOCAST.match(flag)
-    if autocast:
-        return f"autocast on {autocast['device']} (on/off)" if autocast["device"] else "autocast (on/off)"
-    return _STATE_NAMES.get(flag, flag)
+    return ctx.failure(GuardKind.GLOBAL_STATE, ", ".join(flags))
 
 
 _NOT_TENSOR = re.compile(r"^expected type of '(?P<name>.+)' to be a tensor type, '? but found <class '(?P<type>[^']+)'>")
@@ -188,37 +172,26 @@ def _not_tensor(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _NOT_TENSOR.match(expr)
     if m is None:
         return None
-    name, found = _pretty_source(m["name"]), m["type"]
-    now = "None" if found == "NoneType" else f"a {found}"
-    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a tensor when compiled and is now {now}",
-                       expected="tensor", actual=found)
+    return ctx.failure(GuardKind.TYPE, _pretty_source(m["name"]), expected="tensor", actual=m["type"])
 
 
 def _not_function(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _NOT_FUNCTION.match(expr)
     if m is None:
         return None
-    name = _pretty_source(m["name"])
-    return ctx.failure(GuardKind.TYPE, name, f"`{name}` was a Python function when compiled and is now another kind "
-                       "of callable (a builtin, a functools.partial or a callable object)", expected="function")
+    return ctx.failure(GuardKind.TYPE, _pretty_source(m["name"]), expected="function")
 
 
 def _type_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if "___check_type_id" not in expr:
         return None
-    subject = _pretty_source(_first_arg(expr))
-    return ctx.failure(GuardKind.TYPE, subject, f"`{subject}` changed type")
+    return ctx.failure(GuardKind.TYPE, _pretty_source(_first_arg(expr)))
 
 
 def _obj_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if "___check_obj_id" not in expr:
         return None
-    subject = _pretty_source(_first_arg(expr))
-    if subject.endswith(".__code__"):  # a wrapper frame (a decorator) that calls whatever function it wraps
-        owner = subject.removesuffix(".__code__")
-        return ctx.failure(GuardKind.IDENTITY, subject, f"`{owner}` is a different function than when compiled: "
-                           "another function or module runs through this same frame")
-    return ctx.failure(GuardKind.IDENTITY, subject, f"`{subject}` is a different object than when compiled")
+    return ctx.failure(GuardKind.IDENTITY, _pretty_source(_first_arg(expr)))
 
 
 _DICT_CONTAINS = re.compile(r"___dict_contains\('(?P<key>[^']+)',\s*(?P<obj>.+?)\.__dict__\)")
@@ -228,9 +201,13 @@ def _dict_contains(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _DICT_CONTAINS.search(expr)
     if m is None:
         return None
-    subject = f"{_pretty_source(m['obj'])}.{m['key']}"
-    kind = GuardKind.GLOBAL if "G[" in m["obj"] or not m["obj"].startswith("L[") else GuardKind.VALUE
-    return ctx.failure(kind, subject, f"attribute `{subject}` was set or deleted (an object's __dict__ changed)")
+    return ctx.failure(GuardKind.ATTRIBUTE, f"{_pretty_source(m['obj'])}.{m['key']}")
+
+
+def _on_global_object(raw: str, expr: str) -> bool:
+    """An attribute guard on an object reached from a global (`G['cfg']`; torch 2.13 prints a local bare: `self`)."""
+    m = _DICT_CONTAINS.search(expr)
+    return m is not None and "G[" in m["obj"]
 
 
 # a guarded source: `L['x']`, `kwargs['input_ids']`, `self._modules['fc'].weight` (no operators, no spaces)
@@ -245,15 +222,10 @@ def _symbolic(expr: str, ctx: _Ctx) -> GuardFailure | None:
     subject = _pretty_source(size["src"]) if size else _pretty_expr(expr)
     dim = int(size["dim"]) if size else None
     bound = _LOWER_BOUND.match(expr) if size else None
-    if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw):
-        text = (f"input `{subject}`: size at dim {dim} became 0 or 1, but the dynamic graph was compiled for sizes "
-                ">= 2 (torch specializes sizes 0 and 1: 0/1 specialization)")
-        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, ">= 2")
-    if bound:
-        text = f"input `{subject}`: size at dim {dim} fell below {bound['n']}, the least the dynamic graph allows"
-        return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim, f">= {bound['n']}")
-    text = f"input `{subject}`: a dynamic-shape guard failed ({_pretty_expr(expr)})"
-    return ctx.failure(GuardKind.SYMBOLIC, subject, text, dim)
+    # torch specializes sizes 0 and 1, so a dynamic graph's least size is 2 (0/1 specialization)
+    least = "2" if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw) else bound["n"] if bound else None
+    return ctx.failure(GuardKind.SYMBOLIC, subject, dim, f">= {least}" if least else None,
+                       condition=None if bound else _pretty_expr(expr))
 
 
 _EQ = re.compile(r"^(?P<lhs>.+?)\s*(?P<op>==|!=|\bis not\b|\bis\b)\s*(?P<rhs>.+)$")
@@ -264,18 +236,12 @@ def _equality(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if eq is None:
         return None
     subject, rhs = _pretty_source(eq["lhs"]), eq["rhs"].strip()
-    if is_dynamo_temporary(subject):
-        text = (f"a Python value carried across a graph break changed: the code resumed after the break "
-                f"was specialized to {rhs}")
-        return ctx.failure(GuardKind.VALUE, subject, text, expected=rhs)
-    is_global = eq["lhs"].startswith(("G[", "G."))
-    kind = value_type(rhs)
-    noun = "global" if is_global else f"Python {kind}" if kind not in ("None", "value") else "Python value"
+    if is_dynamo_temporary(subject):  # Dynamo's name for it means nothing to the user: no condition
+        return ctx.failure(GuardKind.VALUE, subject, expected=rhs)
+    kind = GuardKind.GLOBAL if eq["lhs"].startswith(("G[", "G.")) else GuardKind.VALUE
     # a bool that failed `== True` is False now: the one guard whose new value the text implies
     actual = {"True": "False", "False": "True"}.get(rhs) if eq["op"] == "==" else None
-    text = (f"{noun} `{subject}` changed {rhs} -> {actual}" if actual else
-            f"{noun} `{subject}` changed: the graph was specialized to {subject} {eq['op']} {rhs}")
-    return ctx.failure(GuardKind.GLOBAL if is_global else GuardKind.VALUE, subject, text, expected=rhs, actual=actual)
+    return ctx.failure(kind, subject, expected=rhs, actual=actual, condition=f"{subject} {eq['op']} {rhs}")
 
 
 _EXPR_PARSERS = (_global_state, _not_tensor, _not_function, _type_id, _obj_id, _dict_contains, _symbolic, _equality)
