@@ -92,7 +92,7 @@ def _recompiled(s: Session) -> dict[str, tuple[int, bool, str]]:
     """Per recompiled function: how many recompiles, whether it hit the limit, and their causes in words."""
     counts = {}
     for chain in recompile_chains(s):
-        causes = dict.fromkeys(step.cause.text for step in chain.steps if step.cause is not None)
+        causes = dict.fromkeys(step.cause_words for step in chain.steps if step.cause_words)
         counts[_place(chain.function, chain.file, chain.line)] = (len(chain.steps), chain.limit_hit is not None,
                                                                    "; ".join(causes))
     return counts
@@ -140,7 +140,8 @@ def over_budget(session: Session, budget: Budget) -> tuple[Overrun, ...]:
         ("graph_breaks", budget.graph_breaks, session.graph_break_count,
          lambda: (f"{b.file}:{b.line}: {b.reason.splitlines()[0]} ({b.count}x)" for b in session.graph_breaks)),
         ("recompiles", budget.recompiles, len(session.recompiles),
-         lambda: (f"{chain.title}: {chain.steps[0].cause.text}" if chain.steps and chain.steps[0].cause else chain.title
+         lambda: (f"{chain.title}: {chain.steps[0].cause_words}" if chain.steps and chain.steps[0].cause_words
+                  else chain.title
                   for chain in recompile_chains(session))),
         ("compile_time_s", budget.compile_time_s, round(session.compile_time_s, 3),
          lambda: (f"{c.compile_id} {pretty_function(c.function)}: {c.time_s or 0.0:.2f} s"
