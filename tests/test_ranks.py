@@ -18,9 +18,19 @@ from clihelp import SCRIPTS, pt2doctor
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, Path]:
     out = tmp_path_factory.mktemp("job")
-    run = pt2doctor("run", "--nproc-per-node", "2", "--json", "--timeout", "240", "--out", str(out),
-                    str(SCRIPTS / "ddp_ranks.py"), timeout=300)
+    # torchrun's own command line, its flags passed through (the hang test below uses --nproc-per-node)
+    run = pt2doctor("run", "--json", "--timeout", "240", "--out", str(out), "--", "torchrun", "--standalone",
+                    "--nproc-per-node", "2", str(SCRIPTS / "ddp_ranks.py"), timeout=300)
     return run.code, json.loads(run.stdout), out
+
+
+def test_torchruns_flags_the_script_and_its_arguments_are_told_apart():
+    from pt2doctor.cli.run import split_torchrun
+
+    flags, script, args = split_torchrun(("--nnodes", "1", "--rdzv-endpoint", "h:29500", "train.py", "--lr", "x.py"))
+    assert (flags, script, args) == (("--nnodes", "1", "--rdzv-endpoint", "h:29500"), Path("train.py"), ("--lr", "x.py"))
+    usage = pt2doctor("run", "--", "torchrun", "--nproc-per-node", "2", "-m", "trainer")
+    assert usage.code == 64 and "a module (-m) is not supported" in usage.stderr
 
 
 def _changes(doc: dict, kind: str) -> list[dict]:

@@ -60,7 +60,7 @@ class RunOptions:
     out_dir: Path = Path("pt2doctor-runs/latest")
     timeout_s: float | None = None
     record_graphs: bool = False
-    nproc_per_node: int | None = None  # run as a job of this many ranks, through torch.distributed.run
+    torchrun: tuple[str, ...] | None = None  # run as a job through torch.distributed.run, with these flags
     hooks: Hooks = field(default_factory=Hooks)  # what the child installs besides the trace and the recorder
     env: Mapping[str, str] = field(default_factory=dict)
     stdout_to_stderr: bool = False
@@ -98,8 +98,8 @@ def _run(options: RunOptions, reporter: Reporter) -> Session:
 
 
 def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
-    """The script as a job of `options.nproc_per_node` ranks (torch.distributed.run, standalone
-    rendezvous): one session per rank, each from its own trace, sidecar and crash stack."""
+    """The script as a job (torch.distributed.run with `options.torchrun`'s flags): one session per rank,
+    each from its own trace, sidecar and crash stack."""
     reporter = reporter or SilentReporter()
     check_script(options.script)
     with run_lock.claim(options.out_dir):
@@ -120,9 +120,8 @@ def _launch(options: RunOptions, reporter: Reporter) -> tuple[process_meta.RunPa
     paths.clear()
     write_record(paths.spec, child_spec(options, paths))
     child = ("pt2doctor.capture.child", "--spec", str(paths.spec), str(options.script), *options.args)
-    launcher = ("torch.distributed.run", "--standalone", f"--nproc-per-node={options.nproc_per_node}", "-m") \
-        if options.nproc_per_node else ()
-    ranks = f" as {options.nproc_per_node} ranks" if options.nproc_per_node else ""
+    launcher = ("torch.distributed.run", *options.torchrun, "-m") if options.torchrun is not None else ()
+    ranks = f" with torchrun {shlex.join(options.torchrun)}" if options.torchrun is not None else ""
     reporter.status(f"running {shlex.join([str(options.script), *options.args])}{ranks}")
     started = time.time()
     exit_info, stderr_tail = _supervise((sys.executable, "-m", *launcher, *child), _child_env(options, paths), options)
@@ -152,7 +151,7 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         meta=str(paths.meta), crash_log=str(paths.faulthandler), timeout_s=options.timeout_s,
         # the recorder writes graphs/ in the run directory, where `minify DIR` reads
         record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
-        per_rank=bool(options.nproc_per_node), launched_at=time.time(),
+        per_rank=options.torchrun is not None, launched_at=time.time(),
     )
 
 

@@ -44,12 +44,14 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
     hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
+    torchrun: tuple[str, ...] | None = (f"--nproc-per-node={nproc_per_node}", "--standalone") if nproc_per_node else None
+    if script.name == "torchrun" and not script.exists():  # `pt2doctor run -- torchrun [FLAGS] SCRIPT [ARGS]`
+        torchrun, script, args = split_torchrun(args)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
-                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict,
-                         nproc_per_node=nproc_per_node)
-    if nproc_per_node is not None:
+                         record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict, torchrun=torchrun)
+    if torchrun is not None:
         if record or cold or html:
-            raise click.UsageError("--record, --cold and --html are for one process, not with --nproc-per-node")
+            raise click.UsageError("--record, --cold and --html are for one process, not for a job of several ranks")
         return _run_job(options, as_json)
     options = _cold.with_private_cache(options) if cold else options
     with input_errors():
@@ -60,6 +62,15 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     if html:
         click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     return report.verdict.exit_code
+
+
+def split_torchrun(argv: tuple[str, ...]) -> tuple[tuple[str, ...], Path, tuple[str, ...]]:
+    """torchrun's own flags, the script (the first `.py` argument) and the script's arguments."""
+    at = next((i for i, arg in enumerate(argv) if arg.endswith(".py") and not arg.startswith("-")), None)
+    if at is None or "-m" in argv[:at] or "--module" in argv[:at]:
+        raise click.UsageError("after `torchrun`, give its flags and then a Python script (SCRIPT.py [ARGS]); "
+                               "a module (-m) is not supported")
+    return argv[:at], Path(argv[at]), argv[at + 1:]
 
 
 def _run_job(options: RunOptions, as_json: bool) -> int:
