@@ -57,7 +57,9 @@ def test_the_divergence_names_the_break_only_rank_0_takes_and_the_recompile_only
     (recompile,) = [c for c in _changes(doc, "recompile") if c["subject"].startswith("step")]
     assert recompile["direction"] == "added" and "size at dim 0 changed 8 -> 6" in recompile["detail"]
     assert [c["direction"] for c in _changes(doc, "failure")] == ["added"]
-    assert "collectives" in divergence["consequence"]
+    (scaled,) = [c for c in _changes(doc, "recompile") if c["subject"].startswith("reduce_all")]
+    assert scaled["direction"] == "added" and "`scale`" in scaled["detail"]
+    assert "the graphs that differ issue all_reduce" in divergence["consequence"]
 
 
 def test_report_reads_the_job_back_and_the_copied_traces_alike(job, tmp_path):

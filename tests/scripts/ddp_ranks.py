@@ -1,6 +1,7 @@
 """Two gloo ranks compile one function: rank 0 prints inside it (a graph break only rank 0 takes), rank 1
-gets another batch size on the second step (a recompile only there), and at the end rank 1's compiled
-graph raises (an index out of range) while rank 0 finishes."""
+gets another batch size on the second step (a recompile only there); a compiled all_reduce that rank 1
+recompiles for another scale (same shapes, so the job goes on); at the end rank 1's compiled graph raises
+(an index out of range) while rank 0 finishes."""
 import torch
 import torch.distributed as dist
 
@@ -16,12 +17,18 @@ def step(x):
 
 
 @torch.compile(backend="eager")
+def reduce_all(x, scale):
+    y = x * scale
+    dist.all_reduce(y)
+    return y
+
+
+@torch.compile(backend="eager")
 def pick(x, i):
     return x[i]
 
 
-for n in (8, 6 if rank == 1 else 8):
-    total = step(torch.ones(n)).reshape(1)
-    dist.all_reduce(total)
+for i, n in enumerate((8, 6 if rank == 1 else 8)):
+    total = reduce_all(step(torch.ones(n)).reshape(1), 2 + i * rank)
 dist.destroy_process_group()
 print(pick(torch.ones(4), torch.tensor(10 if rank == 1 else 1)))

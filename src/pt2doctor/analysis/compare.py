@@ -66,7 +66,7 @@ def _diff(kind: ChangeKind, before: dict[str, Fact], after: dict[str, Fact]) -> 
             yield Change(kind, Direction.CHANGED, subject, old[0], new[0], new[1] or old[1])
 
 
-def _place(function: str, file: str, line: int) -> str:
+def place(function: str, file: str, line: int) -> str:
     return f"{pretty_function(function)} ({file}:{line})"
 
 
@@ -93,7 +93,7 @@ def _recompiled(s: Session) -> dict[str, tuple[int, bool, str]]:
     counts = {}
     for chain in recompile_chains(s):
         causes = dict.fromkeys(step.cause_words for step in chain.steps if step.cause_words)
-        counts[_place(chain.function, chain.file, chain.line)] = (len(chain.steps), chain.limit_hit is not None,
+        counts[place(chain.function, chain.file, chain.line)] = (len(chain.steps), chain.limit_hit is not None,
                                                                    "; ".join(causes))
     return counts
 
@@ -103,7 +103,7 @@ def _frames(s: Session) -> dict[str, Fact]:
     ops: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     for c in s.compiles:
-        key = _place(c.function, c.file, c.line)
+        key = place(c.function, c.file, c.line)
         graphs[key] += c.status == "ok"
         ops[key] += c.ops or 0 if c.status == "ok" else 0
         failed[key] += c.status == "failed"
@@ -124,7 +124,7 @@ def _compile_times(a: Session, b: Session) -> Iterator[Change]:
     def per_frame(s: Session) -> dict[str, float]:
         times: dict[str, float] = {}
         for c in s.compiles:
-            key = _place(c.function, c.file, c.line)
+            key = place(c.function, c.file, c.line)
             times[key] = times.get(key, 0.0) + (c.time_s or 0.0)
         return times
 

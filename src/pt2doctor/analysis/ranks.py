@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 
 from pt2doctor.analysis import enrich
-from pt2doctor.analysis.compare import compare
+from pt2doctor.analysis.compare import compare, place
 from pt2doctor.model.compare import ChangeKind, Comparison
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession, RankAtTimeout, RankDivergence
 from pt2doctor.model.session import ExitInfo
@@ -37,7 +37,7 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
                                 tuple(c for c in comparison.changes if c.kind is not ChangeKind.TORCH))
         if not comparison.same:
             ranks = reference.rank is not None and other.rank is not None  # spawned workers need not agree
-            found.append(RankDivergence(other.label, comparison, _consequence(comparison, reference.label) if ranks
+            found.append(RankDivergence(other.label, comparison, _consequence(reference, other, comparison) if ranks
                                         else ""))
     stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
     return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped)
@@ -65,11 +65,15 @@ def _at_timeout(process: ProcessSession) -> RankAtTimeout | None:
     return RankAtTimeout(process.label, "user code" if where else "unknown", where.code if where else "", where)
 
 
-def _consequence(comparison: Comparison, reference: str) -> str:
-    kinds = {c.kind for c in comparison.changes}
-    if not kinds & set(_GRAPH_CHANGES):
+def _consequence(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
+    changed = {c.subject for c in comparison.changes if c.kind in _GRAPH_CHANGES}
+    if not changed:
         return ""
-    return (f"{comparison.after} runs other compiled graphs than {reference}: collectives in or between them no "
-            "longer line up across ranks (a hang in a collective, or every rank waiting while this one recompiles). "
-            "Give every rank the same shapes (pad, or torch._dynamo.mark_dynamic) and no rank-dependent branch "
-            "in compiled code.")
+    issued = dict.fromkeys(name for p in (reference, other) for c in p.session.compiles
+                           if place(c.function, c.file, c.line) in changed for name in c.collectives)
+    collectives = (f"the graphs that differ issue {', '.join(issued)}, which {other.label} will call with other "
+                   "shapes or in another order than the rest: " if issued else
+                   "collectives in or between them no longer line up across ranks: ")
+    return (f"{other.label} runs other compiled graphs than {reference.label}: {collectives}a hang in a collective, "
+            "or every rank waiting while this one recompiles. Give every rank the same shapes (pad, or "
+            "torch._dynamo.mark_dynamic) and no rank-dependent branch in compiled code.")

@@ -115,6 +115,7 @@ class Compile:
     cache_hits: int = 0
     cache_misses: int = 0
     calls: int | None = None  # how often the compiled graph ran (None: not counted, e.g. a loaded trace)
+    collectives: tuple[str, ...] = ()  # the distributed collectives the graph issues, in order (`all_reduce`)
 
 
 @dataclass(frozen=True, slots=True)

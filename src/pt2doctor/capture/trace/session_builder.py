@@ -7,6 +7,7 @@ are deduplicated by (break type, user file:line) across frames, compiles and ran
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -63,9 +64,11 @@ class _Fold:
     breaks: dict[tuple[str, str, int], GraphBreak] = field(default_factory=dict)
     reasons: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     compiles: dict[tuple[int | None, CompileId], Compile] = field(default_factory=dict)
+    collectives: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
 
     def finish(self) -> TraceFacts:
-        self.facts.compiles = sorted(self.compiles.values(), key=lambda c: (c.start_s or 0.0, c.compile_id))
+        compiles = (replace(c, collectives=self.collectives.get(key, ())) for key, c in self.compiles.items())
+        self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
         self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
         return self.facts
 
@@ -218,7 +221,17 @@ def _on_dynamo_error(fold: _Fold, event: ev.DynamoError) -> None:
     return None
 
 
+# a functional collective in a Dynamo graph's code (`torch.ops._c10d_functional.all_reduce.default(...)`)
+_COLLECTIVE = re.compile(r"_c10d_functional\.(\w+)")
+_NOT_COLLECTIVES = {"wait_tensor"}
+
+
 def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
+    if event.kind == "dynamo_output_graph" and event.payload is not None and event.compile_id is not None:
+        code = (line for line in event.payload.read().splitlines() if not line.lstrip().startswith("#"))
+        names = [n for line in code for n in _COLLECTIVE.findall(line) if n not in _NOT_COLLECTIVES]
+        if names:
+            fold.collectives[(event.rank, _frame_key(event.compile_id))] = tuple(names)
     if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
         fold.facts.torch_version = _torch_version(event.payload.read())
     if fold.keep_artifacts and event.kind != "chromium_event":
