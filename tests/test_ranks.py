@@ -46,6 +46,7 @@ def test_each_rank_is_its_own_session_and_the_job_exit_is_torchruns(job):
     assert not rank0["failures"] and len(rank1["failures"]) == 1
     assert "IndexError" in rank1["failures"][0]["exception"] or "index" in rank1["failures"][0]["message"]
     assert (out / "rank-1" / "child.json").is_file() and (out / "session.json").is_file()
+    assert doc["first_failure"] == "rank 1"
 
 
 def test_the_divergence_names_the_break_only_rank_0_takes_and_the_recompile_only_rank_1_makes(job):

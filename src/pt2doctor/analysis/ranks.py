@@ -40,7 +40,14 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
             found.append(RankDivergence(other.label, comparison, _consequence(reference, other, comparison) if ranks
                                         else ""))
     stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
-    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped)
+    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes))
+
+
+def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:
+    """The process that failed first, by when it ended; the others' failures (a peer that closed its
+    connection, a collective that timed out) often follow from it."""
+    failed = [p for p in processes if p.session.failures and p.ended_at is not None and not p.session.exit.ok]
+    return min(failed, key=lambda p: p.ended_at or 0.0).label if failed else None
 
 
 _FRAME = re.compile(r'File "([^"]+)", line \d+ in (\S+)')  # faulthandler's frame lines, innermost first

@@ -109,7 +109,7 @@ def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
         exit_info = ended[0]
         processes = tuple(ProcessSession(f"rank {r}", r, None, assemble(
             paths.of_rank(r), options, _rank_exit(paths.of_rank(r), exit_info), *ended[1:],
-            trace=_trace_of_rank(paths, r))) for r in ranks)
+            trace=_trace_of_rank(paths, r)), _ended_at(paths.of_rank(r))) for r in ranks)
         job = Job(JOB_SCHEMA, (str(options.script), *options.args), exit_info, processes)
         save(job, paths.session)
         return job
@@ -139,6 +139,11 @@ def _rank_exit(paths: process_meta.RunPaths, job_exit: ExitInfo) -> ExitInfo:
     the timeout, interrupted, or killed with the others when one rank failed)."""
     meta = process_meta.read_meta(paths)
     return ExitInfo(code=meta.exit_code) if meta is not None and not job_exit.timed_out else job_exit
+
+
+def _ended_at(paths: process_meta.RunPaths) -> float | None:
+    meta = process_meta.read_meta(paths)
+    return meta.ended_at if meta is not None else None
 
 
 def _trace_of_rank(paths: process_meta.RunPaths, rank: int) -> Path | None:

@@ -109,6 +109,7 @@ class ChildReport(msgspec.Struct, frozen=True):
 
     exit_code: int
     wall_s: float = 0.0
+    ended_at: float | None = None  # time.time() when the script ended (which rank of a job ended first)
     exception: ExceptionRecord | None = None
     calls: dict[str, int] | None = None  # compile id -> calls, with `ChildSpec.count_calls`
     environment: ChildEnvironment = ChildEnvironment()

@@ -24,6 +24,7 @@ class ProcessSession:
     rank: int | None
     pid: int | None
     session: Session
+    ended_at: float | None = None  # when the process ended (time.time()), where its sidecar says
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +57,4 @@ class Job:
     processes: tuple[ProcessSession, ...]
     divergence: tuple[RankDivergence, ...] = ()
     at_timeout: tuple[RankAtTimeout, ...] = ()  # a job stopped at --timeout: every rank's place
+    first_failure: str | None = None  # the process whose failure ended first (the others' often follow from it)

@@ -18,6 +18,12 @@ def render_job(job: Job) -> str:
     lines.append("")
     if not job.processes:
         return "\n".join(lines)
+    first = next((p for p in job.processes if p.label == job.first_failure), None)
+    if first is not None:
+        f = first.session.failures[0]
+        lines += [f"{first.label} failed first: {f.exception.rsplit('.', 1)[-1]}: "
+                  f"{(f.message.splitlines() or [''])[0][:200]} ({f.category.value}"
+                  f"{f', {f.file}:{f.line}' if f.file else ''}); diagnose that one.", ""]
     if job.at_timeout:
         lines += _at_timeout(job), ""
     reference = job.processes[0].label

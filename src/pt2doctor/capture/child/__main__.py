@@ -83,7 +83,7 @@ def _text(value: object) -> str | None:
 
 def _write_meta(path: str, exit_code: int, started: float, exception: ExceptionRecord | None = None) -> None:
     report = ChildReport(
-        exit_code=exit_code, wall_s=time.time() - started, exception=exception,
+        exit_code=exit_code, wall_s=time.time() - started, ended_at=time.time(), exception=exception,
         calls=_call_counts() if _call_counts is not None else None, environment=_environment(),
         torch_imported="torch" in sys.modules,
     )
