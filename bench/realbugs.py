@@ -73,8 +73,27 @@ def _op_name(op: str) -> str:
     return parts[0] if len(parts) <= 2 else parts[-1]
 
 
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b__\w+__\b")
+_GENERIC = {"torch", "aten", "Tensor", "default", "nn", "functional", "ops"}
+
+
+def _names(text: str) -> set[str]:
+    """The ops and Python constructs `text` names, by their last name: `aten.div.Tensor_mode` -> `div`,
+    `list.append` -> `append`, `torch.compiler.nested_compile_region` -> `nested_compile_region`."""
+    names = set()
+    for token in _DOTTED.findall(text):
+        if re.match(r"(torch\.ops\.)?aten\.", token):
+            names.add(_op_name(token))
+        else:
+            names.add(token.rsplit(".", 1)[-1])
+    return names - _GENERIC
+
+
 def culprit_right(header: Header, found: list[str]) -> bool:
-    return bool(set(header.culprit_ops) & {_op_name(op) for op in found})
+    """A header op or construct is among what diagnose blamed: the minified graph's ops, or the calls left in
+    the compiled code of a reduced program (`list.append` for a dropped side effect)."""
+    wanted = set(header.culprit_ops) | _names(header.culprit)
+    return bool(wanted & ({_op_name(op) for op in found} | set().union(*map(_names, found))))
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,14 @@ class Outcome:
     @property
     def nodes(self) -> int | None:
         return (self.diagnosis or {}).get("minified_nodes")
+
+    @property
+    def size(self) -> str:
+        """The repro's size: graph nodes, or the reduced program's lines."""
+        program = (self.diagnosis or {}).get("program")
+        if self.nodes is None and program:
+            return f"program {program['lines_before']} -> {program['lines_after']} lines"
+        return str(self.nodes)
 
     def right(self) -> dict[str, bool]:
         return {"category": self.category == self.header.category, "stage": self.stage == self.header.stage,
@@ -152,7 +179,7 @@ def _mark(ok: bool, got: object) -> str:
 def row(o: Outcome) -> str:
     right = o.right()
     culprit = "yes" if right["culprit"] else f"no ({', '.join(o.culprits) or '-'})"
-    repro = f"yes ({o.nodes})" if o.verified else ("no" if o.diagnosis else "-")
+    repro = f"yes ({o.size})" if o.verified else ("no" if o.diagnosis else "-")
     code = "-" if o.exit_code is None else str(o.exit_code)
     flag = f" **{o.note}**" if o.note else ""
     return (f"| {o.header.name} | {o.header.kind} | {_mark(right['category'], o.category)} | "
