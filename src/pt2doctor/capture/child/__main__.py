@@ -113,6 +113,12 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture.child import frame_recorder
 
         frame_recorder.install(Path(hooks.frame_record_dir))
+    if spec.export_log or (hooks.overrides and (hooks.overrides.export_eager or hooks.overrides.export_strict is not None)):
+        from pt2doctor.capture.child import export_observer
+
+        over = hooks.overrides
+        export_observer.install(spec.export_log, export_eager=bool(over and over.export_eager),
+                                export_strict=over.export_strict if over else None)
     if hooks.overrides is not None:
         from pt2doctor.capture.child import overrides
 
