@@ -99,6 +99,7 @@ class ExportFailureKind(str, Enum):
     CONSTRAINT_VIOLATION = "constraint_violation"  # the dynamic_shapes spec does not hold for the program
     UNSUPPORTED = "unsupported"  # a construct the tracing mode does not support
     EXPORT_INTERNAL = "export_internal"  # torch.export itself failed (a bug, not the program)
+    USER_CODE = "user_code"  # the program raises it itself, with compilation off too
     AOTI_COMPILE = "aoti_compile"
     AOTI_LOAD = "aoti_load"
     AOTI_RUNTIME = "aoti_runtime"
