@@ -24,11 +24,34 @@ def test_a_data_dependent_branch_is_a_non_strict_tracing_failure_at_the_users_li
     assert "export-strict" in labels and "force_eager" not in labels
 
 
-def test_a_bad_dim_range_is_the_scripts_error(diagnosed) -> None:
+def test_the_data_dependent_fix_is_verified_on_a_copy_and_the_users_file_is_untouched(diagnosed) -> None:
+    before = (SCRIPTS / "item_branch.py").read_text()
+    run, d = diagnosed(SCRIPTS / "item_branch.py")
+    fix = d["export"]["fixes"][0]
+    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == ("torch._check(total > 2)", 10, 0, True)
+    assert fix["script_passed"] and "script then passed" in fix["outcome"]
+    assert len(d["export"]["fixes"]) == 1  # the first candidate fits: the negation is not tried
+    assert (SCRIPTS / "item_branch.py").read_text() == before
+    copy = run.out_dir / "export-fix" / "1" / "item_branch.py"
+    assert "        torch._check(total > 2)\n        if total > 2:" in copy.read_text()
+    assert "torch._check(total > 2)" in run.stdout + run.stderr
+
+
+def test_a_branch_on_a_tensor_gets_a_verified_torch_cond(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "tensor_branch.py")
+    [fix] = d["export"]["fixes"]  # torch._check takes no tensor: not tried
+    assert fix["text"] == "return torch.cond(x.sum() > 0, lambda: x + 1, lambda: x - 1)"
+    assert (fix["at"]["line"], fix["replaces"], fix["verified"], fix["script_passed"]) == (7, 3, True, True)
+
+
+def test_a_bad_dim_range_gets_torchs_suggestion_verified(diagnosed) -> None:
     run, d = diagnosed(SCRIPTS / "bad_dim.py")
     export = d["export"]
     assert (d["category"], export["kind"], export["step"]) == ("user_error", "constraint_violation", "non_strict_trace")
     assert run.code == 2  # the script's own spec is wrong, as for any user error
+    fix = export["fixes"][0]
+    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == (
+        "b = Dim('b', min=5, max=64)", 13, 1, True)
 
 
 def test_a_strict_only_failure_says_non_strict_exports_it(diagnosed) -> None:

@@ -7,7 +7,8 @@ step failed, and no AOTInductor package ran before the failure): the torch.compi
 Otherwise it cancels the queued torch.compile stage runs (they do not apply), makes the runs that tell
 the kinds apart, concludes `found` (`Found.export`) and returns True:
 - a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
-  other tracing mode (strict <-> non-strict);
+  other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
+  the fixes that a copy of the script verifies (`export_fix`);
 - an AOTInductor step failed, or the script's own check failed after the package ran: one run with
   compilation off, AOTInductor included (the package replaced by the exported program run eagerly).
   When that run fails too, it is the script's bug (`user_error`); else AOTInductor's.
@@ -19,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.diagnose.export_fix import verified_fixes
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.found import Found, user_error
 from pt2doctor.diagnose.runs import Variant, VariantRunner
@@ -65,7 +67,8 @@ def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Exp
     runner.reporter.status(f"{failed.step.value} failed ({kind.value}): trying strict={not strict}")
     other = _other_mode(runner, found, not strict) if failed.step in TRACE_STEPS else None
     line = user_line(found.session.failures[0] if found.session and found.session.failures else None)
-    finding = ExportFinding(entry, failed.step, kind, line, other_mode_passes=other)
+    fixes = verified_fixes(runner, found, kind, failed, line)
+    finding = ExportFinding(entry, failed.step, kind, line, fixes, other_mode_passes=other)
     conclude_export(found, finding, category_of(kind, failed))
 
 

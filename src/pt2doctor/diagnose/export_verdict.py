@@ -15,7 +15,7 @@ import re
 
 from pt2doctor.diagnose.found import Found, traced_frames
 from pt2doctor.model import Category, Failure, SourceLoc
-from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding,
+from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding, ExportFix,
                                     ExportStep, Phase, TRACE_STEPS)
 
 Kind = ExportFailureKind
@@ -85,11 +85,18 @@ def _at(finding: ExportFinding) -> str:
 
 
 def _fix_steps(finding: ExportFinding) -> list[str]:
-    verified = [f for f in finding.fixes if f.verified]
+    verified = sorted((f for f in finding.fixes if f.verified), key=lambda f: not f.script_passed)
     if verified:
-        return [f"Fix (verified: {f.outcome}, in a copy of the script): {'in place of' if f.replaces else 'before'} "
-                f"line {f.at.line} (`{f.at.code}`): `{f.text}`" for f in verified[:1]]
+        return [f"Fix (verified: {f.outcome}, in a copy of the script): {_where_fix_goes(f)}: `{f.text}`"
+                for f in verified[:1]]
     return [f"Tried, did not fix it: `{f.text}` ({f.outcome})" for f in finding.fixes]
+
+
+def _where_fix_goes(fix: ExportFix) -> str:
+    if not fix.replaces:
+        return f"before line {fix.at.line} (`{fix.at.code}`)"
+    lines = f"line {fix.at.line}" if fix.replaces == 1 else f"lines {fix.at.line}-{fix.at.line + fix.replaces - 1}"
+    return f"in place of {lines} (`{fix.at.code}`{' ...' if fix.replaces > 1 else ''})"
 
 
 def _other_mode(finding: ExportFinding) -> list[str]:

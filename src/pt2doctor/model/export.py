@@ -116,6 +116,7 @@ class ExportFix:
     replaces: int = 0
     verified: bool = False
     outcome: str = ""  # what the run with the fix did, in words
+    script_passed: bool = False  # and the whole script then ran without an error
 
 
 @dataclass(frozen=True, slots=True)
