@@ -73,4 +73,9 @@ def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -
         "kernel_failure", "aoti_compile", "aoti_compile", True)
     off = next(a for a in d["attempts"] if a["label"] == "force_eager")
     assert off["outcome"] == "pass"  # compilation off, AOTInductor included: the exported program runs eagerly
-    assert (run.out_dir / "issue.md").read_text().startswith("# [AOTInductor]")
+    issue = (run.out_dir / "issue.md").read_text()
+    assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(ep" in issue
+    # repro.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
+    assert export["repro_verified"] and Path(export["repro"]).name == "repro.py"
+    assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called
+    assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in Path(export["repro"]).read_text()

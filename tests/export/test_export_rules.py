@@ -5,7 +5,8 @@ from __future__ import annotations
 from pt2doctor.diagnose.export_fix import apply_edits, cond_candidates, dim_candidates, guard_candidates
 from pt2doctor.diagnose.export_verdict import category_of, failure_kind
 from pt2doctor.model import Category
-from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportStep, Phase
+from pt2doctor.diagnose.export_repro import render_repro
+from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportRecording, ExportStep, Phase
 
 Kind = ExportFailureKind
 
@@ -76,3 +77,18 @@ def test_dim_candidates_replace_the_scripts_definitions_and_add_new_ones() -> No
     assert apply_edits(source, edits) == ("import torch\n_b = torch.export.Dim('_b', max=31)\nb = 2*_b\n"
                                           "c = torch.export.Dim('c', min=3)\nspec = {'x': {0: b}}\n")
     assert dim_candidates(source, "no suggestions") == []
+
+
+def test_the_aoti_repro_sets_inductors_config_only_and_checks_the_package_against_eager() -> None:
+    recording = ExportRecording(program="program.pt2", inputs="inputs.pt", inductor_configs="{'max_autotune': False}",
+                                config_lines=("import torch._inductor.config",
+                                              "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'accuracy'",
+                                              "torch._inductor.config.aot_inductor.metadata = {}",
+                                              "import torch._dynamo.config",
+                                              "torch._dynamo.config.specialize_int = False"))
+    text = render_repro(recording, with_inputs=True)
+    assert "inject_relu_bug_TESTING_ONLY = 'accuracy'" in text and "dynamo" not in text and "metadata" not in text
+    assert "aoti_compile_and_package(ep, inductor_configs={'max_autotune': False})" in text
+    assert "assert_close(package(*args, **kwargs), expected)" in text
+    compile(text, "repro.py", "exec")
+    assert "inputs.pt\"" not in render_repro(recording, with_inputs=False)  # a compile failure: never called

@@ -11,16 +11,19 @@ the kinds apart, concludes `found` (`Found.export`) and returns True:
   the fixes that a copy of the script verifies (`export_fix`);
 - an AOTInductor step failed, or the script's own check failed after the package ran: one run with
   compilation off, AOTInductor included (the package replaced by the exported program run eagerly).
-  When that run fails too, it is the script's bug (`user_error`); else AOTInductor's.
+  When that run fails too, it is the script's bug (`user_error`); else AOTInductor's, and the recorded
+  exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`).
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.export_fix import verified_fixes
+from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.found import Found, user_error
 from pt2doctor.diagnose.runs import Variant, VariantRunner
@@ -52,7 +55,7 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
         else:
-            _aoti(runner, found, entry, failed)
+            _aoti(runner, found, entry, failed, failed_run)
     return True
 
 
@@ -81,7 +84,8 @@ def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
     return failed is None or failed.step not in TRACE_STEPS
 
 
-def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None) -> None:
+def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None,
+          failed_run: Attempt) -> None:
     runner.reporter.status("running it with compilation off (the AOTInductor package replaced by the exported "
                            "program, run eagerly)")
     off = runner.submit(Variant.compilation_off()).result()
@@ -92,8 +96,22 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
         found.export = ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False)
         return
     kind = failure_kind(failed)
-    finding = ExportFinding(entry, step, kind, eager_passes=True)
+    finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
     conclude_export(found, finding, category_of(kind, failed))
     if kind is ExportFailureKind.WRONG_RESULT:
         found.notes.append("every export step passed, the script's own check failed after the package ran, and "
                            "passes with the exported program run eagerly instead: the package computes otherwise")
+
+
+def _with_repro(runner: VariantRunner, found: Found, failed_run: Attempt, failed: ExportEvent | None,
+                finding: ExportFinding) -> ExportFinding:
+    runner.reporter.status("writing repro.py (the exported program, compiled with AOTInductor) and running it")
+    with found.timed("export_repro"):
+        repro, verified, why = export_repro(runner.run_dir(failed_run.label), runner.call.out_dir, failed,
+                                            runner.call.timeout_s or _REPRO_TIMEOUT_S)
+    if repro is None or not verified:
+        found.notes.append(f"no verified repro.py: {why}")
+    return replace(finding, repro=str(repro) if repro else None, repro_verified=verified)
+
+
+_REPRO_TIMEOUT_S = 600.0

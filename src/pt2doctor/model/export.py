@@ -92,6 +92,22 @@ def entry_point(events: list[ExportEvent]) -> EntryPoint:
     return EntryPoint.EXPORT_STRICT if traced is ExportStep.STRICT_TRACE else EntryPoint.EXPORT_NON_STRICT
 
 
+RECORDING_DIR = "export"  # under a recorded run's directory: what a repro of an AOTInductor failure needs
+
+
+class ExportRecording(msgspec.Struct, frozen=True):
+    """What a recorded run kept of its first AOTInductor compile (`recording.json` in `RECORDING_DIR`):
+    the exported program (`torch.export.save`), the compiler config as code lines, the
+    `inductor_configs` argument as source, and the first call's inputs (`torch.save` of (args, kwargs);
+    the file exists only once the package was called). `error`: why something could not be kept."""
+
+    program: str
+    inputs: str
+    config_lines: tuple[str, ...] = ()
+    inductor_configs: str = "None"
+    error: str = ""
+
+
 class ExportFailureKind(str, Enum):
     """What kind of failure an export step ended in."""
 
@@ -130,3 +146,5 @@ class ExportFinding:
     fixes: tuple[ExportFix, ...] = ()
     other_mode_passes: bool | None = None  # the other tracing mode, tried: None when not tried
     eager_passes: bool | None = None  # the run with AOTInductor replaced by the exported program, run eagerly
+    repro: str | None = None  # repro.py of an AOTInductor failure: the exported program, compiled and run
+    repro_verified: bool = False  # it fails the same way in a fresh interpreter

@@ -1,12 +1,16 @@
 """The parts of `issue.md` that differ for a failure in torch.export or AOTInductor (`Diagnosis.export`).
 
-Contract: pure. `export_title_tag(finding)` is the title's tag, `export_stage(finding)` names the step
+Contract: pure apart from reading the repro. `export_title_tag(finding)` is the title's tag, `export_stage(finding)` names the step
 in words, `export_summary(finding)` is the summary paragraph; `report.issue` uses them in place of the
-torch.compile stage words when the diagnosis has an export finding.
+torch.compile stage words when the diagnosis has an export finding; `export_repro_text(d)` is the
+AOTInductor repro's source ("" when there is none).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pt2doctor.model.diagnosis import Diagnosis
 from pt2doctor.model.export import AOTI_STEPS, STEP_TITLES, ExportFailureKind, ExportFinding
 
 
@@ -31,3 +35,8 @@ def export_summary(finding: ExportFinding) -> str:
                 "the exported program run eagerly (`ep.module()`) the script passes.")
     other = {True: " (the other tracing mode exports it)", False: " (the other tracing mode fails too)"}
     return f"{entry} fails in {export_stage(finding)}{other.get(finding.other_mode_passes, '')}."  # type: ignore[arg-type]
+
+
+def export_repro_text(d: Diagnosis) -> str:
+    repro = d.export.repro if d.export else None
+    return Path(repro).read_text() if repro and Path(repro).exists() else ""

@@ -23,7 +23,7 @@ import jinja2
 from pt2doctor.model import Category, Session
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
 from pt2doctor.model.report_inputs import HtmlInputs
-from pt2doctor.report.export_issue import export_stage, export_summary, export_title_tag
+from pt2doctor.report.export_issue import export_repro_text, export_stage, export_summary, export_title_tag
 from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {FailingStage.DYNAMO: "dynamo", FailingStage.AOT_AUTOGRAD: "aotautograd",
@@ -112,7 +112,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
-        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
+        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),

@@ -118,7 +118,7 @@ def _install_hooks(spec: ChildSpec) -> None:
 
         over = hooks.overrides
         export_observer.install(spec.export_log, export_eager=bool(over and over.export_eager),
-                                export_strict=over.export_strict if over else None)
+                                export_strict=over.export_strict if over else None, record_dir=spec.record_dir)
     if hooks.overrides is not None:
         from pt2doctor.capture.child import overrides
 

@@ -1,13 +1,14 @@
 """Observe the script's torch.export and AOTInductor steps in the child; optionally change how they run.
 
-Contract: `install(log, export_eager, export_strict)` is called once by `capture/child/__main__.py`
+Contract: `install(log, export_eager, export_strict, record_dir)` is called once by `capture/child/__main__.py`
 before the script runs. Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
 imported (`export_imports.when_imported`): a call appends `ExportEvent(STARTED)` to `log` (JSON lines,
 flushed before the step runs, so a step that kills the process is the one left started), then
 `PASSED`, or `FAILED` with the exception, which is re-raised unchanged. Only the outermost step is
 recorded (AOTInductor decomposes the program itself: that is part of its step). Observing never
 changes the program: the wrapped functions get the arguments the script passed and their results go
-back to it as they are. Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
+back to it as they are. A recorded run (`record_dir`) also keeps what a repro of an AOTInductor failure needs
+(`export_record.ExportRecorder`), before the step runs. Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
 - `export_eager`: AOTInductor off: `aoti_compile_and_package` keeps the exported program instead of
   compiling it and `aoti_load_package` returns it, run eagerly (`torch_compat.export.EagerPackages`);
   the steps are still recorded, so the run shows how far the script got;
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from pt2doctor.capture.child.export_imports import when_imported
+from pt2doctor.capture.child.export_record import ExportRecorder
 from pt2doctor.capture.torch_compat import export as compat
 from pt2doctor.model.export import ExportEvent, ExportStep, Phase
 from pt2doctor.model.serialize import append_line
@@ -31,8 +33,9 @@ _MAX_MESSAGE = 20_000
 
 
 class _Observer:
-    def __init__(self, log: IO[str] | None) -> None:
+    def __init__(self, log: IO[str] | None, recorder: ExportRecorder | None) -> None:
         self._log = log
+        self._recorder = recorder
         self._counter = itertools.count()
         self._depth = threading.local()
         self._lock = threading.Lock()
@@ -45,6 +48,8 @@ class _Observer:
                 if depth:
                     return fn(*args, **kwargs)
                 step, index = step_of(kwargs), next(self._counter)
+                if self._recorder is not None:
+                    self._recorder.before(step, args, kwargs)
                 self._write(ExportEvent(index, step, Phase.STARTED))
                 self._depth.value = 1
                 try:
@@ -116,9 +121,10 @@ def _install_seam(seam: compat.Seam, observer: _Observer, export_eager: bool, ex
 _PACKAGES = compat.EagerPackages()
 
 
-def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None) -> None:
+def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None,
+            record_dir: str | None = None) -> None:
     handle = open(log, "a") if log else None  # noqa: SIM115 - appended to until the process ends
-    observer = _Observer(handle)
+    observer = _Observer(handle, ExportRecorder(record_dir) if record_dir else None)
     if export_eager:  # the stand-in package's calls are the package's run step
         run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
         compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]
