@@ -67,3 +67,9 @@ def test_a_planted_aoti_compile_error_fails_the_aoti_compile_step(tmp_path: Path
     failed = failing_step(events)
     assert failed is not None and failed.step is ExportStep.AOTI_COMPILE
     assert "CppCompileError" in failed.message
+
+
+def test_a_run_that_never_exports_writes_no_export_log(tmp_path: Path) -> None:
+    options = RunOptions(SCRIPTS / "compile_only.py", (), tmp_path, timeout_s=300, echo=False)
+    session = run_script(options)
+    assert session.compiles and not RunPaths(options.out_dir).export_log.exists()

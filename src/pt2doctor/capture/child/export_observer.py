@@ -33,8 +33,9 @@ _MAX_MESSAGE = 20_000
 
 
 class _Observer:
-    def __init__(self, log: IO[str] | None, recorder: ExportRecorder | None) -> None:
-        self._log = log
+    def __init__(self, log: str | None, recorder: ExportRecorder | None) -> None:
+        self._path = log
+        self._log: IO[str] | None = None  # opened at the first step: a run that never exports writes no file
         self._recorder = recorder
         self._counter = itertools.count()
         self._depth = threading.local()
@@ -67,9 +68,11 @@ class _Observer:
         return wrap
 
     def _write(self, event: ExportEvent) -> None:
-        if self._log is None:
+        if self._path is None:
             return
         with self._lock:
+            if self._log is None:
+                self._log = open(self._path, "a")  # noqa: SIM115 - appended to until the process ends
             append_line(self._log, event)
             self._log.flush()
 
@@ -123,8 +126,7 @@ _PACKAGES = compat.EagerPackages()
 
 def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None,
             record_dir: str | None = None) -> None:
-    handle = open(log, "a") if log else None  # noqa: SIM115 - appended to until the process ends
-    observer = _Observer(handle, ExportRecorder(record_dir) if record_dir else None)
+    observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None)
     if export_eager:  # the stand-in package's calls are the package's run step
         run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
         compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]
