@@ -79,3 +79,17 @@ def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -
     assert export["repro_verified"] and Path(export["repro"]).name == "repro.py"
     assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called
     assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in Path(export["repro"]).read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("bug", "step", "kind", "category"), [
+    ("runtime_error", "aoti_run", "aoti_runtime", "kernel_failure"),
+    ("accuracy", None, "wrong_result", "accuracy"),  # every step passes; the script's own check fails
+])
+def test_a_planted_aoti_runtime_error_or_wrong_result_is_aotinductors_with_a_verified_repro(
+        diagnosed, bug: str, step: str | None, kind: str, category: str) -> None:
+    run, d = diagnosed(SCRIPTS / "aoti_relu_bug.py", bug)
+    export = d["export"]
+    assert (d["category"], export["step"], export["kind"], export["eager_passes"]) == (category, step, kind, True)
+    assert export["repro_verified"], d["notes"]
+    assert (run.out_dir / "inputs.pt").exists()  # the package was called: its inputs are part of the repro
