@@ -22,6 +22,7 @@ from pt2doctor.capture.child.torch_env import cxx_version
 from pt2doctor.capture.trace.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 from pt2doctor.model.child import ChildReport, ExceptionRecord
+from pt2doctor.model.export import EVENTS_FILE
 from pt2doctor.model.serialize import RecordError, read_record
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
@@ -66,9 +67,13 @@ class RunPaths:
         """Where rank `rank` of a job run here keeps its sidecar and crash stack (its trace is in `trace_dir`)."""
         return RunPaths(self.root / f"rank-{rank}")
 
+    @property
+    def export_log(self) -> Path:
+        return self.root / EVENTS_FILE
+
     def clear(self) -> None:
         """Remove the outputs of an earlier run in the same directory, so no stale fact survives."""
-        for path in (self.meta, self.faulthandler, self.session):
+        for path in (self.meta, self.faulthandler, self.session, self.export_log):
             path.unlink(missing_ok=True)
         if self.trace_dir.exists():
             for file in self.trace_dir.glob("*.log"):

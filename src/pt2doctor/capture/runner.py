@@ -156,7 +156,7 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         meta=str(paths.meta), crash_log=str(paths.faulthandler), timeout_s=options.timeout_s,
         # the recorder writes graphs/ in the run directory, where `minify DIR` reads
         record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
-        per_rank=options.torchrun is not None, launched_at=time.time(),
+        per_rank=options.torchrun is not None, launched_at=time.time(), export_log=str(paths.export_log),
     )
 
 

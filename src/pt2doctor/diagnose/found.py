@@ -22,6 +22,7 @@ from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, StageOutcome
 from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.export import ExportFinding
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Found:
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
+    export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`diagnose.export`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -71,7 +73,7 @@ class Found:
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
-            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self),
+            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
         )
 
 
@@ -172,7 +174,7 @@ def where(found: Found) -> None:
     if session is None or not session.failures:
         return
     failure = session.failures[0]
-    frames = _traced_frames(failure.message) + list(failure.user_frames)
+    frames = traced_frames(failure.message) + list(failure.user_frames)
     if failure.file and failure.line and (failure.file, failure.line) not in {(f.file, f.line) for f in frames}:
         frames.insert(0, SourceLoc(failure.file, failure.line))
     found.user_frames = frames
@@ -186,7 +188,7 @@ def where(found: Found) -> None:
 _USER_CODE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-def _traced_frames(message: str) -> list[SourceLoc]:
+def traced_frames(message: str) -> list[SourceLoc]:
     """The lines Dynamo was tracing when it failed (the "from user code:" block of its message), innermost first."""
     _, marker, block = message.partition("from user code:")
     if not marker:

@@ -38,6 +38,7 @@ from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
                                       where)
+from pt2doctor.diagnose.export import diagnose_export
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.wrong_graph import find_wrong_graph
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
@@ -111,6 +112,8 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
             return
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
+    if diagnose_export(runner, found, a1, speculative):  # it failed in torch.export or AOTInductor
+        return
     spec, on_cuda = recorded_backend_spec(runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
     early = options.minify and found.category in _GRAPH_FAILURES

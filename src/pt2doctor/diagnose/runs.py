@@ -65,7 +65,8 @@ class Variant:
 
     @classmethod
     def compilation_off(cls) -> Variant:
-        return cls("force_eager", None, Overrides(stance="force_eager"))
+        # AOTInductor off too: a package runs the exported program eagerly (`capture.child.export_observer`)
+        return cls("force_eager", None, Overrides(stance="force_eager", export_eager=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     seed: int | None = None
     record_outputs: str | None = None  # a JSON-lines file of the compiled callables' first results
     max_calls: int | None = None
+    export_eager: bool = False  # AOTInductor off: a loaded package runs the exported program eagerly
+    export_strict: bool | None = None  # every torch.export.export call traces strictly (True) or not (False)
 
 
 class AccuracyProbeSpec(msgspec.Struct, frozen=True):
@@ -57,13 +59,15 @@ class ChildSpec(msgspec.Struct, frozen=True):
     """`meta`: where the child writes its `ChildReport`; `crash_log`: faulthandler's file (dumped a
     second before `timeout_s` too, so a hang names its line); `record_dir`: the graph recorder's
     run directory (it writes `graphs/` there); `count_calls`: count each compiled graph's calls;
-    `per_rank`: the child is one rank of a job and keeps its sidecar and crash log apart from the others'."""
+    `per_rank`: the child is one rank of a job and keeps its sidecar and crash log apart from the others';
+    `export_log`: where the torch.export / AOTInductor steps are recorded (`model.export`)."""
 
     meta: str | None = None
     crash_log: str | None = None
     timeout_s: float | None = None
     record_dir: str | None = None
     count_calls: bool = False
+    export_log: str | None = None  # the export observer's `ExportEvent` lines (`capture.child.export_observer`)
     hooks: Hooks = Hooks()
     launched_at: float | None = None  # time.time() when the parent started it: `timeout_s` counts from then
     per_rank: bool = False  # one process per rank (torchrun): each writes `meta`/`crash_log` under `rank-N/`

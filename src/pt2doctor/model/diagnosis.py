@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
+from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import MinifyResult
 from pt2doctor.model.session import Category, Environment
@@ -135,6 +136,7 @@ class Diagnosis:
     environment: Environment = Environment()
     interrupted: bool = False
     exit_code: int = 0
+    export: ExportFinding | None = None  # the entry point, the step and the fix, for a torch.export / AOTI failure
     schema: str = SCHEMA
 
     @property

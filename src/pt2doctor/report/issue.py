@@ -23,6 +23,7 @@ import jinja2
 from pt2doctor.model import Category, Session
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
 from pt2doctor.model.report_inputs import HtmlInputs
+from pt2doctor.report.export_issue import export_repro_text, export_stage, export_summary, export_title_tag
 from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {FailingStage.DYNAMO: "dynamo", FailingStage.AOT_AUTOGRAD: "aotautograd",
@@ -106,12 +107,12 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def render_issue(d: Diagnosis, session: Session | None) -> str:
-    stage = STAGE_TITLES[d.stage] if d.stage else "an unknown stage"
+    stage = STAGE_TITLES[d.stage] if d.stage else export_stage(d.export) if d.export else "an unknown stage"
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
-        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage),
+        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
@@ -122,7 +123,7 @@ _PATH = re.compile(r"(?:/[\w.\-+@]+){2,}")
 
 
 def _title(d: Diagnosis) -> str:
-    tag = _STAGE_TAGS[d.stage] if d.stage else "torch.compile"
+    tag = _STAGE_TAGS[d.stage] if d.stage else export_title_tag(d.export) if d.export else "torch.compile"
     ops = f" on {', '.join(d.culprit_ops)}" if d.culprit_ops else ""
     error = _PATH.sub("<path>", (d.error.splitlines() or [""])[0])
     return f"[{tag}] {error[:120]}{ops}"
@@ -144,6 +145,8 @@ def _program(d: Diagnosis) -> str:
 
 def _summary(d: Diagnosis, stage: str) -> str:
     backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
+    if d.export is not None:
+        return export_summary(d.export)
     if d.stage is FailingStage.DYNAMO and d.category is Category.ACCURACY:
         return ("`torch.compile` changes what the program computes: its own check fails when compiled, also with "
                 "`backend='eager'` (so no backend is involved), and passes with compilation off "

@@ -1,0 +1,134 @@
+"""Observe the script's torch.export and AOTInductor steps in the child; optionally change how they run.
+
+Contract: `install(log, export_eager, export_strict, record_dir)` is called once by `capture/child/__main__.py`
+before the script runs. Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
+imported (`export_imports.when_imported`): a call appends `ExportEvent(STARTED)` to `log` (JSON lines,
+flushed before the step runs, so a step that kills the process is the one left started), then
+`PASSED`, or `FAILED` with the exception, which is re-raised unchanged. Only the outermost step is
+recorded (AOTInductor decomposes the program itself: that is part of its step). Observing never
+changes the program: the wrapped functions get the arguments the script passed and their results go
+back to it as they are. A recorded run (`record_dir`) also keeps what a repro of an AOTInductor failure needs
+(`export_record.ExportRecorder`), before the step runs. Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
+- `export_eager`: AOTInductor off: `aoti_compile_and_package` keeps the exported program instead of
+  compiling it and `aoti_load_package` returns it, run eagerly (`torch_compat.export.EagerPackages`);
+  the steps are still recorded, so the run shows how far the script got;
+- `export_strict`: every `torch.export.export` call traces strictly (True) or not (False).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+from pt2doctor.capture.child.export_imports import when_imported
+from pt2doctor.capture.child.export_record import ExportRecorder
+from pt2doctor.capture.torch_compat import export as compat
+from pt2doctor.model.export import ExportEvent, ExportStep, Phase
+from pt2doctor.model.serialize import append_line
+
+_MAX_MESSAGE = 20_000
+
+
+class _Observer:
+    def __init__(self, log: str | None, recorder: ExportRecorder | None) -> None:
+        self._path = log
+        self._log: IO[str] | None = None  # opened at the first step: a run that never exports writes no file
+        self._recorder = recorder
+        self._counter = itertools.count()
+        self._depth = threading.local()
+        self._lock = threading.Lock()
+
+    def wrap(self, step_of: Callable[[dict[str, Any]], ExportStep]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(fn)
+            def observed(*args: Any, **kwargs: Any) -> Any:
+                depth = getattr(self._depth, "value", 0)
+                if depth:
+                    return fn(*args, **kwargs)
+                step, index = step_of(kwargs), next(self._counter)
+                if self._recorder is not None:
+                    self._recorder.before(step, args, kwargs)
+                self._write(ExportEvent(index, step, Phase.STARTED))
+                self._depth.value = 1
+                try:
+                    out = fn(*args, **kwargs)
+                except BaseException as exc:
+                    self._write(ExportEvent(index, step, Phase.FAILED, _qualname(type(exc)), str(exc)[:_MAX_MESSAGE]))
+                    raise
+                finally:
+                    self._depth.value = 0
+                self._write(ExportEvent(index, step, Phase.PASSED))
+                return out
+
+            return observed
+
+        return wrap
+
+    def _write(self, event: ExportEvent) -> None:
+        if self._path is None:
+            return
+        with self._lock:
+            if self._log is None:
+                self._log = open(self._path, "a")  # noqa: SIM115 - appended to until the process ends
+            append_line(self._log, event)
+            self._log.flush()
+
+
+def _qualname(kind: type) -> str:
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _trace_step(kwargs: dict[str, Any]) -> ExportStep:
+    return ExportStep.STRICT_TRACE if compat.is_strict(kwargs) else ExportStep.NON_STRICT_TRACE
+
+
+def _forcing_strict(strict: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(export: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(export)
+        def forced(*args: Any, **kwargs: Any) -> Any:
+            return export(*args, **{**kwargs, "strict": strict})
+
+        return forced
+
+    return wrap
+
+
+def _replacing(seam: compat.Seam, packages: compat.EagerPackages) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(real)
+        def replaced(*args: Any, **kwargs: Any) -> Any:
+            if seam.step is ExportStep.AOTI_COMPILE:
+                return packages.compile(*args, **kwargs)
+            return packages.load(real, *args, **kwargs)
+
+        return replaced
+
+    return wrap
+
+
+def _install_seam(seam: compat.Seam, observer: _Observer, export_eager: bool, export_strict: bool | None) -> None:
+    if seam.step is None and export_strict is not None:
+        compat.replace_seam(seam, _forcing_strict(export_strict))  # inside the observer: it records the mode used
+    if export_eager and seam.step in (ExportStep.AOTI_COMPILE, ExportStep.AOTI_LOAD):
+        compat.replace_seam(seam, _replacing(seam, _PACKAGES))
+    step = seam.step
+    if step is None and export_strict is not None:  # the mode the call runs in, not the one the script asked for
+        step = ExportStep.STRICT_TRACE if export_strict else ExportStep.NON_STRICT_TRACE
+    compat.replace_seam(seam, observer.wrap(_trace_step if step is None else lambda _kwargs: step))
+
+
+_PACKAGES = compat.EagerPackages()
+
+
+def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None,
+            record_dir: str | None = None) -> None:
+    observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None)
+    if export_eager:  # the stand-in package's calls are the package's run step
+        run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
+        compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]
+    for seam in compat.SEAMS:
+        when_imported(seam.module, functools.partial(_install_seam, seam, observer, export_eager, export_strict))

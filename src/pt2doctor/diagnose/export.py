@@ -1,0 +1,117 @@
+"""`diagnose` for a script that fails in torch.export or AOTInductor: the entry point, the step, the kind.
+
+Contract: `diagnose_export(runner, found, failed_run, queued)` is called by the procedure once the
+failure is reproduced. It reads the export steps the failing run went through (`export.jsonl`,
+`model.export`) and returns False, touching nothing, when the failure is not in the export path (no
+step failed, and no AOTInductor package ran before the failure): the torch.compile procedure goes on.
+Otherwise it cancels the queued torch.compile stage runs (they do not apply), makes the runs that tell
+the kinds apart, concludes `found` (`Found.export`) and returns True:
+- a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
+  other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
+  the fixes that a copy of the script verifies (`export_fix`);
+- an AOTInductor step failed, or the script's own check failed after the package ran: one run with
+  compilation off, AOTInductor included (the package replaced by the exported program run eagerly).
+  When that run fails too, it is the script's bug (`user_error`); else AOTInductor's, and the recorded
+  exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+
+from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.diagnose.export_fix import verified_fixes
+from pt2doctor.diagnose.export_repro import export_repro
+from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
+from pt2doctor.diagnose.found import Found, user_error
+from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.model.child import Overrides
+from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.export import (AOTI_STEPS, TRACE_STEPS, EntryPoint, ExportEvent, ExportFailureKind,
+                                    ExportFinding, ExportStep, Phase, entry_point, failing_step, steps_passed)
+from pt2doctor.model.serialize import RecordError, read_lines
+
+
+def export_events(run_dir: Path) -> list[ExportEvent]:
+    try:
+        return read_lines(RunPaths(run_dir).export_log, ExportEvent)
+    except RecordError:  # a torn last line (the process died while writing it): the lines before stand
+        return []
+
+
+def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]]) -> bool:
+    events = export_events(runner.run_dir(failed_run.label))
+    failed = failing_step(events)
+    if failed is not None and not _ended_with(failed, failed_run):
+        return False  # the script went on after a failed step (caught it) and failed elsewhere
+    if failed is None and ExportStep.AOTI_RUN not in steps_passed(events):
+        return False
+    for future in queued.values():
+        future.cancel()
+    entry = entry_point(events)
+    with found.timed("export"):
+        if failed is not None and failed.step not in AOTI_STEPS:
+            _tracing(runner, found, entry, failed)
+        else:
+            _aoti(runner, found, entry, failed, failed_run)
+    return True
+
+
+def _ended_with(failed: ExportEvent, run: Attempt) -> bool:
+    """The run ended in this step: it died in it, or with the exception the step raised."""
+    return failed.phase is Phase.STARTED or failed.error_type.rsplit(".", 1)[-1] in run.error
+
+
+def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent) -> None:
+    kind = failure_kind(failed)
+    strict = failed.step is ExportStep.STRICT_TRACE
+    runner.reporter.status(f"{failed.step.value} failed ({kind.value}): trying strict={not strict}")
+    other = _other_mode(runner, found, not strict) if failed.step in TRACE_STEPS else None
+    line = user_line(found.session.failures[0] if found.session and found.session.failures else None)
+    fixes = verified_fixes(runner, found, kind, failed, line)
+    finding = ExportFinding(entry, failed.step, kind, line, fixes, other_mode_passes=other)
+    conclude_export(found, finding, category_of(kind, failed))
+
+
+def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
+    """Whether every export of the script traces in the other mode (a run with it forced)."""
+    label = "export-strict" if strict else "export-non-strict"
+    attempt = runner.submit(Variant(label, None, Overrides(export_strict=strict))).result()
+    found.attempts.append(attempt)
+    failed = failing_step(export_events(runner.run_dir(label)))
+    return failed is None or failed.step not in TRACE_STEPS
+
+
+def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None,
+          failed_run: Attempt) -> None:
+    runner.reporter.status("running it with compilation off (the AOTInductor package replaced by the exported "
+                           "program, run eagerly)")
+    off = runner.submit(Variant.compilation_off()).result()
+    found.attempts.append(off)
+    step = failed.step if failed is not None else None
+    if off.outcome == "fail":
+        user_error(found, off)
+        found.export = ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False)
+        return
+    kind = failure_kind(failed)
+    finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
+    conclude_export(found, finding, category_of(kind, failed))
+    if kind is ExportFailureKind.WRONG_RESULT:
+        found.notes.append("every export step passed, the script's own check failed after the package ran, and "
+                           "passes with the exported program run eagerly instead: the package computes otherwise")
+
+
+def _with_repro(runner: VariantRunner, found: Found, failed_run: Attempt, failed: ExportEvent | None,
+                finding: ExportFinding) -> ExportFinding:
+    runner.reporter.status("writing repro.py (the exported program, compiled with AOTInductor) and running it")
+    with found.timed("export_repro"):
+        repro, verified, why = export_repro(runner.run_dir(failed_run.label), runner.call.out_dir, failed,
+                                            runner.call.timeout_s or _REPRO_TIMEOUT_S)
+    if repro is None or not verified:
+        found.notes.append(f"no verified repro.py: {why}")
+    return replace(finding, repro=str(repro) if repro else None, repro_verified=verified)
+
+
+_REPRO_TIMEOUT_S = 600.0

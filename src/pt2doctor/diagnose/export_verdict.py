@@ -1,0 +1,143 @@
+"""What a failure in the export path is, and how it is said. Pure: no runs, no I/O.
+
+Contract: `failure_kind(event)` names the kind of failure an export step ended in (the first rule of a
+table that matches the exception's type and message; AOTInductor steps by the step itself);
+`CATEGORIES` maps each kind to the failure category `run` and `diagnose` use everywhere (a planted
+AOTInductor compile error is a `kernel_failure`, as an Inductor one is). `user_line(failure)` is the
+user's line the tracer was at (Dynamo's "from user code" block under strict export, the innermost user
+frame of the traceback under non-strict). `conclude_export(found, finding, category)` writes the headline
+and the next steps from a finding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pt2doctor.diagnose.found import Found, traced_frames
+from pt2doctor.model import Category, Failure, SourceLoc
+from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding, ExportFix,
+                                    ExportStep, Phase, TRACE_STEPS)
+
+Kind = ExportFailureKind
+
+_RULES: tuple[tuple[ExportFailureKind, re.Pattern[str]], ...] = (
+    (Kind.CONSTRAINT_VIOLATION, re.compile(r"Constraints violated|ConstraintViolation")),
+    (Kind.DATA_DEPENDENT, re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
+    (Kind.UNSUPPORTED, re.compile(r"torch\._dynamo\.exc\.(Unsupported|UserError)|UnsupportedOperatorException")),
+)
+_AOTI_KINDS = {ExportStep.AOTI_COMPILE: Kind.AOTI_COMPILE, ExportStep.AOTI_LOAD: Kind.AOTI_LOAD,
+               ExportStep.AOTI_RUN: Kind.AOTI_RUNTIME}
+
+CATEGORIES = {
+    Kind.DATA_DEPENDENT: Category.GRAPH_BREAK,  # the program cannot be captured whole, as under fullgraph=True
+    Kind.UNSUPPORTED: Category.GRAPH_BREAK,
+    Kind.CONSTRAINT_VIOLATION: Category.USER_ERROR,  # the script's dynamic_shapes spec is wrong
+    Kind.EXPORT_INTERNAL: Category.DYNAMO_INTERNAL,
+    Kind.USER_CODE: Category.USER_ERROR,
+    Kind.AOTI_COMPILE: Category.KERNEL_FAILURE,
+    Kind.AOTI_LOAD: Category.BACKEND_FAILURE,
+    Kind.AOTI_RUNTIME: Category.KERNEL_FAILURE,
+    Kind.WRONG_RESULT: Category.ACCURACY,
+}
+
+
+def failure_kind(event: ExportEvent | None) -> ExportFailureKind:
+    """`event`: the step the run ended in (None: every step passed and the program's check failed after)."""
+    if event is None:
+        return Kind.WRONG_RESULT
+    if event.step in _AOTI_KINDS:
+        return _AOTI_KINDS[event.step]
+    text = f"{event.error_type}\n{event.message}"
+    fallback = Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") else Kind.USER_CODE
+    return next((kind for kind, rule in _RULES if rule.search(text)), fallback)
+
+
+def category_of(kind: ExportFailureKind, event: ExportEvent | None) -> Category:
+    if kind is Kind.AOTI_RUNTIME and event is not None and event.phase is Phase.STARTED:
+        return Category.RUNTIME_CRASH  # the process died inside the package's call
+    return CATEGORIES[kind]
+
+
+def user_line(failure: Failure | None) -> SourceLoc | None:
+    if failure is None:
+        return None
+    traced = traced_frames(failure.message)
+    if traced:
+        return traced[0]
+    return failure.user_frames[-1] if failure.user_frames else None
+
+
+def conclude_export(found: Found, finding: ExportFinding, category: Category) -> None:
+    found.export = finding
+    found.stage = None  # no torch.compile stage: the step says where
+    found.category = category
+    where = STEP_TITLES[finding.step] if finding.step else "the package's result (every export step passed)"
+    entry = "" if finding.step in TRACE_STEPS else f" ({finding.entry.value})"
+    found.headline = f"{found.category.value} in {where}{entry}: {found.error}"
+    if finding.user_line is not None:
+        found.user_frames = [finding.user_line, *(f for f in found.user_frames if f != finding.user_line)]
+    found.next_steps += _STEPS[finding.kind](finding)
+
+
+def _at(finding: ExportFinding) -> str:
+    line = finding.user_line
+    return f" at {line.file}:{line.line}" + (f" (`{line.code}`)" if line and line.code else "") if line else ""
+
+
+def _fix_steps(finding: ExportFinding) -> list[str]:
+    verified = sorted((f for f in finding.fixes if f.verified), key=lambda f: not f.script_passed)
+    if verified:
+        return [f"Fix (verified: {f.outcome}, in a copy of the script): {_where_fix_goes(f)}: `{f.text}`"
+                for f in verified[:1]]
+    return [f"Tried, did not fix it: `{f.text}` ({f.outcome})" for f in finding.fixes]
+
+
+def _where_fix_goes(fix: ExportFix) -> str:
+    if not fix.replaces:
+        return f"before line {fix.at.line} (`{fix.at.code}`)"
+    lines = f"line {fix.at.line}" if fix.replaces == 1 else f"lines {fix.at.line}-{fix.at.line + fix.replaces - 1}"
+    return f"in place of {lines} (`{fix.at.code}`{' ...' if fix.replaces > 1 else ''})"
+
+
+def _other_mode(finding: ExportFinding) -> list[str]:
+    if finding.other_mode_passes is None:
+        return []
+    other = "strict=False" if finding.entry is EntryPoint.EXPORT_STRICT else "strict=True"
+    if finding.other_mode_passes:
+        return [f"torch.export.export(..., {other}) traces it (verified by a run with it): use that mode."]
+    return [f"torch.export.export(..., {other}) fails too (verified by a run with it)."]
+
+
+def _data_dependent(finding: ExportFinding) -> list[str]:
+    return [f"torch.export cannot decide a condition on a value it only knows at run time{_at(finding)}.",
+            *_fix_steps(finding), *_other_mode(finding),
+            "Otherwise: torch._check(...) the fact the code relies on before that line, torch.cond for a real "
+            "branch on a tensor, or torch.sym_max/sym_min/sym_not for arithmetic on sizes."]
+
+
+def _constraint(finding: ExportFinding) -> list[str]:
+    return ["The dynamic_shapes spec allows sizes the program does not support (torch printed the range it does).",
+            *_fix_steps(finding)]
+
+
+def _unsupported(finding: ExportFinding) -> list[str]:
+    return [f"The tracer does not support the code{_at(finding)}.", *_other_mode(finding)]
+
+
+def _internal(finding: ExportFinding) -> list[str]:
+    if finding.kind is Kind.USER_CODE:
+        return [f"The program raised it while being traced{_at(finding)}: fix it there.", *_other_mode(finding)]
+    return [f"torch.export itself failed in {STEP_TITLES[finding.step] if finding.step else 'export'}: file it "
+            "with issue.md.", *_other_mode(finding)]
+
+
+def _aoti(finding: ExportFinding) -> list[str]:
+    steps = ["With AOTInductor replaced by the exported program run eagerly (ep.module()), the script passes "
+             "(verified by a run): the bug is in AOTInductor, not in the program or in torch.export.",
+             "File it with issue.md; until it is fixed, run ep.module() or torch.compile the model instead."]
+    return steps if finding.eager_passes else steps[1:]
+
+
+_STEPS = {Kind.DATA_DEPENDENT: _data_dependent, Kind.CONSTRAINT_VIOLATION: _constraint,
+          Kind.UNSUPPORTED: _unsupported, Kind.EXPORT_INTERNAL: _internal, Kind.USER_CODE: _internal, Kind.AOTI_COMPILE: _aoti,
+          Kind.AOTI_LOAD: _aoti, Kind.AOTI_RUNTIME: _aoti, Kind.WRONG_RESULT: _aoti}

@@ -1,0 +1,95 @@
+"""`pt2doctor diagnose` on scripts that export (and AOT-compile): the entry point, the step, the kind, the
+category and the verified fix, on real torch.export runs of tiny CPU programs (one diagnose per script,
+shared through the `diagnosed` fixture)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def test_a_data_dependent_branch_is_a_non_strict_tracing_failure_at_the_users_line(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "item_branch.py")
+    assert run.code == 1, run.stderr[-2000:]
+    export = d["export"]
+    assert (d["category"], d["stage"]) == ("graph_break", None)
+    assert (export["entry"], export["step"], export["kind"]) == ("torch.export (non-strict)", "non_strict_trace",
+                                                                 "data_dependent")
+    assert (Path(export["user_line"]["file"]).name, export["user_line"]["line"]) == ("item_branch.py", 10)
+    assert export["other_mode_passes"] is False  # strict export hits the same guard
+    labels = [a["label"] for a in d["attempts"]]
+    assert "export-strict" in labels and "force_eager" not in labels
+
+
+def test_the_data_dependent_fix_is_verified_on_a_copy_and_the_users_file_is_untouched(diagnosed) -> None:
+    before = (SCRIPTS / "item_branch.py").read_text()
+    run, d = diagnosed(SCRIPTS / "item_branch.py")
+    fix = d["export"]["fixes"][0]
+    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == ("torch._check(total > 2)", 10, 0, True)
+    assert fix["script_passed"] and "script then passed" in fix["outcome"]
+    assert len(d["export"]["fixes"]) == 1  # the first candidate fits: the negation is not tried
+    assert (SCRIPTS / "item_branch.py").read_text() == before
+    copy = run.out_dir / "export-fix" / "1" / "item_branch.py"
+    assert "        torch._check(total > 2)\n        if total > 2:" in copy.read_text()
+    assert "torch._check(total > 2)" in run.stdout + run.stderr
+
+
+def test_a_branch_on_a_tensor_gets_a_verified_torch_cond(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "tensor_branch.py")
+    [fix] = d["export"]["fixes"]  # torch._check takes no tensor: not tried
+    assert fix["text"] == "return torch.cond(x.sum() > 0, lambda: x + 1, lambda: x - 1)"
+    assert (fix["at"]["line"], fix["replaces"], fix["verified"], fix["script_passed"]) == (7, 3, True, True)
+
+
+def test_a_bad_dim_range_gets_torchs_suggestion_verified(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "bad_dim.py")
+    export = d["export"]
+    assert (d["category"], export["kind"], export["step"]) == ("user_error", "constraint_violation", "non_strict_trace")
+    assert run.code == 2  # the script's own spec is wrong, as for any user error
+    fix = export["fixes"][0]
+    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == (
+        "b = Dim('b', min=5, max=64)", 13, 1, True)
+
+
+def test_a_strict_only_failure_says_non_strict_exports_it(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "strict_only.py")
+    export = d["export"]
+    assert (d["category"], export["entry"], export["step"], export["kind"]) == (
+        "graph_break", "torch.export (strict)", "strict_trace", "unsupported")
+    assert export["other_mode_passes"] is True
+    assert any("strict=False" in step and "verified" in step for step in d["next_steps"])
+    issue = (run.out_dir / "issue.md").read_text()
+    assert issue.startswith("# [export]") and "`torch.export (strict)` fails in strict tracing" in issue
+
+
+@pytest.mark.slow
+def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "aoti_relu_bug.py", "compile_error")
+    export = d["export"]
+    assert (d["category"], export["step"], export["kind"], export["eager_passes"]) == (
+        "kernel_failure", "aoti_compile", "aoti_compile", True)
+    off = next(a for a in d["attempts"] if a["label"] == "force_eager")
+    assert off["outcome"] == "pass"  # compilation off, AOTInductor included: the exported program runs eagerly
+    issue = (run.out_dir / "issue.md").read_text()
+    assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(ep" in issue
+    # repro.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
+    assert export["repro_verified"] and Path(export["repro"]).name == "repro.py"
+    assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called
+    assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in Path(export["repro"]).read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("bug", "step", "kind", "category"), [
+    ("runtime_error", "aoti_run", "aoti_runtime", "kernel_failure"),
+    ("accuracy", None, "wrong_result", "accuracy"),  # every step passes; the script's own check fails
+])
+def test_a_planted_aoti_runtime_error_or_wrong_result_is_aotinductors_with_a_verified_repro(
+        diagnosed, bug: str, step: str | None, kind: str, category: str) -> None:
+    run, d = diagnosed(SCRIPTS / "aoti_relu_bug.py", bug)
+    export = d["export"]
+    assert (d["category"], export["step"], export["kind"], export["eager_passes"]) == (category, step, kind, True)
+    assert export["repro_verified"], d["notes"]
+    assert (run.out_dir / "inputs.pt").exists()  # the package was called: its inputs are part of the repro
