@@ -36,6 +36,7 @@ from pt2doctor.model.serialize import dumps, write_record
 
 _STDERR_TAIL = 64 * 1024
 _GRACE_S = 5.0
+_POLL_S = 0.25  # how soon a run that is no longer wanted is stopped
 
 
 class Reporter(Protocol):
@@ -208,10 +209,9 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     pump.start()
     timed_out = interrupted = False
     try:
-        proc.wait(timeout=options.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _stop(proc, signal.SIGTERM)
+        timed_out = not _wait(proc, options)
+        if timed_out:
+            _stop(proc, signal.SIGTERM)
     except KeyboardInterrupt:
         interrupted = True
         _stop(proc, signal.SIGINT)
@@ -226,6 +226,24 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
     return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted), tail.text()
+
+
+def _wait(proc: subprocess.Popen[bytes], options: RunOptions) -> bool:
+    """Wait for the child; False at the timeout. A run no longer wanted (`options.cancelled`) is stopped."""
+    deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        try:
+            proc.wait(timeout=_POLL_S if left is None else min(left, _POLL_S))
+            return True
+        except subprocess.TimeoutExpired:
+            if options.cancelled is not None and options.cancelled.is_set():
+                with _LIVE_LOCK:
+                    _STOPPED.add(proc.pid)
+                _stop(proc, signal.SIGTERM)
+                return True
 
 
 def _stop(proc: subprocess.Popen[bytes], first: signal.Signals) -> None:

@@ -48,8 +48,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
         return False  # the script went on after a failed step (caught it) and failed elsewhere
     if failed is None and ExportStep.AOTI_RUN not in steps_passed(events):
         return False
-    for future in queued.values():
-        future.cancel()
+    for future in queued.values():  # torch.compile's stage runs say nothing about an export: stop them
+        runner.stop(future)
     entry = entry_point(events)
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:

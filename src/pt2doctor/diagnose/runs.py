@@ -88,10 +88,19 @@ class VariantRunner:
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
         self._closed = threading.Event()
+        self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
 
     def submit(self, variant: Variant) -> Future[Attempt]:
         self._submitted += 1
-        return self._pool.submit(self._run, variant)
+        unwanted = threading.Event()
+        future = self._pool.submit(self._run, variant, unwanted)
+        self._unwanted[future] = unwanted
+        return future
+
+    def stop(self, future: Future[Attempt]) -> None:
+        """That run is not wanted: it never starts, or is terminated if it is running; it reports nothing."""
+        future.cancel()
+        self._unwanted[future].set()
 
     def run_dir(self, label: str) -> Path:
         return self.call.out_dir / "runs" / label
@@ -100,10 +109,12 @@ class VariantRunner:
         """No run is wanted any more: queued ones never start, running ones (and one starting
         right now) are terminated, and none reports progress after this."""
         self._closed.set()
+        for unwanted in self._unwanted.values():
+            unwanted.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         stop_all(signal.SIGTERM)
 
-    def options(self, variant: Variant) -> RunOptions:
+    def options(self, variant: Variant, unwanted: threading.Event | None = None) -> RunOptions:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
         hooks = Hooks(overrides=variant.overrides)
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
@@ -113,19 +124,20 @@ class VariantRunner:
         return RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
-            env={**self.call.env, **variant.env}, echo=False, label=variant.label, cancelled=self._closed,
+            env={**self.call.env, **variant.env}, echo=False, label=variant.label,
+            cancelled=unwanted if unwanted is not None else self._closed,
         )
 
-    def _run(self, variant: Variant) -> Attempt:
-        options = self.options(variant)
-        if self._closed.is_set():
+    def _run(self, variant: Variant, unwanted: threading.Event) -> Attempt:
+        options = self.options(variant, unwanted)
+        if unwanted.is_set():
             raise CancelledError(variant.label)
         self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
         session = enrich(run_script(options))
         self.sessions[variant.label] = session
         self._finished += 1
         attempt = attempt_of(variant, session)
-        if self._closed.is_set():  # stopped because it is not wanted: not a result to report
+        if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
         said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
