@@ -25,6 +25,9 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - For the Dynamo stage, an int input that was a SymInt when the graph failed is compiled as one
   (`torch.compiler.config.dynamic_sources` naming exactly those arguments), so a graph that became
   dynamic after a recompile fails in the repro as it did.
+- A backward graph (`backward`: what AOTAutograd hands `bw_compiler`) runs standalone on its own
+  inputs (saved activations, tangents); Inductor compiles it with `is_backward=True`, another
+  `aot_autograd` backend (its source, or its registered name) with its own `bw_compiler`.
 - A graph calling Inductor's random prims (dropout after AOT) imports `torch._inductor.inductor_prims`.
 """
 
@@ -51,6 +54,7 @@ class ReproScript:
     accuracy: bool = False
     tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
+    backward: bool = False  # an after-AOT backward graph: compiled as the backend's bw_compiler would
 
 
 def render(script: ReproScript) -> str:
@@ -68,7 +72,7 @@ def render(script: ReproScript) -> str:
         t.ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
         constants + _render_dynamic_dims(script),
-        _render_backend(script) if script.stage is Stage.DYNAMO else "",
+        _render_backend(script) if script.stage is Stage.DYNAMO or _custom_backward(script) else "",
         _render_module(script.forward_code),
         _render_inputs(script),
         t.HELPERS,
@@ -107,14 +111,22 @@ def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str
 
 
 def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
+    if _custom_backward(script):
+        return t.COMPILE_AOT_BACKWARD
     if script.stage is not Stage.DYNAMO:
-        return t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
+        aot = t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
+        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "")
     if higher_order:
         return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
     if sources:
         return f"DYNAMIC_SOURCES = {sources!r}\n{t.COMPILE_DYNAMIC_SOURCES}"
     return t.COMPILE_DYNAMO
+
+
+def _custom_backward(script: ReproScript) -> bool:
+    """A backward graph of a backend other than Inductor: compiled by the backend's own `bw_compiler`."""
+    return script.stage is Stage.AOT and script.backward and script.backend != BackendSpec(BackendKind.NAMED, "inductor")
 
 
 def _dynamic_sources(script: ReproScript) -> str:

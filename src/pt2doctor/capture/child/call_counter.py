@@ -36,7 +36,7 @@ def install() -> Callable[[], dict[str, int]]:
             try:
                 return compiled(*args, **kwargs)
             except BaseException as exc:
-                _mark_raised_by(exc, compile_id)
+                mark_raised_by(exc, compile_id)
                 raise
 
         return counted
@@ -48,10 +48,11 @@ def install() -> Callable[[], dict[str, int]]:
 RAISED_BY = "_pt2doctor_raised_by_graph"
 
 
-def _mark_raised_by(exc: BaseException, compile_id: str) -> None:
+def mark_raised_by(exc: BaseException, compile_id: str | None) -> None:
     """Tag `exc` with the compiled graph it came out of as that graph ran (the innermost one wins), so
-    the child's record can tell a graph's run-time error from the script's own."""
-    if not hasattr(exc, RAISED_BY):
+    the child's record can tell a graph's run-time error from the script's own (also the graph
+    recorder's, for a backward graph's compile or run: `capture.child.graph_runs`)."""
+    if compile_id is not None and not hasattr(exc, RAISED_BY):
         try:
             setattr(exc, RAISED_BY, compile_id)
         except (AttributeError, TypeError):

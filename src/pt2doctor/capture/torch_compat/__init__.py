@@ -32,6 +32,7 @@ from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_s
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
+    patch_aot_compilers,
     backend_chain,
     registered_backends,
     current_compile_id,
@@ -77,6 +78,7 @@ __all__ = [
     "patch_torch_compile",
     "patch_backend_call",
     "patch_inductor_inner_compile",
+    "patch_aot_compilers",
     "backend_chain",
     "registered_backends",
     "current_compile_id",
