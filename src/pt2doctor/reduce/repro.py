@@ -28,7 +28,8 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - A backward graph (`backward`: what AOTAutograd hands `bw_compiler`) runs standalone on its own
   inputs (saved activations, tangents); Inductor compiles it with `is_backward=True`, another
   `aot_autograd` backend (its source, or its registered name) with its own `bw_compiler`.
-- A graph calling Inductor's random prims (dropout after AOT) imports `torch._inductor.inductor_prims`.
+- A graph calling a prim that Inductor defines (its random prims: dropout after AOT; its max-pool
+  backward's offsets) imports `torch._inductor.inductor_prims`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, inductor_prim_calls, torch_ops_called
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import repro_templates as t
 
@@ -67,7 +68,7 @@ def render(script: ReproScript) -> str:
     check = t.CHECK_ACCURACY if script.accuracy else t.CHECK
     parts = [
         _docstring(script),
-        t.IMPORTS + (t.INDUCTOR_PRIMS if "torch.ops.prims.inductor_" in code else ""),
+        t.IMPORTS + (t.INDUCTOR_PRIMS if any(call in code for call in inductor_prim_calls()) else ""),
         "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
         t.ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),

@@ -11,7 +11,7 @@ from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_M
 
 IMPORTS = "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
 
-# Inductor's random prims (dropout after AOT) exist only once this module is imported.
+# Inductor's prims (its random ones: dropout after AOT; max-pool offsets) exist only once this module is imported.
 INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
 
 # Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to

@@ -58,7 +58,9 @@ tolerance, after-AOT graphs' compiled callables are wrapped (`capture.child.grap
 AOTAutograd's cache is off (a wrapped result is no cacheable `OutputCode`): a backward graph's run
 failure keeps its real inputs (saved activations, tangents); with a tolerance its first call is
 judged against eager on them, and so is each Inductor forward graph's, whose outputs include the
-activations it saves for the backward (a wrong saved mask is a wrong gradient with a right loss).
+activations it saves for the backward (a wrong saved mask is a wrong gradient with a right loss);
+where it fails, its Dynamo graph's failure in the same call is left out (the after-AOT one is the
+more precise, and one wrong graph per compile keeps `diagnose` from testing which one matters).
 Backends: see `capture.child.backend_source` (a registered name is kept as a
 name; a user's backend as standalone source with what it needs from its module, or a stub).
 Inputs' metadata and saved values: `capture.child.graph_inputs`.
@@ -101,6 +103,8 @@ class GraphRecorder:
         self.backends: dict[str, BackendSpec | None] = {}  # a Dynamo graph's backend, by graph id
         self.compiling_backward = False
         self.last_aot: str | None = None  # the after-AOT graph recorded last
+        self.compile_ids: dict[str, str | None] = {}  # every graph's, by graph id
+        self.wrong_forwards: set[str] = set()  # compile ids whose after-AOT graph failed the accuracy check
         self.failed_with_values: set[str] = set()
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
@@ -116,6 +120,13 @@ class GraphRecorder:
         self._write_failure(graph, phase, f"{type(inner).__name__}: {lines[0] if lines else ''}", None, inputs)
 
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
+        """An accuracy failure of `graph`; a Dynamo graph's is left out where its after-AOT forward graph,
+        judged inside the same call on all its outputs, already failed: that one is the more precise."""
+        compile_id = self.compile_ids.get(graph)
+        if compile_id in self.wrong_forwards and graph in self.backends:
+            return
+        if graph not in self.backends and compile_id is not None:
+            self.wrong_forwards.add(compile_id)
         self._write_failure(graph, "accuracy", f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}", tolerance, inputs)
 
     def _write_failure(self, graph: str, phase: FailurePhase, description: str, tolerance: float | None,
@@ -142,6 +153,7 @@ class GraphRecorder:
             values=save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         )
         append_line(self.index, entry)
+        self.compile_ids[graph_id] = entry.compile_id
         if stage is Stage.DYNAMO and entry.compile_id:
             self.dynamo_by_compile_id[entry.compile_id] = graph_id
         if stage is Stage.DYNAMO:
@@ -271,7 +283,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
     def on_aot_compile(kind: AotKind, original: Callable[..., Any], gm: Any, example_inputs: Any) -> Any:
         if kind == "backward":
             return on_backward_compile(original, gm, example_inputs)
-        if tolerance is None:  # Inductor's inner compile records the graph (`on_inductor_compile`)
+        if tolerance is None or kind == "inference":  # an inference graph's outputs are its Dynamo graph's
             return original(gm, example_inputs)
         eager, before = graph_copy(gm), recorder.last_aot
         compiled = original(gm, example_inputs)

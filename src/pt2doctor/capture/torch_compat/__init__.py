@@ -48,6 +48,7 @@ from pt2doctor.capture.torch_compat.record import (
     accuracy_rule_source,
     node_example_value,
     register_inductor_prims,
+    inductor_prim_calls,
     aot_autograd_kwargs,
 )
 from pt2doctor.capture.torch_compat.diagnose import (
@@ -86,6 +87,7 @@ __all__ = [
     "is_zero_tensor",
     "fx_module_source",
     "register_inductor_prims",
+    "inductor_prim_calls",
     "graph_module",
     "graph_module_source",
     "torch_ops_called",

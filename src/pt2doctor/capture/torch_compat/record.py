@@ -241,6 +241,18 @@ def register_inductor_prims() -> None:
     import torch._inductor.inductor_prims  # noqa: F401
 
 
+def inductor_prim_calls() -> tuple[str, ...]:
+    """How a graph's code calls each prim that exists only once `torch._inductor.inductor_prims` is
+    imported (`torch.ops.prims.inductor_seeds`, `torch.ops.prims._low_memory_max_pool_offsets_to_indices`
+    that Inductor's max-pool backward uses, ...): the module's op objects (2.13)."""
+    import torch
+    from torch._inductor import inductor_prims
+
+    names = {op.name() if isinstance(op, torch._ops.OpOverload) else op._qualified_op_name
+             for op in vars(inductor_prims).values() if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))}
+    return tuple(sorted("torch.ops." + name.replace("::", ".") for name in names))
+
+
 def aot_autograd_kwargs(backend: Any) -> dict[str, Any] | None:
     """An `aot_autograd(**kwargs)` backend's kwargs as the user gave them, else None (2.13).
 
