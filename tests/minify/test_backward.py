@@ -119,3 +119,30 @@ def test_a_wrong_saved_activation_is_minified_from_the_forward_graph(diagnosed):
     assert (d["category"], d["stage"]) == ("accuracy", "inductor")
     assert d["repro_verified"], d["notes"]
     assert "is_backward" not in (run.out_dir / "repro.py").read_text()
+
+
+def test_a_boxed_backward_call_is_judged_and_kept_on_the_inputs_it_was_given(tmp_path):
+    # AOTAutograd calls a boxed compiled backward with a list the callee empties (it steals the saved
+    # activations): the judge and the kept values must read the inputs before the call
+    import torch
+
+    from pt2doctor.capture.child import graph_recorder, graph_runs
+
+    def eager(x, g):
+        return (x * g,)
+
+    def wrong(args):
+        x, g = args
+        args.clear()
+        return (x * g + 1,)
+
+    wrong._boxed_call = True
+    recorder = graph_recorder.GraphRecorder(tmp_path)
+    checked = graph_runs.aot_checked(recorder, "g0002", "0/0", wrong, torch.fx.symbolic_trace(eager), 1e-4)
+    x, g = torch.randn(3), torch.randn(3)
+    assert checked._boxed_call and torch.equal(checked([x, g])[0], x * g + 1)
+    recorder.close()
+    [failure] = read_failures(tmp_path / "graphs")
+    assert (failure.graph, failure.phase, failure.values) == ("g0002", "accuracy", "g0002.inputs.pt")
+    kept = torch.load(tmp_path / "graphs" / "g0002.inputs.pt", weights_only=True)
+    assert torch.equal(kept[0], x) and torch.equal(kept[1], g)

@@ -104,7 +104,7 @@ class GraphRecorder:
         self.compiling_backward = False
         self.last_aot: str | None = None  # the after-AOT graph recorded last
         self.compile_ids: dict[str, str | None] = {}  # every graph's, by graph id
-        self.wrong_forwards: set[str] = set()  # compile ids whose after-AOT graph failed the accuracy check
+        self.wrong_after_aot: set[str] = set()  # compile ids whose after-AOT graph failed the accuracy check
         self.failed_with_values: set[str] = set()
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
@@ -122,11 +122,11 @@ class GraphRecorder:
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
         """An accuracy failure of `graph`; a Dynamo graph's is left out where its after-AOT forward graph,
         judged inside the same call on all its outputs, already failed: that one is the more precise."""
-        compile_id = self.compile_ids.get(graph)
-        if compile_id in self.wrong_forwards and graph in self.backends:
+        compile_id, dynamo = self.compile_ids.get(graph), graph in self.backends
+        if dynamo and compile_id in self.wrong_after_aot:
             return
-        if graph not in self.backends and compile_id is not None:
-            self.wrong_forwards.add(compile_id)
+        if not dynamo and compile_id is not None:
+            self.wrong_after_aot.add(compile_id)
         self._write_failure(graph, "accuracy", f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}", tolerance, inputs)
 
     def _write_failure(self, graph: str, phase: FailurePhase, description: str, tolerance: float | None,
