@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 import torch.fx
 
-from pt2doctor.capture.child import graph_recorder
+from pt2doctor.capture.child import graph_recorder, graph_runs
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.accuracy_probe import judge_graph
 from pt2doctor.capture.torch_compat import accuracy_rule
@@ -59,7 +59,7 @@ def test_the_probe_the_recorder_and_the_repro_give_one_verdict_on_a_graph_with_i
     assert judge_graph("0/0", gm, None, compiled, [x], 1e-4).verdict == "pass"
 
     recorder = graph_recorder.GraphRecorder(tmp_path / "run")
-    graph_recorder._accuracy_checked(recorder, "g0000", gm, compiled, 1e-4)(x)
+    graph_runs.accuracy_checked(recorder, "g0000", gm, compiled, 1e-4)(x)
     recorder.close()
     assert (tmp_path / "run" / "graphs" / "failures.jsonl").read_text() == ""
 

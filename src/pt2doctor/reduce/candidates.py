@@ -60,13 +60,26 @@ def warm_up(device: str = "cpu") -> None:
     (`Forks`)."""
     import torch
 
+    global _FRESH_THREADS
+    _FRESH_THREADS = torch.get_num_threads()
     torch.set_num_threads(1)
     torch_compat.prewarm_inductor()
     torch_compat.compile_tiny_graph(device)
 
 
+# The intra-op thread count torch picks in a fresh interpreter (the user's run's, the verifier's): a
+# kernel that is wrong only when it runs in parallel (a race, a reduction split across threads) must
+# be wrong in the candidates too. The warm process stays at one thread, so a forked child has no
+# OpenMP pool to inherit and starts its own.
+_FRESH_THREADS: int | None = None
+
+
 def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
-    """In the child: exec the repro script and run its `check()`."""
+    """In the child: exec the repro script and run its `check()` with a fresh interpreter's threads."""
+    if _FRESH_THREADS is not None:
+        import torch
+
+        torch.set_num_threads(_FRESH_THREADS)
     # Where the repro will be written, so it finds files beside it (saved input values).
     namespace: dict[str, object] = {"__name__": "pt2doctor_candidate", "__file__": repro_file}
     exec(compile(text, "repro.py", "exec"), namespace)

@@ -15,6 +15,9 @@ fp64-referenced accuracy check, with no expected signature. `load_failing`'s cho
 3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
    accuracy check rejected (with the values it was judged on; `prefer`, else the last one), else
    the last graph, is minified against the fp64-referenced accuracy check (the oracle confirms it).
+A backward graph (`aot_kind` "backward", recorded when AOTAutograd compiled it) is blamed like any
+after-AOT graph; its context says `backward`, so the repro compiles it the way the backend's
+`bw_compiler` did, and only its own saved values are used (its inputs are not its parent's).
 A recorded failure that is only a wrapper (`SubprocException` from Inductor's compile workers)
 gives no expected signature: the first isolated run of the graph fixes the target.
 Input values the recorder kept (`<id>.inputs.pt`: the graph's own, or for an after-AOT graph,
@@ -246,10 +249,12 @@ def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Ten
 
 
 def context_from_entry(entry: GraphEntry, accuracy: bool, tolerance: float) -> ReproContext:
+    kind = f"{entry.stage.value} {entry.aot_kind}" if entry.aot_kind == "backward" else entry.stage.value
     header = (
-        f"Recorded graph {entry.id} ({entry.stage.value}, compile id {entry.compile_id}); torch {torch.__version__}.",
+        f"Recorded graph {entry.id} ({kind}, compile id {entry.compile_id}); torch {torch.__version__}.",
     )
     return ReproContext(
         stage=entry.stage, backend=entry.backend or BackendSpec(BackendKind.NAMED, "inductor"),
         config_lines=entry.config, accuracy=accuracy, tolerance=tolerance, header=header,
+        backward=entry.aot_kind == "backward",
     )

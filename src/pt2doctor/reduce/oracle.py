@@ -32,13 +32,14 @@ class ReproContext:
     accuracy: bool = False
     tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()
+    backward: bool = False  # an after-AOT backward graph (`ReproScript.backward`)
 
 
 def script_for(case: FxCase, context: ReproContext) -> ReproScript:
     return ReproScript(
         stage=context.stage, forward_code=case.code, inputs=case.inputs, backend=context.backend,
         prelude=case.prelude, config_lines=context.config_lines, accuracy=context.accuracy,
-        tolerance=context.tolerance, header=context.header,
+        tolerance=context.tolerance, header=context.header, backward=context.backward,
     )
 
 

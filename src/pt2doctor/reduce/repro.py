@@ -25,7 +25,11 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - For the Dynamo stage, an int input that was a SymInt when the graph failed is compiled as one
   (`torch.compiler.config.dynamic_sources` naming exactly those arguments), so a graph that became
   dynamic after a recompile fails in the repro as it did.
-- A graph calling Inductor's random prims (dropout after AOT) imports `torch._inductor.inductor_prims`.
+- A backward graph (`backward`: what AOTAutograd hands `bw_compiler`) runs standalone on its own
+  inputs (saved activations, tangents); Inductor compiles it with `is_backward=True`, another
+  `aot_autograd` backend (its source, or its registered name) with its own `bw_compiler`.
+- A graph calling a prim that Inductor defines (its random prims: dropout after AOT; its max-pool
+  backward's offsets) imports `torch._inductor.inductor_prims`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, inductor_prim_calls, torch_ops_called
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import repro_templates as t
 
@@ -51,6 +55,7 @@ class ReproScript:
     accuracy: bool = False
     tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
+    backward: bool = False  # an after-AOT backward graph: compiled as the backend's bw_compiler would
 
 
 def render(script: ReproScript) -> str:
@@ -63,12 +68,12 @@ def render(script: ReproScript) -> str:
     check = t.CHECK_ACCURACY if script.accuracy else t.CHECK
     parts = [
         _docstring(script),
-        t.IMPORTS + (t.INDUCTOR_PRIMS if "torch.ops.prims.inductor_" in code else ""),
+        t.IMPORTS + (t.INDUCTOR_PRIMS if any(call in code for call in inductor_prim_calls()) else ""),
         "\n".join(script.config_lines) + ("\n" if script.config_lines else ""),
         t.ONE_COMPILE_THREAD,
         "\n".join(script.prelude) + ("\n" if script.prelude else ""),
         constants + _render_dynamic_dims(script),
-        _render_backend(script) if script.stage is Stage.DYNAMO else "",
+        _render_backend(script) if script.stage is Stage.DYNAMO or _custom_backward(script) else "",
         _render_module(script.forward_code),
         _render_inputs(script),
         t.HELPERS,
@@ -107,14 +112,22 @@ def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str
 
 
 def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
+    if _custom_backward(script):
+        return t.COMPILE_AOT_BACKWARD
     if script.stage is not Stage.DYNAMO:
-        return t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
+        aot = t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
+        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "")
     if higher_order:
         return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
     if sources:
         return f"DYNAMIC_SOURCES = {sources!r}\n{t.COMPILE_DYNAMIC_SOURCES}"
     return t.COMPILE_DYNAMO
+
+
+def _custom_backward(script: ReproScript) -> bool:
+    """A backward graph of a backend other than Inductor: compiled by the backend's own `bw_compiler`."""
+    return script.stage is Stage.AOT and script.backward and script.backend != BackendSpec(BackendKind.NAMED, "inductor")
 
 
 def _dynamic_sources(script: ReproScript) -> str:

@@ -11,7 +11,7 @@ from pt2doctor.model.signature import ACCURACY_MESSAGE, ACCURACY_TYPE, FAILURE_M
 
 IMPORTS = "import sys\nimport traceback\n\nimport torch\nimport torch._dynamo\nimport torch.fx\n"
 
-# Inductor's random prims (dropout after AOT) exist only once this module is imported.
+# Inductor's prims (its random ones: dropout after AOT; max-pool offsets) exist only once this module is imported.
 INDUCTOR_PRIMS = "import torch._inductor.inductor_prims  # registers prims.inductor_seeds & co, which the graph calls\n"
 
 # Compile in this process, as the minifier's workers did: a pool of compile workers takes longer to
@@ -77,8 +77,24 @@ def compile_repro(mod, args):
     from torch._inductor.compile_fx import compile_fx_inner
 
     gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
-    compiled = compile_fx_inner(gm, list(args))
+    compiled = compile_fx_inner(gm, list(args)BACKWARD_ARG)
     return lambda *a: compiled(list(a))
+'''
+
+# A backward graph (what AOTAutograd hands `bw_compiler`: saved activations and tangents in, gradients
+# out) compiled the way the backend compiled it: Inductor's with `is_backward=True` (in place of
+# COMPILE_AOT's `BACKWARD_ARG`), any other `aot_autograd` backend's with its own backward compiler, as AOTAutograd
+# calls it (its forward compiler when it has none; a stub backend stands for itself).
+COMPILE_AOT_BACKWARD = '''
+def compile_repro(mod, args):
+    from torch._dynamo.backends.registry import lookup_backend
+
+    backend = lookup_backend(BACKEND) if isinstance(BACKEND, str) else BACKEND
+    kwargs = getattr(backend, "kwargs", {})  # an aot_autograd(...) backend's compilers
+    bw_compiler = kwargs.get("bw_compiler") or kwargs.get("fw_compiler") or backend
+    gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
+    compiled = bw_compiler(gm, list(args))
+    return (lambda *a: compiled(list(a))) if getattr(compiled, "_boxed_call", False) else compiled
 '''
 
 # After AOT with symbolic sizes, the graph Inductor gets is traced with a SymInt exactly where the
@@ -88,7 +104,7 @@ def compile_repro(mod, args):
     from torch._inductor.compile_fx import compile_fx_inner
 
     gm = trace_symbolic(mod, args)
-    compiled = compile_fx_inner(gm, [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"])
+    compiled = compile_fx_inner(gm, [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]BACKWARD_ARG)
     return lambda *a: compiled(list(a))
 
 

@@ -344,7 +344,9 @@ _INSTANCE_HELPER = """def _instance(cls, state):
 
 
 def _namespaces(backend: Any, kwargs: dict[str, Any]) -> list[Mapping[str, Any]]:
-    spaces = [v.__globals__ for v in kwargs.values() if inspect.isfunction(v)]
+    """The modules of the user's own compilers; a library's (`compile_fx_inner` as `fw_compiler`) is
+    imported, so its module's names are not the user's to copy."""
+    spaces = [v.__globals__ for v in kwargs.values() if inspect.isfunction(v) and _import_line(v, None) is None]
     main = getattr(sys.modules.get("__main__"), "__dict__", None)
     return spaces + ([main] if main is not None else [])
 

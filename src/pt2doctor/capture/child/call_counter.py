@@ -3,10 +3,12 @@
 Contract: `install()` (in the child, before the script runs) wraps every callable a Dynamo backend
 returns in a counter keyed by the compile id it was compiled under, and returns `snapshot()`, the
 `{compile id: calls}` the child writes to its sidecar at exit. An exception that comes out of
-a compiled graph's call is tagged with that graph's compile id (`RAISED_BY`). The wrapper is one Python call and
+a compiled graph's call is tagged with that graph's compile id (`RAISED_BY`), and so is one that comes
+out of a backward graph's compile, which AOTAutograd runs lazily inside `loss.backward()` (the
+compilers every `aot_autograd` backend hands it are wrapped; their results are not). The wrapper is one Python call and
 an integer add per graph call, and keeps the boxed calling convention (`_boxed_call`). It imports
-nothing: the hook goes in when the script itself imports Dynamo (an import hook on
-`torch._dynamo.output_graph`), so a script that never uses torch still never imports it.
+nothing: the hook goes in when the script itself imports Dynamo (import hooks on
+`torch._dynamo.output_graph` and `torch._dynamo.backends.common`), so a script that never uses torch still never imports it.
 """
 
 from __future__ import annotations
@@ -36,22 +38,33 @@ def install() -> Callable[[], dict[str, int]]:
             try:
                 return compiled(*args, **kwargs)
             except BaseException as exc:
-                _mark_raised_by(exc, compile_id)
+                mark_raised_by(exc, compile_id)
                 raise
 
         return counted
 
+    def on_aot_compile(kind: str, original: Callable[..., Any], gm: Any, example_inputs: Any) -> Any:
+        try:
+            return original(gm, example_inputs)
+        except BaseException as exc:  # a backward compiles lazily, in `loss.backward()`: the graph's failure
+            if kind == "backward":
+                mark_raised_by(exc, torch_compat.current_compile_id())
+            raise
+
     after_import(_HOOKED_MODULE, lambda: torch_compat.patch_backend_call(on_backend_call))
+    # its own module: patching while `output_graph` is imported would import it inside Dynamo's own init
+    after_import(_AOT_MODULE, lambda: torch_compat.patch_aot_compilers(on_aot_compile))
     return lambda: dict(calls)
 
 
 RAISED_BY = "_pt2doctor_raised_by_graph"
 
 
-def _mark_raised_by(exc: BaseException, compile_id: str) -> None:
+def mark_raised_by(exc: BaseException, compile_id: str | None) -> None:
     """Tag `exc` with the compiled graph it came out of as that graph ran (the innermost one wins), so
-    the child's record can tell a graph's run-time error from the script's own."""
-    if not hasattr(exc, RAISED_BY):
+    the child's record can tell a graph's run-time error from the script's own (also the graph
+    recorder's, for a backward graph's compile or run: `capture.child.graph_runs`)."""
+    if compile_id is not None and not hasattr(exc, RAISED_BY):
         try:
             setattr(exc, RAISED_BY, compile_id)
         except (AttributeError, TypeError):
@@ -59,6 +72,7 @@ def _mark_raised_by(exc: BaseException, compile_id: str) -> None:
 
 
 _HOOKED_MODULE = "torch._dynamo.output_graph"  # defines OutputGraph, the one place backends are called
+_AOT_MODULE = "torch._dynamo.backends.common"  # defines AotAutograd, which hands AOTAutograd its compilers
 
 
 def after_import(name: str, then: Callable[[], object]) -> None:

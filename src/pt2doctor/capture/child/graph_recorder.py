@@ -45,7 +45,23 @@ graph is seen. Without it (`run --record`, which must stay cheap: with the cache
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
 is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
 a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
-own FX graph cache stays on either way. Backends: see `capture.child.backend_source` (a registered name is kept as a
+own FX graph cache stays on either way.
+Backward graphs: every `aot_autograd` backend's (Inductor's, `aot_eager`'s, a user's
+`aot_autograd(bw_compiler=...)`) is recorded when its backward compiler is called
+(`torch_compat.patch_aot_compilers`), lazily at the first `backward()` with the forward's compile
+context restored: an AOT entry of kind `backward`, its compile id and Dynamo `parent` the forward's,
+the parent's backend (whose `bw_compiler` the repro calls), its (fake) inputs' metadata. A failure
+of its compile (or of its run, below) is that graph's, and the exception is tagged with its compile
+id (`call_counter.mark_raised_by`), so the run's failure is the compiled graph's (a backend
+failure), not Dynamo's. In the failure workflows (`every_aot_graph`) and under an accuracy
+tolerance, after-AOT graphs' compiled callables are wrapped (`capture.child.graph_runs`) and
+AOTAutograd's cache is off (a wrapped result is no cacheable `OutputCode`): a backward graph's run
+failure keeps its real inputs (saved activations, tangents); with a tolerance its first call is
+judged against eager on them, and so is each Inductor forward graph's, whose outputs include the
+activations it saves for the backward (a wrong saved mask is a wrong gradient with a right loss);
+where it fails, its Dynamo graph's failure in the same call is left out (the after-AOT one is the
+more precise, and one wrong graph per compile keeps `diagnose` from testing which one matters).
+Backends: see `capture.child.backend_source` (a registered name is kept as a
 name; a user's backend as standalone source with what it needs from its module, or a stub).
 Inputs' metadata and saved values: `capture.child.graph_inputs`.
 """
@@ -59,8 +75,10 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
 from pt2doctor.capture.child.graph_inputs import input_specs, save_values
+from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
 from pt2doctor.model.minify import (
     ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
 )
@@ -82,6 +100,11 @@ class GraphRecorder:
         self.counter = itertools.count()
         self.current_dynamo: str | None = None
         self.dynamo_by_compile_id: dict[str, str] = {}
+        self.backends: dict[str, BackendSpec | None] = {}  # a Dynamo graph's backend, by graph id
+        self.compiling_backward = False
+        self.last_aot: str | None = None  # the after-AOT graph recorded last
+        self.compile_ids: dict[str, str | None] = {}  # every graph's, by graph id
+        self.wrong_after_aot: set[str] = set()  # compile ids whose after-AOT graph failed the accuracy check
         self.failed_with_values: set[str] = set()
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
@@ -97,6 +120,13 @@ class GraphRecorder:
         self._write_failure(graph, phase, f"{type(inner).__name__}: {lines[0] if lines else ''}", None, inputs)
 
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
+        """An accuracy failure of `graph`; a Dynamo graph's is left out where its after-AOT forward graph,
+        judged inside the same call on all its outputs, already failed: that one is the more precise."""
+        compile_id, dynamo = self.compile_ids.get(graph), graph in self.backends
+        if dynamo and compile_id in self.wrong_after_aot:
+            return
+        if not dynamo and compile_id is not None:
+            self.wrong_after_aot.add(compile_id)
         self._write_failure(graph, "accuracy", f"{ACCURACY_TYPE}: {ACCURACY_MESSAGE}", tolerance, inputs)
 
     def _write_failure(self, graph: str, phase: FailurePhase, description: str, tolerance: float | None,
@@ -109,12 +139,13 @@ class GraphRecorder:
         append_line(self.failures, GraphFailure(graph, phase, description, tolerance, values))
 
     def save(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
-             aot_kind: AotKind | None) -> str:
+             aot_kind: AotKind | None, parent: str | None = None) -> str:
+        """Record a graph; an after-AOT graph's `parent` is the Dynamo graph compiling now unless given."""
         graph_id = f"g{next(self.counter):04d}"
         (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
         entry = GraphEntry(
             id=graph_id, stage=stage, compile_id=torch_compat.current_compile_id(),
-            parent=self.current_dynamo if stage is Stage.AOT else None, aot_kind=aot_kind, backend=backend,
+            parent=(parent or self.current_dynamo) if stage is Stage.AOT else None, aot_kind=aot_kind, backend=backend,
             config=tuple(torch_compat.config_lines()), inputs=tuple(input_specs(gm, example_inputs)),
             nodes=sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
             constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
@@ -122,8 +153,13 @@ class GraphRecorder:
             values=save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
         )
         append_line(self.index, entry)
+        self.compile_ids[graph_id] = entry.compile_id
         if stage is Stage.DYNAMO and entry.compile_id:
             self.dynamo_by_compile_id[entry.compile_id] = graph_id
+        if stage is Stage.DYNAMO:
+            self.backends[graph_id] = backend
+        else:
+            self.last_aot = graph_id
         return graph_id
 
     def _save_submodules(self, gm: Any, graph_id: str) -> dict[str, str]:
@@ -188,46 +224,6 @@ def graph_copy(gm: Any) -> Any:
     return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
 
 
-def _wrap_runtime(recorder: GraphRecorder, graph_id: str, compiled: Callable[..., Any]) -> Callable[..., Any]:
-    def run(*args: Any, **kwargs: Any) -> Any:
-        recorder.mark(f"{graph_id} run")
-        try:
-            return compiled(*args, **kwargs)
-        except Exception as exc:
-            recorder.fail(graph_id, "run", exc, args)
-            raise
-        finally:
-            recorder.mark("")
-
-    if getattr(compiled, "_boxed_call", False):
-        run._boxed_call = True  # type: ignore[attr-defined]
-    return run
-
-
-def _accuracy_checked(recorder: GraphRecorder, graph_id: str, eager: Any, compiled: Callable[..., Any],
-                      tolerance: float) -> Callable[..., Any]:
-    """`compiled`, judged against `eager` (fp64-referenced) on its first call."""
-    state = {"checked": False}
-
-    def run(*args: Any) -> Any:
-        if state["checked"]:
-            return compiled(*args)
-        state["checked"] = True
-        try:  # Dynamo calls a backend's result with the graph's inputs, unboxed (whatever `_boxed_call` says)
-            expected, reference = torch_compat.reference_runs(eager, list(args))
-        except Exception:  # eager itself fails: nothing to judge against
-            return compiled(*args)
-        inputs = torch_compat.copy_inputs(args)  # as they were before the compiled call
-        actual = compiled(*args)
-        if not torch_compat.same_outputs(expected, actual, reference, tolerance):
-            recorder.fail_accuracy(graph_id, tolerance, inputs)
-        return actual
-
-    if getattr(compiled, "_boxed_call", False):
-        run._boxed_call = True  # type: ignore[attr-defined]
-    return run
-
-
 def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]) -> None:
     """The accuracy probe (`capture.child.accuracy_probe`) judged the graph of `compile_id` wrong on
     `inputs`: where a recorder is installed, they are kept as its own accuracy failure's are."""
@@ -244,6 +240,9 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir))
     tolerance = accuracy_tolerance
+    # Wrapping an after-AOT graph's compiled callable makes Inductor's result no cacheable `OutputCode`,
+    # so it is wrapped only where AOTAutograd's cache is off (below).
+    check_aot_runs = every_aot_graph or tolerance is not None
     global _installed
     _installed = recorder
 
@@ -263,10 +262,12 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             recorder.current_dynamo = outer
             recorder.mark("")
         if eager is not None:
-            compiled = _accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
-        return _wrap_runtime(recorder, graph_id, compiled)
+            compiled = accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
+        return runtime_checked(recorder, graph_id, compiled)
 
     def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if recorder.compiling_backward:  # recorded by `on_backward_compile`, its failure too
+            return original(gm, example_inputs, *args, **kwargs)
         kind: AotKind = "backward" if kwargs.get("is_backward") else \
             "inference" if kwargs.get("is_inference") else "forward"
         graph_id = recorder.save(Stage.AOT, gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
@@ -279,8 +280,42 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         finally:
             recorder.mark("")
 
-    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile)]
-    if every_aot_graph:
+    def on_aot_compile(kind: AotKind, original: Callable[..., Any], gm: Any, example_inputs: Any) -> Any:
+        if kind == "backward":
+            return on_backward_compile(original, gm, example_inputs)
+        if tolerance is None or kind == "inference":  # an inference graph's outputs are its Dynamo graph's
+            return original(gm, example_inputs)
+        eager, before = graph_copy(gm), recorder.last_aot
+        compiled = original(gm, example_inputs)
+        graph_id = recorder.last_aot
+        if graph_id == before or graph_id is None:  # not Inductor: its Dynamo graph's check judges what the program sees
+            return compiled
+        # its saved activations too, which only the backward reads: a wrong one is a wrong gradient
+        return aot_checked(recorder, graph_id, None, compiled, eager, tolerance)
+
+    def on_backward_compile(original: Callable[..., Any], gm: Any, example_inputs: Any) -> Any:
+        compile_id = torch_compat.current_compile_id()  # the forward's: AOTAutograd restores its context
+        parent = recorder.dynamo_by_compile_id.get(compile_id or "")
+        graph_id = recorder.save(Stage.AOT, gm, example_inputs, recorder.backends.get(parent or ""), "backward", parent)
+        eager = graph_copy(gm) if tolerance is not None else None  # the compiler may rewrite gm
+        recorder.mark(f"{graph_id} compile")
+        recorder.compiling_backward = True
+        try:
+            compiled = original(gm, example_inputs)
+        except Exception as exc:
+            recorder.fail(graph_id, "compile", exc)  # its inputs are fake: no values to keep
+            mark_raised_by(exc, compile_id)  # it surfaces from `backward()`, not from a compiled call
+            raise
+        finally:
+            recorder.compiling_backward = False
+            recorder.mark("")
+        if not check_aot_runs:
+            return compiled
+        return aot_checked(recorder, graph_id, compile_id, compiled, eager, tolerance)
+
+    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile),
+                torch_compat.patch_aot_compilers(on_aot_compile)]
+    if check_aot_runs:
         restores.append(torch_compat.disable_aot_autograd_cache())
 
     def uninstall() -> None:
@@ -318,7 +353,7 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     write_record(run_dir / "child-spec.json", spec)
     proc = subprocess.run(
         [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
-         str(script), *(argv or [])],
+         str(Path(script).resolve()), *(argv or [])],  # it runs in the script's folder: a relative path would not resolve
         cwd=Path(script).resolve().parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
         env={**os.environ, **(env or {})},
     )

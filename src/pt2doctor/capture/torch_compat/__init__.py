@@ -32,6 +32,7 @@ from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_s
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
+    patch_aot_compilers,
     backend_chain,
     registered_backends,
     current_compile_id,
@@ -47,6 +48,7 @@ from pt2doctor.capture.torch_compat.record import (
     accuracy_rule_source,
     node_example_value,
     register_inductor_prims,
+    inductor_prim_calls,
     aot_autograd_kwargs,
 )
 from pt2doctor.capture.torch_compat.diagnose import (
@@ -78,6 +80,7 @@ __all__ = [
     "patch_torch_compile",
     "patch_backend_call",
     "patch_inductor_inner_compile",
+    "patch_aot_compilers",
     "backend_chain",
     "registered_backends",
     "current_compile_id",
@@ -85,6 +88,7 @@ __all__ = [
     "is_zero_tensor",
     "fx_module_source",
     "register_inductor_prims",
+    "inductor_prim_calls",
     "graph_module",
     "graph_module_source",
     "torch_ops_called",

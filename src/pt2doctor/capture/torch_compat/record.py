@@ -49,6 +49,46 @@ def patch_inductor_inner_compile(wrapper: Callable[..., Any]) -> Callable[[], No
     return restore
 
 
+def patch_aot_compilers(wrapper: Callable[..., Any]) -> Callable[[], None]:
+    """Route every graph an `aot_autograd` backend (Inductor, `aot_eager`, a user's
+    `aot_autograd(fw_compiler=..., bw_compiler=...)`) compiles after AOT through
+    `wrapper(kind, original_compiler, gm, example_inputs)`, `kind` being "forward", "inference" or "backward".
+
+    `AotAutograd.__call__` hands its kwargs (`fw_compiler`, `inference_compiler`, `bw_compiler`) to
+    `aot_module_simplified`, which it looks up as a module global of `torch._dynamo.backends.common`
+    at call time (2.13). AOTAutograd calls the backward compiler with the partitioned backward graph
+    and its (fake) inputs lazily, at the first `backward()` with the forward's compile context
+    restored, or at once when it saves SymInts. Inductor's compilers are `SerializableAOTDispatchCompiler`s:
+    the wrapped ones stay so, which AOTAutograd's cache requires. Returns the function that restores.
+    """
+    from torch._dynamo.backends import common
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+
+    original = common.aot_module_simplified
+
+    def wrapped(kind: str, compiler: Any) -> Any:
+        if isinstance(compiler, SerializableAOTDispatchCompiler):
+            inner = compiler.compiler_fn
+            return SerializableAOTDispatchCompiler(compiler.output_code_ty,
+                                                   lambda gm, inputs: wrapper(kind, inner, gm, inputs))
+        return lambda gm, inputs: wrapper(kind, compiler, gm, inputs)
+
+    def patched(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        forward = kwargs.get("fw_compiler")
+        for key, kind in (("fw_compiler", "forward"), ("inference_compiler", "inference"), ("bw_compiler", "backward")):
+            compiler = kwargs.get(key) or forward  # aot_autograd's own default for the other two
+            if compiler is not None:
+                kwargs[key] = wrapped(kind, compiler)
+        return original(gm, example_inputs, **kwargs)
+
+    common.aot_module_simplified = patched  # type: ignore[assignment]
+
+    def restore() -> None:
+        common.aot_module_simplified = original  # type: ignore[assignment]
+
+    return restore
+
+
 def backend_chain(compiler_fn: Any) -> list[Any]:
     """The wrappers Dynamo puts around a backend, outermost first (WrapBackendDebug,
     _TorchCompileWrapper / _TorchCompileInductorWrapper, the user's callable) (2.13)."""
@@ -199,6 +239,18 @@ def register_inductor_prims() -> None:
     `inductor_random`, ...), which an after-AOT graph with dropout calls; they exist only once
     `torch._inductor.inductor_prims` is imported (2.11, 2.13). Repros import it themselves."""
     import torch._inductor.inductor_prims  # noqa: F401
+
+
+def inductor_prim_calls() -> tuple[str, ...]:
+    """How a graph's code calls each prim that exists only once `torch._inductor.inductor_prims` is
+    imported (`torch.ops.prims.inductor_seeds`, `torch.ops.prims._low_memory_max_pool_offsets_to_indices`
+    that Inductor's max-pool backward uses, ...): the module's op objects (2.13)."""
+    import torch
+    from torch._inductor import inductor_prims
+
+    names = {op.name() if isinstance(op, torch._ops.OpOverload) else op._qualified_op_name
+             for op in vars(inductor_prims).values() if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))}
+    return tuple(sorted("torch.ops." + name.replace("::", ".") for name in names))
 
 
 def aot_autograd_kwargs(backend: Any) -> dict[str, Any] | None:
