@@ -47,7 +47,10 @@ def test_dynamo_failure_names_the_users_line(diagnosed):
     assert d["stages"]["eager"] == "fail"
     assert any(f["file"].endswith("dynamo_failure.py") and f["line"] == 7 for f in d["user_frames"])
     labels = [a["label"] for a in d["attempts"]]
-    assert "force_eager" in labels and d["repro"] is None
+    assert "force_eager" in labels
+    # no graph to minify: repro.py is the program reduced, still failing on the branch
+    assert d["program"]["reason"] == "dynamo" and d["repro"] == d["program"]["repro_path"]
+    assert d["repro_verified"] and "if " in Path(d["repro"]).read_text()
 
 
 def test_a_hard_recompile_limit_is_explained_by_the_guard_that_failed(diagnosed):

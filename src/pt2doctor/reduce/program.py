@@ -15,8 +15,8 @@ Each check runs the candidate (`reduce.program_harness`) in a child forked from 
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
-budget `job.budget_s` runs out (`stopped_early="budget"`) or on Ctrl-C (`"interrupted"`) the best is
-written. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
+budget `job.budget_s` runs out (`stopped_early="budget"`), on Ctrl-C (`"interrupted"`) or when the
+workers end (`"workers_ended"`) the best is written. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
 verified in fresh interpreters (`reduce.verify`) both ways: the harness runs the file compiled and
 must see `job.target`, and with compilation off must pass. An interrupted reduction is written, not
 verified. Progress goes to the reporter: `program reduction: N checks, M lines -> K lines`.
@@ -39,7 +39,7 @@ from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.model.signature import from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
-from pt2doctor.reduce.pool import WorkerPool
+from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.verify import verify
@@ -139,6 +139,9 @@ class ProgramReduction:
             except KeyboardInterrupt:
                 self.stopped = "interrupted"
                 raise _Stop from None
+            except WorkerPoolError:  # the zygote ended (a Ctrl-C reaches it too): keep the best so far
+                self.stopped = "workers_ended"
+                raise _Stop from None
             self.check_s += time.monotonic() - started
             self.checks += 1
             self.cache[source] = outcome is Outcome.FAILS_SAME
@@ -165,6 +168,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     source = job.script.read_text()
     pool = pool or WorkerPool(1, job.timeout_s)
     with pool:
+        pool.wait_ready()  # the budget is for checks, not the workers' warm-up
         oracle = ProgramOracle(pool, job)
         reduction = ProgramReduction(oracle, source, job.budget_s, reporter)
         if not reduction(source):

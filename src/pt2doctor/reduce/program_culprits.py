@@ -111,13 +111,20 @@ class _Program:
                 roots.append(node)
             elif isinstance(node, ast.Call) and node.args and self._compiler(node.func):
                 roots += self._compiled(node.args[0])
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and self._compiler(node.func.func):
-                roots += self._compiled(node.args[0]) if node.args else []  # torch._dynamo.optimize(...)(fn)
+            elif isinstance(node, ast.Call) and node.args and self._factory(node.func):
+                roots += self._compiled(node.args[0])  # torch._dynamo.optimize("eager")(fn)
         return roots
 
     def _compiler(self, func: ast.expr) -> bool:
         name = dotted(func)
         return name is not None and self.resolve(name) in _COMPILERS
+
+    def _factory(self, func: ast.expr) -> bool:
+        """A compiler called without the function, returning what compiles it: `torch.compile(backend=...)`,
+        `torch._dynamo.optimize(...)` (not `torch.compile(fn)`, whose call runs `fn`)."""
+        if not isinstance(func, ast.Call) or not self._compiler(func.func):
+            return False
+        return not func.args or self.resolve(dotted(func.func) or "") == "torch._dynamo.optimize"
 
     def _compiled(self, arg: ast.expr) -> list[ast.AST]:
         if isinstance(arg, ast.Lambda):
