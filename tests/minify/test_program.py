@@ -27,8 +27,8 @@ class Lines:
         self.lines.append(text)
 
 
-def _job(tmp_path: Path, **kw: object) -> ProgramJob:
-    return ProgramJob(SCRIPT, (), "AssertionError: ", "eager", tmp_path, type_only=True, **kw)  # type: ignore[arg-type]
+def _job(tmp_path: Path, budget_s: float = 60.0) -> ProgramJob:
+    return ProgramJob(SCRIPT, (), "AssertionError: ", "eager", tmp_path, budget_s, 60.0, type_only=True)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_a_check_runs_in_a_warm_worker_not_a_fresh_interpreter(pool, tmp_path):
 @pytest.mark.slow
 def test_the_reduced_program_keeps_the_culprit_and_verifies_both_ways(tmp_path):
     lines = Lines()
-    result = reduce_program(_job(tmp_path, budget_s=90.0), lines)
+    result = reduce_program(_job(tmp_path, 90.0), lines)
     repro = Path(result.repro_path).read_text()
     assert result.verified and result.lines_after < result.lines_before == code_lines(SOURCE)
     assert "state.append" in repro and "backend='eager'" in repro and result.backend_in_source

@@ -348,9 +348,8 @@ def _reduce_program(options: DiagnoseOptions, found: Found, reporter: Reporter, 
         graph_repro = Path(found.minify.repro_path)
         if graph_repro.exists():
             found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
-    job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir, reason,
-                     budget_s=options.program_budget_s, timeout_s=options.query_timeout_s,
-                     type_only=found.category is Category.ACCURACY)
+    job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
+                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY)
     reporter.status(f"reducing the program (compiled{f' with backend={backend!r}' if backend else ''} it must fail "
                     f"as {job.target}, with compilation off pass)")
     with found.timed("program_reduction"):

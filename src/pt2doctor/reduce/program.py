@@ -55,9 +55,9 @@ class ProgramJob:
     signature: str  # the failing run's (`analysis.failures.signature`)
     backend: str | None  # forced onto every torch.compile; None: the script's own
     out_dir: Path  # repro.py goes here; the verification harnesses in out_dir/program
+    budget_s: float  # for the checks (the workers' warm-up and the verification come on top)
+    timeout_s: float  # the most one check may take (less: a few times the first check's time)
     reason: Literal["dynamo", "fallback"] = "dynamo"
-    budget_s: float = 240.0
-    timeout_s: float = 120.0
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
 
     @property
