@@ -4,6 +4,8 @@ Contract: `harness_text(run)` is a repro script in `reduce.candidates`'s sense: 
 `describe_failure(exc)`, so a warm worker (`reduce.pool.WorkerPool`) runs it with `run_guarded`, and run
 as `__main__` (`python harness.py`, `reduce.verify`) it prints `signature.FAILURE_MARKER` plus the same
 description and exits 1 when the program fails. `check()`:
+- sets torch's thread count to what a fresh interpreter has (`OMP_NUM_THREADS`, else the CPUs this
+  process may run on): the warm worker runs single-threaded, and a kernel's numerics depend on it;
 - changes to the script's directory, sets `sys.argv` to the script's argv and puts the directory first
   on `sys.path`, as `python SCRIPT ARGS` would;
 - installs the run's `Overrides` (`capture.child.overrides`, the mechanism `diagnose`'s variants use: a
@@ -44,6 +46,11 @@ def check():
     from pt2doctor.model.child import Overrides
     from pt2doctor.model.serialize import loads
 
+    import torch
+
+    # the warm worker runs single-threaded (it forks); `python SCRIPT` would not, and a kernel's
+    # reductions, hence a wrong result's size, depend on the thread count
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or len(os.sched_getaffinity(0)))
     os.chdir(CWD)
     sys.argv = list(ARGV)
     sys.path.insert(0, CWD)
