@@ -13,6 +13,7 @@ from pt2doctor.reduce.pool import WorkerPool
 from pt2doctor.reduce.program import (ProgramJob, ProgramOracle, ProgramReduction, code_lines, pin_backend,
                                       reduce_program)
 from pt2doctor.reduce.program_culprits import compiled_calls
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 
 # pytorch#197896: a closure list appended to from a local class's method stays empty after the compiled call
 SCRIPT = Path(__file__).parents[1] / "realbugs" / "closure_list_mutation_in_local_class.py"
@@ -64,6 +65,20 @@ def test_the_reduced_program_keeps_the_culprit_and_verifies_both_ways(tmp_path):
     assert "state.append" in repro and "backend='eager'" in repro and result.backend_in_source
     assert result.culprit_ops == ("list.append",) and "pt2doctor" not in repro.split('"""', 2)[2]
     assert lines.lines[-1].startswith(f"program reduction: {result.checks} checks, {result.lines_before} lines -> ")
+
+
+def test_a_wrong_result_is_the_scripts_own_check_not_an_assertion_inside_the_compiler():
+    harness: dict[str, object] = {}
+    exec(harness_text("", ProgramRun("user.py", "/", (), type_only=True)), harness)
+    describe = harness["describe_failure"]
+    try:
+        assert False, "values 1 2"
+    except AssertionError as exc:
+        assert describe(exc) == "AssertionError"  # type: ignore[operator]
+    try:
+        exec(compile("raise AssertionError('bad layout')", "/site-packages/torch/_inductor/lowering.py", "exec"))
+    except AssertionError as exc:
+        assert describe(exc) == "AssertionError: bad layout"  # type: ignore[operator]
 
 
 def test_culprits_are_the_callables_of_the_compiled_code_only():

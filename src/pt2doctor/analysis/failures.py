@@ -106,7 +106,12 @@ def _accuracy(f: Failure) -> bool:
 
 
 def _inside_compiler(f: Failure) -> bool:
-    return any(part in f.traceback for part in _COMPILER_FRAMES)
+    return raised_inside_compiler(f.traceback)
+
+
+def raised_inside_compiler(traceback: str) -> bool:
+    """Whether a traceback passes through the compiler stack's own code (Dynamo, Inductor, AOTAutograd, FX)."""
+    return any(part in traceback for part in _COMPILER_FRAMES)
 
 
 def _user(f: Failure) -> bool:

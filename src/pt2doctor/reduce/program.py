@@ -5,8 +5,9 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
 `ProgramOracle` says `FAILS_SAME`:
 (a) run compiled (as the script is, or with `job.backend` forced onto every `torch.compile`, the
     `Overrides` of `diagnose`'s variants), it fails with `job.target`: the same failure identity as
-    the script's (`analysis.failures.failure_text`; only the exception type for a wrong result, whose
-    message carries the compared values; the signal for a crash that killed the process);
+    the script's (`analysis.failures.failure_text`; for a wrong result only the exception type, whose
+    message carries the compared values, raised outside the compiler stack so that a crash inside it
+    does not pass for the script's check; the signal for a crash that killed the process);
 (b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
 (b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
 (b) whenever it fails (a), so deleting the compile call is never kept.

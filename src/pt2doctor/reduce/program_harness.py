@@ -15,7 +15,9 @@ description and exits 1 when the program fails. `check()`:
 - turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is.
 `describe_failure` is the failure identity of `analysis.failures.failure_text` (the rule every run's
 signature uses), or only the exception type where `run.type_only` (a wrong result: the script's own
-check, whose message carries the values it compared).
+check, whose message carries the values it compared), provided it was raised outside the compiler stack
+(`analysis.failures.raised_inside_compiler`): an `AssertionError` from inside Inductor is a crash, another
+failure, not the script's check.
 """
 
 from __future__ import annotations
@@ -69,10 +71,12 @@ def check():
 def describe_failure(exc):
     if isinstance(exc, ProgramExit):
         return "exit status " + str(exc.args[0])
-    if TYPE_ONLY:
-        return type(exc).__name__
-    from pt2doctor.analysis.failures import failure_text
+    import traceback
 
+    from pt2doctor.analysis.failures import failure_text, raised_inside_compiler
+
+    if TYPE_ONLY and not raised_inside_compiler("".join(traceback.format_tb(exc.__traceback__))):
+        return type(exc).__name__
     return failure_text(type(exc).__name__, str(exc))
 
 
