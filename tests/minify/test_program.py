@@ -72,7 +72,7 @@ def test_a_wrong_result_is_the_scripts_own_check_not_an_assertion_inside_the_com
     exec(harness_text("", ProgramRun("user.py", "/", (), type_only=True)), harness)
     describe = harness["describe_failure"]
     try:
-        assert False, "values 1 2"
+        raise AssertionError("values 1 2")
     except AssertionError as exc:
         assert describe(exc) == "AssertionError"  # type: ignore[operator]
     try:
