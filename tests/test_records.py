@@ -144,7 +144,8 @@ def test_a_real_session_round_trips_with_its_json_unchanged(run_json):
 
 
 def test_a_real_diagnosis_round_trips_with_its_json_unchanged(diagnosed):
-    _run, doc = diagnosed(HERE / "diagnose" / "scripts" / "dynamo_failure.py")
+    # the options of tests/diagnose/test_diagnose.py's run of the same script, so the run is shared
+    _run, doc = diagnosed(HERE / "diagnose" / "scripts" / "dynamo_failure.py", options=("--program-budget", "30"))
     diagnosis = loads(json.dumps(doc), Diagnosis)
     assert json.loads(dumps(diagnosis)) == doc
     assert diagnosis.stage is FailingStage.DYNAMO and doc["stage"] == "dynamo" and doc["category"] == "graph_break"

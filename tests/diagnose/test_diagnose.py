@@ -17,6 +17,8 @@ import pytest
 from clihelp import SCRIPTS, CliRun, pt2doctor
 
 HERE = Path(__file__).parent / "scripts"
+# a Dynamo-stage failure also gets its program reduced: a short budget keeps these runs fast
+QUICK_PROGRAM = ("--program-budget", "30")
 
 
 def _assert_bundle(run: CliRun, d: dict) -> None:
@@ -39,7 +41,7 @@ def _refails_fresh(repro: str) -> str:
 
 
 def test_dynamo_failure_names_the_users_line(diagnosed):
-    run, d = diagnosed(HERE / "dynamo_failure.py")
+    run, d = diagnosed(HERE / "dynamo_failure.py", options=QUICK_PROGRAM)
     _assert_bundle(run, d)
     assert run.code == 1
     assert d["category"] == "graph_break"
@@ -47,7 +49,10 @@ def test_dynamo_failure_names_the_users_line(diagnosed):
     assert d["stages"]["eager"] == "fail"
     assert any(f["file"].endswith("dynamo_failure.py") and f["line"] == 7 for f in d["user_frames"])
     labels = [a["label"] for a in d["attempts"]]
-    assert "force_eager" in labels and d["repro"] is None
+    assert "force_eager" in labels
+    # no graph to minify: repro.py is the program reduced, still failing on the branch
+    assert d["program"]["reason"] == "dynamo" and d["repro"] == d["program"]["repro_path"]
+    assert d["repro_verified"] and "if " in Path(d["repro"]).read_text()
 
 
 def test_a_hard_recompile_limit_is_explained_by_the_guard_that_failed(diagnosed):
@@ -70,7 +75,7 @@ def test_a_compile_failure_suppressed_by_the_script_is_named_not_reported_as_not
 
 def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     """The guide's record/replay, working: replay.py compiles the failing frame again and fails the same way."""
-    run, d = diagnosed(HERE / "dynamo_internal.py")
+    run, d = diagnosed(HERE / "dynamo_internal.py", options=QUICK_PROGRAM)
     _assert_bundle(run, d)
     assert d["category"] == "dynamo_internal" and d["stage"] == "dynamo"
     first = d["user_frames"][0]

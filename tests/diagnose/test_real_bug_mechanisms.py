@@ -18,7 +18,8 @@ def test_a_side_effect_dynamo_drops_is_a_dynamo_wrong_result_not_a_user_error(di
     assert d["stages"]["eager"] == "fail" and any(a["label"] == "force_eager" and a["outcome"] == "pass"
                                                   for a in d["attempts"])
     issue = (run.out_dir / "issue.md").read_text()
-    assert "state.append(1)" in issue and "c = torch.compile(fn" in issue  # the program, not only the assert line
+    # the program (reduced: tests/diagnose/test_program_repro.py), not only the assert line
+    assert ".append(" in issue and "torch.compile(fn" in issue
 
 
 @pytest.mark.slow

@@ -121,7 +121,12 @@ def _accuracy(f: Failure) -> bool:
 
 
 def _inside_compiler(f: Failure) -> bool:
-    return any(part in f.traceback for part in _COMPILER_FRAMES)
+    return raised_inside_compiler(f.traceback)
+
+
+def raised_inside_compiler(traceback: str) -> bool:
+    """Whether a traceback passes through the compiler stack's own code (Dynamo, Inductor, AOTAutograd, FX)."""
+    return any(part in traceback for part in _COMPILER_FRAMES)
 
 
 def _user(f: Failure) -> bool:
@@ -161,7 +166,7 @@ def signature(session: Session) -> str | None:
     passed. Two runs fail "the same way" exactly when their signatures are equal; the line naming the
     backend (`backend='inductor' raised:`) is skipped, so the same error under two backends matches.
     """
-    from pt2doctor.model.signature import from_signal, normalize
+    from pt2doctor.model.signature import from_signal
 
     e = session.exit
     if e.timed_out:
@@ -175,7 +180,15 @@ def signature(session: Session) -> str | None:
     if not session.failures:
         return f"exit status {e.code}"
     f = session.failures[0]
-    return normalize(f"{_short(f)}: {first_message_line(f.message)}")
+    return failure_text(f.exception, f.message)
+
+
+def failure_text(exception: str, message: str) -> str:
+    """A failure's identity: the exception's short type name and the message's first line that says what
+    went wrong (`first_message_line`), normalised (`model.signature.normalize`)."""
+    from pt2doctor.model.signature import normalize
+
+    return normalize(f"{exception.rsplit('.', 1)[-1]}: {first_message_line(message)}")
 
 
 def first_message_line(message: str) -> str:

@@ -17,9 +17,11 @@ from rich.table import Table
 
 from pt2doctor.capture.runner import ScriptError, check_script
 from pt2doctor.cli.minify import MinifyProgress
-from pt2doctor.cli.options import SCRIPT_COMMAND, SECONDS, jobs_option, out_option, script_arguments
+from pt2doctor.cli.options import (SCRIPT_COMMAND, SECONDS, jobs_option, out_option, program_budget_option,
+                                   script_arguments)
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
+from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S
 
 
 class _MinifyStatus(MinifyProgress):
@@ -53,10 +55,11 @@ class _MinifyStatus(MinifyProgress):
 @jobs_option
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
+@program_budget_option
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
-                     no_bisect: bool, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
+                     no_bisect: bool, program_budget: float, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
     from pt2doctor.model.serialize import dumps
 
@@ -65,7 +68,8 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from exc
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
-                              function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect)
+                              function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
+                              program_budget_s=program_budget)
     if as_json:
         click.echo(dumps(diagnosis, pretty=True).decode())
     return diagnosis.exit_code
@@ -73,7 +77,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
-                  bisect: bool = True):  # type: ignore[no-untyped-def]
+                  bisect: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
@@ -81,7 +85,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     from pt2doctor.report.issue import bundle_session, write_bundle
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
-                              jobs=max(1, jobs), minify=minify, bisect=bisect)
+                              jobs=max(1, jobs), minify=minify, bisect=bisect, program_budget_s=program_budget_s)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
@@ -115,7 +119,10 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
     if d.repro:
         word = "verified in a fresh interpreter" if d.repro_verified else "NOT verified"
-        console.print(f"repro: {d.repro} ({d.minified_nodes} node(s): {', '.join(d.culprit_ops)}; {word})", markup=False)
+        p = d.program
+        size = (f"the program reduced, {p.lines_before} -> {p.lines_after} lines" if p and d.repro == p.repro_path else
+                f"{d.minified_nodes} node(s)")
+        console.print(f"repro: {d.repro} ({size}: {', '.join(d.culprit_ops) or '-'}; {word})", markup=False)
     for note in d.notes:
         console.print(f"note: {note}", style="dim", markup=False)
     for step in d.next_steps:

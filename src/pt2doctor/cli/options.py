@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
@@ -80,6 +81,10 @@ html_option = click.option("--html", "html", is_flag=True, help="Also write DIR/
 strict_option = click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=DEFAULT_TOLERANCE, show_default=True,
                                 help="Tolerance of PyTorch's fp64-referenced accuracy rule.")
+program_budget_option = click.option(
+    "--program-budget", "program_budget", type=SECONDS, default=DEFAULT_PROGRAM_BUDGET_S, show_default=True,
+    help="Seconds to spend reducing the program itself, when no graph shows the failure (a Dynamo bug) or no graph "
+         "repro verifies.")
 jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
                            help="Runs and minifier queries in parallel.")
 

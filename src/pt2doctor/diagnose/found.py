@@ -20,7 +20,8 @@ from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, StageOutcome
+from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, ProgramRepro,
+                                      StageOutcome)
 from pt2doctor.model.minify import MinifyResult
 from pt2doctor.model.export import ExportFinding
 
@@ -41,6 +42,7 @@ class Found:
     original_backend: str | None = None
     user_frames: list[SourceLoc] = field(default_factory=list)
     minify: MinifyResult | None = None
+    program: ProgramRepro | None = None  # the program reduced (`reduce.program`)
     bisection: Bisection | None = None
     replay: str | None = None
     replay_verified: bool = False
@@ -62,17 +64,19 @@ class Found:
             self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
 
     def freeze(self) -> Diagnosis:
-        m = self.minify
+        m, p = self.minify, self.program
         environment = self.session.environment if self.session else Environment()
+        repro, verified, ops = (m.repro_path, m.verified, m.culprit_ops or m.ops) if m else (None, False, ())
+        if p is not None and not verified:  # the reduced program stands for the failure: repro.py
+            repro, verified, ops = p.repro_path, p.verified, p.culprit_ops
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
-            repro=m.repro_path if m else None, repro_verified=bool(m and m.verified),
-            replay=self.replay, replay_verified=self.replay_verified,
-            minified_nodes=m.nodes_after if m else None, culprit_ops=m.culprit_ops or m.ops if m else (),
+            repro=repro, repro_verified=verified, replay=self.replay, replay_verified=self.replay_verified,
+            minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
-            minify=m, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
+            minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
         )
 
@@ -254,7 +258,25 @@ def conclude(found: Found) -> None:
         elif m is not None and verified:
             found.next_steps.append(f"File issue.md with the verified repro ({m.nodes_after} node(s): "
                                     f"{', '.join(m.ops)}); `python repro.py` shows the bug.")
-        if m is not None and not verified:
+        if m is not None and not verified and not (found.program and found.program.verified):
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
+    _program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
+
+
+def _program_steps(found: Found) -> None:
+    """What the reduced program (repro.py when no graph repro verified) shows, and what to do with it."""
+    p = found.program
+    if p is None or (found.minify is not None and found.minify.verified):
+        return
+    calls = f", calling {', '.join(p.culprit_ops)} in compiled code" if p.culprit_ops else ""
+    if not p.verified:
+        found.next_steps.append(f"repro.py is your program reduced to {p.lines_after} lines{calls}, but it did not "
+                                "verify in a fresh interpreter: check it before filing.")
+        return
+    how = (f" (backend={p.backend!r} in its torch.compile calls)" if p.backend_in_source else
+           f" when compiled with backend={p.backend!r}" if p.backend else "")
+    found.next_steps.append(f"File issue.md with repro.py: your program reduced from {p.lines_before} to "
+                            f"{p.lines_after} lines{calls}; `python repro.py` fails the same way{how} and passes "
+                            "with torch.compiler.set_stance('force_eager') (verified in fresh interpreters).")

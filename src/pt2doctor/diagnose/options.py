@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
+
+
 @dataclass(frozen=True, slots=True)
 class DiagnoseOptions:
     script: Path
@@ -15,6 +18,7 @@ class DiagnoseOptions:
     function: str | None = None
     jobs: int = 2
     query_timeout_s: float = 120.0
+    program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S  # the program reducer's time (the Dynamo stage, or no verified graph repro)
     minify: bool = True
     bisect: bool = True
 

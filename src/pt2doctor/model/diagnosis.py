@@ -109,6 +109,29 @@ class BisectJob:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgramRepro:
+    """repro.py as the user's program reduced (`reduce.program`): it fails compiled the way the script
+    did (with `backend` forced onto every `torch.compile`; None: the script's own) and passes with
+    compilation off. `reason` says why it was made: the stage is Dynamo (no graph shows the bug), or
+    graph minification gave no verified repro (`fallback`). `check_s` is the mean seconds per check;
+    `stopped_early` is "budget" or "interrupted" when the reduction did not reach its fixed point."""
+
+    repro_path: str
+    signature: str
+    backend: str | None
+    reason: Literal["dynamo", "fallback"]
+    lines_before: int
+    lines_after: int
+    checks: int
+    check_s: float
+    time_s: float
+    verified: bool
+    culprit_ops: tuple[str, ...] = ()
+    stopped_early: str | None = None
+    backend_in_source: bool = False  # repro.py's torch.compile calls name `backend`: it runs as it stands
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     command: tuple[str, ...]
     category: Category | None  # None when nothing failed
@@ -130,6 +153,7 @@ class Diagnosis:
     attempts: tuple[Attempt, ...] = ()
     bisection: Bisection | None = None
     minify: MinifyResult | None = None
+    program: ProgramRepro | None = None  # repro.py as the reduced program, when no graph repro verified
     next_steps: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,252 @@
+"""Reduce the user's *program* (its Python source) when no graph shows the failure: a Dynamo bug.
+
+Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s source with
+`pysource_minimize` (statements, expressions, values, names), keeping a candidate only when the
+`ProgramOracle` says `FAILS_SAME`:
+(a) run compiled (as the script is, or with `job.backend` forced onto every `torch.compile`, the
+    `Overrides` of `diagnose`'s variants), it fails with `job.target`: the same failure identity as
+    the script's (`analysis.failures.failure_text`; for a wrong result only the exception type, whose
+    message carries the compared values, raised outside the compiler stack so that a crash inside it
+    does not pass for the script's check; the signal for a crash that killed the process);
+(b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
+(b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
+(b) whenever it fails (a), so deleting the compile call is never kept.
+Each check runs the candidate (`reduce.program_harness`) in a child forked from a warm zygote
+(`reduce.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
+The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
+
+The best program so far (fewest lines, then characters) is kept here, not by the library: when the
+budget `job.budget_s` runs out (`stopped_early="budget"`), on Ctrl-C (`"interrupted"`) or when the
+workers end (`"workers_ended"`) the best is written. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
+verified in fresh interpreters (`reduce.verify`) both ways: the harness runs the file compiled and
+must see `job.target`, and with compilation off must pass. An interrupted reduction is written, not
+verified. Progress goes to the reporter: `program reduction: N checks, M lines -> K lines`.
+"""
+
+from __future__ import annotations
+
+import ast
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from pt2doctor.capture.runner import Reporter
+from pt2doctor.model.child import Overrides
+from pt2doctor.model.diagnosis import ProgramRepro
+from pt2doctor.model.minify import FailureKind, FailureSignature
+from pt2doctor.model.signature import from_description
+from pt2doctor.reduce.core import Outcome
+from pt2doctor.reduce.oracle import judge
+from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
+from pt2doctor.reduce.program_culprits import compiled_calls, dotted
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+from pt2doctor.reduce.verify import verify
+
+_MIN_TIMEOUT_S = 10.0
+_TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramJob:
+    script: Path
+    args: tuple[str, ...]
+    signature: str  # the failing run's (`analysis.failures.signature`)
+    backend: str | None  # forced onto every torch.compile; None: the script's own
+    out_dir: Path  # repro.py goes here; the verification harnesses in out_dir/program
+    budget_s: float  # for the checks (the workers' warm-up and the verification come on top)
+    timeout_s: float  # the most one check may take (less: a few times the first check's time)
+    reason: Literal["dynamo", "fallback"] = "dynamo"
+    type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
+
+    @property
+    def target(self) -> FailureSignature:
+        return target_of(self.signature, self.type_only)
+
+
+def target_of(signature: str, type_only: bool) -> FailureSignature:
+    """The identity a run's signature (`analysis.failures.signature`) stands for: a signal name, the
+    exception type alone (`type_only`), or the whole normalised `Type: first line`."""
+    if signature in signal.Signals.__members__ or signature.startswith("signal "):
+        return FailureSignature(FailureKind.SIGNAL, signature)
+    return from_description(signature.split(":", 1)[0] if type_only else signature)
+
+
+def code_lines(source: str) -> int:
+    return sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def _size(source: str) -> tuple[int, int]:
+    return code_lines(source), len(source)
+
+
+class ProgramOracle:
+    """A candidate source -> one `Outcome` (see the module docstring: (a), then (b))."""
+
+    def __init__(self, pool: WorkerPool, job: ProgramJob) -> None:
+        self.pool = pool
+        self.target = job.target
+        self.compiled, self.off = program_runs(job, job.script.resolve())
+        self.failed_uncompiled = 0  # candidates that passed (a) and failed (b)
+
+    def __call__(self, source: str) -> Outcome:
+        outcome = judge(self.pool.run([harness_text(source, self.compiled)])[0], self.target)
+        if outcome is not Outcome.FAILS_SAME:
+            return outcome
+        off = self.pool.run([harness_text(source, self.off)])[0]
+        if off.status == "ok":
+            return Outcome.FAILS_SAME
+        self.failed_uncompiled += 1
+        return Outcome.FAILS_OTHER
+
+
+def program_runs(job: ProgramJob, file: Path, force: bool = True) -> tuple[ProgramRun, ProgramRun]:
+    """How a candidate runs compiled (`job.backend` forced unless `force` is off), and with compilation
+    off: in the script's directory, with its argv, as `file`."""
+    where = ProgramRun(str(file), str(job.script.resolve().parent), (file.name, *job.args), type_only=job.type_only)
+    backend = {"backend": job.backend} if job.backend and force else {}
+    return (replace(where, overrides=Overrides(compile_kwargs=backend)),
+            replace(where, overrides=Overrides(stance="force_eager")))
+
+
+class _Stop(Exception):
+    """Raised inside the library's checker to end the reduction (budget or Ctrl-C)."""
+
+
+class ProgramReduction:
+    """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
+
+    def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter) -> None:
+        self.oracle = oracle
+        self.best = source
+        self.lines_before = code_lines(source)
+        self.reporter = reporter
+        self.deadline = time.monotonic() + budget_s
+        self.cache: dict[str, bool] = {}
+        self.checks = 0
+        self.check_s = 0.0
+        self.stopped: str | None = None
+
+    def __call__(self, source: str) -> bool:
+        if time.monotonic() > self.deadline:
+            self.stopped = "budget"
+            raise _Stop
+        if source not in self.cache:
+            started = time.monotonic()
+            try:
+                outcome = self.oracle(source)
+            except KeyboardInterrupt:
+                self.stopped = "interrupted"
+                raise _Stop from None
+            except WorkerPoolError:  # the zygote ended (a Ctrl-C reaches it too): keep the best so far
+                self.stopped = "workers_ended"
+                raise _Stop from None
+            self.check_s += time.monotonic() - started
+            self.checks += 1
+            self.cache[source] = outcome is Outcome.FAILS_SAME
+            if self.cache[source] and _size(source) < _size(self.best):
+                self.best = source
+            if self.checks == 1:
+                self.oracle.pool.timeout_s = min(self.oracle.pool.timeout_s,
+                                                 max(_MIN_TIMEOUT_S, _TIMEOUT_FACTOR * self.check_s))
+            if self.checks % 25 == 0 or (self.cache[source] and self.best is source):
+                self.report()
+        return self.cache[source]
+
+    def report(self) -> None:
+        self.reporter.status(f"program reduction: {self.checks} checks, {self.lines_before} lines -> "
+                             f"{code_lines(self.best)} lines")
+
+
+def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None = None) -> ProgramRepro:
+    """Reduce, write repro.py, verify (see the module docstring). `pool`: one already warming (started
+    early by the caller); it is closed here either way."""
+    import pysource_minimize
+
+    started = time.monotonic()
+    source = job.script.read_text()
+    pool = pool or WorkerPool(1, job.timeout_s)
+    with pool:
+        pool.wait_ready()  # the budget is for checks, not the workers' warm-up
+        oracle = ProgramOracle(pool, job)
+        reduction = ProgramReduction(oracle, source, job.budget_s, reporter)
+        if not reduction(source):
+            raise CannotReduce(f"the script alone, run in a warm worker, does not fail as {job.target} compiled and "
+                               "pass with compilation off")
+        try:
+            pysource_minimize.minimize(source, reduction, retries=1)
+        except _Stop:
+            pass
+        except KeyboardInterrupt:  # between two checks
+            reduction.stopped = "interrupted"
+    reduction.report()
+    repro, verified, pinned = _write(job, reduction)
+    return ProgramRepro(
+        repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
+        lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
+        check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
+        verified=verified, culprit_ops=compiled_calls(reduction.best), stopped_early=reduction.stopped,
+        backend_in_source=pinned,
+    )
+
+
+def _write(job: ProgramJob, reduction: ProgramReduction) -> tuple[Path, bool, bool]:
+    """Write repro.py and verify it (not when interrupted): with the backend written into its
+    `torch.compile` calls where it has any (it then runs as it stands), else with the backend forced.
+    Returns the path, whether it verified, and whether the backend is in the source."""
+    repro = job.out_dir / "repro.py"
+    pinned = pin_backend(reduction.best, job.backend) if job.backend else None
+    for source, in_source in ((pinned, True), (reduction.best, False)):
+        if source is None:
+            continue
+        repro.write_text(_header(job, reduction, in_source) + source)
+        if reduction.stopped == "interrupted":
+            return repro, False, in_source
+        if verify_program(repro, job, force=not in_source):
+            return repro, True, in_source
+    return repro, False, False
+
+
+class CannotReduce(Exception):
+    """The unchanged program does not pass the oracle: nothing to reduce from."""
+
+
+def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool) -> str:
+    how = ("as written" if not job.backend else f"as written, backend={job.backend!r}" if in_source else
+           f"with backend={job.backend!r} forced onto torch.compile")
+    return (f'"""{job.script.name}, reduced by pt2doctor ({reduction.lines_before} -> {code_lines(reduction.best)} '
+            f'lines).\n\nCompiled ({how}) it fails with: {job.target.text}\nWith compilation off '
+            '(torch.compiler.set_stance("force_eager")) it passes.\n"""\n')
+
+
+def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> bool:
+    """Both ways, side by side, each in a fresh interpreter: compiled (`job.backend` forced unless
+    `force` is off) it fails as `job.target`, with compilation off it passes."""
+    scratch = job.out_dir / "program"
+    scratch.mkdir(parents=True, exist_ok=True)
+    source = repro.read_text()
+    paths = [scratch / "verify_compiled.py", scratch / "verify_compilation_off.py"]
+    for path, run in zip(paths, program_runs(job, repro, force)):
+        path.write_text(harness_text(source, run))
+    with ThreadPoolExecutor(2) as threads:
+        compiled, off = threads.map(lambda p: verify(p, job.target, timeout_s=max(60.0, job.timeout_s)), paths)
+    return compiled.verified and off.seen is None and off.returncode == 0
+
+
+def pin_backend(source: str, backend: str) -> str | None:
+    """`source` with `backend=...` written into every `torch.compile` call and bare `@torch.compile`
+    decorator; None when it has none (it compiles some other way: the backend must be forced)."""
+    tree = ast.parse(source)
+    pinned = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and dotted(node.func) == "torch.compile":
+            node.keywords = [k for k in node.keywords if k.arg != "backend"] + [ast.keyword("backend", ast.Constant(backend))]
+            pinned += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bare = [dotted(d) == "torch.compile" for d in node.decorator_list]
+            node.decorator_list = [ast.Call(d, [], [ast.keyword("backend", ast.Constant(backend))]) if b else d
+                                   for d, b in zip(node.decorator_list, bare)]
+            pinned += sum(bare)
+    return ast.unparse(tree) + "\n" if pinned else None

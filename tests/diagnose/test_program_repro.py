@@ -1,0 +1,42 @@
+"""`pt2doctor diagnose` on a Dynamo bug that no graph shows: repro.py is the program itself, reduced.
+
+tests/realbugs/closure_list_mutation_in_local_class.py (pytorch#197896): the compiled call drops a closure
+list's append made in a local class's method; the captured graph is right, so only the program shows it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
+
+@pytest.mark.slow
+def test_a_dynamo_side_effect_bug_gets_a_verified_reduced_program(diagnosed):
+    run, d = diagnosed(REALBUGS / "closure_list_mutation_in_local_class.py")
+    p = d["program"]
+    assert d["stage"] == "dynamo" and d["category"] == "accuracy" and run.code == 1
+    assert p["reason"] == "dynamo" and p["verified"] and d["repro_verified"] and d["repro"] == p["repro_path"]
+    assert p["lines_after"] < p["lines_before"] and p["checks"] > 1 and p["backend"] == "eager"
+    text = Path(d["repro"]).read_text()
+    assert ".append(" in text and "class " in text and "torch.compile(" in text  # the culprit construct stays
+    assert "list.append" in d["culprit_ops"] and "pt2doctor" not in text.split('"""', 2)[2]
+    assert any("repro.py is the program reduced (the failure is in Dynamo" in note for note in d["notes"])
+    issue = (run.out_dir / "issue.md").read_text()
+    assert "The program, reduced" in issue and text.strip().splitlines()[-1] in issue
+
+
+@pytest.mark.slow
+def test_the_reduced_program_fails_compiled_and_passes_with_compilation_off(diagnosed):
+    run, d = diagnosed(REALBUGS / "closure_list_mutation_in_local_class.py")
+    repro = d["repro"]
+    compiled = subprocess.run([sys.executable, repro], capture_output=True, text=True, timeout=300)
+    assert compiled.returncode == 1 and "AssertionError" in compiled.stderr
+    off = ("import runpy, sys, torch; torch.compiler.set_stance('force_eager'); "
+           "runpy.run_path(sys.argv[1], run_name='__main__')")
+    eager = subprocess.run([sys.executable, "-c", off, repro], capture_output=True, text=True, timeout=300)
+    assert eager.returncode == 0, eager.stderr[-2000:]

@@ -1,0 +1,125 @@
+"""The program reducer (`reduce.program`): its oracle on real torch.compile runs, the culprit callables it
+names from a reduced program, and the backend it writes into `torch.compile` calls."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.reduce.core import Outcome
+from pt2doctor.reduce.pool import WorkerPool
+from pt2doctor.reduce.program import (ProgramJob, ProgramOracle, ProgramReduction, code_lines, pin_backend,
+                                      reduce_program)
+from pt2doctor.reduce.program_culprits import compiled_calls
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+
+# pytorch#197896: a closure list appended to from a local class's method stays empty after the compiled call
+SCRIPT = Path(__file__).parents[1] / "realbugs" / "closure_list_mutation_in_local_class.py"
+SOURCE = SCRIPT.read_text()
+
+
+class Lines:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def status(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def _job(tmp_path: Path, budget_s: float = 60.0) -> ProgramJob:
+    return ProgramJob(SCRIPT, (), "AssertionError: ", "eager", tmp_path, budget_s, 60.0, type_only=True)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(1, 60.0) as warm:
+        yield warm
+
+
+def test_the_oracle_keeps_the_failure_and_rejects_what_fails_uncompiled_or_passes(pool, tmp_path):
+    oracle = ProgramOracle(pool, _job(tmp_path))
+    assert oracle(SOURCE) is Outcome.FAILS_SAME
+    uncompiled = SOURCE.replace('torch.compile(fn, backend="eager", fullgraph=True)', "fn")
+    assert oracle(uncompiled) is Outcome.PASSES  # the compile call deleted: nothing is wrong any more
+    always = SOURCE.replace("assert e == len(state)", "assert e == len(state) + 1")
+    assert oracle(always) is Outcome.FAILS_OTHER and oracle.failed_uncompiled == 1  # fails with compilation off too
+    assert oracle(SOURCE.replace("assert e == len(state)", "")) is Outcome.PASSES
+    crash = SOURCE.replace("assert e == len(state)", "raise ValueError('other')")
+    assert oracle(crash) is Outcome.FAILS_OTHER  # another exception type is another failure
+
+
+def test_a_check_runs_in_a_warm_worker_not_a_fresh_interpreter(pool, tmp_path):
+    reduction = ProgramReduction(ProgramOracle(pool, _job(tmp_path)), SOURCE, 60.0, Lines())
+    assert reduction(SOURCE) and reduction(SOURCE)  # the second answer is the cache's
+    assert reduction.checks == 1 and reduction.check_s < 10.0  # `import torch` alone costs seconds
+
+
+@pytest.mark.slow
+def test_the_reduced_program_keeps_the_culprit_and_verifies_both_ways(tmp_path):
+    lines = Lines()
+    result = reduce_program(_job(tmp_path, 90.0), lines)
+    repro = Path(result.repro_path).read_text()
+    assert result.verified and result.lines_after < result.lines_before == code_lines(SOURCE)
+    assert "state.append" in repro and "backend='eager'" in repro and result.backend_in_source
+    assert result.culprit_ops == ("list.append",) and "pt2doctor" not in repro.split('"""', 2)[2]
+    assert lines.lines[-1].startswith(f"program reduction: {result.checks} checks, {result.lines_before} lines -> ")
+
+
+def test_a_wrong_result_is_the_scripts_own_check_not_an_assertion_inside_the_compiler():
+    harness: dict[str, object] = {}
+    exec(harness_text("", ProgramRun("user.py", "/", (), type_only=True)), harness)
+    describe = harness["describe_failure"]
+    try:
+        raise AssertionError("values 1 2")
+    except AssertionError as exc:
+        assert describe(exc) == "AssertionError"  # type: ignore[operator]
+    try:
+        exec(compile("raise AssertionError('bad layout')", "/site-packages/torch/_inductor/lowering.py", "exec"))
+    except AssertionError as exc:
+        assert describe(exc) == "AssertionError: bad layout"  # type: ignore[operator]
+
+
+def test_culprits_are_the_callables_of_the_compiled_code_only():
+    source = """
+import numpy as np
+import torch
+def helper(x):
+    return np.cumsum(x)
+def fn(x):
+    items = []
+    items.append(1)
+    return torch.sin(helper(x))
+print(len([1]))
+torch.compile(fn)(torch.ones(1))
+torch._dynamo.optimize("eager")(helper)
+"""
+    assert compiled_calls(source) == ("numpy.cumsum", "list.append", "torch.sin")  # helper is compiled first
+
+
+def test_culprits_follow_decorators_transforms_and_module_forward():
+    source = """
+import torch
+class Sq(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return torch.square(x)
+class M(torch.nn.Module):
+    def forward(self, x):
+        return Sq.apply(x)
+@torch.compile(fullgraph=True)
+def g(x):
+    return torch.func.grad(lambda y: y.sum())(x)
+m = M()
+torch.compile(m)
+"""
+    assert compiled_calls(source) == ("torch.func.grad", "y.sum", "torch.autograd.Function.apply", "torch.square")
+
+
+def test_the_backend_is_written_into_every_compile_call():
+    source = "import torch\n@torch.compile\ndef f(x):\n    return x\ng = torch.compile(f, backend='inductor')\n"
+    pinned = pin_backend(source, "eager")
+    assert pinned is not None and pinned.count("backend='eager'") == 2 and "inductor" not in pinned
+    ast.parse(pinned)
+    assert pin_backend("import torch\nopt = torch._dynamo.optimize('eager')\n", "eager") is None
