@@ -123,3 +123,18 @@ def test_the_backend_is_written_into_every_compile_call():
     assert pinned is not None and pinned.count("backend='eager'") == 2 and "inductor" not in pinned
     ast.parse(pinned)
     assert pin_backend("import torch\nopt = torch._dynamo.optimize('eager')\n", "eager") is None
+
+
+def test_a_wrong_results_check_and_the_seeds_are_kept_as_written():
+    """Shrinking `rtol=1e-4` to `rtol=0` keeps the failure's type and passes with compilation off, yet
+    claims a bitwise difference (seen on pytorch#185509's script): such a candidate is refused unrun."""
+    from pt2doctor.reduce.program import keeps, kept_statements
+
+    source = ("import torch\ntorch.manual_seed(0)\nx = torch.randn(4)\ny = torch.compile(torch.sin)(x)\n"
+              "print(y)\ntorch.testing.assert_close(y, torch.sin(x), rtol=1e-4, atol=1e-4)\n")
+    kept = kept_statements(source, check_line=6)
+    assert len(kept) == 2  # the check and the seed
+    assert keeps(source.replace("print(y)\n", ""), kept)
+    assert not keeps(source.replace("rtol=1e-4", "rtol=0"), kept)
+    assert not keeps(source.replace("torch.manual_seed(0)\n", ""), kept)
+    assert kept_statements(source, check_line=None) < kept  # a crash keeps only the seed

@@ -353,7 +353,8 @@ def _reduce_program(options: DiagnoseOptions, found: Found, reporter: Reporter, 
         if graph_repro.exists():
             found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
-                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY)
+                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
+                     _script_line(options.script, found))
     reporter.status(f"reducing the program (compiled{f' with backend={backend!r}' if backend else ''} it must fail "
                     f"as {job.target}, with compilation off pass)")
     with found.timed("program_reduction"):
@@ -370,6 +371,14 @@ def _reduce_program(options: DiagnoseOptions, found: Found, reporter: Reporter, 
                            f"{p.checks} checks ({p.check_s:.2f} s each), {'verified' if p.verified else 'NOT verified'}")
         if p.stopped_early == "interrupted":
             raise KeyboardInterrupt
+
+
+def _script_line(script: Path, found: Found) -> int | None:
+    """The line of the script the failure was raised at (the innermost frame in the script's own file)."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    here = str(script.resolve())
+    frames = [f for f in failure.user_frames if f.file and str(Path(f.file).resolve()) == here] if failure else []
+    return frames[-1].line if frames else None
 
 
 def _minifier_failure(exc: Exception) -> str:

@@ -10,7 +10,10 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
     does not pass for the script's check; the signal for a crash that killed the process);
 (b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
 (b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
-(b) whenever it fails (a), so deleting the compile call is never kept.
+(b) whenever it fails (a), so deleting the compile call is never kept. Before either, a candidate must
+keep some statements exactly as written (`kept_statements`): for a wrong result the script's own check
+(a reduction may not loosen or tighten what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and
+(b) and claim a bitwise difference), and every RNG seeding call.
 Each check runs the candidate (`reduce.program_harness`) in a child forked from a warm zygote
 (`reduce.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
@@ -60,6 +63,7 @@ class ProgramJob:
     timeout_s: float  # the most one check may take (less: a few times the first check's time)
     reason: Literal["dynamo", "fallback"] = "dynamo"
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
+    check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
 
     @property
     def target(self) -> FailureSignature:
@@ -72,6 +76,37 @@ def target_of(signature: str, type_only: bool) -> FailureSignature:
     if signature in signal.Signals.__members__ or signature.startswith("signal "):
         return FailureSignature(FailureKind.SIGNAL, signature)
     return from_description(signature.split(":", 1)[0] if type_only else signature)
+
+
+_SEEDS = {"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
+          "np.random.seed", "numpy.random.seed", "torch.random.manual_seed"}
+
+
+def kept_statements(source: str, check_line: int | None) -> frozenset[str]:
+    """The statements every candidate keeps exactly as written: the script's own check of a wrong result
+    (the innermost simple statement at `check_line`: its tolerance and operands define "wrong", and the
+    type of what it raises does not), and every RNG seeding call (the values the failure shows on)."""
+    kept = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+            continue
+        at_check = check_line is not None and node.lineno <= check_line <= (node.end_lineno or node.lineno)
+        seeds = isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and dotted(node.value.func) in _SEEDS
+        if at_check or seeds:
+            kept.add(ast.dump(node))
+    return frozenset(kept)
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try, ast.Match)
+
+
+def keeps(source: str, kept: frozenset[str]) -> bool:
+    try:
+        present = {ast.dump(node) for node in ast.walk(ast.parse(source)) if isinstance(node, ast.stmt)}
+    except SyntaxError:
+        return False
+    return kept <= present
 
 
 def code_lines(source: str) -> int:
@@ -118,8 +153,10 @@ class _Stop(Exception):
 class ProgramReduction:
     """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
 
-    def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter) -> None:
+    def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
+                 kept: frozenset[str] = frozenset()) -> None:
         self.oracle = oracle
+        self.kept = kept
         self.best = source
         self.lines_before = code_lines(source)
         self.reporter = reporter
@@ -133,6 +170,8 @@ class ProgramReduction:
         if time.monotonic() > self.deadline:
             self.stopped = "budget"
             raise _Stop
+        if source not in self.cache and not keeps(source, self.kept):
+            self.cache[source] = False  # it changed the check or a seed: not the same failure, whatever it raises
         if source not in self.cache:
             started = time.monotonic()
             try:
@@ -171,7 +210,8 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     with pool:
         pool.wait_ready()  # the budget is for checks, not the workers' warm-up
         oracle = ProgramOracle(pool, job)
-        reduction = ProgramReduction(oracle, source, job.budget_s, reporter)
+        reduction = ProgramReduction(oracle, source, job.budget_s, reporter,
+                                     kept_statements(source, job.check_line if job.type_only else None))
         if not reduction(source):
             raise CannotReduce(f"the script alone, run in a warm worker, does not fail as {job.target} compiled and "
                                "pass with compilation off")
