@@ -229,9 +229,10 @@ def conclude(found: Found) -> None:
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
+        holds = "repro.py" if found.program and found.program.verified else "the program"
         found.next_steps.append("Dynamo itself changes the result (it is wrong with backend='eager' too and right with "
-                                "compilation off): file it as a Dynamo correctness bug with issue.md, which holds "
-                                "the program.")
+                                f"compilation off): file it as a Dynamo correctness bug with issue.md, which holds "
+                                f"{holds}.")
         found.next_steps.append("Until it is fixed, keep the function out of the graph: `@torch.compiler.disable`.")
     elif found.stage is FailingStage.DYNAMO:
         where = found.user_frames[0] if found.user_frames else None

@@ -21,6 +21,7 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
         "bisection": d.bisection.describe() if d.bisection else None,
         "culprit ops": list(d.culprit_ops),
         "minified nodes": d.minified_nodes,
+        "program reduced (lines)": f"{d.program.lines_before} -> {d.program.lines_after}" if d.program else None,
         "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,
         "where": ", ".join(str(f) for f in d.user_frames[:3]) or None,
     }
