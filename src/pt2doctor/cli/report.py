@@ -31,7 +31,8 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
         return _report_diagnosis(path, as_json, html or output is not None, output)
     saved = session_json_of(path) if path.exists() else None
     job = read_job_json(saved) if saved is not None else None
-    if job is not None or (saved is None and path.is_dir() and len(trace_files(path)) > 1):
+    several = saved is None and path.is_dir() and len(trace_files(path)) > 1
+    if job is not None or (several and not (html or output is not None)):  # the page shows ranks side by side itself
         return _report_processes(path, job, as_json, strict)
     try:
         with input_errors():
