@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -61,9 +62,13 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_writes(tmp_path
             time.sleep(0.2)
         second = pt2doctor("run", "--out", str(out), str(SCRIPTS / "no_compile.py"))
         assert second.code == 64 and "another pt2doctor run is writing to" in second.stderr
-    finally:
-        first.kill()
-        first.wait()
+    finally:  # Ctrl-C, so the first run stops its child (a SIGKILL would leave the hanging script behind)
+        first.send_signal(signal.SIGINT)
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
 
 
 def test_help_is_whole_and_names_exit_codes_and_the_default_run_directory() -> None:
