@@ -12,7 +12,7 @@ The Markdown table (machine, date and load as in the other benchmarks, totals in
 printed and written to OUT/realbugs.md after every bug, so a long run keeps what it has.
 With --reuse, a bug whose diagnosis.json is already in OUT is not re-run (its exit code and total time
 are read from it), e.g. to re-render the table after a header is corrected.
-Usage: python bench/realbugs.py [--only NAME[,NAME...]] [--timeout S] [--out DIR] [--reuse]
+Usage: python bench/realbugs.py [--only NAME[,NAME...]] [--timeout S] [--out DIR] [--reuse] [--program-budget S]
 """
 
 from __future__ import annotations
@@ -150,13 +150,13 @@ def reused(path: Path, out: Path) -> Outcome | None:
                    diagnosis)
 
 
-def diagnose(path: Path, out: Path, timeout: float) -> Outcome:
+def diagnose(path: Path, out: Path, timeout: float, options: tuple[str, ...] = ()) -> Outcome:
     """`pt2doctor diagnose` on one script in its own process group (killed whole at the timeout)."""
     header = parse_header(path)
     run_dir = out / header.name
     started = time.monotonic()
     with open(out / f"{header.name}.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), str(path)],
+        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), *options, str(path)],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code, note = proc.wait(timeout=timeout), ""
@@ -230,11 +230,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds per bug (default 600)")
     parser.add_argument("--out", type=Path, default=Path(f"/tmp/realbugs-{datetime.date.today()}"))
     parser.add_argument("--reuse", action="store_true", help="do not re-run a bug that has a diagnosis.json in --out")
+    parser.add_argument("--program-budget", type=float, default=None,
+                        help="diagnose's --program-budget (seconds of program reduction; default: diagnose's)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     machine, start_load, outcomes = _machine(), os.getloadavg()[0], []
     for path in corpus(args.only):
-        outcomes.append((args.reuse and reused(path, args.out)) or diagnose(path, args.out, args.timeout))
+        options = ("--program-budget", str(args.program_budget)) if args.program_budget else ()
+        outcomes.append((args.reuse and reused(path, args.out)) or diagnose(path, args.out, args.timeout, options))
         print(row(outcomes[-1]), flush=True)
         load = f"{start_load:.1f}/{os.getloadavg()[0]:.1f}"
         (args.out / "realbugs.md").write_text(table(outcomes, machine, load))
