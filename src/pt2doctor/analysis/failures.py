@@ -93,6 +93,12 @@ def _kernel(f: Failure) -> bool:
         _raised_in_generated_code(f))
 
 
+def raised_in_torch(traceback: str) -> bool:
+    """The innermost frame of `traceback` is torch's own code (an error torch raised, whatever its type)."""
+    frames = re.findall(r'File "([^"]+)"', traceback)
+    return bool(frames) and "/torch/" in frames[-1].replace("\\", "/")
+
+
 def _raised_in_generated_code(f: Failure) -> bool:
     """The innermost frame is Inductor's generated code: a compiled kernel failed at run time."""
     frames = re.findall(r'File "([^"]+)"', f.traceback)

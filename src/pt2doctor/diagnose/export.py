@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.export_fix import verified_fixes
+from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.found import Found, user_error
@@ -65,7 +66,8 @@ def _ended_with(failed: ExportEvent, run: Attempt) -> bool:
 
 
 def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent) -> None:
-    kind = failure_kind(failed)
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    kind = failure_kind(failed, in_torch=failure is not None and raised_in_torch(failure.traceback))
     strict = failed.step is ExportStep.STRICT_TRACE
     runner.reporter.status(f"{failed.step.value} failed ({kind.value}): trying strict={not strict}")
     other = _other_mode(runner, found, not strict) if failed.step in TRACE_STEPS else None

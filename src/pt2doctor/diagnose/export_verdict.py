@@ -15,6 +15,7 @@ import re
 
 from pt2doctor.diagnose.found import Found, traced_frames
 from pt2doctor.model import Category, Failure, SourceLoc
+from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding, ExportFix,
                                     ExportStep, Phase, TRACE_STEPS)
 
@@ -41,21 +42,32 @@ CATEGORIES = {
 }
 
 
-def failure_kind(event: ExportEvent | None) -> ExportFailureKind:
-    """`event`: the step the run ended in (None: every step passed and the program's check failed after)."""
+def failure_kind(event: ExportEvent | None, in_torch: bool = False) -> ExportFailureKind:
+    """`event`: the step the run ended in (None: every step passed and the program's check failed after);
+    `in_torch`: the error was raised inside torch's own code (a builtin type such as RuntimeError too)."""
     if event is None:
         return Kind.WRONG_RESULT
     if event.step in _AOTI_KINDS:
         return _AOTI_KINDS[event.step]
     text = f"{event.error_type}\n{event.message}"
-    fallback = Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") else Kind.USER_CODE
+    fallback = Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") or in_torch else Kind.USER_CODE
     return next((kind for kind, rule in _RULES if rule.search(text)), fallback)
 
 
 def category_of(kind: ExportFailureKind, event: ExportEvent | None) -> Category:
     if kind is Kind.AOTI_RUNTIME and event is not None and event.phase is Phase.STARTED:
         return Category.RUNTIME_CRASH  # the process died inside the package's call
+    if kind is Kind.EXPORT_INTERNAL and event is not None and event.step is ExportStep.RUN_DECOMPOSITIONS:
+        return Category.BACKEND_FAILURE  # AOTAutograd's functionalization and decompositions, as under compile
     return CATEGORIES[kind]
+
+
+# The torch.compile stage that does the work of each export step, so `stage` means the same on both paths:
+# tracing is graph capture, run_decompositions is AOTAutograd's functionalization and decompositions,
+# AOTInductor is Inductor (a wrong result of the package too).
+STEP_STAGES = {ExportStep.STRICT_TRACE: FailingStage.DYNAMO, ExportStep.NON_STRICT_TRACE: FailingStage.DYNAMO,
+               ExportStep.RUN_DECOMPOSITIONS: FailingStage.AOT_AUTOGRAD, ExportStep.AOTI_COMPILE: FailingStage.INDUCTOR,
+               ExportStep.AOTI_LOAD: FailingStage.INDUCTOR, ExportStep.AOTI_RUN: FailingStage.INDUCTOR}
 
 
 def user_line(failure: Failure | None) -> SourceLoc | None:
@@ -69,7 +81,7 @@ def user_line(failure: Failure | None) -> SourceLoc | None:
 
 def conclude_export(found: Found, finding: ExportFinding, category: Category) -> None:
     found.export = finding
-    found.stage = None  # no torch.compile stage: the step says where
+    found.stage = STEP_STAGES[finding.step] if finding.step else FailingStage.INDUCTOR  # the package's result
     found.category = category
     where = STEP_TITLES[finding.step] if finding.step else "the package's result (every export step passed)"
     entry = "" if finding.step in TRACE_STEPS else f" ({finding.entry.value})"

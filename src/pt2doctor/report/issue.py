@@ -107,7 +107,7 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def render_issue(d: Diagnosis, session: Session | None) -> str:
-    stage = STAGE_TITLES[d.stage] if d.stage else export_stage(d.export) if d.export else "an unknown stage"
+    stage = export_stage(d.export) if d.export else STAGE_TITLES[d.stage] if d.stage else "an unknown stage"
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
@@ -123,7 +123,7 @@ _PATH = re.compile(r"(?:/[\w.\-+@]+){2,}")
 
 
 def _title(d: Diagnosis) -> str:
-    tag = _STAGE_TAGS[d.stage] if d.stage else export_title_tag(d.export) if d.export else "torch.compile"
+    tag = export_title_tag(d.export) if d.export else _STAGE_TAGS[d.stage] if d.stage else "torch.compile"
     ops = f" on {', '.join(d.culprit_ops)}" if d.culprit_ops else ""
     error = _PATH.sub("<path>", (d.error.splitlines() or [""])[0])
     return f"[{tag}] {error[:120]}{ops}"
