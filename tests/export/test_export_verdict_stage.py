@@ -23,7 +23,10 @@ def test_a_runtime_error_from_torchs_own_code_in_run_decompositions_is_a_backend
     # pytorch#180354: "Attempting to use FunctionalTensor on its own", a RuntimeError raised inside torch
     event = ExportEvent(0, ExportStep.RUN_DECOMPOSITIONS, Phase.FAILED, "RuntimeError",
                         "Attempting to use FunctionalTensor on its own.")
-    assert raised_in_torch(USER_FRAME + TORCH_FRAME) and not raised_in_torch(TORCH_FRAME + USER_FRAME)
+    stack = "Traceback (most recent call last):\n  " + USER_FRAME + "  " + TORCH_FRAME
+    notes = "RuntimeError: Attempting to use FunctionalTensor on its own.\nOriginal traceback:\n" + USER_FRAME
+    assert raised_in_torch(stack + notes)  # torch's note after the exception names a user frame: not a frame
+    assert not raised_in_torch("Traceback (most recent call last):\n  " + TORCH_FRAME + "  " + USER_FRAME + notes)
     kind = failure_kind(event, in_torch=True)
     assert kind is ExportFailureKind.EXPORT_INTERNAL
     assert category_of(kind, event) is Category.BACKEND_FAILURE

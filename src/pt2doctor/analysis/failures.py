@@ -94,8 +94,11 @@ def _kernel(f: Failure) -> bool:
 
 
 def raised_in_torch(traceback: str) -> bool:
-    """The innermost frame of `traceback` is torch's own code (an error torch raised, whatever its type)."""
-    frames = re.findall(r'File "([^"]+)"', traceback)
+    """The innermost frame of `traceback`'s last stack is torch's own code (an error torch raised, whatever its
+    type). The stack ends at the exception's line: notes after it (torch's "Original traceback:") are not frames."""
+    stack = traceback.rsplit("Traceback (most recent call last):", 1)[-1].splitlines()[1:]
+    lines = next((stack[:i] for i, line in enumerate(stack) if line and not line.startswith(" ")), stack)
+    frames = [m.group(1) for m in (re.match(r'\s+File "([^"]+)"', line) for line in lines) if m]
     return bool(frames) and "/torch/" in frames[-1].replace("\\", "/")
 
 
