@@ -100,7 +100,7 @@ def test_each_recompile_cause_in_plain_words(run_json):
     assert "stride at dim 0 changed 4 -> 1" in texts["stride_fn"] and "non-contiguous" in texts["stride_fn"]
     assert texts["grad_fn"] == "input `x`: requires_grad changed False -> True"
     assert "`n`" in texts["value_fn"] and "n == 3" in texts["value_fn"]
-    assert "`Config.flag`" in texts["global_fn"]
+    assert "`FLAG`" in texts["global_fn"]
     value = next(r for r in doc["recompiles"] if r["function"] == "value_fn")
     assert value["guard_failures"][0]["source"]["line"] == 25  # `return x * n`
 

@@ -1,8 +1,8 @@
 import torch
 
 
-class Config:
-    flag = True
+# a module global: torch 2.11 does not guard a class attribute read here (a stale result)
+FLAG = True
 
 
 def size_fn(x):
@@ -26,7 +26,7 @@ def value_fn(x, n):
 
 
 def global_fn(x):
-    if Config.flag:
+    if FLAG:
         return x + 1
     return x - 1
 
@@ -40,4 +40,4 @@ d = c(dtype_fn); d(torch.randn(4)); d(torch.randn(4, dtype=torch.float64))
 st = c(stride_fn); st(torch.randn(4, 4)); st(torch.randn(4, 4).t())
 g = c(grad_fn); g(torch.randn(4)); g(torch.randn(4, requires_grad=True))
 v = c(value_fn); v(torch.randn(4), 3); v(torch.randn(4), 4)
-gl = c(global_fn); gl(torch.randn(4)); Config.flag = False; gl(torch.randn(4))
+gl = c(global_fn); gl(torch.randn(4)); FLAG = False; gl(torch.randn(4))

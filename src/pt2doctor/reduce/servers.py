@@ -6,8 +6,10 @@ GPU. `Servers` (a `candidates.Dispatcher`, same protocol, same contract) starts 
 `MAX_SERVERS`) interpreters (`python -m pt2doctor.reduce.servers`), each in its own process group.
 Contract:
 - Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `candidates.warm_up`)
-  and then runs candidates one at a time, the compiler configs restored and Dynamo reset before
-  each, so nothing one candidate set is seen by the next.
+  and then runs candidates one at a time, each in the interpreter as it was after the warm-up: the
+  compiler configs, stance and `torch.compile`, the default dtype and grad mode, the working directory,
+  `sys.argv`, `sys.path` and `__main__` restored and Dynamo reset before each, so nothing one candidate
+  set (a program candidate's `set_stance("force_eager")`, say) is seen by the next.
 - A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
   only its candidate with it and is replaced at once. A server whose candidate failed exits after
   answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert poisons
@@ -24,6 +26,7 @@ import selectors
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pt2doctor.capture.process_group import kill_group
@@ -161,14 +164,14 @@ def serve_candidates(out_fd: int) -> None:
     """A server's life: warm up, then run the candidates read from stdin one at a time."""
     import torch
 
-    from pt2doctor.capture.torch_compat import config_checkpoint, reset_dynamo
+    from pt2doctor.capture.torch_compat import reset_dynamo, state_checkpoint
 
     try:
         warm_up("cuda" if torch.cuda.is_available() else "cpu")
     except Exception as exc:
         send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
         return
-    restore = config_checkpoint()
+    restore = _interpreter_checkpoint(state_checkpoint())
     send(out_fd, ("ready",))
     reader = FrameReader()
     while data := os.read(0, 1 << 20):
@@ -182,6 +185,20 @@ def serve_candidates(out_fd: int) -> None:
             send(out_fd, (job_id, status, text))
             if status != "ok" and not _healthy():
                 return
+
+
+def _interpreter_checkpoint(restore_torch: Callable[[], None]) -> Callable[[], None]:
+    """`restore_torch` plus the interpreter state a program candidate changes to run as `python SCRIPT`
+    would (`reduce.program_harness`): working directory, argv, import path, `__main__`."""
+    cwd, argv, path, main = os.getcwd(), list(sys.argv), list(sys.path), sys.modules["__main__"]
+
+    def restore() -> None:
+        restore_torch()
+        os.chdir(cwd)
+        sys.argv[:], sys.path[:] = argv, path
+        sys.modules["__main__"] = main
+
+    return restore
 
 
 def gpu_device_visible() -> bool:

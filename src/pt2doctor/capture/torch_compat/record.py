@@ -220,6 +220,26 @@ def config_checkpoint() -> Callable[[], None]:
     return restore
 
 
+def state_checkpoint() -> Callable[[], None]:
+    """`config_checkpoint`, plus what a script run in a reused interpreter may change in torch beyond
+    its configs: `torch.compile` (a run's `Overrides` replace it), the compiler stance (`set_stance`:
+    compilation off stays off for every later `torch.compile` otherwise), the default dtype and grad
+    mode. The interpreter is assumed to be at the default stance when this is called."""
+    import torch
+
+    restore_configs = config_checkpoint()
+    compile_fn, dtype, grad = torch.compile, torch.get_default_dtype(), torch.is_grad_enabled()
+
+    def restore() -> None:
+        restore_configs()
+        torch.compile = compile_fn  # type: ignore[assignment]
+        torch.compiler.set_stance("default")
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+
+    return restore
+
+
 def accuracy_rule_source() -> str:
     """The text of `torch_compat/accuracy_rule.py`, which every repro embeds verbatim (reduce.repro)."""
     import inspect
