@@ -123,6 +123,16 @@ def test_after_aot_graph_takes_its_dynamo_parents_values(recorded, tmp_path):
     assert all(not s.saved for s in load_failing(run_dir).case.inputs if s.kind == "tensor")  # no out_dir: random
 
 
+def test_the_fallback_is_the_dynamo_graph_with_the_scripts_backend(recorded):
+    """When an after-AOT graph does not fail alone, diagnose minifies the Dynamo graph it came from."""
+    run_dir = recorded(INDUCTOR_DYNAMIC_SCRIPT)
+    after_aot, dynamo = load_failing(run_dir), load_failing(run_dir, dynamo=True)
+    index = {e["id"]: e for e in map(json.loads, (run_dir / "graphs" / "index.jsonl").read_text().splitlines())}
+    assert index[after_aot.graph_id]["parent"] == dynamo.graph_id
+    assert (dynamo.context.stage.value, dynamo.context.backend.name) == ("dynamo", "inductor")
+    assert dynamo.expected == after_aot.expected  # the same recorded failure, one level up
+
+
 def test_aot_inputs_map_to_dynamo_inputs_after_the_lifted_parameters():
     def tensor(*shape, dtype="float32"):
         return TensorSpec(shape, (), dtype)

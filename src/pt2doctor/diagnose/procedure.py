@@ -14,8 +14,9 @@ Steps, with the runs made in parallel where they do not depend on each other:
 3. stage: the script under `eager`, `aot_eager`, `aot_eager_decomp_partition` (`diagnose.stages`);
    the first that fails names the stage. When even `eager` fails, a run with compilation off
    (`set_stance("force_eager")`) tells a bug in the script (`user_error`, stop) from a Dynamo one.
-4. minify the recorded graph that failed (after AOT for Inductor, after Dynamo otherwise) and verify
-   the repro in a fresh interpreter (`reduce`). When the first run already shows a compiled graph
+4. minify the recorded graph that failed (after AOT for Inductor, after Dynamo otherwise; when an
+   after-AOT graph does not fail alone, the Dynamo graph it came from with the script's backend) and
+   verify the repro in a fresh interpreter (`diagnose.graph_minify`, `reduce`). When the first run already shows a compiled graph
    failing (a kernel, backend, crash or accuracy failure), this starts right after step 1, while
    the stage runs of step 3 go on in the pool, so the cores stay busy.
 5. bisect an Inductor (or decomposition) failure on the minimal repro (`bisect.driver`).
@@ -40,7 +41,7 @@ from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refin
                                       where)
 from pt2doctor.diagnose.export import diagnose_export
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
-from pt2doctor.diagnose.wrong_graph import find_wrong_graph
+from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
@@ -132,7 +133,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                         minify_reporter: Any, a1: Attempt, speculative: dict[str, Future[Attempt]], early: bool,
                         pending: PendingBisection | None) -> None:
     if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
-        _minify(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
+        minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
@@ -158,7 +159,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
             except (OSError, ValueError, KeyError) as exc:
                 found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
     if found.stage in GRAPH_STAGES and options.minify and not early:
-        _minify(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
+        minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if options.minify and found.stage is not None and not (found.minify and found.minify.verified):
         _reduce_program(options, found, reporter, a1)
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
@@ -271,43 +272,6 @@ def recorded_backend_spec(run_dir: Path) -> tuple[BackendSpec | None, bool]:
     return backend, any(e.on_cuda for e in index)
 
 
-def _minify(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path, found: Found, reporter: Reporter,
-            minify_reporter: Any) -> None:
-    from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
-    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
-    from pt2doctor.reduce.fx_minify import CannotReproduce, MinifyOptions, minify_case
-
-    if found.category is Category.TIMEOUT:
-        found.notes.append("a hang is not minified: every query would have to wait for the timeout")
-        return
-    if found.recording_changed_outcome:
-        return
-    wrong = find_wrong_graph(run_dir, found, runner) if found.category is Category.ACCURACY else None
-    reporter.status("minifying the failing graph")
-    with found.timed("minify"):
-        try:
-            recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
-                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None)
-            context, expected = recorded.context, recorded.expected
-            stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
-            if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
-                # the failure shows with a simpler backend: minify with it (faster queries, the stage isolated)
-                context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
-            minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s,
-                                           expected=expected, graph_name=recorded.graph_id)
-            found.minify = minify_case(recorded.case, context, minify_options, minify_reporter).result
-        except (NothingToMinify, CannotReproduce) as exc:
-            found.notes.append(f"not minified: {exc}")
-        except Exception as exc:  # the diagnosis so far must survive a minifier failure
-            found.notes.append(_minifier_failure(exc))
-    if found.minify:
-        m = found.minify
-        if m.stopped_early == "interrupted":  # the minifier kept its best; the diagnosis stops here
-            raise KeyboardInterrupt
-        word = "verified" if m.verified else "NOT verified"
-        reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
-
-
 def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Reporter) -> None:
     """Write replay.py for the recorded failing frame and check that it fails alone, in a fresh interpreter."""
     import subprocess
@@ -379,10 +343,3 @@ def _script_line(script: Path, found: Found) -> int | None:
     here = str(script.resolve())
     frames = [f for f in failure.user_frames if f.file and str(Path(f.file).resolve()) == here] if failure else []
     return frames[-1].line if frames else None
-
-
-def _minifier_failure(exc: Exception) -> str:
-    if isinstance(exc, AttributeError) and "_OpNamespace" in str(exc):
-        return (f"not minified: the graph calls a custom op that the script defines ({exc}); a standalone repro "
-                "cannot define it")
-    return f"the minifier failed: {type(exc).__name__}: {exc}"

@@ -126,7 +126,9 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
 
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DEFAULT_TOLERANCE,
-                 out_dir: Path | None = None, prefer: str | None = None) -> RecordedFailure:
+                 out_dir: Path | None = None, prefer: str | None = None, dynamo: bool = False) -> RecordedFailure:
+    """See the module docstring; `dynamo`: instead of the chosen after-AOT graph, the Dynamo graph it came
+    from, compiled with the script's own backend (for when the after-AOT graph does not fail alone)."""
     graphs, entries, failures = _read_run(run_dir)
     inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
     judged = [f for f in failures if f.phase == "accuracy"]
@@ -142,7 +144,16 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DE
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)
+    if dynamo:
+        graph_id = _dynamo_parent(entries, graph_id)
     return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+
+
+def _dynamo_parent(entries: Entries, graph_id: str) -> str:
+    entry = _entry(entries, graph_id)
+    if entry.stage is not Stage.AOT or entry.parent is None or entry.aot_kind == "backward":
+        raise NothingToMinify(f"graph {graph_id} has no Dynamo graph to fall back to")
+    return entry.parent
 
 
 def load_compile(run_dir: Path, compile_id: str, *, tolerance: float = DEFAULT_TOLERANCE,

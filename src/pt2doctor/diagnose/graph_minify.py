@@ -1,0 +1,92 @@
+"""Step 4 of `diagnose.procedure`: minify the recorded graph that failed, in isolation, and verify the repro.
+
+Contract: `minify_graph(...)` sets `found.minify` (a `MinifyResult`) or adds a note saying why there is
+none; it never raises for what the minifier meets (a Ctrl-C in the minifier is re-raised once the best
+so far is kept). The graph is the recording's choice (`reduce.fx_load.load_failing`; for a wrong result
+the graph `diagnose.wrong_graph` found wrong); when an after-AOT graph does not fail alone (the failure
+needs what AOTAutograd or the backend does around it), the Dynamo graph it came from is minified with
+the script's own backend instead, and a note says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.capture.runner import Reporter
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.stages import REFERENCE
+from pt2doctor.diagnose.wrong_graph import find_wrong_graph
+from pt2doctor.model import Category
+
+
+def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path, found: Found, reporter: Reporter,
+            minify_reporter: Any) -> None:
+    from pt2doctor.model.minify import Stage
+    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
+    from pt2doctor.reduce.fx_minify import CannotReproduce
+
+    if found.category is Category.TIMEOUT:
+        found.notes.append("a hang is not minified: every query would have to wait for the timeout")
+        return
+    if found.recording_changed_outcome:
+        return
+    wrong = find_wrong_graph(run_dir, found, runner) if found.category is Category.ACCURACY else None
+    reporter.status("minifying the failing graph")
+    with found.timed("minify"):
+        # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
+        # the backend does around it), the Dynamo graph it came from, with the script's own backend
+        for dynamo in (False, True):
+            try:
+                recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
+                                        out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
+                                        dynamo=dynamo)
+                found.minify = _minify_recorded(options, found, recorded, minify_reporter, simpler=not dynamo)
+            except CannotReproduce as exc:
+                if dynamo or recorded.context.stage is not Stage.AOT:
+                    found.notes.append(f"not minified: {exc}")
+                    break
+                found.notes.append(f"the after-AOT graph is not minified: {exc}")
+                reporter.status("the after-AOT graph does not fail alone: minifying the Dynamo graph it came from")
+                continue
+            except NothingToMinify as exc:
+                found.notes.append(f"not minified: {exc}")
+            except Exception as exc:  # the diagnosis so far must survive a minifier failure
+                found.notes.append(_minifier_failure(exc))
+            else:
+                if dynamo:
+                    found.notes.append(f"minified the Dynamo graph {recorded.graph_id} with the script's backend "
+                                       f"({recorded.context.backend.name!r}): its after-AOT graph does not fail alone")
+            break
+    if found.minify:
+        m = found.minify
+        if m.stopped_early == "interrupted":  # the minifier kept its best; the diagnosis stops here
+            raise KeyboardInterrupt
+        word = "verified" if m.verified else "NOT verified"
+        reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
+
+
+def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,
+                     simpler: bool) -> Any:
+    """Minify `recorded` (a `reduce.fx_load.RecordedFailure`); `simpler`: a Dynamo graph whose failure shows
+    with the stage's simpler backend is minified with that backend (faster queries, the stage isolated)."""
+    from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
+    from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
+
+    context, expected = recorded.context, recorded.expected
+    stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
+    if simpler and stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
+        context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
+    minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s,
+                                   expected=expected, graph_name=recorded.graph_id)
+    return minify_case(recorded.case, context, minify_options, minify_reporter).result
+
+
+def _minifier_failure(exc: Exception) -> str:
+    if isinstance(exc, AttributeError) and "_OpNamespace" in str(exc):
+        return (f"not minified: the graph calls a custom op that the script defines ({exc}); a standalone repro "
+                "cannot define it")
+    return f"the minifier failed: {type(exc).__name__}: {exc}"
