@@ -9,8 +9,8 @@ graph's first call against eager (`accuracy_tolerance`) or run chosen graphs as 
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
 `Session` each run wrote stays in `runs/<label>/` as evidence. A script launched as a job (`ScriptCall.torchrun`)
 runs under torchrun in every variant; the run stands for the rank whose failure ended first (`analysis.ranks`):
-its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are quiet: the script's output
-goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
+its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
+quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
 stops what is still running.
 """
 
@@ -160,7 +160,8 @@ class VariantRunner:
         if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
-        said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
+        on = f" (first on {attempt.rank})" if attempt.rank is not None else ""
+        said = "passed" if attempt.outcome == "pass" else f"failed{on}: {attempt.error[:160]}"
         self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
 
