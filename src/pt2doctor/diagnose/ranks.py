@@ -40,7 +40,8 @@ def _ended(session: Session) -> str:
     if not session.failures:
         return "passed" if session.exit.ok else "was stopped when the job ended"
     f = session.failures[0]
-    return f"then failed: {f.exception.rsplit('.', 1)[-1]}: {(f.message.splitlines() or [''])[0][:120]}"
+    line = (f.message.splitlines() or [""])[0]
+    return f"then failed: {f.exception.rsplit('.', 1)[-1]}: {line[:160]}{'...' if len(line) > 160 else ''}"
 
 
 def collectives_of_failing_graph(run_dir: Path, graph_id: str, session: Session | None) -> tuple[str, ...]:
