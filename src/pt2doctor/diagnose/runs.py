@@ -172,14 +172,16 @@ def _runs(n: int) -> str:
 
 def _standing_rank(job: Job) -> tuple[str | None, Session]:
     """The rank a job's run stands for, and its session: the one whose failure ended first; else the
-    first rank with a failure (one that failed without a sidecar saying when); else rank 0 (nothing failed)."""
+    first rank with a failure (one that failed without a sidecar saying when); else no rank, with rank 0's
+    session (nothing failed)."""
     failed = [p for p in job.processes if p.session.failures]
     process = next((p for p in job.processes if p.label == job.first_failure), failed[0] if failed else None)
-    if process is None and job.processes:
-        process = job.processes[0]
-    if process is None:  # torchrun started no rank: the job's own exit is all there is
-        return None, Session(schema=SCHEMA, torch_version=None, command=job.command, exit=job.exit)
-    return process.label, process.session
+    if process is not None:
+        return process.label, process.session
+    if job.processes:
+        return None, job.processes[0].session
+    # torchrun started no rank: the job's own exit is all there is
+    return None, Session(schema=SCHEMA, torch_version=None, command=job.command, exit=job.exit)
 
 
 def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> Attempt:

@@ -90,8 +90,8 @@ def bundle_session(out_dir: Path, diagnosis: Diagnosis | None = None) -> Session
     from pt2doctor.report.document import ReportInputError, read_session_json
 
     first = diagnosis.attempts[0] if diagnosis is not None and diagnosis.attempts else None
-    run = Path(first.run_dir) if first is not None and first.rank is not None and first.run_dir else None
-    path = (run or out_dir / "runs" / "original-1") / "session.json"
+    recorded = Path(first.run_dir) / "session.json" if first is not None and first.run_dir else None
+    path = recorded if recorded is not None and recorded.exists() else out_dir / "runs" / "original-1" / "session.json"
     try:
         return enrich(read_session_json(path)) if path.exists() else None
     except (ReportInputError, OSError):
