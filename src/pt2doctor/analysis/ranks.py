@@ -82,8 +82,9 @@ def _consequence(reference: ProcessSession, other: ProcessSession, comparison: C
     if not same_graphs:
         return compiled
     also = f"In the graphs both compiled: {'; '.join(same_graphs)}."
-    return f"{compiled} {also}" if compiled else f"{other.label} compiled the same graphs as {reference.label}, " \
-        f"differently. {also}"
+    if compiled:
+        return f"{compiled} {also}"
+    return f"{other.label} compiled the same graphs as {reference.label}, differently. {also}"
 
 
 def _compiled_otherwise(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
