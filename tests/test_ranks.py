@@ -102,3 +102,69 @@ def test_a_hang_shows_which_rank_waits_in_which_collective_and_which_is_elsewher
     assert at["rank 0"]["state"] == "collective" and at["rank 0"]["detail"] == "all_reduce"
     assert at["rank 0"]["where"]["line"] == 7
     assert at["rank 1"]["state"] == "user code" and at["rank 1"]["where"]["code"] == "time.sleep(600)"
+
+
+def test_graphs_both_ranks_compiled_once_are_compared_by_their_inputs_and_their_collectives(job):
+    _, doc, out = job
+    (shard,) = [c for c in _changes(doc, "graph_inputs") if c["subject"].startswith("shard")]
+    assert (shard["before"], shard["after"]) == ("L_x_: f32[4][1]cpu", "L_x_: f32[5][1]cpu")
+    assert "rank-dependent shape" in shard["detail"]
+    (sync,) = _changes(doc, "collectives")
+    assert sync["subject"].startswith("sync") and (sync["before"], sync["after"]) == ("all_reduce", "none")
+    (divergence,) = doc["divergence"]
+    assert "tensors of other sizes" in divergence["consequence"]
+    assert "no longer pair up" in divergence["consequence"]
+    text = pt2doctor("report", str(out)).stdout
+    assert "Graph inputs (tensor metadata):" in text and "Collectives per graph:" in text
+
+
+def test_a_graph_one_rank_loads_from_the_cache_and_another_compiles_is_a_straggler():
+    from pt2doctor.analysis.ranks import job_of
+    from pt2doctor.model import SCHEMA, CompileId, ExitInfo, Session
+    from pt2doctor.model.job import ProcessSession
+    from pt2doctor.model.session import Compile
+
+    def rank(n: int, hits: int, misses: int) -> ProcessSession:
+        compiled = Compile(CompileId(0, 0), "f", "train.py", 3, 4, 1.0, "ok", cache_hits=hits, cache_misses=misses)
+        session = Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), exit=ExitInfo(code=0),
+                          compiles=(compiled,))
+        return ProcessSession(f"rank {n}", n, None, session)
+
+    job = job_of((rank(0, 1, 0), rank(1, 0, 1)))
+    (divergence,) = job.divergence
+    (cache,) = [c for c in divergence.comparison.changes if c.subject == "f (train.py:3) graph 0"]
+    assert (cache.before, cache.after) == ("hit", "miss") and "their caches differ" in cache.detail
+    assert "waits for it at the first collective" in divergence.consequence
+
+
+@pytest.mark.slow
+def test_diagnose_a_job_diagnoses_the_rank_that_failed_first_with_a_single_process_repro(tmp_path):
+    out = tmp_path / "diag"
+    run = pt2doctor("diagnose", "--json", "--no-bisect", "--timeout", "240", "--out", str(out), "--nproc-per-node",
+                    "2", str(SCRIPTS / "ddp_rank_backend.py"), timeout=900)
+    assert run.code == 1, run.stderr[-3000:]
+    d = json.loads(run.stdout)
+    assert (d["rank"], d["ranks"], d["torchrun"]) == ("rank 1", 2, ["--nproc-per-node=2", "--standalone"])
+    assert d["stage"] == "backend" and d["original_backend"] == "relu_compile_error_TESTING_ONLY"
+    assert d["stages"] == {"eager": "pass", "aot_eager": "pass", "aot_eager_decomp_partition": "pass",
+                           "relu_compile_error_TESTING_ONLY": "fail"}
+    assert d["repro_verified"] and "relu" in d["culprit_ops"][0]
+    assert all(a["rank"] == "rank 1" for a in d["attempts"] if a["outcome"] == "fail")
+    assert "on rank 1 (the first of 2 ranks to fail)" in d["headline"]
+    assert any("issues no collective" in note for note in d["notes"])
+    issue = (out / "issue.md").read_text()
+    assert "a job of 2 ranks" in issue and "rank 1 failed first" in issue
+    repro = subprocess.run([sys.executable, d["repro"]], capture_output=True, text=True, timeout=240)
+    assert repro.returncode != 0 and "ReluCompileError" in repro.stderr and "dist" not in Path(d["repro"]).read_text()
+
+
+@pytest.mark.slow
+def test_diagnose_a_job_whose_failing_graph_issues_a_collective_says_a_repro_needs_ranks(tmp_path):
+    run = pt2doctor("diagnose", "--json", "--no-bisect", "--timeout", "240", "--out", str(tmp_path / "diag"), "--",
+                    "torchrun", "--standalone", "--nproc-per-node", "2", str(SCRIPTS / "ddp_rank_collective_graph.py"),
+                    timeout=900)
+    assert run.code == 1, run.stderr[-3000:]
+    d = json.loads(run.stdout)
+    assert d["rank"] == "rank 1" and d["stage"] == "backend" and d["repro"] is None
+    assert any("issues all_reduce, so a repro needs a process group of 2 ranks" in note for note in d["notes"])
+    assert any("program not reduced" in note for note in d["notes"])

@@ -5,7 +5,9 @@ process that differs from the reference (`analysis.compare`, the same comparison
 the consequence when the difference is in what was compiled. Ranks of a data-parallel job are meant to
 run the same graphs: a graph break, a recompile or a frame only some ranks have means those ranks run
 other graphs, so collectives inside compiled code (and any issued between graphs) no longer line up:
-the job hangs in a collective or slows down waiting for the rank that is still compiling. A job stopped at
+the job hangs in a collective or slows down waiting for the rank that is still compiling. Between ranks
+(not between spawned workers) the graphs both compiled are compared too (`analysis.rank_graphs`: the inputs'
+metadata, the collectives issued, cache hit or miss). A job stopped at
 its timeout gets `at_timeout`: each rank's place from the stack it dumped just before (a collective, the
 compiler, or the user's own code), so the rank that is elsewhere stands out.
 """
@@ -17,6 +19,7 @@ from dataclasses import replace
 
 from pt2doctor.analysis import enrich
 from pt2doctor.analysis.compare import compare, place
+from pt2doctor.analysis.rank_graphs import consequences, graph_changes
 from pt2doctor.model.compare import ChangeKind, Comparison
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession, RankAtTimeout, RankDivergence
 from pt2doctor.model.session import ExitInfo
@@ -33,10 +36,11 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
     found = []
     for other in processes[1:]:
         comparison = compare(reference.session, other.session, (reference.label, other.label))
-        comparison = Comparison(comparison.before, comparison.after,
-                                tuple(c for c in comparison.changes if c.kind is not ChangeKind.TORCH))
+        ranks = reference.rank is not None and other.rank is not None  # spawned workers need not agree
+        changes = (*(c for c in comparison.changes if c.kind is not ChangeKind.TORCH),
+                   *(graph_changes(reference.session, other.session) if ranks else ()))
+        comparison = Comparison(comparison.before, comparison.after, changes)
         if not comparison.same:
-            ranks = reference.rank is not None and other.rank is not None  # spawned workers need not agree
             found.append(RankDivergence(other.label, comparison, _consequence(reference, other, comparison) if ranks
                                         else ""))
     stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
@@ -73,6 +77,17 @@ def _at_timeout(process: ProcessSession) -> RankAtTimeout | None:
 
 
 def _consequence(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
+    same_graphs = consequences(comparison.changes)
+    compiled = _compiled_otherwise(reference, other, comparison)
+    if not same_graphs:
+        return compiled
+    also = f"In the graphs both compiled: {'; '.join(same_graphs)}."
+    if compiled:
+        return f"{compiled} {also}"
+    return f"{other.label} compiled the same graphs as {reference.label}, differently. {also}"
+
+
+def _compiled_otherwise(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
     changed = {c.subject for c in comparison.changes if c.kind in _GRAPH_CHANGES}
     if not changed:
         return ""

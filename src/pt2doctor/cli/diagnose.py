@@ -1,4 +1,5 @@
-"""`pt2doctor diagnose [--out DIR] [--timeout S] [--function NAME] SCRIPT [ARGS...]`.
+"""`pt2doctor diagnose [--out DIR] [--timeout S] [--function NAME] [--nproc-per-node N] SCRIPT [ARGS...]`, and
+`pt2doctor diagnose [OPTIONS] -- torchrun [FLAGS] SCRIPT.py [ARGS...]` for a job (`diagnose.ranks`).
 
 Parsing, progress and printing only: the procedure is `diagnose.procedure`, the bundle
 `report.issue`. Exit status: 0 nothing fails; 1 a compiler failure diagnosed (bundle written);
@@ -20,7 +21,7 @@ from pt2doctor.cli.minify import MinifyProgress
 from pt2doctor.cli.options import (SCRIPT_COMMAND, SECONDS, jobs_option, out_option, program_budget_option,
                                    script_arguments)
 from pt2doctor.cli.progress import TerminalReporter
-from pt2doctor.cli.run import default_out_dir
+from pt2doctor.cli.run import default_out_dir, torchrun_of
 from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S
 
 
@@ -57,19 +58,23 @@ class _MinifyStatus(MinifyProgress):
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
 @program_budget_option
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
+@click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
+              help="Run SCRIPT as a job of N ranks through torchrun (standalone) and diagnose the rank that fails first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
-                     no_bisect: bool, program_budget: float, as_json: bool, script: Path, args: tuple[str, ...]) -> int:
+                     no_bisect: bool, program_budget: float, as_json: bool, nproc_per_node: int | None, script: Path,
+                     args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
     from pt2doctor.model.serialize import dumps
 
+    torchrun, script, args = torchrun_of(nproc_per_node, script, args)
     try:
         check_script(script)
     except ScriptError as exc:
         raise click.UsageError(str(exc)) from exc
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
                               function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
-                              program_budget_s=program_budget)
+                              program_budget_s=program_budget, torchrun=torchrun)
     if as_json:
         click.echo(dumps(diagnosis, pretty=True).decode())
     return diagnosis.exit_code
@@ -77,7 +82,8 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
-                  bisect: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S):  # type: ignore[no-untyped-def]
+                  bisect: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
+                  torchrun: tuple[str, ...] | None = None):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
@@ -85,13 +91,14 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     from pt2doctor.report.issue import bundle_session, write_bundle
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
-                              jobs=max(1, jobs), minify=minify, bisect=bisect, program_budget_s=program_budget_s)
+                              jobs=max(1, jobs), minify=minify, bisect=bisect, program_budget_s=program_budget_s,
+                              torchrun=torchrun)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
         with run_lock.claim(out):
             diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
-            session = bundle_session(out)
+            session = bundle_session(out, diagnosis)
             written = write_bundle(diagnosis, session, out,
                                    collect_html_inputs(session) if session is not None else None)
     except run_lock.DirectoryBusy as exc:

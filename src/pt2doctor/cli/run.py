@@ -44,9 +44,7 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
     tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
     hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
-    torchrun: tuple[str, ...] | None = (f"--nproc-per-node={nproc_per_node}", "--standalone") if nproc_per_node else None
-    if script.name == "torchrun" and not script.exists():  # `pt2doctor run -- torchrun [FLAGS] SCRIPT [ARGS]`
-        torchrun, script, args = split_torchrun(args)
+    torchrun, script, args = torchrun_of(nproc_per_node, script, args)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict, torchrun=torchrun)
     if torchrun is not None:
@@ -62,6 +60,15 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     if html:
         click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     return report.verdict.exit_code
+
+
+def torchrun_of(nproc_per_node: int | None, script: Path,
+                args: tuple[str, ...]) -> tuple[tuple[str, ...] | None, Path, tuple[str, ...]]:
+    """torchrun's flags (None: one process), the script and its arguments, from `--nproc-per-node N SCRIPT` or
+    `-- torchrun [FLAGS] SCRIPT [ARGS]`."""
+    if script.name == "torchrun" and not script.exists():
+        return split_torchrun(args)
+    return (f"--nproc-per-node={nproc_per_node}", "--standalone") if nproc_per_node else None, script, args
 
 
 def split_torchrun(argv: tuple[str, ...]) -> tuple[tuple[str, ...], Path, tuple[str, ...]]:

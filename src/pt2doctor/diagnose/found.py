@@ -54,6 +54,9 @@ class Found:
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
     export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`diagnose.export`)
+    torchrun: tuple[str, ...] | None = None  # the script runs as a job, through torchrun with these flags
+    rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
+    ranks: int | None = None  # a job: how many ranks ran
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -78,6 +81,7 @@ class Found:
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
+            torchrun=self.torchrun, rank=self.rank, ranks=self.ranks,
         )
 
 
@@ -225,7 +229,8 @@ def conclude(found: Found) -> None:
     stage_title = STAGE_TITLES[found.stage] if found.stage else "an unknown stage"
     backend = found.original_backend or "the original backend"
     category = found.category.value if found.category else Category.UNCLASSIFIED.value
-    found.headline = f"{category} in {stage_title}: {found.error}"
+    on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
+    found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:

@@ -17,6 +17,7 @@ from typing import Any
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.ranks import collectives_of_failing_graph, needs_ranks
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.diagnose.wrong_graph import find_wrong_graph
@@ -44,6 +45,9 @@ def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path,
                 recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
                                         out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
                                         dynamo=dynamo)
+                if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
+                        run_dir, recorded.graph_id, found.session)):
+                    return
                 found.minify = _minify_recorded(options, found, recorded, minify_reporter, simpler=not dynamo)
             except CannotReproduce as exc:
                 if dynamo or recorded.context.stage is not Stage.AOT:

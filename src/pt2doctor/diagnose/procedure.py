@@ -40,6 +40,7 @@ from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
                                       where)
 from pt2doctor.diagnose.export import diagnose_export
+from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
@@ -61,7 +62,8 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     if _syntax_error(options.script, found):
         return found.freeze()
     env = {"TORCHDYNAMO_DEBUG_FUNCTION": options.function} if options.function else {}
-    call = ScriptCall(options.script, options.args, options.out_dir, options.timeout_s, env)
+    call = ScriptCall(options.script, options.args, options.out_dir, options.timeout_s, env, options.torchrun)
+    found.torchrun = options.torchrun
     runner = VariantRunner(call, options.jobs, reporter)
     try:
         _procedure(options, runner, found, reporter, minify_reporter)
@@ -113,6 +115,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
             return
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
+    name_rank(found, runner.jobs.get(a1.label), a1, a2 if a2.label != a1.label else None)
     if diagnose_export(runner, found, a1, speculative):  # it failed in torch.export or AOTInductor
         return
     spec, on_cuda = recorded_backend_spec(runner.run_dir(a1.label))
@@ -263,12 +266,18 @@ def _find_stage(runner: VariantRunner, speculative: dict[str, Future[Attempt]], 
 
 def recorded_backend_spec(run_dir: Path) -> tuple[BackendSpec | None, bool]:
     """The recorded backend as the recording can carry it (a registered name, the script's own source, or
-    a stub), and whether any recorded graph's inputs were on a CUDA device."""
+    a stub): the failing graph's (a script may compile other functions with other backends), else the
+    first graph's; and whether any recorded graph's inputs were on a CUDA device."""
     try:
         index = read_index(RunPaths(run_dir).graphs_dir)
     except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
         return None, False
-    backend = next((e.backend for e in index if e.backend is not None and e.backend.name), None)
+    entries, failed = {e.id: e for e in index}, _failed_graph(run_dir)
+    while failed in entries and entries[failed].backend is None and entries[failed].parent:
+        failed = entries[failed].parent
+    own = entries[failed].backend if failed in entries else None
+    backend = own if own is not None and own.name else next(
+        (e.backend for e in index if e.backend is not None and e.backend.name), None)
     return backend, any(e.on_cuda for e in index)
 
 
@@ -308,6 +317,10 @@ def _reduce_program(options: DiagnoseOptions, found: Found, reporter: Reporter, 
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, reduce_program
 
     if found.category in _NOT_REDUCED or found.flaky:
+        return
+    if options.torchrun is not None:
+        found.notes.append("program not reduced: the reducer runs the program as one process, and this one is a job "
+                           "of several ranks")
         return
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)

@@ -7,8 +7,10 @@ call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's e
 graph's first call against eager (`accuracy_tolerance`) or run chosen graphs as captured, without their backend
 (`run_eagerly`: compile ids). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
-`Session` each run wrote stays in `runs/<label>/` as evidence. Runs are quiet: the script's output
-goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
+`Session` each run wrote stays in `runs/<label>/` as evidence. A script launched as a job (`ScriptCall.torchrun`)
+runs under torchrun in every variant; the run stands for the rank whose failure ended first (`analysis.ranks`):
+its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
+quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
 stops what is still running.
 """
 
@@ -22,8 +24,10 @@ from pathlib import Path
 
 from pt2doctor.analysis import enrich, verdict_for
 from pt2doctor.analysis.failures import first_message_line, signature
-from pt2doctor.capture.runner import Reporter, RunOptions, run_script, stop_all
-from pt2doctor.model import Session
+from pt2doctor.analysis.ranks import job_of
+from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
+from pt2doctor.model import SCHEMA, Session
+from pt2doctor.model.job import Job
 from pt2doctor.model.child import Hooks, Overrides
 from pt2doctor.model.diagnosis import Attempt
 
@@ -76,6 +80,7 @@ class ScriptCall:
     out_dir: Path
     timeout_s: float | None
     env: dict[str, str] = field(default_factory=dict)
+    torchrun: tuple[str, ...] | None = None  # launched as a job through torch.distributed.run, with these flags
 
 
 class VariantRunner:
@@ -84,6 +89,8 @@ class VariantRunner:
         self.reporter = reporter
         self.sessions: dict[str, Session] = {}
         self.finished: dict[str, Attempt] = {}  # every run that ended on its own, by label
+        self.jobs: dict[str, Job] = {}  # a job's run, its ranks compared (`analysis.ranks`), by label
+        self._rank_dirs: dict[str, Path] = {}  # a job's run: the directory of the rank it stands for
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
@@ -103,6 +110,10 @@ class VariantRunner:
         self._unwanted[future].set()
 
     def run_dir(self, label: str) -> Path:
+        """Where the run `label` keeps its sidecar and recording: for a job, the rank it stands for."""
+        return self._rank_dirs.get(label, self._launch_dir(label))
+
+    def _launch_dir(self, label: str) -> Path:
         return self.call.out_dir / "runs" / label
 
     def close(self) -> None:
@@ -118,14 +129,14 @@ class VariantRunner:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
         hooks = Hooks(overrides=variant.overrides)
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
-            hooks = Hooks(overrides=variant.overrides, frame_record_dir=str(self.run_dir(variant.label) / "frames"),
+            hooks = Hooks(overrides=variant.overrides, frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
                           record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
                           record_run_eagerly=variant.run_eagerly)
         return RunOptions(
-            script=self.call.script, args=self.call.args, out_dir=self.run_dir(variant.label),
+            script=self.call.script, args=self.call.args, out_dir=self._launch_dir(variant.label),
             timeout_s=self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
             env={**self.call.env, **variant.env}, echo=False, label=variant.label,
-            cancelled=unwanted if unwanted is not None else self._closed,
+            cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
         )
 
     def _run(self, variant: Variant, unwanted: threading.Event) -> Attempt:
@@ -133,14 +144,24 @@ class VariantRunner:
         if unwanted.is_set():
             raise CancelledError(variant.label)
         self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
-        session = enrich(run_script(options))
+        rank = None
+        if self.call.torchrun is None:
+            session = enrich(run_script(options))
+        else:
+            ran = run_job(options)
+            job = job_of(ran.processes, ran.command, ran.exit)
+            self.jobs[variant.label] = job
+            rank, session = _standing_rank(job)
+            self._rank_dirs[variant.label] = Path(session.run_dir or options.out_dir)
+            save(session, Path(session.run_dir or options.out_dir) / "session.json")  # the rank's own, for the bundle
         self.sessions[variant.label] = session
         self._finished += 1
-        attempt = attempt_of(variant, session)
+        attempt = attempt_of(variant, session, rank)
         if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
-        said = "passed" if attempt.outcome == "pass" else f"failed: {attempt.error[:160]}"
+        on = f" (first on {attempt.rank})" if attempt.rank is not None else ""
+        said = "passed" if attempt.outcome == "pass" else f"failed{on}: {attempt.error[:160]}"
         self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
 
@@ -149,7 +170,21 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def attempt_of(variant: Variant, session: Session) -> Attempt:
+def _standing_rank(job: Job) -> tuple[str | None, Session]:
+    """The rank a job's run stands for, and its session: the one whose failure ended first; else the
+    first rank with a failure (one that failed without a sidecar saying when); else no rank, with rank 0's
+    session (nothing failed)."""
+    failed = [p for p in job.processes if p.session.failures]
+    process = next((p for p in job.processes if p.label == job.first_failure), failed[0] if failed else None)
+    if process is not None:
+        return process.label, process.session
+    if job.processes:
+        return None, job.processes[0].session
+    # torchrun started no rank: the job's own exit is all there is
+    return None, Session(schema=SCHEMA, torch_version=None, command=job.command, exit=job.exit)
+
+
+def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> Attempt:
     sig = signature(session)
     verdict = verdict_for(session)
     failure = session.failures[0] if session.failures else None
@@ -160,6 +195,6 @@ def attempt_of(variant: Variant, session: Session) -> Attempt:
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
         category=verdict.category if sig is not None else None,
         exit_code=verdict.exit_code, wall_s=round(session.wall_s or 0.0, 3), run_dir=session.run_dir or "",
-        error=error,
+        error=error, rank=rank,
     )
 

@@ -19,8 +19,10 @@ class ChangeKind(str, Enum):
     RECOMPILE = "recompile"
     FRAME = "frame"  # a compiled function, its graphs and ops
     COMPILE_TIME = "compile_time"
-    CACHE = "cache"
+    CACHE = "cache"  # the compile caches, in all (run vs run) or for one graph (rank vs rank)
     ACCURACY = "accuracy"
+    GRAPH_INPUTS = "graph_inputs"  # one graph, compiled by two ranks for inputs of other dtype, shape or strides
+    COLLECTIVES = "collectives"  # one graph, issuing other collectives on two ranks
 
 
 class Direction(str, Enum):

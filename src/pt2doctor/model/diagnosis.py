@@ -69,6 +69,7 @@ class Attempt:
     wall_s: float
     run_dir: str
     error: str = ""  # the one-line error as the user saw it
+    rank: str | None = None  # a job's run: the rank it stands for (the first whose failure ended), `rank 1`
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +162,9 @@ class Diagnosis:
     interrupted: bool = False
     exit_code: int = 0
     export: ExportFinding | None = None  # the entry point, the step and the fix, for a torch.export / AOTI failure
+    torchrun: tuple[str, ...] | None = None  # the script ran as a job through torchrun, with these flags
+    rank: str | None = None  # a job: the rank whose failure ended first, the one diagnosed (`rank 1`)
+    ranks: int | None = None  # a job: how many ranks it ran
     schema: str = SCHEMA
 
     @property

@@ -116,6 +116,7 @@ class Compile:
     cache_misses: int = 0
     calls: int | None = None  # how often the compiled graph ran (None: not counted, e.g. a loaded trace)
     collectives: tuple[str, ...] = ()  # the distributed collectives the graph issues, in order (`all_reduce`)
+    inputs: tuple[str, ...] = ()  # the graph's inputs as Dynamo printed them (`L_x_: f32[8][1]cpu`), in order
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,15 +80,18 @@ def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
         diagnosis = loads((out_dir / "diagnosis.json").read_bytes(), Diagnosis)
     except msgspec.DecodeError as exc:  # ValidationError is one
         raise ReportInputError(f"{out_dir / 'diagnosis.json'} is not a pt2doctor diagnosis: {exc}") from exc
-    return diagnosis, bundle_session(out_dir)
+    return diagnosis, bundle_session(out_dir, diagnosis)
 
 
-def bundle_session(out_dir: Path) -> Session | None:
-    """The first reproduction's session (the page is drawn from it), or None when there is none."""
+def bundle_session(out_dir: Path, diagnosis: Diagnosis | None = None) -> Session | None:
+    """The first reproduction's session (the page is drawn from it), or None when there is none; of a job,
+    the session of the rank diagnosed (its `rank-N/` in the run)."""
     from pt2doctor.analysis import enrich
     from pt2doctor.report.document import ReportInputError, read_session_json
 
-    path = out_dir / "runs" / "original-1" / "session.json"
+    first = diagnosis.attempts[0] if diagnosis is not None and diagnosis.attempts else None
+    recorded = Path(first.run_dir) / "session.json" if first is not None and first.run_dir else None
+    path = recorded if recorded is not None and recorded.exists() else out_dir / "runs" / "original-1" / "session.json"
     try:
         return enrich(read_session_json(path)) if path.exists() else None
     except (ReportInputError, OSError):
@@ -112,7 +115,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
-        summary=_summary(d, stage), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
+        summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
@@ -157,6 +160,14 @@ def _summary(d: Diagnosis, stage: str) -> str:
         return (f"`torch.compile` with {backend} gives different results from eager; the first stage that "
                 f"shows it is {stage}.")
     return f"`torch.compile` with {backend} fails in {stage}; the simpler backends below it pass."
+
+
+def _job(d: Diagnosis) -> str:
+    if d.torchrun is None:
+        return ""
+    command = " ".join(("torchrun", *d.torchrun, *(Path(d.command[0]).name, *d.command[1:])))
+    which = f": {d.rank} failed first, and this is its failure (from its own trace and recorded graphs)" if d.rank else ""
+    return f"The program runs as a job of {d.ranks or 'several'} ranks (`{command}`){which}."
 
 
 def _expected(d: Diagnosis) -> str:

@@ -169,7 +169,9 @@ def main() -> None:
 
 
 def _for_this_process(spec: ChildSpec) -> ChildSpec:
-    """A rank of a job (torchrun sets RANK) writes its sidecar and crash log under its own `rank-N/`."""
+    """A rank of a job (torchrun sets RANK) writes its sidecar, crash log and recordings (graphs, the
+    failing frame) under its own `rank-N/`, so ranks never write one file and each rank's graphs can be
+    minified on their own."""
     if not spec.per_rank or spec.meta is None or "RANK" not in os.environ:
         return spec
     import msgspec
@@ -178,9 +180,13 @@ def _for_this_process(spec: ChildSpec) -> ChildSpec:
 
     ranked = RunPaths(Path(spec.meta).parent).of_rank(int(os.environ["RANK"]))
     ranked.root.mkdir(parents=True, exist_ok=True)
+    hooks = spec.hooks
+    if hooks.frame_record_dir:
+        hooks = msgspec.structs.replace(hooks, frame_record_dir=str(ranked.root / Path(hooks.frame_record_dir).name))
     return msgspec.structs.replace(spec, meta=str(ranked.meta),
                                    crash_log=str(ranked.faulthandler) if spec.crash_log else None,
-                                   export_log=str(ranked.export_log) if spec.export_log else None)
+                                   export_log=str(ranked.export_log) if spec.export_log else None,
+                                   record_dir=str(ranked.root) if spec.record_dir else None, hooks=hooks)
 
 
 def _run_as_main(script: str) -> None:

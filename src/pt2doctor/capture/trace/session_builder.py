@@ -65,9 +65,11 @@ class _Fold:
     reasons: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     compiles: dict[tuple[int | None, CompileId], Compile] = field(default_factory=dict)
     collectives: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    inputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
 
     def finish(self) -> TraceFacts:
-        compiles = (replace(c, collectives=self.collectives.get(key, ())) for key, c in self.compiles.items())
+        compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()))
+                    for key, c in self.compiles.items())
         self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
         self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
         return self.facts
@@ -224,14 +226,21 @@ def _on_dynamo_error(fold: _Fold, event: ev.DynamoError) -> None:
 # a functional collective in a Dynamo graph's code (`torch.ops._c10d_functional.all_reduce.default(...)`)
 _COLLECTIVE = re.compile(r"_c10d_functional\.(\w+)")
 _NOT_COLLECTIVES = {"wait_tensor"}
+# the graph's inputs as its printed `forward` declares them: `L_x_: "f32[8][1]cpu"`, `L_s0_: "Sym(s0)"`
+_FORWARD = re.compile(r"^\s*def forward\(self,?(.*)\):\s*$")
+_INPUT = re.compile(r'(\w+)\s*:\s*"([^"]*)"')
 
 
 def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
     if event.kind == "dynamo_output_graph" and event.payload is not None and event.compile_id is not None:
-        code = (line for line in event.payload.read().splitlines() if not line.lstrip().startswith("#"))
-        names = [n for line in code for n in _COLLECTIVE.findall(line) if n not in _NOT_COLLECTIVES]
+        lines = [line for line in event.payload.read().splitlines() if not line.lstrip().startswith("#")]
+        key = (event.rank, _frame_key(event.compile_id))
+        names = [n for line in lines for n in _COLLECTIVE.findall(line) if n not in _NOT_COLLECTIVES]
         if names:
-            fold.collectives[(event.rank, _frame_key(event.compile_id))] = tuple(names)
+            fold.collectives[key] = tuple(names)
+        forward = next((m[1] for m in map(_FORWARD.match, lines) if m), None)
+        if forward is not None:
+            fold.inputs[key] = tuple(f"{name}: {meta}" for name, meta in _INPUT.findall(forward))
     if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
         fold.facts.torch_version = _torch_version(event.payload.read())
     if fold.keep_artifacts and event.kind != "chromium_event":
