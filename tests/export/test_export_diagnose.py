@@ -76,7 +76,7 @@ def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -
     issue = (run.out_dir / "issue.md").read_text()
     assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(ep" in issue
     # repro_program.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
-    assert export["repro_verified"] and Path(export["repro"]).name == "repro_program.py"
+    assert export["repro_verified"] and Path(export["repro"]).name == "repro_program.py", d["notes"]
     assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called
     assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in Path(export["repro"]).read_text()
     _minimal_relu_repro(run, d, "compile_error")

@@ -20,7 +20,7 @@ from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.model.export import RECORDING_DIR, ExportFailureKind, ExportFinding
 
 PROGRAM_REPRO = "repro_program.py"
-_MIN_QUERY_TIMEOUT_S = 300.0  # a query exports and AOT-compiles a C++ package: tens of seconds on a busy CPU
+_MIN_QUERY_TIMEOUT_S = 600.0  # a query exports and AOT-compiles a C++ package: minutes on a busy 2-core CPU
 
 
 def minify_export(options: DiagnoseOptions, run_dir: Path, found: Found, finding: ExportFinding,
