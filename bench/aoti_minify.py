@@ -126,6 +126,7 @@ def run_torch(launcher: Path | None) -> dict[str, object]:
     row: dict[str, object] = {"tool": "torch"}
     if launcher is None:
         return {**row, "status": "no minifier_launcher.py written", "wall": 0.0}
+    (launcher.parent / "repro.py").unlink(missing_ok=True)  # only the launcher's own counts
     proc, wall = _timed([sys.executable, str(launcher), "minify"], launcher.parent)
     queries = len(re.findall(r"Writing checkpoint with", proc.stderr))
     row.update(wall=wall, checkpoints=queries, status=f"exit {proc.returncode}")
