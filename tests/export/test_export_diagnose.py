@@ -75,10 +75,12 @@ def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -
     assert off["outcome"] == "pass"  # compilation off, AOTInductor included: the exported program runs eagerly
     issue = (run.out_dir / "issue.md").read_text()
     assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(ep" in issue
-    # repro.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
-    assert export["repro_verified"] and Path(export["repro"]).name == "repro.py"
+    # repro_program.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
+    assert export["repro_verified"] and Path(export["repro"]).name == "repro_program.py", d["notes"]
     assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called
     assert "inject_relu_bug_TESTING_ONLY = 'compile_error'" in Path(export["repro"]).read_text()
+    _minimal_relu_repro(run, d, "compile_error")
+    assert "Minimal repro (1 node: aten.relu.default; verified" in issue
 
 
 @pytest.mark.slow
@@ -93,3 +95,15 @@ def test_a_planted_aoti_runtime_error_or_wrong_result_is_aotinductors_with_a_ver
     assert (d["category"], export["step"], export["kind"], export["eager_passes"]) == (category, step, kind, True)
     assert export["repro_verified"], d["notes"]
     assert (run.out_dir / "inputs.pt").exists()  # the package was called: its inputs are part of the repro
+    _minimal_relu_repro(run, d, bug)
+
+
+def _minimal_relu_repro(run, d: dict, bug: str) -> None:
+    """The exported program's graph (relu, add) minified with AOTInductor as the oracle: the relu alone, in a
+    repro.py that exports it, compiles, loads and runs its package with the planted bug, verified."""
+    m = d["minify"]
+    assert (m["stage"], m["nodes_before"], m["ops"], m["verified"]) == ("aoti", 2, ["aten.relu.default"], True), d["notes"]
+    assert d["culprit_ops"] == ["aten.relu.default"] and Path(d["repro"]) == run.out_dir / "repro.py"
+    text = Path(d["repro"]).read_text()
+    assert f"torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = {bug!r}" in text
+    assert "aoti_compile_and_package(" in text and "program.pt2" not in text  # standalone: no recorded program

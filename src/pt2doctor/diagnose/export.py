@@ -12,7 +12,8 @@ the kinds apart, concludes `found` (`Found.export`) and returns True:
 - an AOTInductor step failed, or the script's own check failed after the package ran: one run with
   compilation off, AOTInductor included (the package replaced by the exported program run eagerly).
   When that run fails too, it is the script's bug (`user_error`); else AOTInductor's, and the recorded
-  exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`).
+  exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`);
+  with `options` (minifying on), its graph is then minified, AOTInductor the oracle (`export_minify`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.export_fix import verified_fixes
+from pt2doctor.diagnose.export_minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.found import Found, user_error
+from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import Attempt
@@ -42,7 +45,8 @@ def export_events(run_dir: Path) -> list[ExportEvent]:
         return []
 
 
-def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]]) -> bool:
+def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]],
+                    options: DiagnoseOptions | None = None, minify_reporter: object = None) -> bool:
     events = export_events(runner.run_dir(failed_run.label))
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
@@ -56,7 +60,7 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
         else:
-            _aoti(runner, found, entry, failed, failed_run)
+            _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
     return True
 
 
@@ -87,7 +91,7 @@ def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
 
 
 def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None,
-          failed_run: Attempt) -> None:
+          failed_run: Attempt, options: DiagnoseOptions | None, minify_reporter: object) -> None:
     runner.reporter.status("running it with compilation off (the AOTInductor package replaced by the exported "
                            "program, run eagerly)")
     off = runner.submit(Variant.compilation_off()).result()
@@ -99,6 +103,9 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
         return
     kind = failure_kind(failed)
     finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
+    if options is not None:
+        finding = minify_export(options, runner.run_dir(failed_run.label), found, finding, runner.reporter,
+                                minify_reporter)
     conclude_export(found, finding, category_of(kind, failed))
     if kind is ExportFailureKind.WRONG_RESULT:
         found.notes.append("every export step passed, the script's own check failed after the package ran, and "

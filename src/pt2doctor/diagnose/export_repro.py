@@ -44,17 +44,10 @@ print("the package matches the exported program run eagerly")
 
 def render_repro(recording: ExportRecording, with_inputs: bool) -> str:
     files = f"{recording.program} and {recording.inputs}" if with_inputs else recording.program
-    config = "\n".join(line for line in recording.config_lines
-                        if line.startswith(_INDUCTOR) and not line.startswith(_SET_BY_AOTI))
+    config = "\n".join(recording.inductor_config_lines())
     return _TEMPLATE.format(files=files, config=config, program=recording.program,
                             inductor_configs=recording.inductor_configs,
                             run=_RUN.format(inputs=recording.inputs) if with_inputs else "")
-
-
-# Inductor's config only: Dynamo's does not act on a program already exported (export sets some of it)
-_INDUCTOR = ("import torch._inductor.config", "torch._inductor.config.")
-# written by AOTInductor itself while it compiles, not by the script
-_SET_BY_AOTI = "torch._inductor.config.aot_inductor.metadata"
 
 
 def export_repro(run_dir: Path, out_dir: Path, failed: ExportEvent | None, timeout_s: float) -> tuple[Path | None, bool, str]:

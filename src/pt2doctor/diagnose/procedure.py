@@ -116,7 +116,7 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(runner, found, a1)
     name_rank(found, runner.jobs.get(a1.label), a1, a2 if a2.label != a1.label else None)
-    if diagnose_export(runner, found, a1, speculative):  # it failed in torch.export or AOTInductor
+    if diagnose_export(runner, found, a1, speculative, options, minify_reporter):  # torch.export or AOTInductor failed
         return
     spec, on_cuda = recorded_backend_spec(runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)

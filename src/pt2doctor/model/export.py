@@ -107,6 +107,17 @@ class ExportRecording(msgspec.Struct, frozen=True):
     inductor_configs: str = "None"
     error: str = ""
 
+    def inductor_config_lines(self) -> tuple[str, ...]:
+        """The config lines a repro of the AOTInductor compile sets: Inductor's only (Dynamo's does not act
+        on a program already exported, and export sets some of it), less what AOTInductor itself writes
+        while it compiles."""
+        return tuple(line for line in self.config_lines
+                     if line.startswith(_INDUCTOR) and not line.startswith(_SET_BY_AOTI))
+
+
+_INDUCTOR = ("import torch._inductor.config", "torch._inductor.config.")
+_SET_BY_AOTI = "torch._inductor.config.aot_inductor.metadata"
+
 
 class ExportFailureKind(str, Enum):
     """What kind of failure an export step ended in."""

@@ -24,10 +24,12 @@ DEFAULT_TOLERANCE = 1e-4
 
 
 class Stage(str, Enum):
-    """Which graph a repro compiles: the one Dynamo hands the backend, or the one AOT hands Inductor."""
+    """Which graph a repro compiles: the one Dynamo hands the backend, the one AOT hands Inductor, or an
+    exported program's graph, exported again and compiled by AOTInductor."""
 
     DYNAMO = "dynamo"
     AOT = "aot"
+    AOTI = "aoti"
 
 
 class FailureKind(str, Enum):

@@ -28,6 +28,9 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - A backward graph (`backward`: what AOTAutograd hands `bw_compiler`) runs standalone on its own
   inputs (saved activations, tangents); Inductor compiles it with `is_backward=True`, another
   `aot_autograd` backend (its source, or its registered name) with its own `bw_compiler`.
+- An exported program's graph (`Stage.AOTI`) is exported again (non-strict) and compiled, loaded and
+  called as a script deploys it: `aoti_compile_and_package` with the recorded `inductor_configs`,
+  `aoti_load_package`, the package called on the inputs.
 - A graph calling a prim that Inductor defines (its random prims: dropout after AOT; its max-pool
   backward's offsets) imports `torch._inductor.inductor_prims`.
 """
@@ -56,6 +59,7 @@ class ReproScript:
     tolerance: float = DEFAULT_TOLERANCE
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
     backward: bool = False  # an after-AOT backward graph: compiled as the backend's bw_compiler would
+    inductor_configs: str = "None"  # Stage.AOTI: the `inductor_configs` argument of aoti_compile_and_package, as source
 
 
 def render(script: ReproScript) -> str:
@@ -112,6 +116,8 @@ def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str
 
 
 def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
+    if script.stage is Stage.AOTI:
+        return f"\nINDUCTOR_CONFIGS = {script.inductor_configs}\n{t.COMPILE_AOTI}"
     if _custom_backward(script):
         return t.COMPILE_AOT_BACKWARD
     if script.stage is not Stage.DYNAMO:

@@ -132,6 +132,20 @@ def trace_symbolic(mod, args):
         return make_fx(mod)(*fakes)
 '''
 
+# An exported program's graph, deployed the AOTInductor way. The package goes to a scratch directory: a
+# candidate's package must not be another's (the workers compile side by side), and none is kept.
+COMPILE_AOTI = '''
+def compile_repro(mod, args):
+    import os
+    import tempfile
+
+    program = torch.export.export(mod, tuple(args), strict=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = torch._inductor.aoti_compile_and_package(
+            program, package_path=os.path.join(scratch, "repro.pt2"), inductor_configs=INDUCTOR_CONFIGS)
+        return torch._inductor.aoti_load_package(path)
+'''
+
 # The Dynamo stage, for graphs Dynamo cannot compile again from their code.
 COMPILE_DIRECT = '''
 def compile_repro(mod, args):

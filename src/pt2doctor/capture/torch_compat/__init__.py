@@ -12,7 +12,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `diagnose`: the compiler bisector and frame recordings;
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier);
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
-- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
+- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
+- `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
 """
 
 from typing import Any
@@ -68,6 +69,7 @@ from pt2doctor.capture.torch_compat.warm import (
     compile_tiny_graph,
 )
 from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
+from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 
 __all__ = [
     "trace_logger",
@@ -125,6 +127,8 @@ __all__ = [
     "compile_tiny_graph",
     "fake_tensor_mode",
     "is_op_overload",
+    "program_inputs",
+    "example_call",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
