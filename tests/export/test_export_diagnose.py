@@ -107,3 +107,18 @@ def _minimal_relu_repro(run, d: dict, bug: str) -> None:
     text = Path(d["repro"]).read_text()
     assert f"torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = {bug!r}" in text
     assert "aoti_compile_and_package(" in text and "program.pt2" not in text  # standalone: no recorded program
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+@pytest.mark.parametrize("bug", ["compile_error", "accuracy"])
+def test_an_aoti_cuda_package_with_the_triton_relu_bug_is_minified_to_the_relu(diagnosed, bug: str) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    run, d = diagnosed(SCRIPTS / "aoti_relu_bug_cuda.py", bug)
+    assert d["category"] == ("kernel_failure" if bug == "compile_error" else "accuracy"), d["headline"]
+    m = d["minify"]
+    assert (m["stage"], m["ops"], m["verified"]) == ("aoti", ["aten.relu.default"], True), d["notes"]
+    text = Path(d["repro"]).read_text()
+    assert f"torch._inductor.config.triton.inject_relu_bug_TESTING_ONLY = {bug!r}" in text and "cuda" in text
