@@ -4,6 +4,9 @@ shared through the `diagnosed` fixture)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pathlib import Path
 
 import pytest
@@ -116,7 +119,12 @@ def test_an_aoti_cuda_package_with_the_triton_relu_bug_is_minified_to_the_relu(d
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    run, d = diagnosed(SCRIPTS / "aoti_relu_bug_cuda.py", bug)
+    script = SCRIPTS / "aoti_relu_bug_cuda.py"
+    if bug == "accuracy":  # the package must load and run for its numbers to be wrong
+        plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+        if plain.returncode != 0:  # seen with torch 2.11.0+cu130 on an H100: SIGSEGV in aoti_load_package
+            pytest.skip(f"an AOTInductor CUDA package does not run here even without the bug (exit {plain.returncode})")
+    run, d = diagnosed(script, bug)
     assert d["category"] == ("kernel_failure" if bug == "compile_error" else "accuracy"), d["headline"]
     m = d["minify"]
     assert (m["stage"], m["ops"], m["verified"]) == ("aoti", ["aten.relu.default"], True), d["notes"]
