@@ -161,6 +161,7 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
         per_rank=options.torchrun is not None, launched_at=time.time(), export_log=str(paths.export_log),
         draft_log=str(paths.draft_log) if options.hooks.draft_export else None,
+        checks_log=str(paths.export_checks) if options.hooks.export_checks else None,
     )
 
 

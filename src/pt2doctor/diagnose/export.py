@@ -2,10 +2,14 @@
 
 Contract: `diagnose_export(runner, found, failed_run, queued)` is called by the procedure once the
 failure is reproduced. It reads the export steps the failing run went through (`export.jsonl`,
-`model.export`) and returns False, touching nothing, when the failure is not in the export path (no
-step failed, and no AOTInductor package ran before the failure): the torch.compile procedure goes on.
+`model.export`) and the programs judged in it (`export-checks.jsonl`, `model.export_draft`), and
+returns False, touching nothing, when the failure is not in the export path (no step failed, no
+program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
+procedure goes on.
 Otherwise it cancels the queued torch.compile stage runs (they do not apply), makes the runs that tell
 the kinds apart, concludes `found` (`Found.export`) and returns True:
+- every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
+  against the program it came from, in the run: an accuracy failure of that step, no further run;
 - a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
   other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
   the fixes that a copy of the script verifies (`export_fix`);
@@ -21,17 +25,20 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.export_fix import verified_fixes
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.found import Found, user_error
 from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.export import (AOTI_STEPS, TRACE_STEPS, EntryPoint, ExportEvent, ExportFailureKind,
-                                    ExportFinding, ExportStep, Phase, entry_point, failing_step, steps_passed)
+from pt2doctor.model.export import (AOTI_STEPS, STEP_TITLES, TRACE_STEPS, EntryPoint, ExportEvent,
+                                    ExportFailureKind, ExportFinding, ExportStep, Phase, entry_point, failing_step,
+                                    steps_passed)
+from pt2doctor.model.export_draft import ExportCheck, failed_checks
 from pt2doctor.model.serialize import RecordError, read_lines
 
 
@@ -47,7 +54,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
         return False  # the script went on after a failed step (caught it) and failed elsewhere
-    if failed is None and ExportStep.AOTI_RUN not in steps_passed(events):
+    wrong = failed_checks(records(RunPaths(runner.run_dir(failed_run.label)).export_checks, ExportCheck))
+    if failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events):
         return False
     for future in queued.values():  # torch.compile's stage runs say nothing about an export: stop them
         runner.stop(future)
@@ -55,9 +63,20 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
+        elif failed is None and wrong and wrong[0].step not in AOTI_STEPS:
+            _wrong_program(found, entry, wrong[0])
         else:
+            found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
             _aoti(runner, found, entry, failed, failed_run)
     return True
+
+
+def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:
+    """A program the script derived was judged wrong in the run itself (`capture.child.export_checks`): no
+    run with compilation off is needed, the reference ran beside it on copies of the same inputs."""
+    finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=f"{check.detail} (against "
+                            f"{check.against}, on {check.inputs or 'the same inputs'})")
+    conclude_export(found, finding, Category.ACCURACY)
 
 
 def _ended_with(failed: ExportEvent, run: Attempt) -> bool:

@@ -71,6 +71,7 @@ class ChildSpec(msgspec.Struct, frozen=True):
     count_calls: bool = False
     export_log: str | None = None  # the export observer's `ExportEvent` lines (`capture.child.export_observer`)
     draft_log: str | None = None  # its `DraftReport` lines, when the hooks ask for draft_export
+    checks_log: str | None = None  # its `ExportCheck` lines, when the hooks ask for export checks
     hooks: Hooks = Hooks()
     launched_at: float | None = None  # time.time() when the parent started it: `timeout_s` counts from then
     per_rank: bool = False  # one process per rank (torchrun): each writes `meta`/`crash_log` under `rank-N/`

@@ -167,3 +167,23 @@ def _environ(name: str, value: str) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = before
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramInterface:
+    """What an exported program declares it returns and mutates (`ep.graph_signature.output_specs`)."""
+
+    user_outputs: int
+    mutated_inputs: tuple[str, ...]
+    mutated_buffers: tuple[str, ...]
+
+
+def program_interface(exported_program: Any) -> ProgramInterface:
+    from torch.export.graph_signature import OutputKind
+
+    specs = exported_program.graph_signature.output_specs
+    return ProgramInterface(
+        user_outputs=sum(1 for s in specs if s.kind is OutputKind.USER_OUTPUT),
+        mutated_inputs=tuple(sorted(str(s.target) for s in specs if s.kind is OutputKind.USER_INPUT_MUTATION)),
+        mutated_buffers=tuple(sorted(str(s.target) for s in specs if s.kind is OutputKind.BUFFER_MUTATION)),
+    )
