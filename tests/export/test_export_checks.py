@@ -52,3 +52,12 @@ def test_a_spec_that_does_not_fit_a_module_torch_made_is_torchs_and_one_that_doe
     users = ExportEvent(0, ExportStep.NON_STRICT_TRACE, Phase.FAILED, "torch._dynamo.exc.UserError", message,
                         module="__main__.Model")
     assert failure_kind(users) is ExportFailureKind.INVALID_SPEC
+
+
+def test_the_module_a_tracing_step_exports_is_recorded_so_torchs_own_signature_is_told_apart(tmp_path: Path) -> None:
+    session = _session(tmp_path, "unflatten_reexport.py")
+    failed = [e for e in session.export_steps if e.phase is Phase.FAILED]
+    assert [e.module for e in session.export_steps if e.phase is Phase.STARTED] == [
+        "__main__.Model", "torch.export.unflatten.UnflattenedModule"]
+    assert failed[0].module == "torch.export.unflatten.UnflattenedModule"
+    assert failure_kind(failed[0]) is ExportFailureKind.EXPORT_INTERNAL

@@ -9,8 +9,8 @@ Contract: torch-free values written by the child as JSON lines, read back into t
   `ExportEvent.index`; `error`: why draft_export gave no report.
 - `ExportCheck` (`export-checks.jsonl`): a program the script produced or ran, judged on copies of its
   inputs by the accuracy rule against the program it came from: a `run_decompositions` result against
-  the exported program, an AOTInductor package's first call against the exported program run eagerly
-  (`capture.child.export_checks`). `verdict` "fail" names what differs in `detail`.
+  the exported program, an AOTInductor package's first call with each input shape against the exported
+  program run eagerly (`capture.child.export_checks`). `verdict` "fail" names what differs in `detail`.
 """
 
 from __future__ import annotations

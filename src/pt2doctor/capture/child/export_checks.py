@@ -8,7 +8,7 @@ Each judgement appends one `ExportCheck` to `log`:
   the same interface (user outputs, mutated user inputs and buffers) and compute the same values, on
   copies of the program's example inputs, from the same RNG state: outputs and the inputs after the
   call, judged by the rule (`accuracy_probe.compare`);
-- an AOTInductor package's first call: the exported program it was compiled from (remembered from
+- an AOTInductor package's first call with each kind of input (shapes, dtypes): the exported program it was compiled from (remembered from
   `aoti_compile_and_package` and `aoti_load_package`) runs first, eagerly, on copies of the call's
   inputs; the package's result is judged against it. A program that rejects the inputs (a failed
   guard) while the package returns a result is a failure: the package computes something the
@@ -45,15 +45,16 @@ class ExportChecker:
         self._programs: dict[str, Any] = {}  # package path -> the exported program compiled into it
         self._loaded: dict[int, Any] = {}  # id(loaded package) -> that program
         self._packages: list[Any] = []  # the loaded packages, kept alive so their ids stay theirs
-        self._judged: set[int] = set()
+        self._judged: set[tuple[int, str]] = set()  # (package, the kinds of inputs) already judged
 
     def before(self, step: ExportStep, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if step is not ExportStep.AOTI_RUN or not args or id(args[0]) in self._judged:
+        if step is not ExportStep.AOTI_RUN or not args:
             return None
         program = self._loaded.get(id(args[0]))
-        if program is None:
+        key = (id(args[0]), _input_kinds(args[1:], kwargs))
+        if program is None or key in self._judged:
             return None
-        self._judged.add(id(args[0]))
+        self._judged.add(key)
         try:
             return _run(program.module(), args[1:], kwargs)
         except Exception as exc:  # the program could not even be unlifted: nothing to judge against
@@ -154,6 +155,15 @@ def _run(module: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         except Exception as exc:
             return _Raised(exc)
     return _tensors(out), _tensors(copies)
+
+
+def _input_kinds(args: Any, kwargs: Any) -> str:
+    """The shapes and dtypes of a call's tensor inputs: a package is judged once per kind of input."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    return ";".join(f"{tuple(t.shape)}:{t.dtype}" for t in pytree.tree_leaves((args, kwargs))
+                    if isinstance(t, torch.Tensor))
 
 
 def _tensors(value: Any) -> list[Any]:
