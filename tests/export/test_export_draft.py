@@ -86,3 +86,18 @@ def test_explain_json_lists_the_export_issues(tmp_path: Path) -> None:
     assert issue["kind"] == "data_dependent_error" and issue["where"]["line"] == 10
     assert issue["fixes"][0]["text"] == "torch._check(total > 2)"
     assert doc["explain"] == []  # no graph breaks: the torch.compile part is still there
+
+
+@pytest.mark.slow
+def test_try_fixes_verifies_the_fixes_together_in_one_copy_and_leaves_the_script_alone(tmp_path: Path) -> None:
+    from pt2doctor.workflows.export_fixes import verify_export_fixes
+
+    before = (SCRIPTS / "bad_dim.py").read_text()
+    session = _session(tmp_path, "bad_dim.py")
+    (issue,) = verify_export_fixes(find_export_issues(session), session, 300).issues
+    fix = issue.fixes[0]
+    assert (fix.text, fix.verified) == ("b = Dim('b', min=5, max=64)", True), fix.outcome
+    assert issue.fixes[1].verified is None  # only the first fix of an issue is tried
+    copy = tmp_path / "bad_dim.py" / "export-fix" / "bad_dim.py"
+    assert "b = Dim('b', min=5, max=64)" in copy.read_text()
+    assert (SCRIPTS / "bad_dim.py").read_text() == before

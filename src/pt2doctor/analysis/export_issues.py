@@ -30,11 +30,16 @@ _DIM_HINT = re.compile(r"DimHint\(AUTO, ([^)]*)\)")  # how torch prints Dim.AUTO
 
 @dataclass(frozen=True, slots=True)
 class ExportFixProposal:
-    """`text` at `at` (replacing `replaces` lines from it; 0: inserted before it), or in words (`at` None)."""
+    """`text` at `at` (replacing `replaces` lines from it; 0: inserted before it), or in words (`at` None).
+    `edits`: the change to the file of `at`; `verified`: None when not tried (`explain --try-fixes` tries
+    them, `workflows.export_fixes`), else whether draft_export of a copy with it no longer reports the issue."""
 
     text: str
     at: SourceLoc | None = None
     replaces: int = 0
+    edits: tuple[Edit, ...] = ()
+    verified: bool | None = None
+    outcome: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,11 @@ def _read(path: str) -> str | None:
         return Path(path).read_text()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def issue_key(issue: ExportIssue) -> tuple[object, ...]:
+    """What stays the same of an issue when lines are inserted above it: its kind, code and op."""
+    return issue.kind, issue.where.function if issue.where else "", issue.where.code if issue.where else "", issue.op
 
 
 def find_export_issues(session: Session, read: Callable[[str], str | None] = _read) -> ExportIssues:
@@ -173,7 +183,8 @@ def _proposals(candidates: list[tuple[str, tuple[Edit, ...]]], where: SourceLoc 
         main = edits[-1]  # the change at the line torch pointed at (an inserted definition comes before it)
         code = lines[main.line - 1].strip() if 0 < main.line <= len(lines) else ""
         file = where.file if where is not None else ""
-        out.append(ExportFixProposal(text, SourceLoc(file, main.line, "", code) if file else None, main.replaces))
+        out.append(ExportFixProposal(text, SourceLoc(file, main.line, "", code) if file else None, main.replaces,
+                                     edits if file else ()))
     return out
 
 

@@ -47,6 +47,8 @@ def _issue_lines(number: int, issue: ExportIssue) -> list[str]:
         out.append(f"     values: {'; '.join(issue.names)}")
     for index, fix in enumerate(issue.fixes):
         out.append(f"     {'fix:' if index == 0 else 'or: '}  {_fix_text(fix)}")
+        if fix.verified is not None:
+            out.append(f"           {'verified' if fix.verified else 'not verified'}: {fix.outcome}")
     out.append("")
     return out
 
