@@ -93,3 +93,13 @@ def test_a_planted_aoti_runtime_error_or_wrong_result_is_aotinductors_with_a_ver
     assert (d["category"], export["step"], export["kind"], export["eager_passes"]) == (category, step, kind, True)
     assert export["repro_verified"], d["notes"]
     assert (run.out_dir / "inputs.pt").exists()  # the package was called: its inputs are part of the repro
+
+
+@pytest.mark.slow
+def test_a_decomposition_judged_wrong_in_the_run_is_an_accuracy_failure_of_run_decompositions(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "decomp_mutation.py", "check")
+    export = d["export"]
+    assert (d["category"], d["stage"]) == ("accuracy", "aot_autograd")  # run_decompositions is AOTAutograd's work
+    assert (export["step"], export["kind"]) == ("run_decompositions", "wrong_result")
+    assert "mutated user inputs none -> ['noise']" in export["judged"]
+    assert [a["label"] for a in d["attempts"] if a["label"] == "force_eager"] == []  # judged in the run: no off run
