@@ -39,14 +39,10 @@ from pt2doctor.model.export import (AOTI_STEPS, STEP_TITLES, TRACE_STEPS, EntryP
                                     ExportFailureKind, ExportFinding, ExportStep, Phase, entry_point, failing_step,
                                     steps_passed)
 from pt2doctor.model.export_draft import ExportCheck, failed_checks
-from pt2doctor.model.serialize import RecordError, read_lines
 
 
 def export_events(run_dir: Path) -> list[ExportEvent]:
-    try:
-        return read_lines(RunPaths(run_dir).export_log, ExportEvent)
-    except RecordError:  # a torn last line (the process died while writing it): the lines before stand
-        return []
+    return records(RunPaths(run_dir).export_log, ExportEvent)  # a torn last line: the lines before stand
 
 
 def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]]) -> bool:
@@ -68,15 +64,20 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
         else:
             found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
             _aoti(runner, found, entry, failed, failed_run)
+            if wrong and found.export is not None:
+                found.export = replace(found.export, judged=_judged(wrong[0]))
     return True
 
 
 def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:
     """A program the script derived was judged wrong in the run itself (`capture.child.export_checks`): no
     run with compilation off is needed, the reference ran beside it on copies of the same inputs."""
-    finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=f"{check.detail} (against "
-                            f"{check.against}, on {check.inputs or 'the same inputs'})")
+    finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=_judged(check))
     conclude_export(found, finding, Category.ACCURACY)
+
+
+def _judged(check: ExportCheck) -> str:
+    return f"{check.detail} (against {check.against}, on {check.inputs or 'the same inputs'})"
 
 
 def _ended_with(failed: ExportEvent, run: Attempt) -> bool:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from pt2doctor.analysis.export_fixes import (Edit, apply_edits, cond_candidates, dim_candidates, guard_candidates,
                                              is_tensor_truth)
+from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.model import SourceLoc
-from pt2doctor.model.export import EVENTS_FILE, ExportEvent, ExportFailureKind, ExportFix, Phase
-from pt2doctor.model.serialize import RecordError, read_lines
+from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportFix, Phase
 
 
 def verified_fixes(runner: VariantRunner, found: Found, kind: ExportFailureKind, failed: ExportEvent,
@@ -66,10 +66,7 @@ def _verify(runner: VariantRunner, found: Found, number: int, source: str, text:
     finally:
         fix_runner.close()
     found.attempts.append(attempt)
-    try:
-        events = read_lines(fix_runner.run_dir(attempt.label) / EVENTS_FILE, ExportEvent)
-    except RecordError:
-        events = []
+    events = records(RunPaths(fix_runner.run_dir(attempt.label)).export_log, ExportEvent)
     verified = any(e.index == failed.index and e.step is failed.step and e.phase is Phase.PASSED for e in events)
     passed = verified and attempt.outcome == "pass"
     outcome = ("the export passes and the script then passed" if passed else
