@@ -130,3 +130,13 @@ def test_an_aoti_cuda_package_with_the_triton_relu_bug_is_minified_to_the_relu(d
     assert (m["stage"], m["ops"], m["verified"]) == ("aoti", ["aten.relu.default"], True), d["notes"]
     text = Path(d["repro"]).read_text()
     assert f"torch._inductor.config.triton.inject_relu_bug_TESTING_ONLY = {bug!r}" in text and "cuda" in text
+
+
+@pytest.mark.slow
+def test_a_decomposition_judged_wrong_in_the_run_is_an_accuracy_failure_of_run_decompositions(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "decomp_mutation.py", "check")
+    export = d["export"]
+    assert (d["category"], d["stage"]) == ("accuracy", "aot_autograd")  # run_decompositions is AOTAutograd's work
+    assert (export["step"], export["kind"]) == ("run_decompositions", "wrong_result")
+    assert "mutated user inputs none -> ['noise']" in export["judged"]
+    assert [a["label"] for a in d["attempts"] if a["label"] == "force_eager"] == []  # judged in the run: no off run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pt2doctor.diagnose.export_fix import apply_edits, cond_candidates, dim_candidates, guard_candidates
+from pt2doctor.analysis.export_fixes import apply_edits, cond_candidates, dim_candidates, guard_candidates
 from pt2doctor.diagnose.export_verdict import category_of, failure_kind
 from pt2doctor.model import Category
 from pt2doctor.diagnose.export_repro import render_repro

@@ -18,12 +18,17 @@ import sysconfig
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
+
 from pt2doctor.capture.child.torch_env import cxx_version
 from pt2doctor.capture.trace.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
 from pt2doctor.model.child import ChildReport, ExceptionRecord
 from pt2doctor.model.export import EVENTS_FILE
-from pt2doctor.model.serialize import RecordError, read_record
+from pt2doctor.model.export_draft import CHECKS_FILE, DRAFT_FILE
+from pt2doctor.model.serialize import RecordError, read_lines, read_record
+
+T = TypeVar("T")
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<fn>\S+)')
 _NOT_USER = tuple(
@@ -71,9 +76,17 @@ class RunPaths:
     def export_log(self) -> Path:
         return self.root / EVENTS_FILE
 
+    @property
+    def draft_log(self) -> Path:
+        return self.root / DRAFT_FILE
+
+    @property
+    def export_checks(self) -> Path:
+        return self.root / CHECKS_FILE
+
     def clear(self) -> None:
         """Remove the outputs of an earlier run in the same directory, so no stale fact survives."""
-        for path in (self.meta, self.faulthandler, self.session, self.export_log):
+        for path in (self.meta, self.faulthandler, self.session, self.export_log, self.draft_log, self.export_checks):
             path.unlink(missing_ok=True)
         if self.trace_dir.exists():
             for file in self.trace_dir.glob("*.log"):
@@ -95,6 +108,14 @@ def _in_cache_dir(path: str) -> bool:
     """Under a compile cache the user moved (`TORCHINDUCTOR_CACHE_DIR`, `TRITON_CACHE_DIR`): generated code."""
     dirs = [os.environ.get(name) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
     return any(d and os.path.abspath(path).startswith(os.path.abspath(d) + os.sep) for d in dirs)
+
+
+def records(path: Path, kind: type[T]) -> list[T]:
+    """The JSON-lines records the child appended to `path`; none when a line is torn (it died writing)."""
+    try:
+        return read_lines(path, kind)
+    except RecordError:
+        return []
 
 
 def read_meta(paths: RunPaths) -> ChildReport | None:

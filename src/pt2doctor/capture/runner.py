@@ -31,6 +31,8 @@ from pt2doctor.capture.trace.session_builder import build_session
 from pt2doctor.capture.trace.trace_reader import TraceCounters, rank_of, read_trace, trace_files
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
 from pt2doctor.model.child import ChildSpec, Hooks
+from pt2doctor.model.export import ExportEvent
+from pt2doctor.model.export_draft import DraftReport, ExportCheck
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession
 from pt2doctor.model.serialize import dumps, write_record
 
@@ -158,6 +160,8 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         # the recorder writes graphs/ in the run directory, where `minify DIR` reads
         record_dir=str(paths.root) if options.record_graphs else None, count_calls=True, hooks=options.hooks,
         per_rank=options.torchrun is not None, launched_at=time.time(), export_log=str(paths.export_log),
+        draft_log=str(paths.draft_log) if options.hooks.draft_export else None,
+        checks_log=str(paths.export_checks) if options.hooks.export_checks else None,
     )
 
 
@@ -311,6 +315,9 @@ def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitI
         failures=tuple(failures), limit_hits=tuple(facts.limit_hits), cwd=os.getcwd(), started_at=started,
         wall_s=wall, trace=_trace_stats(counters), environment=environment, stderr_tail=stderr_tail,
         run_dir=str(paths.root), extras=Extras(torch_imported=torch_imported),
+        export_steps=tuple(process_meta.records(paths.export_log, ExportEvent)),
+        export_drafts=tuple(process_meta.records(paths.draft_log, DraftReport)),
+        export_checks=tuple(process_meta.records(paths.export_checks, ExportCheck)),
     )
 
 

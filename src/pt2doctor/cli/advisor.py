@@ -2,8 +2,9 @@
 optional what-if trials, and the output (text, `--json`, `--html`).
 
 Contract: `advisor_options` adds `run`'s options plus `--try-fixes`; `run_advisor` runs the script
-once (with output recording when trials follow), proposes the trials whose target is `target`, runs
-them, and prints `render(report)` followed by the trial results. It returns the run's exit code.
+once (with output recording when trials follow; `hooks`: what the child installs besides), proposes the trials whose target is `target`, runs
+them, and prints `render(report)` followed by the trial results (`--json`: `digest(report)` under the
+command's name, and `more(report)`'s keys). It returns the run's exit code.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pt2doctor.cli.options import run_options, script_arguments
 from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
+from pt2doctor.model.child import Hooks
 from pt2doctor.model.serialize import dumps, to_builtins
 from pt2doctor.report.advice import render_trials
 from pt2doctor.report.document import Report, build_report, save_report
@@ -34,10 +36,12 @@ def advisor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_advisor(label: str, target: Target, render: Callable[[Report], str],
-                digest: Callable[[Report], Any], **kw: Any) -> int:
+                digest: Callable[[Report], Any], hooks: Hooks | None = None,
+                more: Callable[[Report], dict[str, Any]] = lambda _report: {}, **kw: Any) -> int:
     script: Path = kw["script"]
     options = RunOptions(script=script, args=kw["args"], out_dir=kw["out_dir"] or default_out_dir(script, label),
-                         timeout_s=kw["timeout"], stdout_to_stderr=kw["as_json"], strict=kw["strict"], label=label)
+                         timeout_s=kw["timeout"], stdout_to_stderr=kw["as_json"], strict=kw["strict"], label=label,
+                         hooks=hooks or Hooks())
     reporter = TerminalReporter(quiet=False)
     with input_errors():
         from pt2doctor.workflows.whatif import baseline_options, try_fixes
@@ -55,6 +59,7 @@ def run_advisor(label: str, target: Target, render: Callable[[Report], str],
         click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     if kw["as_json"]:
         doc = {"verdict": report.verdict.headline, label: to_builtins(digest(report)),
+               **{key: to_builtins(value) for key, value in more(report).items()},
                "trials": to_builtins(results), "run_dir": str(options.out_dir)}
         sys.stdout.buffer.write(dumps(doc, pretty=True) + b"\n")
     else:

@@ -2,10 +2,14 @@
 
 Contract: `diagnose_export(runner, found, failed_run, queued)` is called by the procedure once the
 failure is reproduced. It reads the export steps the failing run went through (`export.jsonl`,
-`model.export`) and returns False, touching nothing, when the failure is not in the export path (no
-step failed, and no AOTInductor package ran before the failure): the torch.compile procedure goes on.
+`model.export`) and the programs judged in it (`export-checks.jsonl`, `model.export_draft`), and
+returns False, touching nothing, when the failure is not in the export path (no step failed, no
+program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
+procedure goes on.
 Otherwise it cancels the queued torch.compile stage runs (they do not apply), makes the runs that tell
 the kinds apart, concludes `found` (`Found.export`) and returns True:
+- every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
+  against the program it came from, in the run: an accuracy failure of that step, no further run;
 - a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
   other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
   the fixes that a copy of the script verifies (`export_fix`);
@@ -22,7 +26,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.export_fix import verified_fixes
 from pt2doctor.diagnose.export_minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
@@ -31,18 +35,17 @@ from pt2doctor.diagnose.export_verdict import category_of, conclude_export, fail
 from pt2doctor.diagnose.found import Found, user_error
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.export import (AOTI_STEPS, TRACE_STEPS, EntryPoint, ExportEvent, ExportFailureKind,
-                                    ExportFinding, ExportStep, Phase, entry_point, failing_step, steps_passed)
-from pt2doctor.model.serialize import RecordError, read_lines
+from pt2doctor.model.export import (AOTI_STEPS, STEP_TITLES, TRACE_STEPS, EntryPoint, ExportEvent,
+                                    ExportFailureKind, ExportFinding, ExportStep, Phase, entry_point, failing_step,
+                                    steps_passed)
+from pt2doctor.model.export_draft import ExportCheck, failed_checks
 
 
 def export_events(run_dir: Path) -> list[ExportEvent]:
-    try:
-        return read_lines(RunPaths(run_dir).export_log, ExportEvent)
-    except RecordError:  # a torn last line (the process died while writing it): the lines before stand
-        return []
+    return records(RunPaths(run_dir).export_log, ExportEvent)  # a torn last line: the lines before stand
 
 
 def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]],
@@ -51,7 +54,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
         return False  # the script went on after a failed step (caught it) and failed elsewhere
-    if failed is None and ExportStep.AOTI_RUN not in steps_passed(events):
+    wrong = failed_checks(records(RunPaths(runner.run_dir(failed_run.label)).export_checks, ExportCheck))
+    if failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events):
         return False
     for future in queued.values():  # torch.compile's stage runs say nothing about an export: stop them
         runner.stop(future)
@@ -59,9 +63,25 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
+        elif failed is None and wrong and wrong[0].step not in AOTI_STEPS:
+            _wrong_program(found, entry, wrong[0])
         else:
+            found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
             _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
+            if wrong and found.export is not None:
+                found.export = replace(found.export, judged=_judged(wrong[0]))
     return True
+
+
+def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:
+    """A program the script derived was judged wrong in the run itself (`capture.child.export_checks`): no
+    run with compilation off is needed, the reference ran beside it on copies of the same inputs."""
+    finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=_judged(check))
+    conclude_export(found, finding, Category.ACCURACY)
+
+
+def _judged(check: ExportCheck) -> str:
+    return f"{check.detail} (against {check.against}, on {check.inputs or 'the same inputs'})"
 
 
 def _ended_with(failed: ExportEvent, run: Attempt) -> bool:

@@ -1,6 +1,7 @@
 """Fixes for an export tracing failure, each verified by exporting a copy of the script with it.
 
-Contract: `verified_fixes(runner, found, kind, failed, line)` proposes source changes for a
+Contract: `verified_fixes(runner, found, kind, failed, line)` takes the source changes of
+`analysis.export_fixes` (the one place they are written) for a
 data-dependent guard (`torch._check(COND)` or `torch._check(not (COND))` before the `if`/`while` at
 the user's line, then the branch rewritten as one `torch.cond`; a branch on a tensor's truth value gets
 the `torch.cond` only, as `torch._check` takes no tensor) or a constraint violation (the `Dim` definitions torch suggests, in place of the
@@ -14,127 +15,16 @@ exports but then fails at run time asserts the branch the program does not take:
 
 from __future__ import annotations
 
-import ast
-import functools
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.analysis.export_fixes import (Edit, apply_edits, cond_candidates, dim_candidates, guard_candidates,
+                                             is_tensor_truth)
+from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.model import SourceLoc
-from pt2doctor.model.export import EVENTS_FILE, ExportEvent, ExportFailureKind, ExportFix, Phase
-from pt2doctor.model.serialize import RecordError, read_lines
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """Replace `replaces` lines from `line` (1-based; 0 lines: insert before it) with `text`'s lines."""
-
-    line: int
-    replaces: int
-    text: str
-
-    def apply(self, source: str) -> str:
-        lines = source.splitlines(keepends=True)
-        new = [t + "\n" for t in self.text.splitlines()]
-        return "".join(lines[: self.line - 1] + new + lines[self.line - 1 + self.replaces:])
-
-
-def apply_edits(source: str, edits: tuple[Edit, ...]) -> str:
-    """Every edit, from the last line up, so each edit's line numbers are those of `source`."""
-    for edit in sorted(edits, key=lambda e: (e.line, e.replaces), reverse=True):
-        source = edit.apply(source)
-    return source
-
-
-def guard_candidates(source: str, line: int) -> list[tuple[str, tuple[Edit, ...]]]:
-    """`torch._check` of the condition of the `if`/`while` statement at `line`, then of its negation:
-    the fact the branch relies on, asserted where torch.export can record it as a runtime check."""
-    node = _statement_at(source, line)
-    if not isinstance(node, (ast.If, ast.While)):
-        return []
-    cond = ast.get_source_segment(source, node.test)
-    if cond is None:
-        return []
-    indent = " " * node.col_offset
-    checks = [f"torch._check({cond})", f"torch._check(not ({cond}))"]
-    return [(check, (Edit(node.lineno, 0, indent + check),)) for check in checks]
-
-
-_SUGGESTION = re.compile(r"^\s+(\w+) = (.+)$")
-
-
-def dim_candidates(source: str, message: str) -> list[tuple[str, tuple[Edit, ...]]]:
-    """torch's "Suggested fixes" for a constraint violation, all together: each in place of the script's
-    assignment to that name; a name the script lacks is defined before the first replaced one."""
-    _, marker, block = message.partition("Suggested fixes:")
-    suggestions = [m.groups() for m in map(_SUGGESTION.match, block.strip("\n").split("\n\n")[0].splitlines()) if m]
-    if not marker or not suggestions:
-        return []
-    tree = ast.parse(source)
-    assigned = {t.id: node for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                for t in node.targets if isinstance(t, ast.Name)}
-    imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
-    texts = {name: f"{name} = {expr if 'Dim' in imported else _qualified(expr)}" for name, expr in suggestions}
-    replaced = sorted((assigned[name] for name in texts if name in assigned), key=lambda n: n.lineno)
-    if not replaced:
-        return []
-    edits = [Edit(n.lineno, (n.end_lineno or n.lineno) - n.lineno + 1, " " * n.col_offset + texts[_target(n)])
-             for n in replaced]
-    missing = "\n".join(" " * replaced[0].col_offset + t for name, t in texts.items() if name not in assigned)
-    if missing:
-        edits.insert(0, Edit(replaced[0].lineno, 0, missing))
-    return [("; ".join(texts.values()), tuple(edits))]
-
-
-def _qualified(expr: str) -> str:
-    return re.sub(r"(?<![\w.])Dim\(", "torch.export.Dim(", expr)
-
-
-def _target(node: ast.stmt) -> str:
-    return next((t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)), "")
-
-
-def cond_candidates(source: str, line: int) -> list[tuple[str, tuple[Edit, ...]]]:
-    """The branch at `line` as one `torch.cond`: `if C: return A` followed by (`else:`) `return B`, or
-    `if C: y = A else: y = B`, becomes `return torch.cond(C, lambda: A, lambda: B)` (or `y = ...`);
-    both branches are traced and the choice is made when the program runs."""
-    for parent in ast.walk(ast.parse(source)):
-        for body in (getattr(parent, "body", None), getattr(parent, "orelse", None)):
-            if not isinstance(body, list):
-                continue
-            for i, node in enumerate(body):
-                if isinstance(node, ast.If) and node.lineno == line:
-                    after = body[i + 1] if i + 1 < len(body) else None
-                    return _as_cond(source, node, after)
-    return []
-
-
-def _as_cond(source: str, node: ast.If, after: ast.stmt | None) -> list[tuple[str, tuple[Edit, ...]]]:
-    other = node.orelse[0] if len(node.orelse) == 1 else None if node.orelse else after
-    if len(node.body) != 1 or other is None:
-        return []
-    then, segment = node.body[0], functools.partial(ast.get_source_segment, source)
-    if isinstance(then, ast.Return) and isinstance(other, ast.Return) and then.value and other.value:
-        head, values = "return ", (then.value, other.value)
-    elif (node.orelse and isinstance(then, ast.Assign) and isinstance(other, ast.Assign)  # an else: both assign
-          and _target(then) and _target(then) == _target(other)):
-        head, values = f"{_target(then)} = ", (then.value, other.value)
-    else:
-        return []
-    text = f"{head}torch.cond({segment(node.test)}, lambda: {segment(values[0])}, lambda: {segment(values[1])})"
-    end = other.end_lineno or other.lineno
-    return [(text, (Edit(node.lineno, end - node.lineno + 1, " " * node.col_offset + text),))]
-
-
-# a guard on a tensor's truth value (`if tensor:`): only torch.cond keeps both outcomes
-_TENSOR_TRUTH = re.compile(r"data-dependent expression Eq\(u\d+, 1\)|Data-dependent branching")
-
-
-def _statement_at(source: str, line: int) -> ast.stmt | None:
-    return next((n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.stmt) and n.lineno == line), None)
+from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportFix, Phase
 
 
 def verified_fixes(runner: VariantRunner, found: Found, kind: ExportFailureKind, failed: ExportEvent,
@@ -146,7 +36,7 @@ def verified_fixes(runner: VariantRunner, found: Found, kind: ExportFailureKind,
             found.notes.append("no fix was tried: the failing line is not in the script itself")
             return ()
         branch = cond_candidates(source, line.line)
-        tensor_truth = _TENSOR_TRUTH.search(failed.message)
+        tensor_truth = is_tensor_truth(failed.message)
         candidates = branch if tensor_truth else guard_candidates(source, line.line) + branch
     elif kind is ExportFailureKind.CONSTRAINT_VIOLATION:
         candidates = dim_candidates(source, failed.message)
@@ -176,10 +66,7 @@ def _verify(runner: VariantRunner, found: Found, number: int, source: str, text:
     finally:
         fix_runner.close()
     found.attempts.append(attempt)
-    try:
-        events = read_lines(fix_runner.run_dir(attempt.label) / EVENTS_FILE, ExportEvent)
-    except RecordError:
-        events = []
+    events = records(RunPaths(fix_runner.run_dir(attempt.label)).export_log, ExportEvent)
     verified = any(e.index == failed.index and e.step is failed.step and e.phase is Phase.PASSED for e in events)
     passed = verified and attempt.outcome == "pass"
     outcome = ("the export passes and the script then passed" if passed else

@@ -26,12 +26,15 @@ _RULES: tuple[tuple[ExportFailureKind, re.Pattern[str]], ...] = (
     (Kind.DATA_DEPENDENT, re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
     (Kind.UNSUPPORTED, re.compile(r"torch\._dynamo\.exc\.(Unsupported|UserError)|UnsupportedOperatorException")),
 )
+# export's check of the inputs against the dynamic_shapes spec, which follows the module's forward signature
+_SPEC_STRUCTURE = re.compile(r"Detected mismatch between the structure of `\w+` and `dynamic_shapes`")
 _AOTI_KINDS = {ExportStep.AOTI_COMPILE: Kind.AOTI_COMPILE, ExportStep.AOTI_LOAD: Kind.AOTI_LOAD,
                ExportStep.AOTI_RUN: Kind.AOTI_RUNTIME}
 
 CATEGORIES = {
     Kind.DATA_DEPENDENT: Category.GRAPH_BREAK,  # the program cannot be captured whole, as under fullgraph=True
     Kind.UNSUPPORTED: Category.GRAPH_BREAK,
+    Kind.INVALID_SPEC: Category.USER_ERROR,
     Kind.CONSTRAINT_VIOLATION: Category.USER_ERROR,  # the script's dynamic_shapes spec is wrong
     Kind.EXPORT_INTERNAL: Category.DYNAMO_INTERNAL,
     Kind.USER_CODE: Category.USER_ERROR,
@@ -50,6 +53,10 @@ def failure_kind(event: ExportEvent | None, in_torch: bool = False) -> ExportFai
     if event.step in _AOTI_KINDS:
         return _AOTI_KINDS[event.step]
     text = f"{event.error_type}\n{event.message}"
+    if _SPEC_STRUCTURE.search(event.message):
+        # the spec was checked against the module's signature: the script's own module's, its spec is wrong;
+        # a module torch made (torch.export.unflatten's), torch's signature does not stand for the inputs
+        return Kind.EXPORT_INTERNAL if event.module.startswith("torch.") else Kind.INVALID_SPEC
     fallback = Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") or in_torch else Kind.USER_CODE
     return next((kind for kind, rule in _RULES if rule.search(text)), fallback)
 
@@ -132,6 +139,11 @@ def _constraint(finding: ExportFinding) -> list[str]:
             *_fix_steps(finding)]
 
 
+def _invalid_spec(finding: ExportFinding) -> list[str]:
+    return ["The dynamic_shapes spec does not have the structure of the inputs as the module's forward signature "
+            "binds them (one entry per forward parameter; a *args parameter takes a tuple of the positional inputs)."]
+
+
 def _unsupported(finding: ExportFinding) -> list[str]:
     return [f"The tracer does not support the code{_at(finding)}.", *_other_mode(finding)]
 
@@ -150,6 +162,14 @@ def _aoti(finding: ExportFinding) -> list[str]:
     return steps if finding.eager_passes else steps[1:]
 
 
+def _wrong_result(finding: ExportFinding) -> list[str]:
+    if finding.step is None or finding.step in _AOTI_KINDS:
+        return _aoti(finding)
+    return [f"Judged in the run, on copies of the same inputs: {STEP_TITLES[finding.step]} returned a program "
+            f"that is not the one it was given: {finding.judged}.",
+            "The bug is in torch.export, not in the program: file it with issue.md."]
+
+
 _STEPS = {Kind.DATA_DEPENDENT: _data_dependent, Kind.CONSTRAINT_VIOLATION: _constraint,
-          Kind.UNSUPPORTED: _unsupported, Kind.EXPORT_INTERNAL: _internal, Kind.USER_CODE: _internal, Kind.AOTI_COMPILE: _aoti,
-          Kind.AOTI_LOAD: _aoti, Kind.AOTI_RUNTIME: _aoti, Kind.WRONG_RESULT: _aoti}
+          Kind.UNSUPPORTED: _unsupported, Kind.INVALID_SPEC: _invalid_spec, Kind.EXPORT_INTERNAL: _internal, Kind.USER_CODE: _internal, Kind.AOTI_COMPILE: _aoti,
+          Kind.AOTI_LOAD: _aoti, Kind.AOTI_RUNTIME: _aoti, Kind.WRONG_RESULT: _wrong_result}

@@ -127,9 +127,10 @@ class VariantRunner:
 
     def options(self, variant: Variant, unwanted: threading.Event | None = None) -> RunOptions:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
-        hooks = Hooks(overrides=variant.overrides)
+        hooks = Hooks(overrides=variant.overrides, export_checks=True)  # an exported program's result is judged in the run
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
-            hooks = Hooks(overrides=variant.overrides, frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
+            hooks = Hooks(overrides=variant.overrides, export_checks=True,
+                          frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
                           record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
                           record_run_eagerly=variant.run_eagerly)
         return RunOptions(

@@ -53,6 +53,8 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.child.graph_recorder`)
     record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
     record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
+    draft_export: bool = False  # each torch.export.export call is also draft-exported, on copies (`explain`)
+    export_checks: bool = False  # exported programs the script makes or runs are judged (`capture.child.export_checks`)
 
 
 class ChildSpec(msgspec.Struct, frozen=True):
@@ -68,6 +70,8 @@ class ChildSpec(msgspec.Struct, frozen=True):
     record_dir: str | None = None
     count_calls: bool = False
     export_log: str | None = None  # the export observer's `ExportEvent` lines (`capture.child.export_observer`)
+    draft_log: str | None = None  # its `DraftReport` lines, when the hooks ask for draft_export
+    checks_log: str | None = None  # its `ExportCheck` lines, when the hooks ask for export checks
     hooks: Hooks = Hooks()
     launched_at: float | None = None  # time.time() when the parent started it: `timeout_s` counts from then
     per_rank: bool = False  # one process per rank (torchrun): each writes `meta`/`crash_log` under `rank-N/`

@@ -61,13 +61,15 @@ class Phase(str, Enum):
 
 class ExportEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     """One line of `export.jsonl`: step `step` (the `index`-th step the script started) started or
-    ended; a failed step carries the exception's qualified type and message."""
+    ended; a failed step carries the exception's qualified type and message. `module`: for a tracing
+    step, the qualified class of the module it exports (`torch.export.unflatten.UnflattenedModule`)."""
 
     index: int
     step: ExportStep
     phase: Phase
     error_type: str = ""
     message: str = ""
+    module: str = ""
 
 
 def failing_step(events: list[ExportEvent]) -> ExportEvent | None:
@@ -125,6 +127,7 @@ class ExportFailureKind(str, Enum):
     DATA_DEPENDENT = "data_dependent"  # a guard or branch on a value only known when it runs
     CONSTRAINT_VIOLATION = "constraint_violation"  # the dynamic_shapes spec does not hold for the program
     UNSUPPORTED = "unsupported"  # a construct the tracing mode does not support
+    INVALID_SPEC = "invalid_spec"  # the dynamic_shapes spec does not have the structure of the module's inputs
     EXPORT_INTERNAL = "export_internal"  # torch.export itself failed (a bug, not the program)
     USER_CODE = "user_code"  # the program raises it itself, with compilation off too
     AOTI_COMPILE = "aoti_compile"
@@ -159,3 +162,4 @@ class ExportFinding:
     eager_passes: bool | None = None  # the run with AOTInductor replaced by the exported program, run eagerly
     repro: str | None = None  # repro.py of an AOTInductor failure: the exported program, compiled and run
     repro_verified: bool = False  # it fails the same way in a fresh interpreter
+    judged: str = ""  # a wrong result judged in the run itself: what differs, against what

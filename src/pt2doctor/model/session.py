@@ -15,6 +15,8 @@ from typing import Any, Literal
 import msgspec
 
 from pt2doctor.model.accuracy import GraphAccuracy
+from pt2doctor.model.export import ExportEvent
+from pt2doctor.model.export_draft import DraftReport, ExportCheck
 from pt2doctor.model.ids import CompileId, SourceLoc
 from pt2doctor.model.minify import MinifyResult
 
@@ -271,6 +273,9 @@ class Session:
     run_dir: str | None = None
     extras: Extras = field(default_factory=Extras)
     accuracy: tuple[GraphAccuracy, ...] = ()  # one per compiled graph, from `pt2doctor accuracy` only
+    export_steps: tuple[ExportEvent, ...] = ()  # the torch.export / AOTInductor steps it went through
+    export_drafts: tuple[DraftReport, ...] = ()  # draft_export's report of each export call (`explain`)
+    export_checks: tuple[ExportCheck, ...] = ()  # exported programs it ran, judged against their source
 
     @property
     def compile_time_s(self) -> float:

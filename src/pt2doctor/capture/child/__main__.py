@@ -113,12 +113,13 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture.child import frame_recorder
 
         frame_recorder.install(Path(hooks.frame_record_dir))
-    if spec.export_log or (hooks.overrides and (hooks.overrides.export_eager or hooks.overrides.export_strict is not None)):
+    if spec.export_log or spec.draft_log or spec.checks_log or (hooks.overrides and (hooks.overrides.export_eager or hooks.overrides.export_strict is not None)):
         from pt2doctor.capture.child import export_observer
 
         over = hooks.overrides
         export_observer.install(spec.export_log, export_eager=bool(over and over.export_eager),
-                                export_strict=over.export_strict if over else None, record_dir=spec.record_dir)
+                                export_strict=over.export_strict if over else None, record_dir=spec.record_dir,
+                                draft_log=spec.draft_log, checks_log=spec.checks_log)
     if hooks.overrides is not None:
         from pt2doctor.capture.child import overrides
 
@@ -186,6 +187,8 @@ def _for_this_process(spec: ChildSpec) -> ChildSpec:
     return msgspec.structs.replace(spec, meta=str(ranked.meta),
                                    crash_log=str(ranked.faulthandler) if spec.crash_log else None,
                                    export_log=str(ranked.export_log) if spec.export_log else None,
+                                   draft_log=str(ranked.draft_log) if spec.draft_log else None,
+                                   checks_log=str(ranked.export_checks) if spec.checks_log else None,
                                    record_dir=str(ranked.root) if spec.record_dir else None, hooks=hooks)
 
 

@@ -1,6 +1,6 @@
 """Observe the script's torch.export and AOTInductor steps in the child; optionally change how they run.
 
-Contract: `install(log, export_eager, export_strict, record_dir)` is called once by `capture/child/__main__.py`
+Contract: `install(log, export_eager, export_strict, record_dir, draft_log, checks_log)` is called once by `capture/child/__main__.py`
 before the script runs. Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
 imported (`export_imports.when_imported`): a call appends `ExportEvent(STARTED)` to `log` (JSON lines,
 flushed before the step runs, so a step that kills the process is the one left started), then
@@ -8,7 +8,10 @@ flushed before the step runs, so a step that kills the process is the one left s
 recorded (AOTInductor decomposes the program itself: that is part of its step). Observing never
 changes the program: the wrapped functions get the arguments the script passed and their results go
 back to it as they are. A recorded run (`record_dir`) also keeps what a repro of an AOTInductor failure needs
-(`export_record.ExportRecorder`), before the step runs. Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
+(`export_record.ExportRecorder`), before the step runs. An `explain` run (`draft_log`) also runs
+`torch.export.draft_export` after each tracing step, on copies (`export_draft.DraftRecorder`); with
+`checks_log`, the programs the script derives and runs are judged against their source
+(`export_checks.ExportChecker`). Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
 - `export_eager`: AOTInductor off: `aoti_compile_and_package` keeps the exported program instead of
   compiling it and `aoti_load_package` returns it, run eagerly (`torch_compat.export.EagerPackages`);
   the steps are still recorded, so the run shows how far the script got;
@@ -19,24 +22,31 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from typing import IO, Any
 
+from pt2doctor.capture.child.export_checks import ExportChecker
+from pt2doctor.capture.child.export_draft import DraftRecorder
 from pt2doctor.capture.child.export_imports import when_imported
 from pt2doctor.capture.child.export_record import ExportRecorder
 from pt2doctor.capture.torch_compat import export as compat
-from pt2doctor.model.export import ExportEvent, ExportStep, Phase
+from pt2doctor.model.export import TRACE_STEPS, ExportEvent, ExportStep, Phase
+from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.serialize import append_line
 
 _MAX_MESSAGE = 20_000
 
 
 class _Observer:
-    def __init__(self, log: str | None, recorder: ExportRecorder | None) -> None:
+    def __init__(self, log: str | None, recorder: ExportRecorder | None, drafts: DraftRecorder | None = None,
+                 checker: ExportChecker | None = None) -> None:
         self._path = log
         self._log: IO[str] | None = None  # opened at the first step: a run that never exports writes no file
         self._recorder = recorder
+        self._drafts = drafts
+        self._checker = checker
         self._counter = itertools.count()
         self._depth = threading.local()
         self._lock = threading.Lock()
@@ -51,21 +61,42 @@ class _Observer:
                 step, index = step_of(kwargs), next(self._counter)
                 if self._recorder is not None:
                     self._recorder.before(step, args, kwargs)
-                self._write(ExportEvent(index, step, Phase.STARTED))
+                module = _module_of(step, args, kwargs)
+                self._write(ExportEvent(index, step, Phase.STARTED, module=module))
                 self._depth.value = 1
+                reference = self._checker.before(step, args, kwargs) if self._checker is not None else None
                 try:
                     out = fn(*args, **kwargs)
                 except BaseException as exc:
-                    self._write(ExportEvent(index, step, Phase.FAILED, _qualname(type(exc)), str(exc)[:_MAX_MESSAGE]))
+                    self._write(ExportEvent(index, step, Phase.FAILED, _qualname(type(exc)), str(exc)[:_MAX_MESSAGE],
+                                            module))
+                    self._draft(step, index, fn, args, kwargs)
                     raise
                 finally:
                     self._depth.value = 0
                 self._write(ExportEvent(index, step, Phase.PASSED))
+                self._draft(step, index, fn, args, kwargs)
+                if self._checker is not None:
+                    self._depth.value = 1  # the checks' runs are not the script's steps
+                    try:
+                        self._checker.after(step, index, args, kwargs, out, reference)
+                    finally:
+                        self._depth.value = 0
                 return out
 
             return observed
 
         return wrap
+
+    def _draft(self, step: ExportStep, index: int, fn: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> None:
+        if self._drafts is None or step not in TRACE_STEPS:
+            return
+        self._depth.value = 1  # draft_export's own steps are part of this one
+        try:
+            self._drafts.draft(index, fn, args, kwargs)
+        finally:
+            self._depth.value = 0
 
     def _write(self, event: ExportEvent) -> None:
         if self._path is None:
@@ -80,6 +111,14 @@ class _Observer:
 def _qualname(kind: type) -> str:
     module = kind.__module__
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _module_of(step: ExportStep, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The qualified class of the module a tracing step exports (whose signature its spec must follow)."""
+    if step not in TRACE_STEPS:
+        return ""
+    module = args[0] if args else kwargs.get("mod")
+    return _qualname(type(module)) if module is not None else ""
 
 
 def _trace_step(kwargs: dict[str, Any]) -> ExportStep:
@@ -125,8 +164,10 @@ _PACKAGES = compat.EagerPackages()
 
 
 def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None,
-            record_dir: str | None = None) -> None:
-    observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None)
+            record_dir: str | None = None, draft_log: str | None = None, checks_log: str | None = None) -> None:
+    drafts = DraftRecorder(draft_log, os.path.dirname(draft_log)) if draft_log else None
+    checker = ExportChecker(checks_log, DEFAULT_TOLERANCE) if checks_log else None
+    observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None, drafts, checker)
     if export_eager:  # the stand-in package's calls are the package's run step
         run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
         compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]

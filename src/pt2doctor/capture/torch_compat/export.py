@@ -7,17 +7,25 @@ Checked on torch 2.13.0 (CPU): `torch.export.export(mod, args, kwargs=None, *, s
 `torch._inductor.aoti_load_package(path, ...) -> AOTICompiledModel`, whose class lives in
 `torch.export.pt2_archive._package` and is called like the exported module. torch has no hook around
 these calls, so they are replaced by wrappers; a wrapper must call through with the same arguments.
+`draft_failures` runs `torch.export.draft_export` and reads its report (`ep._report.failures`, each a
+`FailureReport` with `failure_type` and a `data` dict; frames name files by a number in
+`str_to_filename`), keeping the script's trace handlers, which draft_export's log capture removes
+from the `torch.__trace` logger and does not put back (2.13).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pt2doctor.capture.torch_compat.observe import interned_strings
 from pt2doctor.model.export import ExportStep
 
 
@@ -88,3 +96,94 @@ class EagerPackages:
     @staticmethod
     def _key(path: Any) -> str:
         return os.path.abspath(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else f"id:{id(path)}"
+
+
+def export_arguments(export: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A `torch.export.export` call's arguments by name (mod, args, kwargs, dynamic_shapes, strict, ...)."""
+    bound = inspect.signature(export).bind(*args, **kwargs)
+    return dict(bound.arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftFailure:
+    """One failure of a draft_export report: torch's type name (`DATA_DEPENDENT_ERROR`...) and data."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+def draft_failures(call: dict[str, Any], log_dir: str) -> tuple[list[DraftFailure], dict[int, str]]:
+    """draft_export with the arguments of an export call (`export_arguments`): its failures and the file
+    table their frames use. torch's own logging is silenced meanwhile (draft_export warns on stderr,
+    which is the script's), and draft_export's log file goes to `log_dir`, not the temporary directory."""
+    import torch
+    from torch._logging import _internal
+
+    names = inspect.signature(torch.export.draft_export).parameters
+    options = {k: v for k, v in call.items() if k in names and k not in ("mod", "args", "kwargs")}
+    with _kept_trace_handlers(), _quiet_torch_logs(), _environ(_internal.DTRACE_ENV_VAR, log_dir):
+        ep = torch.export.draft_export(call["mod"], call["args"], call.get("kwargs"), **options)
+    report = ep._report
+    failures = [DraftFailure(str(f.failure_type), dict(f.data)) for f in report.failures]
+    # a file the process's trace already interned is not logged again, so not in the report's table
+    files = {number: text for text, number in interned_strings().items()}
+    return failures, {**files, **report.str_to_filename}
+
+
+@contextmanager
+def _kept_trace_handlers() -> Iterator[None]:
+    logger = logging.getLogger("torch.__trace")
+    handlers = list(logger.handlers)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            if handler not in logger.handlers:
+                logger.addHandler(handler)
+
+
+@contextmanager
+def _quiet_torch_logs() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if (name == "torch" or name.startswith("torch.")) and name != "torch.__trace"]
+    before = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, before):
+            logger.disabled = disabled
+
+
+@contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramInterface:
+    """What an exported program declares it returns and mutates (`ep.graph_signature.output_specs`)."""
+
+    user_outputs: int
+    mutated_inputs: tuple[str, ...]
+    mutated_buffers: tuple[str, ...]
+
+
+def program_interface(exported_program: Any) -> ProgramInterface:
+    from torch.export.graph_signature import OutputKind
+
+    specs = exported_program.graph_signature.output_specs
+    return ProgramInterface(
+        user_outputs=sum(1 for s in specs if s.kind is OutputKind.USER_OUTPUT),
+        mutated_inputs=tuple(sorted(str(s.target) for s in specs if s.kind is OutputKind.USER_INPUT_MUTATION)),
+        mutated_buffers=tuple(sorted(str(s.target) for s in specs if s.kind is OutputKind.BUFFER_MUTATION)),
+    )
