@@ -41,7 +41,7 @@ import msgspec
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import graph_module, register_inductor_prims, torch_ops_called
+from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
     DEFAULT_TOLERANCE,
     ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
@@ -94,7 +94,7 @@ def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torc
         attribute = qualified.removeprefix(prefix)
         if qualified.startswith(prefix) and "." not in attribute:
             setattr(module, attribute, value)
-    return graph_module(module, torch_ops_called(code))
+    return graph_module(module, torch_ops_called(code) + opaque_calls(code))
 
 
 def _choose(entries: Entries, failures: list[GraphFailure], inflight: str) -> tuple[str, str | None]:

@@ -28,7 +28,7 @@ from pt2doctor.capture.torch_compat.observe import (
     config_module,
     patch_torch_compile,
 )
-from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
@@ -66,7 +66,7 @@ from pt2doctor.capture.torch_compat.warm import (
     import_dynamo,
     compile_tiny_graph,
 )
-from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator
 
 __all__ = [
     "trace_logger",
@@ -92,6 +92,7 @@ __all__ = [
     "graph_module",
     "graph_module_source",
     "torch_ops_called",
+    "opaque_calls",
     "aot_autograd_kwargs",
     "config_lines",
     "qualified_name",
@@ -123,6 +124,7 @@ __all__ = [
     "compile_tiny_graph",
     "fake_tensor_mode",
     "is_op_overload",
+    "is_operator",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
