@@ -287,7 +287,8 @@ def _minify(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path, foun
     with found.timed("minify"):
         try:
             recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
-                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None)
+                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
+                                    died_of_signal=bool(found.session and found.session.exit.signal))
             context, expected = recorded.context, recorded.expected
             stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
             if stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
