@@ -58,3 +58,23 @@ def test_a_zero_tensor_input_is_rebuilt_as_one(diagnosed):
     run, d = diagnosed(REALBUGS / "zerotensor_index_segfault.py")
     assert d["repro_verified"] and d["minified_nodes"] == 1 and d["culprit_ops"] == ["aten.select.int"], d["notes"]
     assert "torch._efficientzerotensor(" in (run.out_dir / "repro.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_jvp_segfault_in_aot_autograd_gets_a_graph_repro(diagnosed):
+    # pytorch#197086: the Dynamo graph calls functorch's scaffolding, which tracing rejected ("_unwrap_for_grad():
+    # incompatible function arguments ... Proxy"): no graph repro, only the program reduced
+    run, d = diagnosed(REALBUGS / "jvp_ldexp_aot_eager_segfault.py")
+    assert (d["category"], d["stage"]) == ("runtime_crash", "aot_autograd")
+    assert d["repro_verified"] and d["minify"]["verified"] and d["program"] is None, d["notes"]
+    assert d["minify"]["signature"]["text"] == "SIGSEGV" and "torch.ldexp" in d["culprit_ops"]
+
+
+@pytest.mark.slow
+def test_a_heap_overflow_found_after_the_kernel_returned_blames_the_graph_that_ran(diagnosed):
+    # pytorch#196681: glibc aborts at a later free (sometimes after the script's check raised), with no graph in
+    # flight: "no graph failed", or minified as a wrong result that in isolation aborted instead
+    run, d = diagnosed(REALBUGS / "tiled_reduction_tail_heap_overflow.py")
+    assert (d["category"], d["stage"]) == ("runtime_crash", "inductor")
+    assert d["repro_verified"] and d["minify"]["signature"]["text"] == "SIGABRT", d["notes"]
+    assert "aten.bmm.default" in d["culprit_ops"]

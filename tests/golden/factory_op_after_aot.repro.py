@@ -66,7 +66,8 @@ from typing import Any
 
 def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
     """`module` as a GraphModule in which every call of an op in `ops` (`aten.eye.default`,
-    `higher_order.cond`) is a node, whatever its operands; submodules (higher-order branches) first."""
+    `higher_order.cond`) or of a torch function named in it (`torch._C._set_fwd_grad_enabled`) is a
+    node, whatever its operands; submodules (higher-order branches) first."""
     import torch
     import torch.fx
 
@@ -92,10 +93,18 @@ def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
             return tracer.create_proxy("call_function", self.packet, args, kwargs)
 
     overloads: dict[tuple[str, str], set[str]] = {}
+    patched = []
     for qualified in ops:
+        if qualified.startswith("torch."):  # a function: recorded where the code looks it up
+            owner_name, _, attribute = qualified.rpartition(".")
+            owner = torch
+            for part in owner_name.split(".")[1:]:
+                owner = getattr(owner, part)
+            patched.append((owner, attribute, owner.__dict__.get(attribute)))
+            setattr(owner, attribute, record(getattr(owner, attribute)))
+            continue
         namespace_name, op, *overload = qualified.split(".")
         overloads.setdefault((namespace_name, op), set()).update(overload)
-    patched = []
     for (namespace_name, op), names in overloads.items():
         namespace = getattr(torch.ops, namespace_name)
         real = getattr(namespace, op)

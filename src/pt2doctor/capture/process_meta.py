@@ -129,6 +129,12 @@ def failures(meta: ChildReport | None, exit_info: ExitInfo, compile_failures: It
              timeout_s: float | None) -> list[Failure]:
     out: list[Failure] = []
     exc = meta.exception if meta is not None else None
+    if exit_info.signal and exc is not None and not exit_info.interrupted:
+        # the script raised and then the process died of a signal (a kernel that wrote past a buffer's end
+        # corrupts the heap, and glibc aborts at a later free, at the latest in the teardown): it ended
+        # with the signal, the run's identity (`analysis.failures.signature`); the exception may be a symptom
+        name = _signal_name(exit_info.signal)
+        out.append(_stack_failure("signal", name, f"the process died with {name} after the script raised", paths))
     if exit_info.interrupted and exc is not None and exc.type.endswith("KeyboardInterrupt"):
         # our Ctrl-C, forwarded: the script did not fail; where it was is in the exception's frames
         interrupt = _from_exception(exc, [])

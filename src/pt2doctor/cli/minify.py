@@ -50,10 +50,12 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
+    died_of_signal = False  # known only when the run is made here (a negative status: the signal)
     if script is not None:
-        record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
+        died_of_signal = record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None) < 0
     try:
-        recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir)
+        recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir,
+                                died_of_signal=died_of_signal)
     except NothingToMinify:
         raise
     except Exception as exc:  # a file of the recording cut short or damaged: bad input, not our bug

@@ -44,6 +44,7 @@ def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path,
             try:
                 recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
                                         out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
+                                        died_of_signal=bool(found.session and found.session.exit.signal),
                                         dynamo=dynamo)
                 if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
                         run_dir, recorded.graph_id, found.session)):

@@ -6,7 +6,8 @@ Contract:
   propagation: no real compute, devices and dtypes preserved.
 - `FxCase(base, cuts, outputs)` is the graph that returns `outputs`, where each node in `cuts` is
   replaced by a new input with the same metadata, and everything not needed is dropped (unused
-  inputs too). `build_case` derives the graph, its code and its input specs once; the canonical
+  inputs too), except the calls made for their effect (`effect_calls`), which every case keeps.
+  `build_case` derives the graph, its code and its input specs once; the canonical
   key is `(code, inputs)`, so two ways of reaching the same graph share one cache entry.
 - `rebase(case, specs)` re-propagates metadata for new input specs (shape or dtype changes) and
   returns None when the graph is invalid for them, so invalid shapes never cost a query.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import fake_tensor_mode, qualified_name
+from pt2doctor.capture.torch_compat import fake_tensor_mode, is_operator, qualified_name
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.repro import module_body, submodule_class
 
@@ -204,7 +205,7 @@ def initial_case(base: FxBase) -> FxCase:
 def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> FxCase:
     """The graph returning `outputs`, with `cuts` replaced by inputs; only what is needed is kept."""
     nodes = {n.name: n for n in base.graph.nodes}
-    needed = _needed(nodes, cuts, outputs)
+    needed = _needed(nodes, cuts, (*outputs, *effect_calls(base.graph)))
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     inputs: list[InputSpec] = []
@@ -242,6 +243,15 @@ def _submodule_classes(modules: dict[str, torch.fx.GraphModule], prefix: str = "
         globals_.update(nested_globals)
         globals_.update(python.globals)
     return tuple(classes), globals_
+
+
+def effect_calls(graph: torch.fx.Graph) -> tuple[str, ...]:
+    """The calls of plain functions (not ops, not `operator`'s) whose value nothing uses: Dynamo drops an
+    unused call without effects, so one left in its graph is there to change state (functorch's
+    `_jvp_increment_nesting` and `_enter_dual_level` around a `torch.func.jvp`, grad mode), and a case
+    without it computes something else (`_make_dual` outside a dual level raises)."""
+    return tuple(n.name for n in graph.nodes if n.op == "call_function" and not n.users
+                 and not is_operator(n.target) and getattr(n.target, "__module__", None) != "_operator")
 
 
 def _needed(nodes: dict[str, torch.fx.Node], cuts: frozenset[str], outputs: Sequence[str]) -> set[str]:

@@ -8,8 +8,10 @@ fp64-referenced accuracy check, with no expected signature. `load_failing`'s cho
 1. a recorded failure: an after-AOT graph is preferred over the Dynamo graph it came from (the
    exception passes through both), and a run-time failure of a Dynamo graph compiled by Inductor
    is blamed on its forward/inference AOT graph;
-2. no recorded exception but the `inflight` marker names a graph: the process died of a signal
-   while compiling or running it (the signal itself is observed again in the worker);
+2. no recorded exception but the `inflight` marker names a graph in flight: the process died of a
+   signal while compiling or running it (the signal itself is observed again in the worker); with
+   `died_of_signal` (the caller saw the process die of one) and nothing in flight, the graph that ran
+   last: a kernel that wrote past a buffer's end kills the process at a later `free`, after it returned;
    A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
    accuracy check with the recorded tolerance, without `accuracy=True`;
 3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
@@ -41,7 +43,7 @@ import msgspec
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import graph_module, register_inductor_prims, torch_ops_called
+from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
     DEFAULT_TOLERANCE,
     ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
@@ -94,10 +96,11 @@ def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torc
         attribute = qualified.removeprefix(prefix)
         if qualified.startswith(prefix) and "." not in attribute:
             setattr(module, attribute, value)
-    return graph_module(module, torch_ops_called(code))
+    return graph_module(module, torch_ops_called(code) + opaque_calls(code))
 
 
-def _choose(entries: Entries, failures: list[GraphFailure], inflight: str) -> tuple[str, str | None]:
+def _choose(entries: Entries, failures: list[GraphFailure], inflight: str,
+            died_of_signal: bool) -> tuple[str, str | None]:
     """(graph id, recorded description or None for a signal death)."""
     if failures:
         # the run ended with its last failure (earlier ones were caught by the script); the same error is
@@ -106,7 +109,7 @@ def _choose(entries: Entries, failures: list[GraphFailure], inflight: str) -> tu
         same = [f for f in failures if f.description == last.description]
         failure = next((f for f in reversed(same) if _entry(entries, f.graph).stage is Stage.AOT), last)
         return _blame_aot(entries, failure.graph), failure.description
-    if inflight:
+    if inflight and (died_of_signal or not inflight.endswith(" ran")):
         return _blame_aot(entries, inflight.split()[0]), None
     raise NothingToMinify("no graph failed in this run (use --accuracy to look for wrong results)")
 
@@ -126,7 +129,8 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
 
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DEFAULT_TOLERANCE,
-                 out_dir: Path | None = None, prefer: str | None = None, dynamo: bool = False) -> RecordedFailure:
+                 out_dir: Path | None = None, prefer: str | None = None, died_of_signal: bool = False,
+                 dynamo: bool = False) -> RecordedFailure:
     """See the module docstring; `dynamo`: instead of the chosen after-AOT graph, the Dynamo graph it came
     from, compiled with the script's own backend (for when the after-AOT graph does not fail alone)."""
     graphs, entries, failures = _read_run(run_dir)
@@ -140,7 +144,7 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DE
         last = list(entries.values())[-1]
         graph_id, description = _blame_aot(entries, last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
     else:
-        graph_id, description = _choose(entries, failures, inflight)
+        graph_id, description = _choose(entries, failures, inflight, died_of_signal)
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)

@@ -21,7 +21,9 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - A graph that calls higher-order ops defines its branches as classes (in the prelude) and is
   built as a `GraphModule` by tracing (`graph_module`: the ops reject Proxies, so they are recorded
   as nodes while tracing); for the Dynamo stage it is handed to the backend directly, as Dynamo
-  handed it over (Dynamo cannot re-trace every higher-order op it emits).
+  handed it over (Dynamo cannot re-trace every higher-order op it emits). So is a graph calling
+  torch functions tracing cannot see (`torch_compat.opaque_calls`: functorch's scaffolding around a
+  `torch.func.jvp`), recorded as nodes the same way.
 - For the Dynamo stage, an int input that was a SymInt when the graph failed is compiled as one
   (`torch.compiler.config.dynamic_sources` naming exactly those arguments), so a graph that became
   dynamic after a recompile fails in the repro as it did.
@@ -42,7 +44,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import accuracy_rule_source, graph_module_source, inductor_prim_calls, torch_ops_called
+from pt2doctor.capture.torch_compat import (accuracy_rule_source, graph_module_source, inductor_prim_calls, opaque_calls,
+                                            torch_ops_called)
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import repro_templates as t
 
@@ -67,7 +70,9 @@ def render(script: ReproScript) -> str:
     of failure needs (`repro_templates`)."""
     code = "\n".join((*script.prelude, script.forward_code))
     traced_ops = ops_to_record(script.forward_code, script.prelude)
-    higher_order = tuple(op for op in traced_ops if op.startswith("higher_order."))
+    # higher-order ops and the functions tracing cannot see (functorch's scaffolding): Dynamo wrote them,
+    # and cannot compile every one of them again from code
+    handed_over = tuple(op for op in traced_ops if op.startswith(("higher_order.", "torch.")))
     constants = f"ACCURACY = True\nTOLERANCE = {script.tolerance!r}\n" if script.accuracy else ""
     check = t.CHECK_ACCURACY if script.accuracy else t.CHECK
     parts = [
@@ -84,7 +89,7 @@ def render(script: ReproScript) -> str:
         t.SAVED_INPUT if any(isinstance(s, TensorSpec) and s.saved for s in script.inputs) else "",
         f"{t.ACCURACY_ERROR}\n{accuracy_rule_source()}" if script.accuracy else "",
         f"TORCH_OPS = {traced_ops!r}\n\n{graph_module_source()}" if traced_ops else "",
-        _render_compile(script, higher_order),
+        _render_compile(script, handed_over),
         check.replace("MAKE_MODULE", "graph_module(Repro(), TORCH_OPS)" if traced_ops else "Repro()") + t.MAIN,
     ]
     return "\n".join(p for p in parts if p)
@@ -112,10 +117,11 @@ def ops_to_record(forward_code: str, prelude: tuple[str, ...] = ()) -> tuple[str
             traced |= {n.id for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     code = "\n".join((*prelude, forward_code))
     record += [op for op in torch_ops_called(code) if op.startswith("higher_order.")]  # also in branch classes
+    record += opaque_calls(code)  # they would run while tracing (`torch_compat.fx_trace`)
     return tuple(dict.fromkeys(record))
 
 
-def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
+def _render_compile(script: ReproScript, handed_over: tuple[str, ...]) -> str:
     if script.stage is Stage.AOTI:
         return f"\nINDUCTOR_CONFIGS = {script.inductor_configs}\n{t.COMPILE_AOTI}"
     if _custom_backward(script):
@@ -123,7 +129,7 @@ def _render_compile(script: ReproScript, higher_order: tuple[str, ...]) -> str:
     if script.stage is not Stage.DYNAMO:
         aot = t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
         return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "")
-    if higher_order:
+    if handed_over:
         return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
     if sources:

@@ -150,7 +150,8 @@ def compile_repro(mod, args):
 COMPILE_DIRECT = '''
 def compile_repro(mod, args):
     """Dynamo cannot trace every higher-order op it emits (autograd_function_apply: "unsupported
-    HigherOrderOperator", gb0306), so the graph goes to the backend as Dynamo handed it over."""
+    HigherOrderOperator", gb0306) nor all the scaffolding it writes (torch.func's), so the graph goes
+    to the backend as Dynamo handed it over."""
     from torch._dynamo.backends.registry import lookup_backend
 
     backend = lookup_backend(BACKEND) if isinstance(BACKEND, str) else BACKEND

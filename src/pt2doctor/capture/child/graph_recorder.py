@@ -14,9 +14,12 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   they matter (below).
 - `failures.jsonl`: one `GraphFailure` per failure: graph, phase (`compile`, `run`, `accuracy`),
   `Type: first line` (an accuracy failure also has its tolerance; one whose inputs were saved, `values`).
-- `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running,
-  blank when nothing is. A MAP_SHARED page survives the process dying of a signal without an
-  fsync per call, so after a segfault the parent still knows the culprit graph.
+- `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running; when
+  nothing is, `"g0003 ran"`, the graph whose run ended last (blank before any ran). A MAP_SHARED
+  page survives the process dying of a signal without an fsync per call, so after a segfault the
+  parent still knows the culprit graph; and after an abort with nothing in flight, the graph that
+  most likely wrote past a buffer's end: glibc finds a corrupted heap at a later `free`, after the
+  kernel returned (or at the interpreter's teardown).
 
 Contract: recording is metadata and code, so the overhead goal of `run` holds when nothing fails;
 tensor values are kept only where they matter and are cheap to keep:
@@ -106,6 +109,7 @@ class GraphRecorder:
         self.compile_ids: dict[str, str | None] = {}  # every graph's, by graph id
         self.wrong_after_aot: set[str] = set()  # compile ids whose after-AOT graph failed the accuracy check
         self.failed_with_values: set[str] = set()
+        self.last_ran = ""  # the marker's text when nothing is in flight
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
         self._marker_file = open(marker, "r+b")
@@ -113,6 +117,15 @@ class GraphRecorder:
 
     def mark(self, text: str) -> None:
         self.marker[:] = text.encode()[:MARKER_SIZE].ljust(MARKER_SIZE)
+
+    def ran(self, graph_id: str) -> None:
+        """`graph_id`'s call ended: nothing in flight, and it is the graph that ran last."""
+        self.last_ran = f"{graph_id} ran"
+        self.idle()
+
+    def idle(self) -> None:
+        """Nothing in flight: the marker names the graph that ran last, if any."""
+        self.mark(self.last_ran)
 
     def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
         inner = torch_compat.unwrap_backend_exception(exc)
@@ -260,7 +273,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             raise
         finally:
             recorder.current_dynamo = outer
-            recorder.mark("")
+            recorder.idle()
         if eager is not None:
             compiled = accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
         return runtime_checked(recorder, graph_id, compiled)
@@ -278,7 +291,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             recorder.fail(graph_id, "compile", exc)
             raise
         finally:
-            recorder.mark("")
+            recorder.idle()
 
     def on_aot_compile(kind: AotKind, original: Callable[..., Any], gm: Any, example_inputs: Any) -> Any:
         if kind == "backward":
@@ -308,7 +321,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             raise
         finally:
             recorder.compiling_backward = False
-            recorder.mark("")
+            recorder.idle()
         if not check_aot_runs:
             return compiled
         return aot_checked(recorder, graph_id, compile_id, compiled, eager, tolerance)

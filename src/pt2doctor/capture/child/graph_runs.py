@@ -30,6 +30,7 @@ from pt2doctor.model.recording import FailurePhase
 
 class Recorder(Protocol):
     def mark(self, text: str) -> None: ...
+    def ran(self, graph_id: str) -> None: ...
     def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None: ...
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None: ...
 
@@ -43,7 +44,7 @@ def runtime_checked(recorder: Recorder, graph_id: str, compiled: Callable[..., A
             recorder.fail(graph_id, "run", exc, args)
             raise
         finally:
-            recorder.mark("")
+            recorder.ran(graph_id)
 
     return _same_convention(run, compiled)
 
@@ -96,7 +97,7 @@ def aot_checked(recorder: Recorder, graph_id: str, compile_id: str | None, compi
             mark_raised_by(exc, compile_id)  # None for a forward graph: its Dynamo graph's call tags it
             raise
         finally:
-            recorder.mark("")
+            recorder.ran(graph_id)
 
     return _same_convention(run, compiled)
 

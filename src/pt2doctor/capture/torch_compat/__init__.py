@@ -29,7 +29,7 @@ from pt2doctor.capture.torch_compat.observe import (
     config_module,
     patch_torch_compile,
 )
-from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
@@ -68,7 +68,7 @@ from pt2doctor.capture.torch_compat.warm import (
     import_dynamo,
     compile_tiny_graph,
 )
-from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "graph_module",
     "graph_module_source",
     "torch_ops_called",
+    "opaque_calls",
     "aot_autograd_kwargs",
     "config_lines",
     "qualified_name",
@@ -129,6 +130,7 @@ __all__ = [
     "is_op_overload",
     "program_inputs",
     "example_call",
+    "is_operator",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:

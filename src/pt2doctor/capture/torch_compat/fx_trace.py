@@ -10,15 +10,22 @@ is looked up from its `torch.ops` namespace as a function that records a call_fu
 itself; the namespace's cached attributes (`_OpNamespace.__getattr__` caches with setattr, torch 2.11,
 2.13) are put back afterwards. `graph_module_source()` is the same function's text, which every repro
 embeds (a repro needs plain torch only), so the loader and the repro build the same graph.
+`opaque_calls(code)` names the other functions the code calls that tracing cannot see: a torch function
+outside `__torch_function__` (functorch's `predispatch._make_dual`, `torch._C._set_fwd_grad_enabled`:
+the scaffolding Dynamo writes around `torch.func.jvp`) would run while tracing, reject a Proxy or mutate
+the tracing process's state, and vanish from the graph. `graph_module` records a call of each as a node
+too, patched where it lives (`torch._C._set_fwd_grad_enabled`) and put back afterwards.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Any
 
 _CALL = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)(?:\.(\w+))?\s*\(")
+_DOTTED_CALL = re.compile(r"(?<![\w.])(torch(?:\.\w+)+)\s*\(")
 
 
 def torch_ops_called(code: str) -> tuple[str, ...]:
@@ -26,9 +33,42 @@ def torch_ops_called(code: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(".".join(p for p in m.groups() if p) for m in _CALL.finditer(code)))
 
 
+def opaque_calls(code: str) -> tuple[str, ...]:
+    """`torch._functorch.predispatch._make_dual`: every torch function `code` calls by its dotted name that
+    is neither an op (`torch.ops`) nor overridable by `__torch_function__` (what tracing sees), in order."""
+    import torch
+
+    overridable = _overridable()
+    found = []
+    for name in dict.fromkeys(_DOTTED_CALL.findall(code)):
+        try:
+            target = _resolve(torch, name)
+        except AttributeError:
+            continue
+        if not name.startswith("torch.ops.") and callable(target) and not isinstance(target, type) \
+                and target not in overridable:
+            found.append(name)
+    return tuple(found)
+
+
+@functools.cache
+def _overridable() -> frozenset[Any]:
+    import torch.overrides
+
+    return frozenset(f for functions in torch.overrides.get_overridable_functions().values() for f in functions)
+
+
+def _resolve(torch: Any, dotted: str) -> Any:
+    value = torch
+    for part in dotted.split(".")[1:]:
+        value = getattr(value, part)
+    return value
+
+
 def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
     """`module` as a GraphModule in which every call of an op in `ops` (`aten.eye.default`,
-    `higher_order.cond`) is a node, whatever its operands; submodules (higher-order branches) first."""
+    `higher_order.cond`) or of a torch function named in it (`torch._C._set_fwd_grad_enabled`) is a
+    node, whatever its operands; submodules (higher-order branches) first."""
     import torch
     import torch.fx
 
@@ -54,10 +94,18 @@ def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
             return tracer.create_proxy("call_function", self.packet, args, kwargs)
 
     overloads: dict[tuple[str, str], set[str]] = {}
+    patched = []
     for qualified in ops:
+        if qualified.startswith("torch."):  # a function: recorded where the code looks it up
+            owner_name, _, attribute = qualified.rpartition(".")
+            owner = torch
+            for part in owner_name.split(".")[1:]:
+                owner = getattr(owner, part)
+            patched.append((owner, attribute, owner.__dict__.get(attribute)))
+            setattr(owner, attribute, record(getattr(owner, attribute)))
+            continue
         namespace_name, op, *overload = qualified.split(".")
         overloads.setdefault((namespace_name, op), set()).update(overload)
-    patched = []
     for (namespace_name, op), names in overloads.items():
         namespace = getattr(torch.ops, namespace_name)
         real = getattr(namespace, op)

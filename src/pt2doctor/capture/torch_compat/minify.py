@@ -14,6 +14,14 @@ def fake_tensor_mode() -> Any:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
+def is_operator(target: object) -> bool:
+    """Whether an FX node's target is an op of any kind: an overload, a packet or a higher-order op
+    (`torch._ops.OperatorBase`, `OpOverloadPacket`, 2.11, 2.13), as opposed to a plain function."""
+    import torch._ops
+
+    return isinstance(target, (torch._ops.OperatorBase, torch._ops.OpOverloadPacket))
+
+
 def is_op_overload(target: object) -> bool:
     """Whether an FX node's target is an aten/prims overload (`torch._ops.OpOverload`, 2.11, 2.13):
     a graph of these is post-AOTAutograd."""

@@ -1,0 +1,76 @@
+"""Crashes that kill the process: the graph to blame is found and its repro dies the same way.
+
+- A Dynamo graph of `torch.func.jvp` calls functorch's scaffolding (`_jvp_increment_nesting`,
+  `_make_dual`, ...): plain functions that reject a tracing Proxy, and calls made for their effect
+  alone. They are nodes of the loaded graph and of every case, so the graph loads and its repro
+  runs as the program did (pytorch#197086 segfaults in it with backend="aot_eager").
+- A kernel that writes past a buffer's end kills the process at a later `free`, after the graph
+  returned (pytorch#196681), sometimes after the script's own check raised: the run ends with the
+  signal (its category too), and the graph that ran last is the one to minify.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.model.signature import from_exit
+from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
+from pt2doctor.reduce.oracle import script_for
+from pt2doctor.reduce.repro import render
+
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
+# a backend that returns the graph's own forward: the process aborts after the graph ran, not in it,
+# and after the script raised (glibc finding a corrupted heap at the interpreter's teardown)
+ABORT_AFTER_THE_GRAPH = """
+    import atexit, os
+    import torch
+
+    atexit.register(os.abort)
+    out = torch.compile(lambda x: torch.sin(x) + 1, backend="eager")(torch.randn(4))
+    raise AssertionError("Tensor-likes are not close!")
+"""
+
+
+def test_a_jvp_graph_loads_with_functorch_scaffolding_and_its_repro_dies_the_same_way(tmp_path):
+    run_dir = tmp_path / "run"
+    code = record_script(REALBUGS / "jvp_ldexp_aot_eager_segfault.py", run_dir)
+    assert code == -signal.SIGSEGV
+    recorded = load_failing(run_dir, out_dir=tmp_path)  # in flight: g0000 run; was: TypeError, Proxy(getitem)
+    ops = recorded.case.ops
+    assert "torch.ldexp" in ops and "torch._functorch.predispatch._jvp_increment_nesting" in ops
+    assert "torch._functorch.predispatch._exit_dual_level" in ops  # used by nothing: kept for its effect
+    (tmp_path / "repro.py").write_text(render(script_for(recorded.case, recorded.context)))
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert from_exit(proc.returncode, proc.stdout + proc.stderr).text == "SIGSEGV", proc.stderr[-2000:]
+
+
+def test_a_process_that_dies_after_the_graph_ran_blames_that_graph(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(ABORT_AFTER_THE_GRAPH))
+    assert record_script(script, tmp_path / "run") == -signal.SIGABRT
+    assert (tmp_path / "run" / "graphs" / "inflight").read_text().strip() == "g0000 ran"
+    assert load_failing(tmp_path / "run", died_of_signal=True).graph_id == "g0000"
+    with pytest.raises(NothingToMinify):  # without the signal death, a graph that returned is not blamed
+        load_failing(tmp_path / "run")
+
+
+def test_a_run_that_raised_and_then_died_of_a_signal_ends_with_the_signal(tmp_path):
+    from pt2doctor.analysis.failures import classify_failures, signature
+    from pt2doctor.analysis.verdict import verdict_for
+    from pt2doctor.capture.runner import RunOptions, run_script
+    from pt2doctor.model import Category
+
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(ABORT_AFTER_THE_GRAPH))
+    session = classify_failures(run_script(RunOptions(script, (), tmp_path / "run", timeout_s=300, echo=False)))
+    assert signature(session) == "SIGABRT"
+    assert [f.exception for f in session.failures][:2] == ["SIGABRT", "AssertionError"]  # the symptom is kept
+    assert verdict_for(session).category is Category.RUNTIME_CRASH  # was: from the AssertionError
