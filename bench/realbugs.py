@@ -5,8 +5,9 @@ starts with a header naming the issue and what a good diagnosis says: the failur
 first failing `stage` and the `culprit` op(s). For each script, one at a time:
     python -m pt2doctor diagnose --out OUT/NAME SCRIPT
 (killed after `--timeout` seconds), then OUT/NAME/diagnosis.json is compared with the header:
-category right, stage right, culprit right (a header op appears in `culprit_ops`, compared by op
-name: `aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
+category right, stage right, culprit right (a header op appears in `culprit_ops` or in the user's calls
+and source lines the minimal graph came from, `culprit_sources`, compared by op name:
+`aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
 written (with its node count). A run where pt2doctor exited 70 (its own internal error) is flagged.
 The Markdown table (machine, date and load as in the other benchmarks, totals in percent) is
 printed and written to OUT/realbugs.md after every bug, so a long run keeps what it has.
@@ -116,7 +117,11 @@ class Outcome:
 
     @property
     def culprits(self) -> list[str]:
-        return list((self.diagnosis or {}).get("culprit_ops") or [])
+        """The minimal graph's ops, and the user's calls and source lines its nodes came from (a decomposed
+        graph's `sub, ge` came from `F.margin_ranking_loss`)."""
+        d = self.diagnosis or {}
+        sources = [text for o in d.get("culprit_sources") or [] for text in (o.get("call"), o.get("aten"), o.get("code")) if text]
+        return list(d.get("culprit_ops") or []) + sources
 
     @property
     def verified(self) -> bool:

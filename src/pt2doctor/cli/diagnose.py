@@ -123,6 +123,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         size = (f"the program reduced, {p.lines_before} -> {p.lines_after} lines" if p and d.repro == p.repro_path else
                 f"{d.minified_nodes} node(s)")
         console.print(f"repro: {d.repro} ({size}: {', '.join(d.culprit_ops) or '-'}; {word})", markup=False)
+        for origin in d.culprit_sources:
+            console.print(f"  from {origin.describe()}", markup=False)
     for note in d.notes:
         console.print(f"note: {note}", style="dim", markup=False)
     for step in d.next_steps:

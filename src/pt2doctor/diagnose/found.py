@@ -22,7 +22,7 @@ from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, ProgramRepro,
                                       StageOutcome)
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
 
@@ -74,6 +74,7 @@ class Found:
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
             repro=repro, repro_verified=verified, replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
+            culprit_sources=source_calls(m.origins) if m and repro == m.repro_path else (),
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.minify import MinifyResult, NodeOrigin
 from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
@@ -145,6 +145,7 @@ class Diagnosis:
     replay_verified: bool = False
     minified_nodes: int | None = None
     culprit_ops: tuple[str, ...] = ()
+    culprit_sources: tuple[NodeOrigin, ...] = ()  # the user's calls and lines the minimal graph's nodes came from
     user_frames: tuple[SourceLoc, ...] = ()
     headline: str = ""
     error: str = ""

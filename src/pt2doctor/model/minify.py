@@ -11,6 +11,7 @@ changes one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Union
@@ -88,6 +89,43 @@ class ScalarSpec(msgspec.Struct, frozen=True, tag="scalar", tag_field="kind"):
 InputSpec = Union[TensorSpec, ScalarSpec]
 
 
+class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where one node of a recorded graph came from in the user's program (FX node provenance, kept
+    when the graph is recorded): `op` is the node's own (`aten.ge.Scalar`); `call` the user-level call
+    Dynamo traced that produced it (`margin_ranking_loss`, `mul`; for a backward node, its forward
+    call's); `aten` the aten op a decomposition rewrote into it when that differs from `op`
+    (`aten._to_copy.default`); `file`, `line`, `code` the user's source line, `module` the
+    `nn.Module` path it ran under (`self.sub`). A field torch did not know stays empty."""
+
+    op: str
+    call: str = ""
+    aten: str = ""
+    file: str = ""
+    line: int = 0
+    code: str = ""
+    module: str = ""
+
+    def describe(self) -> str:
+        """`margin_ranking_loss at x.py:14 (loss = F.margin_ranking_loss(a, b, t))`, or what of it is known."""
+        what = self.call or self.aten or self.op
+        where = f" at {self.file.rsplit('/', 1)[-1]}:{self.line}" if self.file else ""
+        module = f" in {self.module}" if self.module else ""
+        code = f" ({self.code})" if self.code else ""
+        return f"{what}{module}{where}{code}"
+
+
+def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
+    """The distinct user-level calls and lines among `origins`, in order, without the node's op: what
+    a reader of the user's program looks for (several nodes of one call are one entry)."""
+    seen: dict[tuple[str, str, str, int, str], NodeOrigin] = {}
+    for o in origins:
+        if o.call or o.aten or o.file:
+            key = (o.call, o.aten if not o.call else "", o.file, o.line, o.module)
+            seen.setdefault(key, NodeOrigin(op="", call=o.call, aten=key[1], file=o.file, line=o.line, code=o.code,
+                                            module=o.module))
+    return tuple(seen.values())
+
+
 class BackendKind(str, Enum):
     NAMED = "named"  # a registered backend: torch.compile(backend="name")
     SOURCE = "source"  # a callable from the user's script whose source we have
@@ -120,6 +158,7 @@ class MinifyResult:
     stopped_early: str | None = None
     passes: tuple[tuple[str, int], ...] = ()
     outcomes: tuple[tuple[str, int], ...] = ()
+    origins: tuple[NodeOrigin, ...] = ()  # where the minimal graph's nodes came from (`source_calls`)
 
     @property
     def minimal(self) -> bool:

@@ -8,7 +8,8 @@ Contract: `minify_case(initial, context, options, reporter)`
    initial graph runs once, and a different failure there is `CannotReproduce`;
 2. reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
    best so far (`MinifyResult.stopped_early` says why);
-3. writes `repro.py` and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
+3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
+   when the recording knew them) and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
    interpreter and reports `verified` only if it failed with the target signature.
 The worker pool and the verifying interpreter (`reduce.workers`) may be started by the caller
 before it has even loaded the graph, so their start-up overlaps the loading.
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.model.minify import FailureSignature, MinifyResult
+from pt2doctor.model.minify import FailureSignature, MinifyResult, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
@@ -121,6 +122,10 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
             verifier: FreshInterpreter | None = None) -> MinifyOutcome:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     repro_path = options.out_dir / "repro.py"
+    calls = source_calls(best.origins)
+    if calls:  # the reader learns which of their own calls the minimal graph came from
+        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + "; ".join(c.describe() for c in calls).replace('"' * 3, "'" * 3) + ".",)
+        context = replace(context, header=context.header + came_from)
     text = render(script_for(best, context))
     repro_path.write_text(text)
     timeout_s = max(options.timeout_s, 60.0)
@@ -133,7 +138,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
         cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
         verified=bool(verification and verification.verified), repro_path=str(repro_path),
         stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
-        outcomes=tuple(sorted(stats.outcomes.items())),
+        outcomes=tuple(sorted(stats.outcomes.items())), origins=best.origins,
     )
     (options.out_dir / "minify.json").write_bytes(dumps(result, pretty=True))
     return MinifyOutcome(result, best, text, verification)

@@ -12,7 +12,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `diagnose`: the compiler bisector and frame recordings;
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier);
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
-- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros).
+- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
+- `provenance`: where an FX node came from in the user's program (`node.meta`).
 """
 
 from typing import Any
@@ -29,6 +30,7 @@ from pt2doctor.capture.torch_compat.observe import (
     patch_torch_compile,
 )
 from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, torch_ops_called
+from pt2doctor.capture.torch_compat.provenance import node_origin
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
@@ -69,6 +71,7 @@ from pt2doctor.capture.torch_compat.warm import (
 from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload
 
 __all__ = [
+    "node_origin",
     "trace_logger",
     "trace_formatter",
     "dynamo_explain",
