@@ -273,6 +273,10 @@ def _program_steps(found: Found) -> None:
     if p is None or (found.minify is not None and found.minify.verified):
         return
     calls = f", calling {', '.join(p.culprit_ops)} in compiled code" if p.culprit_ops else ""
+    if p.changes:  # a stale result: what the compiled code read changed, and no guard saw it
+        written = "; ".join(f"`{c.statement}` writes {c.path}" for c in p.changes)
+        calls = (f": between two calls of the compiled code, {written}, and the second call returns what the state "
+                 "before gave (no guard checks it)")
     if not p.verified:
         found.next_steps.append(f"repro.py is your program reduced to {p.lines_after} lines{calls}, but it did not "
                                 "verify in a fresh interpreter: check it before filing.")

@@ -44,6 +44,7 @@ from pt2doctor.model.signature import from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
 from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
+from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.verify import verify
@@ -223,12 +224,13 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             reduction.stopped = "interrupted"
     reduction.report()
     repro, verified, pinned = _write(job, reduction)
+    changes = unguarded_changes(reduction.best) if job.type_only else ()
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
-        verified=verified, culprit_ops=compiled_calls(reduction.best), stopped_early=reduction.stopped,
-        backend_in_source=pinned,
+        verified=verified, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
+        stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes,
     )
 
 
