@@ -76,17 +76,21 @@ def _op_name(op: str) -> str:
 
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b__\w+__\b")
 _GENERIC = {"torch", "aten", "Tensor", "default", "nn", "functional", "ops"}
+# An input property a failure depends on (diagnose's `input_needs`), as a header or a finding words it.
+_INPUT_PROPERTIES = ("non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor")
 
 
 def _names(text: str) -> set[str]:
-    """The ops and Python constructs `text` names, by their last name: `aten.div.Tensor_mode` -> `div`,
-    `list.append` -> `append`, `torch.compiler.nested_compile_region` -> `nested_compile_region`."""
+    """The ops, Python constructs and input properties `text` names, by their last name: `aten.div.Tensor_mode`
+    -> `div`, `list.append` -> `append`, `torch.compiler.nested_compile_region` -> `nested_compile_region`,
+    `non-leaf input tensor` -> `non-leaf`."""
     names = set()
     for token in _DOTTED.findall(text):
         if re.match(r"(torch\.ops\.)?aten\.", token):
             names.add(_op_name(token))
         else:
             names.add(token.rsplit(".", 1)[-1])
+    names |= {word for word in _INPUT_PROPERTIES if word in text}
     return names - _GENERIC
 
 
@@ -121,7 +125,8 @@ class Outcome:
         graph's `sub, ge` came from `F.margin_ranking_loss`)."""
         d = self.diagnosis or {}
         sources = [text for o in d.get("culprit_sources") or [] for text in (o.get("call"), o.get("aten"), o.get("code")) if text]
-        return list(d.get("culprit_ops") or []) + sources
+        needs = [f"{n['property']} input" for n in d.get("input_needs") or []]
+        return list(d.get("culprit_ops") or []) + sources + needs
 
     @property
     def verified(self) -> bool:

@@ -81,3 +81,11 @@ def test_a_stale_result_names_the_change_no_guard_caught(diagnosed, script, path
     assert d["program"] and d["repro_verified"], d["notes"]
     assert d["culprit_ops"][0] == path and [c["path"] for c in d["program"]["changes"]] == [path]
     assert f"it writes {path}, which no guard checks" in (run.out_dir / "issue.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_failure_that_needs_a_non_leaf_input_says_so(diagnosed):
+    # the backend fails only on a non-leaf input: as a leaf (requires_grad, no history) the repro passes
+    run, d = diagnosed(REALBUGS / "minifier_dynamo_non_leaf_compile_error.py")
+    assert d["repro_verified"] and [(n["input"], n["property"]) for n in d["input_needs"]] == [(0, "non-leaf")]
+    assert "must be a non-leaf tensor (with autograd history)" in (run.out_dir / "issue.md").read_text()

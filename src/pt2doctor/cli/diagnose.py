@@ -125,6 +125,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(f"repro: {d.repro} ({size}: {', '.join(d.culprit_ops) or '-'}; {word})", markup=False)
         for origin in d.culprit_sources:
             console.print(f"  from {origin.describe()}", markup=False)
+        for need in d.input_needs:
+            console.print(f"  needs: {need.describe()}", markup=False)
         for change in (p.changes if p and d.repro == p.repro_path else ()):
             console.print(f"  un-guarded change between compiled calls: {change.statement} (writes {change.path})",
                           markup=False)

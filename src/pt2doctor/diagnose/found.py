@@ -75,6 +75,7 @@ class Found:
             repro=repro, repro_verified=verified, replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and repro == m.repro_path else (),
+            input_needs=m.input_needs if m and repro == m.repro_path else (),
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),

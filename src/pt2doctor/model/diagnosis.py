@@ -15,7 +15,7 @@ from typing import Literal
 
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
-from pt2doctor.model.minify import MinifyResult, NodeOrigin
+from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin
 from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
@@ -160,6 +160,7 @@ class Diagnosis:
     minified_nodes: int | None = None
     culprit_ops: tuple[str, ...] = ()
     culprit_sources: tuple[NodeOrigin, ...] = ()  # the user's calls and lines the minimal graph's nodes came from
+    input_needs: tuple[InputNeed, ...] = ()  # properties of the minimal repro's inputs its failure needs
     user_frames: tuple[SourceLoc, ...] = ()
     headline: str = ""
     error: str = ""

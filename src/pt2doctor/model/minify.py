@@ -126,6 +126,30 @@ def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
     return tuple(seen.values())
 
 
+InputProperty = Literal["non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor"]
+
+
+class InputNeed(msgspec.Struct, frozen=True):
+    """A property of one input of the minimal repro that the failure needs: rebuilt without it (a leaf
+    for `non-leaf`, contiguous for `non-contiguous`, ...) and checked alone by the same oracle, the repro
+    passed (`reduce.input_needs`). `input` is its position, `name` the graph's placeholder."""
+
+    input: int
+    name: str
+    property: InputProperty
+    without: str  # what the input was rebuilt as: "a leaf tensor", "contiguous strides (4, 1)", ...
+
+    def describe(self) -> str:
+        return f"input {self.input} ({self.name}) must be {_PROPERTY_WORDS[self.property]}: as {self.without} it passes"
+
+
+_PROPERTY_WORDS: dict[str, str] = {
+    "non-leaf": "a non-leaf tensor (with autograd history)", "requires_grad": "a tensor that requires grad",
+    "non-contiguous": "non-contiguous", "channels_last": "channels_last", "storage offset": "at a storage offset",
+    "ZeroTensor": "a ZeroTensor",
+}
+
+
 class BackendKind(str, Enum):
     NAMED = "named"  # a registered backend: torch.compile(backend="name")
     SOURCE = "source"  # a callable from the user's script whose source we have
@@ -159,6 +183,7 @@ class MinifyResult:
     passes: tuple[tuple[str, int], ...] = ()
     outcomes: tuple[tuple[str, int], ...] = ()
     origins: tuple[NodeOrigin, ...] = ()  # where the minimal graph's nodes came from (`source_calls`)
+    input_needs: tuple[InputNeed, ...] = ()  # input properties a verified repro's failure needs
 
     @property
     def minimal(self) -> bool:
