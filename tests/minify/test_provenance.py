@@ -55,3 +55,15 @@ def test_a_loaded_case_maps_the_provenance_onto_its_nodes(recording: Path) -> No
     case = case_from_entry(recording, dynamo)
     assert case.origins and len(case.origins) == case.node_count
     assert all(isinstance(o, NodeOrigin) and o.line == 10 for o in case.origins)
+
+
+def test_source_calls_name_each_call_once_and_keep_lines_no_call_names() -> None:
+    line = dict(file="/w/train.py", line=14, code="return F.margin_ranking_loss(x, y, t)")
+    origins = [NodeOrigin("aten.sub.Tensor", call="torch.nn.functional.margin_ranking_loss", **line),
+               NodeOrigin("aten.neg.default", call="torch.nn.functional.margin_ranking_loss", **line),
+               NodeOrigin("aten.ge.Scalar", **line),  # the partitioner's mask: only its line is known
+               NodeOrigin("prims.convert_element_type.default", aten="aten._to_copy.default", file="/w/train.py", line=15),
+               NodeOrigin("aten.add.Tensor")]
+    assert [o.describe() for o in source_calls(origins)] == [
+        "torch.nn.functional.margin_ranking_loss at train.py:14 (return F.margin_ranking_loss(x, y, t))",
+        "aten._to_copy.default at train.py:15"]

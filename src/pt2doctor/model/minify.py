@@ -107,7 +107,7 @@ class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
 
     def describe(self) -> str:
         """`margin_ranking_loss at x.py:14 (loss = F.margin_ranking_loss(a, b, t))`, or what of it is known."""
-        what = self.call or self.aten or self.op
+        what = self.call or self.aten or self.op or "code"
         where = f" at {self.file.rsplit('/', 1)[-1]}:{self.line}" if self.file else ""
         module = f" in {self.module}" if self.module else ""
         code = f" ({self.code})" if self.code else ""
@@ -115,14 +115,17 @@ class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
-    """The distinct user-level calls and lines among `origins`, in order, without the node's op: what
-    a reader of the user's program looks for (several nodes of one call are one entry)."""
-    seen: dict[tuple[str, str, str, int, str], NodeOrigin] = {}
+    """The distinct user-level calls and lines among `origins`, in order: what a reader of the user's
+    program looks for. Several nodes of one call are one entry; a node torch knows only the line of
+    (a pass created it) adds nothing where a call on that line is named, else it stands as its op."""
+    named = {(o.file, o.line) for o in origins if o.call}
+    seen: dict[tuple[str, str, int, str], NodeOrigin] = {}
     for o in origins:
-        if o.call or o.aten or o.file:
-            key = (o.call, o.aten if not o.call else "", o.file, o.line, o.module)
-            seen.setdefault(key, NodeOrigin(op="", call=o.call, aten=key[1], file=o.file, line=o.line, code=o.code,
-                                            module=o.module))
+        if not (o.call or o.aten or o.file) or (not o.call and o.file and (o.file, o.line) in named):
+            continue
+        what = o.call or o.aten or o.op
+        seen.setdefault((what, o.file, o.line, o.module),
+                        NodeOrigin(op="", call=what, file=o.file, line=o.line, code=o.code, module=o.module))
     return tuple(seen.values())
 
 
