@@ -15,6 +15,7 @@ pass created from nothing (the partitioner's recomputed masks) may have none: it
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +60,7 @@ def _module_path(entry: Any) -> str:
     return re.sub(r"^L\['(\w+)'\]", r"\1", str(path)).replace("._modules['", ".").replace("']", "")
 
 
+@functools.lru_cache(maxsize=256)  # the nodes of one user line share one stack trace: parsed once
 def _user_frame(stack_trace: str, is_user_file: Callable[[str], bool]) -> tuple[str, int, str]:
     lines = stack_trace.splitlines()
     found = ("", 0, "")
