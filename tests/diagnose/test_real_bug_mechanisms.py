@@ -81,6 +81,7 @@ def test_a_stale_result_names_the_change_no_guard_caught(diagnosed, script, path
     assert d["program"] and d["repro_verified"], d["notes"]
     assert d["culprit_ops"][0] == path and [c["path"] for c in d["program"]["changes"]] == [path]
     assert f"it writes {path}, which no guard checks" in (run.out_dir / "issue.md").read_text()
+    assert f"writes {path}, which no guard checks" in (run.out_dir / "repro.py").read_text().split('"""')[1]
 
 
 @pytest.mark.slow
