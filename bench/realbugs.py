@@ -5,8 +5,9 @@ starts with a header naming the issue and what a good diagnosis says: the failur
 first failing `stage` and the `culprit` op(s). For each script, one at a time:
     python -m pt2doctor diagnose --out OUT/NAME SCRIPT
 (killed after `--timeout` seconds), then OUT/NAME/diagnosis.json is compared with the header:
-category right, stage right, culprit right (a header op appears in `culprit_ops`, compared by op
-name: `aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
+category right, stage right, culprit right (a header op appears in `culprit_ops` or in the user's calls
+and source lines the minimal graph came from, `culprit_sources`, compared by op name:
+`aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
 written (with its node count). A run where pt2doctor exited 70 (its own internal error) is flagged.
 The Markdown table (machine, date and load as in the other benchmarks, totals in percent) is
 printed and written to OUT/realbugs.md after every bug, so a long run keeps what it has.
@@ -75,17 +76,21 @@ def _op_name(op: str) -> str:
 
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b__\w+__\b")
 _GENERIC = {"torch", "aten", "Tensor", "default", "nn", "functional", "ops"}
+# An input property a failure depends on (diagnose's `input_needs`), as a header or a finding words it.
+_INPUT_PROPERTIES = ("non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor")
 
 
 def _names(text: str) -> set[str]:
-    """The ops and Python constructs `text` names, by their last name: `aten.div.Tensor_mode` -> `div`,
-    `list.append` -> `append`, `torch.compiler.nested_compile_region` -> `nested_compile_region`."""
+    """The ops, Python constructs and input properties `text` names, by their last name: `aten.div.Tensor_mode`
+    -> `div`, `list.append` -> `append`, `torch.compiler.nested_compile_region` -> `nested_compile_region`,
+    `non-leaf input tensor` -> `non-leaf`."""
     names = set()
     for token in _DOTTED.findall(text):
         if re.match(r"(torch\.ops\.)?aten\.", token):
             names.add(_op_name(token))
         else:
             names.add(token.rsplit(".", 1)[-1])
+    names |= {word for word in _INPUT_PROPERTIES if word in text}
     return names - _GENERIC
 
 
@@ -116,7 +121,12 @@ class Outcome:
 
     @property
     def culprits(self) -> list[str]:
-        return list((self.diagnosis or {}).get("culprit_ops") or [])
+        """The minimal graph's ops, and the user's calls and source lines its nodes came from (a decomposed
+        graph's `sub, ge` came from `F.margin_ranking_loss`)."""
+        d = self.diagnosis or {}
+        sources = [text for o in d.get("culprit_sources") or [] for text in (o.get("call"), o.get("aten"), o.get("code")) if text]
+        needs = [f"{n['property']} input" for n in d.get("input_needs") or []]
+        return list(d.get("culprit_ops") or []) + sources + needs
 
     @property
     def verified(self) -> bool:

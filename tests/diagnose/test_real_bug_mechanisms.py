@@ -78,3 +78,35 @@ def test_a_heap_overflow_found_after_the_kernel_returned_blames_the_graph_that_r
     assert (d["category"], d["stage"]) == ("runtime_crash", "inductor")
     assert d["repro_verified"] and d["minify"]["signature"]["text"] == "SIGABRT", d["notes"]
     assert "aten.bmm.default" in d["culprit_ops"]
+
+
+@pytest.mark.slow
+def test_a_decomposed_minimal_graph_names_the_users_call_it_came_from(diagnosed):
+    # pytorch#185517: the minimal after-AOT graph is sub, neg, mul, add, ge: what F.margin_ranking_loss decomposed into
+    run, d = diagnosed(REALBUGS / "margin_ranking_loss_bf16_backward.py")
+    assert d["repro_verified"], d["notes"]
+    calls = {o.get("call") for o in d["culprit_sources"]}
+    assert "torch.nn.functional.margin_ranking_loss" in calls
+    assert all(o.get("file", "").endswith("margin_ranking_loss_bf16_backward.py") for o in d["culprit_sources"])
+    assert "margin_ranking_loss at margin_ranking_loss_bf16_backward.py:14" in (run.out_dir / "issue.md").read_text()
+    assert "came from: torch.nn.functional.margin_ranking_loss" in (run.out_dir / "repro.py").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("script", "path"), [("bound_method_code_stale.py", "Model.m.__code__"),
+                                              ("module_dict_shadowing_stale.py", "model.__dict__['sub']")])
+def test_a_stale_result_names_the_change_no_guard_caught(diagnosed, script, path):
+    # pytorch#197860, #197859: the compiled callable keeps returning what the state before the change gave
+    run, d = diagnosed(REALBUGS / script)
+    assert d["program"] and d["repro_verified"], d["notes"]
+    assert d["culprit_ops"][0] == path and [c["path"] for c in d["program"]["changes"]] == [path]
+    assert f"it writes {path}, which no guard checks" in (run.out_dir / "issue.md").read_text()
+    assert f"writes {path}, which no guard checks" in (run.out_dir / "repro.py").read_text().split('"""')[1]
+
+
+@pytest.mark.slow
+def test_a_failure_that_needs_a_non_leaf_input_says_so(diagnosed):
+    # the backend fails only on a non-leaf input: as a leaf (requires_grad, no history) the repro passes
+    run, d = diagnosed(REALBUGS / "minifier_dynamo_non_leaf_compile_error.py")
+    assert d["repro_verified"] and [(n["input"], n["property"]) for n in d["input_needs"]] == [(0, "non-leaf")]
+    assert "must be a non-leaf tensor (with autograd history)" in (run.out_dir / "issue.md").read_text()

@@ -130,6 +130,13 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         size = (f"the program reduced, {p.lines_before} -> {p.lines_after} lines" if p and d.repro == p.repro_path else
                 f"{d.minified_nodes} node(s)")
         console.print(f"repro: {d.repro} ({size}: {', '.join(d.culprit_ops) or '-'}; {word})", markup=False)
+        for origin in d.culprit_sources:
+            console.print(f"  from {origin.describe()}", markup=False)
+        for need in d.input_needs:
+            console.print(f"  needs: {need.describe()}", markup=False)
+        for change in (p.changes if p and d.repro == p.repro_path else ()):
+            console.print(f"  un-guarded change between compiled calls: {change.statement} (writes {change.path})",
+                          markup=False)
     for note in d.notes:
         console.print(f"note: {note}", style="dim", markup=False)
     for step in d.next_steps:

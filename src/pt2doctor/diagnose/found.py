@@ -22,7 +22,7 @@ from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, ProgramRepro,
                                       StageOutcome)
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
 
@@ -77,6 +77,8 @@ class Found:
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
             repro=repro, repro_verified=verified, replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
+            culprit_sources=source_calls(m.origins) if m and repro == m.repro_path else (),
+            input_needs=m.input_needs if m and repro == m.repro_path else (),
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
@@ -277,6 +279,10 @@ def _program_steps(found: Found) -> None:
     if p is None or (found.minify is not None and found.minify.verified):
         return
     calls = f", calling {', '.join(p.culprit_ops)} in compiled code" if p.culprit_ops else ""
+    if p.changes:  # a stale result: what the compiled code read changed, and no guard saw it
+        written = "; ".join(f"`{c.statement}` writes {c.path}" for c in p.changes)
+        calls = (f": between two calls of the compiled code, {written}, and the second call returns what the state "
+                 "before gave (no guard checks it)")
     if not p.verified:
         found.next_steps.append(f"repro.py is your program reduced to {p.lines_after} lines{calls}, but it did not "
                                 "verify in a fresh interpreter: check it before filing.")

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin
 from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
@@ -110,11 +110,24 @@ class BisectJob:
 
 
 @dataclass(frozen=True, slots=True)
+class StateChange:
+    """A statement of a reduced program that writes state its compiled code reads, between two calls of
+    that code (`reduce.program_changes`): `path` is what it writes (`Model.m.__code__`,
+    `model.__dict__['sub']`), `statement` the statement as written, `line` its line in the reduced program (repro.py below its docstring)."""
+
+    path: str
+    statement: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class ProgramRepro:
     """repro.py as the user's program reduced (`reduce.program`): it fails compiled the way the script
     did (with `backend` forced onto every `torch.compile`; None: the script's own) and passes with
     compilation off. `reason` says why it was made: the stage is Dynamo (no graph shows the bug), or
-    graph minification gave no verified repro (`fallback`). `check_s` is the mean seconds per check;
+    graph minification gave no verified repro (`fallback`). For a wrong result, `changes` are the
+    statements between two calls of the compiled code that write state it reads (a stale result: no
+    guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean seconds per check;
     `stopped_early` is "budget" or "interrupted" when the reduction did not reach its fixed point."""
 
     repro_path: str
@@ -130,6 +143,7 @@ class ProgramRepro:
     culprit_ops: tuple[str, ...] = ()
     stopped_early: str | None = None
     backend_in_source: bool = False  # repro.py's torch.compile calls name `backend`: it runs as it stands
+    changes: tuple[StateChange, ...] = ()  # a stale result: what changed between compiled calls, no guard caught
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +160,8 @@ class Diagnosis:
     replay_verified: bool = False
     minified_nodes: int | None = None
     culprit_ops: tuple[str, ...] = ()
+    culprit_sources: tuple[NodeOrigin, ...] = ()  # the user's calls and lines the minimal graph's nodes came from
+    input_needs: tuple[InputNeed, ...] = ()  # properties of the minimal repro's inputs its failure needs
     user_frames: tuple[SourceLoc, ...] = ()
     headline: str = ""
     error: str = ""

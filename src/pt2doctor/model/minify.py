@@ -11,6 +11,7 @@ changes one).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Literal, Union
@@ -90,6 +91,70 @@ class ScalarSpec(msgspec.Struct, frozen=True, tag="scalar", tag_field="kind"):
 InputSpec = Union[TensorSpec, ScalarSpec]
 
 
+class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where one node of a recorded graph came from in the user's program (FX node provenance, kept
+    when the graph is recorded): `op` is the node's own (`aten.ge.Scalar`); `call` the user-level call
+    Dynamo traced that produced it (`margin_ranking_loss`, `mul`; for a backward node, its forward
+    call's); `aten` the aten op a decomposition rewrote into it when that differs from `op`
+    (`aten._to_copy.default`); `file`, `line`, `code` the user's source line, `module` the
+    `nn.Module` path it ran under (`self.sub`). A field torch did not know stays empty."""
+
+    op: str
+    call: str = ""
+    aten: str = ""
+    file: str = ""
+    line: int = 0
+    code: str = ""
+    module: str = ""
+
+    def describe(self) -> str:
+        """`margin_ranking_loss at x.py:14 (loss = F.margin_ranking_loss(a, b, t))`, or what of it is known."""
+        what = self.call or self.aten or self.op or "code"
+        where = f" at {self.file.rsplit('/', 1)[-1]}:{self.line}" if self.file else ""
+        module = f" in {self.module}" if self.module else ""
+        code = f" ({self.code})" if self.code else ""
+        return f"{what}{module}{where}{code}"
+
+
+def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
+    """The distinct user-level calls and lines among `origins`, in order: what a reader of the user's
+    program looks for. Several nodes of one call are one entry; a node torch knows only the line of
+    (a pass created it) adds nothing where a call on that line is named, else it stands as its op."""
+    named = {(o.file, o.line) for o in origins if o.call}
+    seen: dict[tuple[str, str, int, str], NodeOrigin] = {}
+    for o in origins:
+        if not (o.call or o.aten or o.file) or (not o.call and o.file and (o.file, o.line) in named):
+            continue
+        what = o.call or o.aten or o.op
+        seen.setdefault((what, o.file, o.line, o.module),
+                        NodeOrigin(op="", call=what, file=o.file, line=o.line, code=o.code, module=o.module))
+    return tuple(seen.values())
+
+
+InputProperty = Literal["non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor"]
+
+
+class InputNeed(msgspec.Struct, frozen=True):
+    """A property of one input of the minimal repro that the failure needs: rebuilt without it (a leaf
+    for `non-leaf`, contiguous for `non-contiguous`, ...) and checked alone by the same oracle, the repro
+    passed (`reduce.input_needs`). `input` is its position, `name` the graph's placeholder."""
+
+    input: int
+    name: str
+    property: InputProperty
+    without: str  # what the input was rebuilt as: "a leaf tensor", "contiguous strides (4, 1)", ...
+
+    def describe(self) -> str:
+        return f"input {self.input} ({self.name}) must be {_PROPERTY_WORDS[self.property]}: as {self.without} it passes"
+
+
+_PROPERTY_WORDS: dict[str, str] = {
+    "non-leaf": "a non-leaf tensor (with autograd history)", "requires_grad": "a tensor that requires grad",
+    "non-contiguous": "non-contiguous", "channels_last": "channels_last", "storage offset": "at a storage offset",
+    "ZeroTensor": "a ZeroTensor",
+}
+
+
 class BackendKind(str, Enum):
     NAMED = "named"  # a registered backend: torch.compile(backend="name")
     SOURCE = "source"  # a callable from the user's script whose source we have
@@ -122,6 +187,8 @@ class MinifyResult:
     stopped_early: str | None = None
     passes: tuple[tuple[str, int], ...] = ()
     outcomes: tuple[tuple[str, int], ...] = ()
+    origins: tuple[NodeOrigin, ...] = ()  # where the minimal graph's nodes came from (`source_calls`)
+    input_needs: tuple[InputNeed, ...] = ()  # input properties a verified repro's failure needs
 
     @property
     def minimal(self) -> bool:

@@ -15,7 +15,7 @@ from typing import Literal
 
 import msgspec
 
-from pt2doctor.model.minify import BackendSpec, InputSpec, Stage, TensorSpec
+from pt2doctor.model.minify import BackendSpec, InputSpec, NodeOrigin, Stage, TensorSpec
 from pt2doctor.model.serialize import read_lines
 
 AotKind = Literal["forward", "backward", "inference"]
@@ -24,7 +24,8 @@ FailurePhase = Literal["compile", "run", "accuracy"]
 
 class GraphEntry(msgspec.Struct, frozen=True):
     """One recorded graph: `id` (`g0003`) names its files; `parent` is the Dynamo graph an after-AOT
-    graph came from; `values` the file of input values kept when it was recorded."""
+    graph came from; `values` the file of input values kept when it was recorded; `origins` where each
+    call node came from in the user's program."""
 
     id: str
     stage: Stage
@@ -38,6 +39,7 @@ class GraphEntry(msgspec.Struct, frozen=True):
     constants: str | None = None
     submodules: dict[str, str] = {}
     values: str | None = None
+    origins: tuple[NodeOrigin, ...] = ()  # one per call node, in graph order (`reduce.fx_load` matches them back)
 
     @property
     def on_cuda(self) -> bool:

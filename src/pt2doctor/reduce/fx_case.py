@@ -9,6 +9,8 @@ Contract:
   inputs too), except the calls made for their effect (`effect_calls`), which every case keeps.
   `build_case` derives the graph, its code and its input specs once; the canonical
   key is `(code, inputs)`, so two ways of reaching the same graph share one cache entry.
+- `FxBase.origins` maps call nodes (by name, which `build_case` and `rebase` keep) to where they came
+  from in the user's program, so the minimal case still names its user-level calls (`FxCase.origins`).
 - `rebase(case, specs)` re-propagates metadata for new input specs (shape or dtype changes) and
   returns None when the graph is invalid for them, so invalid shapes never cost a query.
 - Dims whose size equals a symbolic input dim stay symbolic in new inputs, and `rebase` refuses
@@ -29,7 +31,7 @@ import torch
 import torch.fx
 
 from pt2doctor.capture.torch_compat import fake_tensor_mode, is_operator, qualified_name
-from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
+from pt2doctor.model.minify import InputSpec, NodeOrigin, ScalarSpec, TensorSpec
 from pt2doctor.reduce.repro import module_body, submodule_class
 
 CALL_OPS = ("call_function", "call_method", "call_module")
@@ -43,6 +45,7 @@ class FxBase:
     order: dict[str, int]
     symbolic_sizes: frozenset[int] = frozenset()
     modules: dict[str, torch.fx.GraphModule] = field(default_factory=dict)  # get_attr name -> branch graph
+    origins: dict[str, NodeOrigin] = field(default_factory=dict)  # call node name -> where it came from
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +69,11 @@ class FxCase:
     @property
     def ops(self) -> tuple[str, ...]:
         return tuple(op_name(n) for n in self.call_nodes)
+
+    @property
+    def origins(self) -> tuple[NodeOrigin, ...]:
+        """Where its call nodes came from in the user's program, for those the recording knew."""
+        return tuple(self.base.origins[n.name] for n in self.call_nodes if n.name in self.base.origins)
 
 
 def case_key(case: FxCase) -> tuple[str, tuple[InputSpec, ...]]:
@@ -92,8 +100,10 @@ def _numel(shape: Sequence[int]) -> int:
 
 # --- building bases ---------------------------------------------------------------------------
 
-def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase | None:
-    """A base from a graph module and its input specs; None when fake propagation fails."""
+def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec],
+              origins: dict[str, NodeOrigin] | None = None) -> FxBase | None:
+    """A base from a graph module and its input specs (and its call nodes' provenance, by node name);
+    None when fake propagation fails."""
     graph, modules = _lift_get_attrs(gm)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     specs: dict[str, InputSpec] = dict(zip((p.name for p in placeholders), inputs))
@@ -111,7 +121,7 @@ def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec]) -> FxBase |
             if spec is not None:
                 specs[node.name] = spec
     order = {n.name: i for i, n in enumerate(graph.nodes)}
-    return FxBase(graph, specs, order, symbolic - {0, 1}, modules)
+    return FxBase(graph, specs, order, symbolic - {0, 1}, modules, dict(origins or {}))
 
 
 def _lift_get_attrs(gm: torch.fx.GraphModule) -> tuple[torch.fx.Graph, dict[str, torch.fx.GraphModule]]:
@@ -300,7 +310,7 @@ def rebase(case: FxCase, inputs: Sequence[InputSpec]) -> FxCase | None:
     """The same graph with new input specs, metadata re-propagated; None when invalid for them."""
     if any(_specializes(spec) for spec in inputs):
         return None
-    base = make_base(torch.fx.GraphModule(module_root(case.base.modules), case.graph), inputs)
+    base = make_base(torch.fx.GraphModule(module_root(case.base.modules), case.graph), inputs, case.base.origins)
     return None if base is None else initial_case(base)
 
 

@@ -27,6 +27,8 @@ whose inputs were fake, its Dynamo parent's at the positions AOTAutograd gave th
 an input is a ZeroTensor) are saved
 beside the repro with `load_failing(..., out_dir=)` (`reduce.saved_values`, as the API does), and
 the specs name them; without `out_dir` every input is random.
+Each call node's recorded provenance (`GraphEntry.origins`) is matched back to the loaded graph's
+nodes (`origins_by_node`), so a minimal case names the user's calls it came from.
 A graph's branch submodules (higher-order ops) are read from their recorded code and traced
 (`torch_compat.graph_module`: every op a node, also one no input feeds), never unpickled; Inductor's random prims are registered first.
 Only `graphs/` is needed (its `GraphEntry`/`GraphFailure` records, `model.recording`; a line that is
@@ -46,10 +48,10 @@ import torch.fx
 from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
     DEFAULT_TOLERANCE,
-    ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, Stage, TensorSpec,
+    ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, NodeOrigin, Stage, TensorSpec,
 )
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
-from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
+from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, op_name
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_values
 from pt2doctor.model.signature import from_description
@@ -257,10 +259,27 @@ def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Ten
     specs = list(entry.inputs)
     if values and out_dir is not None:
         specs = save_values([values.get(i) for i in range(len(specs))], specs, out_dir)
-    base = make_base(gm, specs)
+    base = make_base(gm, specs, origins_by_node(gm, entry.origins))
     if base is None:
         raise NothingToMinify(f"graph {entry.id} does not run on inputs with its recorded metadata")
     return initial_case(base)
+
+
+def origins_by_node(gm: torch.fx.GraphModule, origins: tuple[NodeOrigin, ...]) -> dict[str, NodeOrigin]:
+    """The recorded provenance of each call node of the loaded graph. The graph is rebuilt by tracing its
+    code, which may name nodes otherwise, but it runs the code's calls in order: the k-th call of an op
+    is the recorded graph's k-th call of that op."""
+    recorded: dict[str, list[NodeOrigin]] = {}
+    for origin in origins:
+        recorded.setdefault(origin.op, []).append(origin)
+    seen: dict[str, int] = {}
+    found = {}
+    for node in (n for n in gm.graph.nodes if n.op in CALL_OPS):
+        op = op_name(node)
+        k = seen[op] = seen.get(op, -1) + 1
+        if k < len(recorded.get(op, ())):
+            found[node.name] = recorded[op][k]
+    return found
 
 
 def context_from_entry(entry: GraphEntry, accuracy: bool, tolerance: float) -> ReproContext:

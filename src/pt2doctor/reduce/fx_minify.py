@@ -8,8 +8,11 @@ Contract: `minify_case(initial, context, options, reporter)`
    initial graph runs once, and a different failure there is `CannotReproduce`;
 2. reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
    best so far (`MinifyResult.stopped_early` says why);
-3. writes `repro.py` and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
-   interpreter and reports `verified` only if it failed with the target signature.
+3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
+   when the recording knew them) and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
+   interpreter and reports `verified` only if it failed with the target signature;
+4. for a verified repro, asks which of its inputs' recorded properties the failure needs
+   (`reduce.input_needs`: each taken away alone, same oracle): `MinifyResult.input_needs`.
 The worker pool and the verifying interpreter (`reduce.workers`) may be started by the caller
 before it has even loaded the graph, so their start-up overlaps the loading.
 Nothing here prints: progress goes to the reporter.
@@ -19,14 +22,15 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.model.minify import FailureSignature, MinifyResult
+from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
 from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
+from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.reduce.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
@@ -121,10 +125,17 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
             verifier: FreshInterpreter | None = None) -> MinifyOutcome:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     repro_path = options.out_dir / "repro.py"
+    calls = source_calls(best.origins)
+    if calls:  # the reader learns which of their own calls the minimal graph came from
+        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + "; ".join(c.describe() for c in calls).replace('"' * 3, "'" * 3) + ".",)
+        context = replace(context, header=context.header + came_from)
     text = render(script_for(best, context))
     repro_path.write_text(text)
     timeout_s = max(options.timeout_s, 60.0)
     verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None
+    needs: tuple[InputNeed, ...] = ()
+    if verification and verification.verified and stopped != "interrupted":  # what the failure needs of its inputs
+        needs = probe_input_needs(best, problem.oracle, context.stage)
     stats = problem.stats
     result = MinifyResult(
         graph=options.graph_name, stage=context.stage, signature=target,
@@ -133,7 +144,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
         cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
         verified=bool(verification and verification.verified), repro_path=str(repro_path),
         stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
-        outcomes=tuple(sorted(stats.outcomes.items())),
+        outcomes=tuple(sorted(stats.outcomes.items())), origins=best.origins, input_needs=needs,
     )
     (options.out_dir / "minify.json").write_bytes(dumps(result, pretty=True))
     return MinifyOutcome(result, best, text, verification)

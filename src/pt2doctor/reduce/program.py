@@ -38,12 +38,13 @@ from typing import Literal
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.child import Overrides
-from pt2doctor.model.diagnosis import ProgramRepro
+from pt2doctor.model.diagnosis import ProgramRepro, StateChange
 from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.model.signature import from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
 from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
+from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.verify import verify
@@ -222,17 +223,18 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         except KeyboardInterrupt:  # between two checks
             reduction.stopped = "interrupted"
     reduction.report()
-    repro, verified, pinned = _write(job, reduction)
+    changes = unguarded_changes(reduction.best) if job.type_only else ()
+    repro, verified, pinned = _write(job, reduction, changes)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
-        verified=verified, culprit_ops=compiled_calls(reduction.best), stopped_early=reduction.stopped,
-        backend_in_source=pinned,
+        verified=verified, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
+        stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes,
     )
 
 
-def _write(job: ProgramJob, reduction: ProgramReduction) -> tuple[Path, bool, bool]:
+def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = ()) -> tuple[Path, bool, bool]:
     """Write repro.py and verify it (not when interrupted): with the backend written into its
     `torch.compile` calls where it has any (it then runs as it stands), else with the backend forced.
     Returns the path, whether it verified, and whether the backend is in the source."""
@@ -241,7 +243,7 @@ def _write(job: ProgramJob, reduction: ProgramReduction) -> tuple[Path, bool, bo
     for source, in_source in ((pinned, True), (reduction.best, False)):
         if source is None:
             continue
-        repro.write_text(_header(job, reduction, in_source) + source)
+        repro.write_text(_header(job, reduction, in_source, changes) + source)
         if reduction.stopped == "interrupted":
             return repro, False, in_source
         if verify_program(repro, job, force=not in_source):
@@ -253,12 +255,22 @@ class CannotReduce(Exception):
     """The unchanged program does not pass the oracle: nothing to reduce from."""
 
 
-def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool) -> str:
+def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool, changes: tuple[StateChange, ...] = ()) -> str:
     how = ("as written" if not job.backend else f"as written, backend={job.backend!r}" if in_source else
            f"with backend={job.backend!r} forced onto torch.compile")
     return (f'"""{job.script.name}, reduced by pt2doctor ({reduction.lines_before} -> {code_lines(reduction.best)} '
             f'lines).\n\nCompiled ({how}) it fails with: {job.target.text}\nWith compilation off '
-            '(torch.compiler.set_stance("force_eager")) it passes.\n"""\n')
+            '(torch.compiler.set_stance("force_eager")) it passes.\n' + _stale(changes) + '"""\n')
+
+
+def _stale(changes: tuple[StateChange, ...]) -> str:
+    """The header's words for a stale result: what changed between compiled calls that no guard checks."""
+    if not changes:
+        return ""
+    written = "; ".join(f"`{c.statement}` writes {c.path}" for c in changes)
+    text = (f"Between two calls of the compiled code, {written}, which no guard checks: the second call returns "
+            "what the state before gave.\n")
+    return text.replace("\\", "\\\\").replace('"' * 3, "'" * 3)  # inside the docstring
 
 
 def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> bool:

@@ -4,7 +4,8 @@
 Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
 - `index.jsonl`: one `GraphEntry` (`model.recording`) per graph, in compile order: its id (`g0003`),
   stage, compile id, Dynamo parent (an after-AOT graph), AOT kind, backend, config lines, inputs'
-  specs, node count and the files below.
+  specs, node count, each call node's provenance (the user's call and line, `torch_compat.node_origin`)
+  and the files below.
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
 - `g0003.<name>.py`: each graph submodule it reaches by get_attr (a higher-order op's branches:
   torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
@@ -81,6 +82,7 @@ from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
 from pt2doctor.capture.child.graph_inputs import input_specs, save_values
+from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
 from pt2doctor.model.minify import (
     ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
@@ -164,6 +166,7 @@ class GraphRecorder:
             constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
             submodules=self._save_submodules(gm, graph_id),
             values=save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
+            origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes if n.op.startswith("call_")),
         )
         append_line(self.index, entry)
         self.compile_ids[graph_id] = entry.compile_id

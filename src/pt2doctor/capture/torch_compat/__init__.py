@@ -14,6 +14,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
+- `provenance`: where an FX node came from in the user's program (`node.meta`).
 """
 
 from typing import Any
@@ -30,6 +31,7 @@ from pt2doctor.capture.torch_compat.observe import (
     patch_torch_compile,
 )
 from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
+from pt2doctor.capture.torch_compat.provenance import node_origin
 from pt2doctor.capture.torch_compat.record import (
     patch_backend_call,
     patch_inductor_inner_compile,
@@ -72,6 +74,7 @@ from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overlo
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 
 __all__ = [
+    "node_origin",
     "trace_logger",
     "trace_formatter",
     "dynamo_explain",
