@@ -45,7 +45,7 @@ def test_the_program_prints_what_it_prints_without_pt2doctor(accuracy_run, scrip
     assert [(g["verdict"], g["error"]) for g in run.doc["accuracy"]] == [("pass", None)]
 
 
-def test_a_failing_graph_the_minifier_cannot_load_is_reported_not_an_internal_error(accuracy_run):
+def test_a_failing_func_grad_graph_is_reported_not_an_internal_error(accuracy_run):
     """FX cannot trace the recorded `torch.func.grad` graph (`_wrap_for_grad(Proxy, 1)`: a TypeError
     that ended `pt2doctor accuracy` with exit 70): the failure is reported with the minifier's reason."""
     script = "func_grad_autograd_function.py"
@@ -55,4 +55,5 @@ def test_a_failing_graph_the_minifier_cannot_load_is_reported_not_an_internal_er
     assert _printed(run, script, "off_by_one") == plain.stdout.splitlines()
     assert run.code == 1, run.stderr[-3000:]
     (graph,) = run.doc["accuracy"]
-    assert graph["verdict"] == "fail" and graph["minified"]["error"].startswith("TypeError: _wrap_for_grad()")
+    # the minifier now loads such graphs (functorch's scaffolding is recorded as nodes); either way no exit 70
+    assert graph["verdict"] == "fail" and (graph["minified"].get("verified") or graph["minified"].get("error")), graph
