@@ -225,18 +225,20 @@ def table(outcomes: list[Outcome], machine: str, load: str) -> str:
     return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
 
 
-def corpus(only: str) -> list[Path]:
-    scripts = sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith(("test_", "_")))
+def corpus(only: str, folder: Path = CORPUS) -> list[Path]:
+    scripts = sorted(p for p in folder.glob("*.py") if not p.name.startswith(("test_", "_")))
     names = set(filter(None, only.split(",")))
     unknown = names - {p.stem for p in scripts}
     if unknown:
-        raise SystemExit(f"no such bug in {CORPUS}: {', '.join(sorted(unknown))}")
+        raise SystemExit(f"no such bug in {folder}: {', '.join(sorted(unknown))}")
     return [p for p in scripts if not names or p.stem in names]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated script names (without .py)")
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
+                        help="folder of bug scripts (default tests/realbugs; tests/realbugs/cuda needs a GPU)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per bug (default 600)")
     parser.add_argument("--out", type=Path, default=Path(f"/tmp/realbugs-{datetime.date.today()}"))
     parser.add_argument("--reuse", action="store_true", help="do not re-run a bug that has a diagnosis.json in --out")
@@ -245,7 +247,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     machine, start_load, outcomes = _machine(), os.getloadavg()[0], []
-    for path in corpus(args.only):
+    for path in corpus(args.only, args.corpus):
         options = ("--program-budget", str(args.program_budget)) if args.program_budget else ()
         outcomes.append((args.reuse and reused(path, args.out)) or diagnose(path, args.out, args.timeout, options))
         print(row(outcomes[-1]), flush=True)

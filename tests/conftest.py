@@ -9,6 +9,14 @@ import pytest
 from clihelp import SCRIPTS, CliRun, pt2doctor
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked `gpu` runs only where torch sees a CUDA device."""
+    if item.get_closest_marker("gpu") is not None:
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip("needs a CUDA device")
+
+
 @pytest.fixture(scope="session")
 def run_json(tmp_path_factory: pytest.TempPathFactory):
     """`pt2doctor run --json` on a planted script, once per session per (script, extra args)."""

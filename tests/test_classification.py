@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pt2doctor.analysis.failures import classify
+from pt2doctor.diagnose.found import Found, refine_category
 from pt2doctor.model import Category, Failure
+from pt2doctor.model.diagnosis import FailingStage
 
 DYNAMO = 'File "/site-packages/torch/_dynamo/output_graph.py", line 1700, in call_user_compiler\n'
 INDUCTOR = 'File "/site-packages/torch/_inductor/compile_fx.py", line 800, in compile_fx_inner\n'
@@ -138,3 +140,16 @@ def test_a_generated_file_under_a_moved_inductor_cache_is_not_the_users(monkeypa
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
     assert not is_user_file(str(tmp_path / "cache" / "ab" / "cabcdef.py"))
     assert is_user_file(str(tmp_path / "train.py"))
+
+
+@pytest.mark.parametrize(("category", "stage", "refined"), [
+    (Category.BACKEND_FAILURE, FailingStage.DYNAMO, Category.DYNAMO_INTERNAL),  # backend='eager' compiles nothing
+    (Category.BACKEND_FAILURE, FailingStage.INDUCTOR, Category.BACKEND_FAILURE),
+    (Category.BACKEND_FAILURE, FailingStage.BACKEND, Category.BACKEND_FAILURE),  # the script's own backend
+    (Category.USER_ERROR, FailingStage.DYNAMO, Category.ACCURACY),  # the script's check fails only compiled
+    (Category.RUNTIME_CRASH, FailingStage.DYNAMO, Category.RUNTIME_CRASH),
+])
+def test_the_failing_stage_refines_the_category(category, stage, refined):
+    found = Found(command=("python", "train.py"), category=category, stage=stage)
+    refine_category(found)
+    assert found.category is refined

@@ -274,9 +274,6 @@ def test_a_kernel_error_reported_late_is_tied_to_the_graph_that_launched_it(diag
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_a_cuda_device_assert_after_the_graph_returned_is_minified_from_its_graph(diagnosed):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
     run, d = diagnosed(HERE / "gpu_late_device_assert.py")
     _assert_bundle(run, d)
     assert d["stage"] == "backend"
@@ -289,12 +286,10 @@ def test_a_cuda_device_assert_after_the_graph_returned_is_minified_from_its_grap
 @pytest.mark.gpu
 @pytest.mark.parametrize("bug", ["compile_error", "accuracy"])
 def test_triton_relu_bug_on_cuda(diagnosed, bug):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
     run, d = diagnosed(HERE / "gpu_triton_bug.py", bug)
     _assert_bundle(run, d)
     assert d["stage"] == "inductor"
     assert d["culprit_ops"] == ["aten.relu.default"] and d["repro_verified"]
     assert d["environment"]["gpu"]
     assert "device='cuda" in Path(d["repro"]).read_text() or "'cuda" in Path(d["repro"]).read_text()
+

@@ -110,3 +110,13 @@ def test_a_failure_that_needs_a_non_leaf_input_says_so(diagnosed):
     run, d = diagnosed(REALBUGS / "minifier_dynamo_non_leaf_compile_error.py")
     assert d["repro_verified"] and [(n["input"], n["property"]) for n in d["input_needs"]] == [(0, "non-leaf")]
     assert "must be a non-leaf tensor (with autograd history)" in (run.out_dir / "issue.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_an_error_raised_by_dynamos_own_runtime_code_is_dynamo_internal(diagnosed):
+    # pytorch#176486: Dynamo traces `torch.cuda.Event.record` into its own op, which raises as the graph runs,
+    # with every backend: Dynamo's error, not a backend's
+    run, d = diagnosed(REALBUGS / "cuda" / "cuda_event_record_in_compiled_fn.py")
+    assert (d["category"], d["stage"], run.code) == ("dynamo_internal", "dynamo", 1)
+    assert d["repro_verified"] and "event.record()" in Path(d["repro"]).read_text()

@@ -27,6 +27,14 @@ def test_header_fields(path):
     assert header.fails_on.startswith("torch 2.13.0+cpu: ")
 
 
+@pytest.mark.parametrize("path", realbugs.corpus("", realbugs.CORPUS / "cuda"), ids=lambda p: p.stem)
+def test_cuda_header_fields(path):
+    header = realbugs.parse_header(path)
+    assert header.issue.startswith("https://github.com/pytorch/pytorch/")
+    assert (header.kind, header.category, header.stage) in {(k, c, s) for k in KINDS for c in CATEGORIES for s in STAGES}
+    assert header.fails_on.startswith("torch 2.11.0+cu")
+
+
 def test_corpus_has_the_minimum_size():
     assert len(realbugs.corpus("")) >= 25
 

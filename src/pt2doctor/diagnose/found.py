@@ -164,10 +164,19 @@ def interrupted(found: Found) -> None:
 
 
 def refine_category(found: Found) -> None:
-    """An exception the script raised itself, that only a compiled run raises, means the compiled code
-    computed something else: an accuracy problem found by the script's own check. Called once the stage
-    is known; at the Dynamo stage that is after the run with compilation off passed, so Dynamo itself
-    changed what the program computes (a dropped side effect, a stale value, a wrong capture)."""
+    """What the stage says about the category. Called once the stage is known; at the Dynamo stage that
+    is after the run with compilation off passed, with `backend='eager'` failing: nothing compiles there,
+    so whatever failed is Dynamo's (the graph it built, or its own runtime code raised): `dynamo_internal`,
+    not a backend's failure. An exception the script raised itself, that only a compiled run raises,
+    means the compiled code computed something else: an accuracy problem found by the script's own check
+    (at the Dynamo stage: Dynamo changed what the program computes: a dropped side effect, a stale value,
+    a wrong capture)."""
+    if found.category is Category.BACKEND_FAILURE and found.stage is FailingStage.DYNAMO:
+        found.category = Category.DYNAMO_INTERNAL
+        found.notes.append("the graph fails as it runs even with backend='eager', which compiles nothing, and the "
+                           "program passes with compilation off: the error is Dynamo's (the graph it built or its "
+                           "own runtime code), not a backend's")
+        return
     if found.category is not Category.USER_ERROR or found.stage is None:
         return
     found.category = Category.ACCURACY
