@@ -120,3 +120,4 @@ def test_an_error_raised_by_dynamos_own_runtime_code_is_dynamo_internal(diagnose
     run, d = diagnosed(REALBUGS / "cuda" / "cuda_event_record_in_compiled_fn.py")
     assert (d["category"], d["stage"], run.code) == ("dynamo_internal", "dynamo", 1)
     assert d["repro_verified"] and "event.record()" in Path(d["repro"]).read_text()
+    assert any("side table" in note for note in d["notes"])  # why the graph alone is no repro, in words

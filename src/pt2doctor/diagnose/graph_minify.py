@@ -94,4 +94,7 @@ def _minifier_failure(exc: Exception) -> str:
     if isinstance(exc, AttributeError) and "_OpNamespace" in str(exc):
         return (f"not minified: the graph calls a custom op that the script defines ({exc}); a standalone repro "
                 "cannot define it")
+    if "index_to_user_object" in str(exc) or "User object is no longer alive" in str(exc):
+        return ("not minified: the graph reads objects (streams, events) that Dynamo hands it through its own "
+                "side table as the compiled code runs, which a graph run alone does not have")
     return f"the minifier failed: {type(exc).__name__}: {exc}"
