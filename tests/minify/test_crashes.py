@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from clihelp import pt2doctor
 
 from pt2doctor.capture.child.graph_recorder import record_script
 from pt2doctor.model.signature import from_exit
@@ -60,6 +61,16 @@ def test_a_process_that_dies_after_the_graph_ran_blames_that_graph(tmp_path):
     assert load_failing(tmp_path / "run", died_of_signal=True).graph_id == "g0000"
     with pytest.raises(NothingToMinify):  # without the signal death, a graph that returned is not blamed
         load_failing(tmp_path / "run")
+
+
+def test_minify_of_a_recorded_run_knows_it_died_of_a_signal(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(ABORT_AFTER_THE_GRAPH))
+    assert pt2doctor("run", "--record", "--out", "run", str(script), cwd=tmp_path).code == 128 + signal.SIGABRT
+    minify = pt2doctor("minify", "run", cwd=tmp_path)
+    # the graph that ran last is blamed (its session says SIGABRT), then found not to fail alone (it did not
+    # abort: the script's exit did); was "no graph failed in this run", the signal unknown without --script
+    assert minify.code == 3 and "does not fail in isolation" in minify.stderr, minify.stderr
 
 
 def test_a_run_that_raised_and_then_died_of_a_signal_ends_with_the_signal(tmp_path):

@@ -22,6 +22,7 @@ from pt2doctor.cli.options import SECONDS, OutDir, jobs_option, tolerance_option
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
+    from pt2doctor.model import Session
     from pt2doctor.model.minify import MinifyResult
     from pt2doctor.reduce.fx_minify import MinifyOutcome
     from pt2doctor.reduce.workers import Workers
@@ -50,9 +51,11 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
-    died_of_signal = False  # known only when the run is made here (a negative status: the signal)
-    if script is not None:
+    if script is not None:  # a negative status: the signal the run died of
         died_of_signal = record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None) < 0
+    else:  # a run recorded by `pt2doctor run --record`: its session says how it ended
+        session = _recorded_session(run_dir)
+        died_of_signal = session is not None and session.exit.signal is not None
     try:
         recorded = load_failing(run_dir, accuracy=accuracy, tolerance=tolerance, out_dir=out_dir,
                                 died_of_signal=died_of_signal)
@@ -125,15 +128,21 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     sys.exit(0 if result.verified else 1)
 
 
-def _failed_with_async_cuda_error(run_dir: Path) -> bool:
-    from pt2doctor.analysis.failures import asynchronous_cuda_error
+def _recorded_session(run_dir: Path) -> Session | None:
+    """The recorded run's session.json, or None where there is none or it cannot be read."""
     from pt2doctor.report.document import ReportInputError, read_session_json
 
     try:
-        session = read_session_json(run_dir / "session.json")
+        return read_session_json(run_dir / "session.json")
     except (ReportInputError, OSError):
-        return False
-    return bool(session.failures) and asynchronous_cuda_error(session.failures[0])
+        return None
+
+
+def _failed_with_async_cuda_error(run_dir: Path) -> bool:
+    from pt2doctor.analysis.failures import asynchronous_cuda_error
+
+    session = _recorded_session(run_dir)
+    return session is not None and bool(session.failures) and asynchronous_cuda_error(session.failures[0])
 
 
 def _fold_into_session(run_dir: Path, result: MinifyResult) -> None:
