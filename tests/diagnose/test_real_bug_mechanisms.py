@@ -82,7 +82,8 @@ def test_a_heap_overflow_found_after_the_kernel_returned_blames_the_graph_that_r
 
 @pytest.mark.slow
 def test_a_decomposed_minimal_graph_names_the_users_call_it_came_from(diagnosed):
-    # pytorch#185517: the minimal after-AOT graph is sub, neg, mul, add, ge: what F.margin_ranking_loss decomposed into
+    # pytorch#185517: the minimal after-AOT graph is add, ge (the backward's mask, on the value the graph computed
+    # there): part of what F.margin_ranking_loss decomposed into
     run, d = diagnosed(REALBUGS / "margin_ranking_loss_bf16_backward.py")
     assert d["repro_verified"], d["notes"]
     calls = {o.get("call") for o in d["culprit_sources"]}
@@ -90,6 +91,9 @@ def test_a_decomposed_minimal_graph_names_the_users_call_it_came_from(diagnosed)
     assert all(o.get("file", "").endswith("margin_ranking_loss_bf16_backward.py") for o in d["culprit_sources"])
     assert "margin_ranking_loss at margin_ranking_loss_bf16_backward.py:14" in (run.out_dir / "issue.md").read_text()
     assert "came from: torch.nn.functional.margin_ranking_loss" in (run.out_dir / "repro.py").read_text()
+    # the mask's input is the value the graph computed there (bf16 rounding decides the mask): with a random
+    # stand-in no cut reproduced and the repro kept the 5 nodes that compute it
+    assert "saved_input('node:" in (run.out_dir / "repro.py").read_text() and d["minified_nodes"] == 2
 
 
 @pytest.mark.slow

@@ -63,7 +63,11 @@ def test_source_calls_name_each_call_once_and_keep_lines_no_call_names() -> None
                NodeOrigin("aten.neg.default", call="torch.nn.functional.margin_ranking_loss", **line),
                NodeOrigin("aten.ge.Scalar", **line),  # the partitioner's mask: only its line is known
                NodeOrigin("prims.convert_element_type.default", aten="aten._to_copy.default", file="/w/train.py", line=15),
-               NodeOrigin("aten.add.Tensor")]
+               NodeOrigin("aten.add.Tensor"),
+               NodeOrigin("aten.var_mean.correction", call="torch.nn.modules.normalization.GroupNorm",
+                          aten="aten.native_group_norm.default", file="/w/train.py", line=16)]
     assert [o.describe() for o in source_calls(origins)] == [
         "torch.nn.functional.margin_ranking_loss at train.py:14 (return F.margin_ranking_loss(x, y, t))",
-        "aten._to_copy.default at train.py:15"]
+        "aten._to_copy.default at train.py:15",
+        # a decomposition's node names the op it decomposed: where a decomposition bug lives
+        "torch.nn.modules.normalization.GroupNorm (decomposed from aten.native_group_norm.default) at train.py:16"]

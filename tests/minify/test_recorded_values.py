@@ -67,6 +67,33 @@ LARGE_VALUES = """
 """
 
 
+# A backend whose cos is wrong only on an exact zero (a value random stand-ins never have): the zeros are
+# made upstream (`... * 0`), so a cut before the cos must carry the value the graph computed, not a random one.
+WRONG_ON_ZEROS = """
+    import torch
+
+
+    def wrong_on_zeros(gm, example_inputs):
+        def run(*args):
+            seen = []
+            class Watch(torch.fx.Interpreter):
+                def call_function(self, target, args, kwargs):
+                    seen.append(target is torch.cos and bool((args[0] == 0).any()))
+                    return super().call_function(target, args, kwargs)
+            outs = Watch(gm).run(*args)
+            return tuple(out + 1 for out in outs) if any(seen) else outs
+        return run
+
+
+    def f(x):
+        zeros = torch.sin(x * 2) * 0
+        return (torch.cos(zeros) + torch.tanh(x),)
+
+
+    torch.compile(f, backend=wrong_on_zeros)(torch.randn(8))
+"""
+
+
 def _failures(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "graphs" / "failures.jsonl").read_text().splitlines()]
 
@@ -154,3 +181,19 @@ def test_a_failure_whose_inputs_cannot_be_saved_is_recorded_without_them(tmp_pat
     recorder.close()
     (entry,) = read_failures(tmp_path / "graphs")
     assert entry.graph == "g0000" and entry.values is None
+
+
+def test_a_cut_node_keeps_the_value_the_graph_computed_there(recorded, minified):
+    run_dir = recorded(WRONG_ON_ZEROS, accuracy="1e-4")
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["signature"]["kind"], result["verified"]) == ("accuracy", True)
+    # the zeros enter as the value the graph computed there; with a random stand-in the cos alone passed, and
+    # the repro kept the mul that makes them
+    assert result["ops"] == ["torch.cos"], result["ops"]
+    text = (run_dir / "repro.py").read_text()
+    assert "saved_input('node:" in text
+    saved = torch.load(run_dir / "repro_inputs.pt", weights_only=True)
+    assert list(saved) == [next(line.split("'")[1] for line in text.splitlines() if "saved_input('node:" in line)]
+    assert torch.equal(next(iter(saved.values())), torch.zeros(8))  # only what the repro reads is kept
+    assert "PT2DOCTOR REPRO FAILED: AccuracyMismatch" in _run_repro(run_dir).stderr

@@ -110,6 +110,7 @@ class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
     def describe(self) -> str:
         """`margin_ranking_loss at x.py:14 (loss = F.margin_ranking_loss(a, b, t))`, or what of it is known."""
         what = self.call or self.aten or self.op or "code"
+        what += f" (decomposed from {self.aten})" if self.call and self.aten else ""
         where = f" at {self.file.rsplit('/', 1)[-1]}:{self.line}" if self.file else ""
         module = f" in {self.module}" if self.module else ""
         code = f" ({self.code})" if self.code else ""
@@ -121,13 +122,14 @@ def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
     program looks for. Several nodes of one call are one entry; a node torch knows only the line of
     (a pass created it) adds nothing where a call on that line is named, else it stands as its op."""
     named = {(o.file, o.line) for o in origins if o.call}
-    seen: dict[tuple[str, str, int, str], NodeOrigin] = {}
+    seen: dict[tuple[str, str, str, int, str], NodeOrigin] = {}
     for o in origins:
         if not (o.call or o.aten or o.file) or (not o.call and o.file and (o.file, o.line) in named):
             continue
         what = o.call or o.aten or o.op
-        seen.setdefault((what, o.file, o.line, o.module),
-                        NodeOrigin(op="", call=what, file=o.file, line=o.line, code=o.code, module=o.module))
+        aten = o.aten if o.call else ""  # the op a decomposition rewrote: where a decomposition bug lives
+        seen.setdefault((what, aten, o.file, o.line, o.module),
+                        NodeOrigin(op="", call=what, aten=aten, file=o.file, line=o.line, code=o.code, module=o.module))
     return tuple(seen.values())
 
 

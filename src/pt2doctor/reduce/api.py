@@ -58,6 +58,8 @@ def minify(
     base = make_base(gm, specs)
     if base is None:
         raise ValueError("the graph does not run on inputs with this metadata")
+    if context.accuracy:  # cut nodes get the values the graph computes there (the eager reference ran)
+        base = saved_values.with_node_values(base, out)
     options = MinifyOptions(out_dir=out, jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s)
     return minify_case(initial_case(base), context, options, reporter)
 

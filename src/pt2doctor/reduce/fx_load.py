@@ -53,7 +53,7 @@ from pt2doctor.model.minify import (
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
 from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, op_name
 from pt2doctor.reduce.oracle import ReproContext
-from pt2doctor.reduce.saved_values import save_values
+from pt2doctor.reduce.saved_values import save_values, with_node_values
 from pt2doctor.model.signature import from_description
 
 
@@ -187,7 +187,8 @@ def _load(graphs: Path, entries: Entries, failures: list[GraphFailure], graph_id
     entry = _with_parent_zeros(entries, _entry(entries, graph_id))
     values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
     return RecordedFailure(
-        graph_id, case_from_entry(graphs, entry, values, out_dir), context_from_entry(entry, accuracy, tolerance),
+        graph_id, case_from_entry(graphs, entry, values, out_dir, node_values=accuracy),
+        context_from_entry(entry, accuracy, tolerance),
         _expected(description),
     )
 
@@ -253,8 +254,9 @@ def _shape_and_dtype(spec: InputSpec) -> tuple[Any, ...]:
 
 
 def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Tensor] | None = None,
-                    out_dir: Path | None = None) -> FxCase:
-    """The recorded graph as a case; `values` by input index are saved in `out_dir`, beside the repro."""
+                    out_dir: Path | None = None, *, node_values: bool = False) -> FxCase:
+    """The recorded graph as a case; `values` by input index are saved in `out_dir`, beside the repro, and
+    with `node_values` (a wrong result: the eager run it is judged against ran) the values its nodes take."""
     gm = load_graph_module(graphs, entry)
     specs = list(entry.inputs)
     if values and out_dir is not None:
@@ -262,6 +264,8 @@ def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Ten
     base = make_base(gm, specs, origins_by_node(gm, entry.origins))
     if base is None:
         raise NothingToMinify(f"graph {entry.id} does not run on inputs with its recorded metadata")
+    if node_values and out_dir is not None:
+        base = with_node_values(base, out_dir)
     return initial_case(base)
 
 

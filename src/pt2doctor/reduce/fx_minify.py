@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, source_calls
+from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
@@ -34,6 +34,7 @@ from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.reduce.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
+from pt2doctor.reduce.saved_values import keep_only
 from pt2doctor.model.signature import accuracy_signature
 from pt2doctor.reduce.verify import FreshInterpreter, Verification, verify
 from pt2doctor.reduce.workers import Workers, start_workers
@@ -131,6 +132,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
         context = replace(context, header=context.header + came_from)
     text = render(script_for(best, context))
     repro_path.write_text(text)
+    keep_only(options.out_dir, (s.saved for s in best.inputs if isinstance(s, TensorSpec) and s.saved))
     timeout_s = max(options.timeout_s, 60.0)
     verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None
     needs: tuple[InputNeed, ...] = ()

@@ -59,7 +59,7 @@ def saved_input(name, device, requires_grad=False):
     import os
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "repro_inputs.pt")
-    return torch.load(path, weights_only=True)[name].to(device).requires_grad_(requires_grad)
+    return torch.load(path, weights_only=True, mmap=True)[name].to(device).requires_grad_(requires_grad)
 '''
 
 ACCURACY_ERROR = f'''
