@@ -19,6 +19,8 @@ from pt2doctor.model.minify import ScalarSpec, TensorSpec
 from pt2doctor.model.recording import read_failures
 from pt2doctor.reduce.fx_load import _aot_positions, load_failing
 
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
 # A gather, compiled by a backend that misbehaves only when an index is above zero.
 GATHER = """
     import ctypes
@@ -196,4 +198,19 @@ def test_a_cut_node_keeps_the_value_the_graph_computed_there(recorded, minified)
     saved = torch.load(run_dir / "repro_inputs.pt", weights_only=True)
     assert list(saved) == [next(line.split("'")[1] for line in text.splitlines() if "saved_input('node:" in line)]
     assert torch.equal(next(iter(saved.values())), torch.zeros(8))  # only what the repro reads is kept
+    assert "PT2DOCTOR REPRO FAILED: AccuracyMismatch" in _run_repro(run_dir).stderr
+
+
+def test_inputs_that_are_views_of_one_tensor_stay_views_of_one_tensor(recorded, minified):
+    # pytorch#198095: a mutated input and a view of it, compiled with aot_eager, return the wrong row; the
+    # graph alone reproduces only with the write into t0 kept (nothing reads it) and ta a view of t0
+    run_dir = recorded((REALBUGS / "synthetic_base_view_output.py").read_text(), accuracy="1e-4")
+    run, result = minified(run_dir)
+    assert run.code == 0, run.stderr[-2000:]
+    assert (result["signature"]["kind"], result["verified"]) == ("accuracy", True)
+    assert result["ops"] == ["add_", "_operator.getitem"]
+    text = (run_dir / "repro.py").read_text()
+    assert "storage0.as_strided(" in text and ".add_(100)" in text
+    needs = {(n["name"], n["property"]) for n in result["input_needs"]}
+    assert {("l_t0_", "shared storage"), ("l_ta_", "shared storage")} <= needs
     assert "PT2DOCTOR REPRO FAILED: AccuracyMismatch" in _run_repro(run_dir).stderr

@@ -70,6 +70,9 @@ class TensorSpec(msgspec.Struct, frozen=True, tag="tensor", tag_field="kind"):
     offset: int = 0  # storage offset
     leaf: bool = True  # False: it has autograd history (a backend may treat a non-leaf input differently)
     zero: bool = False  # a ZeroTensor (autograd's efficient zeros), rebuilt as one
+    # inputs with the same number are views of one storage (the program passed views of one tensor); their
+    # strides and offsets are in it, and a saved value (`saved`) is that storage's
+    storage: int | None = None
 
     @property
     def kind(self) -> Literal["tensor"]:
@@ -133,7 +136,8 @@ def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
     return tuple(seen.values())
 
 
-InputProperty = Literal["non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor"]
+InputProperty = Literal["non-leaf", "requires_grad", "non-contiguous", "channels_last", "storage offset", "ZeroTensor",
+                        "shared storage"]
 
 
 class InputNeed(msgspec.Struct, frozen=True):
@@ -153,7 +157,7 @@ class InputNeed(msgspec.Struct, frozen=True):
 _PROPERTY_WORDS: dict[str, str] = {
     "non-leaf": "a non-leaf tensor (with autograd history)", "requires_grad": "a tensor that requires grad",
     "non-contiguous": "non-contiguous", "channels_last": "channels_last", "storage offset": "at a storage offset",
-    "ZeroTensor": "a ZeroTensor",
+    "ZeroTensor": "a ZeroTensor", "shared storage": "a view sharing its storage with another input",
 }
 
 

@@ -24,13 +24,14 @@ Contract:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import fake_tensor_mode, is_operator, qualified_name
+from pt2doctor.capture.torch_compat import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument, qualified_name
 from pt2doctor.model.minify import InputSpec, NodeOrigin, ScalarSpec, TensorSpec
 from pt2doctor.reduce.repro import module_body, submodule_class
 
@@ -206,10 +207,26 @@ def spec_of(value: object, symbolic: Iterable[int] = ()) -> InputSpec | None:
 # --- deriving cases ---------------------------------------------------------------------------
 
 def initial_case(base: FxBase) -> FxCase:
+    """The whole graph: what it returns, and what it writes in place that nothing reads (`t0.add_(1)`,
+    `aten.copy_` into an input), which is kept as one of the case's `outputs` but not returned (a
+    returned input is compiled otherwise), so a reduction may still find the failure does not need it."""
     output = next(n for n in base.graph.nodes if n.op == "output")
     names: list[str] = []
     torch.fx.node.map_arg(output.args, lambda n: names.append(n.name))
+    names += [n.name for n in base.graph.nodes if not n.users and _writes_in_place(n)]
     return build_case(base, frozenset(), tuple(dict.fromkeys(n for n in names if n in base.specs)))
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    """`x.add_(y)`, `torch.relu_(x)`, `aten.add_.Tensor`: a call that writes into its first argument."""
+    if node.op == "call_method":
+        return str(node.target).endswith("_") and not str(node.target).endswith("__")
+    if node.op != "call_function":
+        return False
+    if is_op_overload(node.target):
+        return mutates_an_argument(node.target)
+    name = getattr(node.target, "__name__", "")
+    return name.endswith("_") and not name.endswith("__") and not is_operator(node.target)
 
 
 def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> FxCase:
@@ -228,7 +245,7 @@ def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> Fx
         else:
             env[node] = graph.node_copy(node, env.__getitem__)
     ordered = sorted(outputs, key=base.order.__getitem__)
-    graph.output(tuple(env[nodes[name]] for name in ordered))
+    graph.output(tuple(env[nodes[name]] for name in ordered if nodes[name].users or not _writes_in_place(nodes[name])))
     python = graph.python_code("self")
     used = {str(n.target): base.modules[str(n.target)] for n in graph.nodes if n.op == "get_attr" and str(n.target) in base.modules}
     if not used:
@@ -260,8 +277,9 @@ def effect_calls(graph: torch.fx.Graph) -> tuple[str, ...]:
     unused call without effects, so one left in its graph is there to change state (functorch's
     `_jvp_increment_nesting` and `_enter_dual_level` around a `torch.func.jvp`, grad mode), and a case
     without it computes something else (`_make_dual` outside a dual level raises)."""
-    return tuple(n.name for n in graph.nodes if n.op == "call_function" and not n.users
-                 and not is_operator(n.target) and getattr(n.target, "__module__", None) != "_operator")
+    return tuple(n.name for n in graph.nodes if n.op == "call_function" and not n.users and (
+        n.target is operator.setitem  # `t[i] = v`: a write into `t`, and no value to return instead
+        or not is_operator(n.target) and getattr(n.target, "__module__", None) != "_operator"))
 
 
 def _needed(nodes: dict[str, torch.fx.Node], cuts: frozenset[str], outputs: Sequence[str]) -> set[str]:

@@ -10,10 +10,10 @@ The properties (`model.minify.InputProperty`):
 - `requires_grad`: a leaf that requires grad, rebuilt as one that does not;
 - `non-contiguous` / `channels_last`: its recorded strides, rebuilt contiguous;
 - `storage offset`: a view starting inside its storage, rebuilt at offset 0;
-- `ZeroTensor`: autograd's efficient zeros, rebuilt as a plain tensor.
+- `ZeroTensor`: autograd's efficient zeros, rebuilt as a plain tensor;
+- `shared storage`: a view of a storage another input also views, rebuilt on a storage of its own.
 Autograd properties are rendered only in a repro of a Dynamo graph (after AOT, inputs are plain) and
 layout only for random inputs (a saved value is loaded contiguous), so only those are probed.
-Aliasing between inputs is not recorded: every input of a repro has a storage of its own.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ PROBES: tuple[Probe, ...] = (
           lambda s: msgspec.structs.replace(s, offset=0), lambda s: "a tensor at offset 0"),
     Probe("ZeroTensor", lambda s, stage: s.zero, lambda s: msgspec.structs.replace(s, zero=False),
           lambda s: "a plain tensor"),
+    # a group of its own (`reduce.repro.storage_groups`): the same view, of a copy of the storage
+    Probe("shared storage", lambda s, stage: s.storage is not None and not s.zero,
+          lambda s: msgspec.structs.replace(s, storage=-1 - (s.storage or 0)), lambda s: "a tensor with a storage of its own"),
 )
 
 

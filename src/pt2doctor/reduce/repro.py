@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pt2doctor.capture.torch_compat import (accuracy_rule_source, graph_module_source, inductor_prim_calls, opaque_calls,
@@ -206,8 +206,17 @@ def _render_module(forward_code: str, name: str = "Repro") -> str:
 
 
 def _render_inputs(script: ReproScript) -> str:
-    lines = ["", "def make_inputs():", "    torch.manual_seed(0)", "    args = ["]
-    lines += [f"        {_render_input(spec, script.stage)}," for spec in script.inputs]
+    lines = ["", "def make_inputs():", "    torch.manual_seed(0)"]
+    groups = storage_groups(script.inputs)
+    for group, members in groups.items():
+        name, root = _storage_name(group), _root(members)
+        lines.append(f"    {name} = {_render_storage(members, script.stage)}")
+        if root is not None:  # as the program had it: one tensor, and views of it
+            lines.append(f"    {name} = {name}.as_strided({root.shape!r}, {root.stride!r}).clone()")
+    roots = {id(root) for root in map(_root, groups.values()) if root is not None}
+    lines.append("    args = [")
+    lines += [f"        {_render_input(spec, script.stage, any(spec in members for members in groups.values()), id(spec) in roots)},"
+              for spec in script.inputs]
     lines.append("    ]")
     if script.stage is Stage.DYNAMO:
         for index, spec in enumerate(script.inputs):
@@ -217,12 +226,66 @@ def _render_inputs(script: ReproScript) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_input(spec: InputSpec, stage: Stage) -> str:
+def storage_groups(inputs: Sequence[InputSpec]) -> dict[int, list[TensorSpec]]:
+    """The inputs that are views of one storage, by `TensorSpec.storage`: those of the first one's dtype
+    (a reduction may have changed another's, which then stands alone)."""
+    groups: dict[int, list[TensorSpec]] = {}
+    for spec in inputs:
+        if isinstance(spec, TensorSpec) and spec.storage is not None and not spec.zero:
+            members = groups.setdefault(spec.storage, [])
+            if not members or members[0].dtype == spec.dtype:
+                members.append(spec)
+    return groups
+
+
+def storage_extent(spec: TensorSpec) -> int:
+    """The elements of its storage a view reaches, from offset 0 (`make_tensor`'s rule)."""
+    return spec.offset + (1 + sum((size - 1) * step for size, step in zip(spec.shape, spec.stride)) if all(spec.shape) else 0)
+
+
+def _root(members: list[TensorSpec]) -> TensorSpec | None:
+    """The member the others are views of: dense over the whole storage they reach, from offset 0."""
+    extent = max(storage_extent(m) for m in members)
+    return next((m for m in members if len(members) > 1 and m.offset == 0 and storage_extent(m) == extent
+                 and _numel(m.shape) == extent), None)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _storage_name(group: int) -> str:
+    return f"storage{group}" if group >= 0 else f"storage_own{-group}"
+
+
+def _render_storage(members: list[TensorSpec], stage: Stage) -> str:
+    """One flat tensor the group's inputs are views of: its saved values where every member has them (the
+    storage as recorded), else random over the extent they reach. It needs grad when a member is a non-leaf
+    that needs grad: its views then have autograd history, as the program's did."""
+    first = members[0]
+    grad = ", requires_grad=True" if stage is Stage.DYNAMO and any(m.requires_grad and not m.leaf for m in members) else ""
+    if all(m.saved and m.saved == first.saved for m in members):
+        return f"saved_input({first.saved!r}, {first.device!r}{grad})"
+    bounds = [m.bounds for m in members if m.bounds]
+    span = (min(b[0] for b in bounds), max(b[1] for b in bounds)) if bounds else None
+    extent = max(storage_extent(m) for m in members)
+    return (f"make_tensor(({extent},), (1,), torch.{first.dtype}, {first.device!r}{grad}"
+            + (f", bounds={span!r}" if span else "") + ")")
+
+
+def _render_input(spec: InputSpec, stage: Stage, in_group: bool = False, root: bool = False) -> str:
     if isinstance(spec, ScalarSpec):
         return repr(spec.value)
     grad = spec.requires_grad and stage is Stage.DYNAMO
     if spec.zero:  # no storage to fill: autograd's efficient zeros, as the program passed them
         return f"torch._efficientzerotensor({spec.shape!r}, dtype=torch.{spec.dtype}, device={spec.device!r})"
+    if in_group:  # a view of its group's storage, where the program's was
+        name = _storage_name(spec.storage)  # type: ignore[arg-type]
+        view = name if root else f"{name}.as_strided({spec.shape!r}, {spec.stride!r}, {spec.offset})"
+        return view + (".requires_grad_()" if grad and spec.leaf else "")
     if spec.saved:
         made = f"saved_input({spec.saved!r}, {spec.device!r}" + (", requires_grad=True)" if grad else ")")
     else:

@@ -29,6 +29,7 @@ import torch.fx
 from pt2doctor.capture.child.graph_inputs import has_values, is_index
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.fx_case import CALL_OPS, FxBase, effect_calls, module_root
+from pt2doctor.reduce.repro import storage_extent, storage_groups
 
 FILE_NAME = "repro_inputs.pt"
 
@@ -43,11 +44,27 @@ def save_values(inputs: Sequence[Any], specs: Sequence[InputSpec], out: Path) ->
     """Write the real tensor inputs to `out/repro_inputs.pt`; their specs name their entries."""
     values, named = {}, list(specs)
     for index, (value, spec) in enumerate(zip(inputs, specs)):
-        if has_values(value) and isinstance(spec, TensorSpec):
+        if has_values(value) and isinstance(spec, TensorSpec) and spec.storage is None:
             values[f"arg{index}"] = value.detach().cpu().clone()
             named[index] = msgspec.structs.replace(spec, saved=f"arg{index}")
+    for group, members in storage_groups(specs).items():
+        known = [(i, inputs[i]) for i, spec in enumerate(specs) if spec in members and has_values(inputs[i])]
+        if len(known) == sum(1 for spec in specs if isinstance(spec, TensorSpec) and spec.storage == group):
+            values[f"storage{group}"] = _storage_of([(specs[i], value) for i, value in known])
+            for i, _ in known:
+                named[i] = msgspec.structs.replace(specs[i], saved=f"storage{group}")
     _write(values, out / FILE_NAME)
     return named
+
+
+def _storage_of(views: list[tuple[Any, torch.Tensor]]) -> torch.Tensor:
+    """The flat storage that views of one tensor came from, rebuilt from their values (each written where
+    its offset and strides put it; they agree where they overlap: they were read at one moment)."""
+    first = views[0][0]
+    flat = torch.zeros(max(storage_extent(spec) for spec, _ in views), dtype=getattr(torch, first.dtype))
+    for spec, value in views:
+        flat.as_strided(spec.shape, spec.stride, spec.offset).copy_(value.detach().cpu())
+    return flat
 
 
 def _write(values: dict[str, torch.Tensor], path: Path) -> None:
@@ -114,6 +131,8 @@ def _known_value(placeholder: Any, spec: InputSpec | None, saved: dict[str, Any]
         return _UNKNOWN
     if spec.saved:
         value = saved.get(spec.saved)
+        if value is not None and spec.storage is not None:  # its group's storage: the view is where it was
+            value = value.as_strided(spec.shape, spec.stride, spec.offset)
         return _UNKNOWN if value is None else value.to(spec.device)
     lifted = placeholder.meta.get("lifted_value")
     return lifted if isinstance(lifted, torch.Tensor) and has_values(lifted) else _UNKNOWN

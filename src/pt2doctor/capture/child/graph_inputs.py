@@ -2,7 +2,8 @@
 
 Contract: `input_specs(gm, example_inputs)` gives one `TensorSpec`/`ScalarSpec` per input, dims that
 are SymInts in the graph's placeholders marked dynamic, an integer tensor's recorded min and max
-(`bounds`), its storage offset, whether it is a leaf (autograd) and whether it is a ZeroTensor;
+(`bounds`), its storage offset, whether it is a leaf (autograd) and whether it is a ZeroTensor, and
+which inputs are views of one storage (`storage`: the first such input's index);
 `save_values(inputs, path, budget)` saves the tensor inputs that have values (`has_values`; only indices and masks, `is_index`, when asked),
 within a byte budget, and never raises. `has_values`/`is_index` are the one test of what can be
 saved and what matters, here and in `reduce.saved_values`.
@@ -13,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
@@ -60,7 +63,23 @@ def input_specs(gm: Any, example_inputs: Any) -> list[InputSpec]:
     """Metadata of the example inputs; dims that are SymInts in the placeholders stay dynamic."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     metas = [p.meta.get("example_value", p.meta.get("val")) for p in placeholders]
-    return [_spec(value, meta) for value, meta in zip(example_inputs, metas + [None] * len(example_inputs))]
+    specs = [_spec(value, meta) for value, meta in zip(example_inputs, metas + [None] * len(example_inputs))]
+    for index, group in _storage_groups(example_inputs).items():
+        specs[index] = msgspec.structs.replace(specs[index], storage=group)
+    return specs
+
+
+def _storage_groups(values: Sequence[Any]) -> dict[int, int]:
+    """Input index -> the index of the first input whose storage it shares (itself for that one), for the
+    tensors with values that share one with another of the same dtype: views of one tensor."""
+    import torch
+
+    by_storage: dict[tuple[str, int, Any], list[int]] = {}
+    for index, value in enumerate(values):
+        if isinstance(value, torch.Tensor) and has_values(value) and value.numel():
+            key = (str(value.device), value.untyped_storage().data_ptr(), value.dtype)
+            by_storage.setdefault(key, []).append(index)
+    return {index: members[0] for members in by_storage.values() if len(members) > 1 for index in members}
 
 
 def _spec(value: Any, meta: Any) -> InputSpec:

@@ -70,7 +70,7 @@ from pt2doctor.capture.torch_compat.warm import (
     import_dynamo,
     compile_tiny_graph,
 )
-from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 
 __all__ = [
@@ -134,6 +134,7 @@ __all__ = [
     "program_inputs",
     "example_call",
     "is_operator",
+    "mutates_an_argument",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:

@@ -22,6 +22,14 @@ def is_operator(target: object) -> bool:
     return isinstance(target, (torch._ops.OperatorBase, torch._ops.OpOverloadPacket))
 
 
+def mutates_an_argument(target: object) -> bool:
+    """Whether an op overload writes into an argument (`aten.copy_`, `aten.add_.Tensor`): its schema is
+    mutable (`OpOverload._schema.is_mutable`, 2.11, 2.13)."""
+    import torch._ops
+
+    return isinstance(target, torch._ops.OpOverload) and bool(target._schema.is_mutable)
+
+
 def is_op_overload(target: object) -> bool:
     """Whether an FX node's target is an aten/prims overload (`torch._ops.OpOverload`, 2.11, 2.13):
     a graph of these is post-AOTAutograd."""
