@@ -28,7 +28,7 @@ from pathlib import Path
 from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
-from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key
+from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_calls, op_name
 from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
 from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
@@ -142,7 +142,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     result = MinifyResult(
         graph=options.graph_name, stage=context.stage, signature=target,
         nodes_before=initial.node_count, nodes_after=best.node_count, ops=best.ops,
-        culprit_ops=best.ops if best.node_count <= 3 else (), queries=stats.queries,
+        culprit_ops=_culprits(best), queries=stats.queries,
         cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
         verified=bool(verification and verification.verified), repro_path=str(repro_path),
         stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
@@ -150,3 +150,10 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     )
     (options.out_dir / "minify.json").write_bytes(dumps(result, pretty=True))
     return MinifyOutcome(result, best, text, verification)
+
+
+def _culprits(case: FxCase) -> tuple[str, ...]:
+    """The ops of a minimal graph of at most 3 nodes, less the calls every case keeps for their effect on
+    global state (functorch's nesting calls): scaffolding, never what failed."""
+    effects = set(effect_calls(case.graph))
+    return tuple(op_name(n) for n in case.call_nodes if n.name not in effects) if case.node_count <= 3 else ()
