@@ -46,8 +46,9 @@ def test_a_jvp_graph_loads_with_functorch_scaffolding_and_its_repro_dies_the_sam
     assert code == -signal.SIGSEGV
     recorded = load_failing(run_dir, out_dir=tmp_path)  # in flight: g0000 run; was: TypeError, Proxy(getitem)
     ops = recorded.case.ops
-    assert "torch.ldexp" in ops and "torch._functorch.predispatch._jvp_increment_nesting" in ops
-    assert "torch._functorch.predispatch._exit_dual_level" in ops  # used by nothing: kept for its effect
+    # functorch's scaffolding (torch._functorch.predispatch on 2.13, torch._C._functorch on 2.11)
+    assert "torch.ldexp" in ops and any(op.endswith("._jvp_increment_nesting") for op in ops)
+    assert any(op.endswith("._exit_dual_level") for op in ops)  # used by nothing: kept for its effect
     (tmp_path / "repro.py").write_text(render(script_for(recorded.case, recorded.context)))
     proc = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert from_exit(proc.returncode, proc.stdout + proc.stderr).text == "SIGSEGV", proc.stderr[-2000:]
