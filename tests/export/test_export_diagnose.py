@@ -77,7 +77,8 @@ def test_a_planted_aoti_compile_error_is_aotinductors_not_the_users(diagnosed) -
     off = next(a for a in d["attempts"] if a["label"] == "force_eager")
     assert off["outcome"] == "pass"  # compilation off, AOTInductor included: the exported program runs eagerly
     issue = (run.out_dir / "issue.md").read_text()
-    assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(ep" in issue
+    # issue.md holds the minimal repro (the relu, AOT-compiled again), the whole program beside it
+    assert issue.startswith("# [AOTInductor]") and "aoti_compile_and_package(" in issue
     # repro_program.py: the recorded exported program, compiled again in a fresh interpreter, fails the same way
     assert export["repro_verified"] and Path(export["repro"]).name == "repro_program.py", d["notes"]
     assert (run.out_dir / "program.pt2").exists() and not (run.out_dir / "inputs.pt").exists()  # never called

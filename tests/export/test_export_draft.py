@@ -101,3 +101,18 @@ def test_try_fixes_verifies_the_fixes_together_in_one_copy_and_leaves_the_script
     copy = tmp_path / "bad_dim.py" / "export-fix" / "bad_dim.py"
     assert "b = Dim('b', min=5, max=64)" in copy.read_text()
     assert (SCRIPTS / "bad_dim.py").read_text() == before
+
+
+def test_explain_and_report_headlines_say_what_the_run_judged_wrong(tmp_path: Path) -> None:
+    # the script's own assert fails after run_decompositions declared a mutation the program did not: the
+    # headline is the decomposition's accuracy failure, as diagnose says, not the script's user_error
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "pt2doctor", "explain", "--out", str(tmp_path / "run"),
+                           str(SCRIPTS / "decomp_mutation.py"), "check"], capture_output=True, text=True, env=env,
+                          timeout=600)
+    report = subprocess.run([sys.executable, "-m", "pt2doctor", "report", str(tmp_path / "run")], capture_output=True,
+                            text=True, env=env, timeout=300)
+    for out in (done.stdout, report.stdout):
+        assert "FAILED (accuracy): ExportedProgram.run_decompositions does not match" in " ".join(out.split()), out
+        assert "mutated user inputs none -> ['noise']" in " ".join(out.split())

@@ -12,6 +12,8 @@ from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.model import Category, ExitInfo, Session, Verdict
+from pt2doctor.model.export import STEP_TITLES
+from pt2doctor.model.export_draft import failed_checks
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
@@ -51,6 +53,15 @@ def verdict_for(session: Session) -> Verdict:
     if session.exit.interrupted:  # the user's Ctrl-C: not a failure of the script or the compiler
         where = f" at {failure.file}:{failure.line}" if failure is not None and failure.file else ""
         return Verdict(False, f"INTERRUPTED with Ctrl-C{where}", code, None)
+    judged = failed_checks(session.export_checks)
+    if failure is not None and failure.category is Category.USER_ERROR and judged:
+        # the script's own check failed after an exported program it made was judged wrong in the run: the
+        # program is what is wrong (diagnose says the same, from the same checks)
+        check = judged[0]
+        where = f" (the script's check then failed at {failure.file}:{failure.line})" if failure.file else ""
+        headline = (f"FAILED ({Category.ACCURACY.value}): {STEP_TITLES[check.step]} does not match "
+                    f"{check.against}: {clip(check.detail, 160)}{where}")
+        return Verdict(False, headline, code, Category.ACCURACY)
     if failure is not None:
         where = f" at {failure.file}:{failure.line}" if failure.file else ""
         first = clip(first_message_line(failure.message), 160)
