@@ -138,3 +138,36 @@ def test_a_decomposition_judged_wrong_in_the_run_is_an_accuracy_failure_of_run_d
     assert (export["step"], export["kind"]) == ("run_decompositions", "wrong_result")
     assert "mutated user inputs none -> ['noise']" in export["judged"]
     assert [a["label"] for a in d["attempts"] if a["label"] == "force_eager"] == []  # judged in the run: no off run
+
+
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
+
+@pytest.mark.slow
+def test_a_decomposition_crash_in_a_real_program_is_reduced_to_a_verified_program(diagnosed) -> None:
+    # pytorch#180354: torch.cond whose branch makes a tensor with torch.tensor crashes run_decompositions
+    run, d = diagnosed(REALBUGS / "export_cond_branch_tensor_decomp.py")
+    assert (d["category"], d["export"]["step"], d["export"]["kind"]) == ("backend_failure", "run_decompositions",
+                                                                         "export_internal")
+    p = d["program"]
+    assert p["verified"] and p["reason"] == "export" and p["lines_after"] < p["lines_before"]
+    assert p["passes_with"].startswith("with run_decompositions returning the exported program unchanged")
+    assert {"torch.cond", "torch.tensor"} <= set(d["culprit_ops"])  # the calls left in the module it exports
+    repro = Path(d["repro"])
+    assert repro.parent == run.out_dir and "torch.tensor(" in repro.read_text()
+    # standalone: plain python, no pt2doctor, fails with the same error
+    alone = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 1 and "Attempting to use FunctionalTensor on its own" in alone.stderr
+    issue = (run.out_dir / "issue.md").read_text()
+    assert "The program, reduced" in issue and "passes with run_decompositions returning" in issue
+
+
+@pytest.mark.slow
+def test_a_tracing_failure_torch_causes_is_reduced_with_the_module_still_running_eagerly(diagnosed) -> None:
+    # pytorch#171964: re-exporting torch.export.unflatten's module with dynamic_shapes fails in torch's own spec check
+    run, d = diagnosed(REALBUGS / "export_unflattened_dynamic_reexport.py")
+    assert (d["category"], d["export"]["kind"]) == ("dynamo_internal", "export_internal")
+    p = d["program"]
+    assert p["verified"] and p["lines_after"] < p["lines_before"] and p["passes_with"] == ""
+    text = Path(d["repro"]).read_text()
+    assert "torch.export.unflatten(" in text and "dynamic_shapes" in text

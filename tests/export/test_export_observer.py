@@ -52,6 +52,19 @@ def test_aoti_off_runs_the_exported_program_eagerly_and_records_every_step(tmp_p
                                     ExportStep.AOTI_RUN)
 
 
+def test_running_the_module_first_tells_a_broken_program_from_an_export_failure(tmp_path: Path) -> None:
+    events = _events(tmp_path, "module_fails_eagerly.py", overrides=Overrides(export_runs_module=True))
+    failed = failing_step(events)
+    assert failed is not None and failed.step is ExportStep.NON_STRICT_TRACE
+    assert failed.error_type.endswith("ModuleFailsEagerly")
+    assert "raises when called with its inputs eagerly: RuntimeError" in failed.message
+    # a module that runs is exported as before, and run_decompositions turned off returns the program as it was
+    events = _events(tmp_path / "off", "decomp_mutation.py", "check",
+                     overrides=Overrides(export_runs_module=True, decompositions_off=True))
+    assert failing_step(events) is None
+    assert steps_passed(events) == (ExportStep.NON_STRICT_TRACE, ExportStep.RUN_DECOMPOSITIONS)
+
+
 def test_a_step_left_started_is_where_the_process_died() -> None:
     events = [ExportEvent(0, ExportStep.NON_STRICT_TRACE, Phase.STARTED),
               ExportEvent(0, ExportStep.NON_STRICT_TRACE, Phase.PASSED),

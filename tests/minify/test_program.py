@@ -126,6 +126,26 @@ torch.compile(m)
     assert compiled_calls(source) == ("torch.func.grad", "y.sum", "torch.autograd.Function.apply", "torch.square")
 
 
+def test_culprits_of_an_export_are_the_calls_in_the_module_it_traces():
+    source = """
+import torch
+from torch.export import export
+def branch(x):
+    torch.tensor(0)
+    return x.clone()
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.any(), branch, branch, (x,))
+m = M().eval().to("cpu")
+ep = export(m, (torch.ones(1),))
+ep.run_decompositions()
+"""
+    assert compiled_calls(source) == ("torch.cond", "x.any", "torch.tensor", "x.clone")
+    # a module torch made: what made it
+    remade = "import torch\nu = torch.export.unflatten(ep)\ntorch.export.export(u, (x,))\n"
+    assert compiled_calls(remade) == ("torch.export.unflatten",)
+
+
 def test_the_backend_is_written_into_every_compile_call():
     source = "import torch\n@torch.compile\ndef f(x):\n    return x\ng = torch.compile(f, backend='inductor')\n"
     pinned = pin_backend(source, "eager")

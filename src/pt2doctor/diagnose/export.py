@@ -18,6 +18,11 @@ the kinds apart, concludes `found` (`Found.export`) and returns True:
   When that run fails too, it is the script's bug (`user_error`); else AOTInductor's, and the recorded
   exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`);
   with `options` (minifying on), its graph is then minified, AOTInductor the oracle (`export_minify`).
+With minifying on, a failure that has no verified repro by then (a tracing or decomposition failure, a
+wrong result no recorded call shows) gets the user's program reduced, the failing step the oracle
+(`diagnose.program`, `reduce.program`): it must still fail in that step and pass with it turned off.
+Not when a verified change of the program (a fix, the other tracing mode) already answers it, unless
+torch itself is at fault (an internal error, a wrong result, AOTInductor).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from pt2doctor.diagnose.export_minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
-from pt2doctor.diagnose.found import Found, user_error
+from pt2doctor.diagnose.found import Found, program_steps, user_error
+from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.model import Category
@@ -70,7 +76,25 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
             _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
             if wrong and found.export is not None:
                 found.export = replace(found.export, judged=_judged(wrong[0]))
+    if options is not None and options.minify and _wants_a_repro(found):
+        step = failed.step if failed is not None else wrong[0].step if wrong else ExportStep.AOTI_RUN
+        reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step)
+        program_steps(found)
     return True
+
+
+def _wants_a_repro(found: Found) -> bool:
+    """No verified repro yet, and the failure is torch's to fix: not one a verified change of the program
+    (a fix, the other tracing mode) already answers."""
+    finding = found.export
+    if finding is None or finding.repro_verified or (found.minify and found.minify.verified):
+        return False
+    answered = any(f.verified for f in finding.fixes) or finding.other_mode_passes is True
+    return finding.kind in _TORCHS or not answered
+
+
+_TORCHS = (ExportFailureKind.EXPORT_INTERNAL, ExportFailureKind.WRONG_RESULT, ExportFailureKind.AOTI_COMPILE,
+           ExportFailureKind.AOTI_LOAD, ExportFailureKind.AOTI_RUNTIME)
 
 
 def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:

@@ -277,17 +277,18 @@ def conclude(found: Found) -> None:
                                     f"{', '.join(m.ops)}); `python repro.py` shows the bug.")
         if m is not None and not verified and not (found.program and found.program.verified):
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
-    _program_steps(found)
+    program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
 
 
-def _program_steps(found: Found) -> None:
+def program_steps(found: Found) -> None:
     """What the reduced program (repro.py when no graph repro verified) shows, and what to do with it."""
     p = found.program
     if p is None or (found.minify is not None and found.minify.verified):
         return
-    calls = f", calling {', '.join(p.culprit_ops)} in compiled code" if p.culprit_ops else ""
+    where = "in the code it exports" if p.reason == "export" else "in compiled code"
+    calls = f", calling {', '.join(p.culprit_ops)} {where}" if p.culprit_ops else ""
     if p.changes:  # a stale result: what the compiled code read changed, and no guard saw it
         written = "; ".join(f"`{c.statement}` writes {c.path}" for c in p.changes)
         calls = (f": between two calls of the compiled code, {written}, and the second call returns what the state "
@@ -298,6 +299,7 @@ def _program_steps(found: Found) -> None:
         return
     how = (f" (backend={p.backend!r} in its torch.compile calls)" if p.backend_in_source else
            f" when compiled with backend={p.backend!r}" if p.backend else "")
+    passes = f" and passes {p.passes_with}" if p.passes_with else ""
     found.next_steps.append(f"File issue.md with repro.py: your program reduced from {p.lines_before} to "
-                            f"{p.lines_after} lines{calls}; `python repro.py` fails the same way{how} and passes "
-                            "with torch.compiler.set_stance('force_eager') (verified in fresh interpreters).")
+                            f"{p.lines_after} lines{calls}; `python repro.py` fails the same way{how}{passes} "
+                            "(verified in fresh interpreters).")

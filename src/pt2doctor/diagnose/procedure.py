@@ -28,9 +28,8 @@ import ast
 import os
 import time
 from concurrent.futures import Future
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.capture.process_meta import RunPaths
@@ -43,6 +42,7 @@ from pt2doctor.diagnose.export import diagnose_export
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.graph_minify import minify_graph
+from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
@@ -164,7 +164,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     if found.stage in GRAPH_STAGES and options.minify and not early:
         minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if options.minify and found.stage is not None and not (found.minify and found.minify.verified):
-        _reduce_program(options, found, reporter, a1)
+        backend = next((b for b, s in REFERENCE if s == found.stage), None)
+        failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)
+        reduce_the_program(options, found, reporter, failed, backend,
+                           "dynamo" if found.stage is FailingStage.DYNAMO else "fallback")
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):
@@ -305,54 +308,3 @@ def _replay(options: DiagnoseOptions, run_dir: Path, found: Found, reporter: Rep
     found.replay_verified = proc.returncode != 0 and bool(expected) and expected in proc.stderr
     if not found.replay_verified:
         found.notes.append(f"replay.py does not fail the same way (exit {proc.returncode})")
-
-
-_NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
-
-
-def _reduce_program(options: DiagnoseOptions, found: Found, reporter: Reporter, a1: Attempt) -> None:
-    """Shrink the program itself (`reduce.program`): the Dynamo stage has no graph that shows the bug,
-    and elsewhere graph minification gave no verified repro. It runs with the stage's own backend forced
-    (the simplest that fails), judged by that run's failure."""
-    from pt2doctor.reduce.program import CannotReduce, ProgramJob, reduce_program
-
-    if found.category in _NOT_REDUCED or found.flaky:
-        return
-    if options.torchrun is not None:
-        found.notes.append("program not reduced: the reducer runs the program as one process, and this one is a job "
-                           "of several ranks")
-        return
-    backend = next((b for b, s in REFERENCE if s == found.stage), None)
-    failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)
-    reason: Literal["dynamo", "fallback"] = "dynamo" if found.stage is FailingStage.DYNAMO else "fallback"
-    if found.minify is not None:  # an unverified graph repro: kept beside, as repro_graph.py
-        graph_repro = Path(found.minify.repro_path)
-        if graph_repro.exists():
-            found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
-    job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
-                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
-                     _script_line(options.script, found))
-    reporter.status(f"reducing the program (compiled{f' with backend={backend!r}' if backend else ''} it must fail "
-                    f"as {job.target}, with compilation off pass)")
-    with found.timed("program_reduction"):
-        try:
-            found.program = reduce_program(job, reporter)
-        except CannotReduce as exc:
-            found.notes.append(f"program not reduced: {exc}")
-        except Exception as exc:  # the diagnosis so far must survive a reducer failure
-            found.notes.append(f"the program reducer failed: {type(exc).__name__}: {exc}")
-    p = found.program
-    if p is not None:
-        why = "the failure is in Dynamo: no graph shows it" if reason == "dynamo" else "graph minification gave no verified repro"
-        found.notes.append(f"repro.py is the program reduced ({why}): {p.lines_before} -> {p.lines_after} lines in "
-                           f"{p.checks} checks ({p.check_s:.2f} s each), {'verified' if p.verified else 'NOT verified'}")
-        if p.stopped_early == "interrupted":
-            raise KeyboardInterrupt
-
-
-def _script_line(script: Path, found: Found) -> int | None:
-    """The line of the script the failure was raised at (the innermost frame in the script's own file)."""
-    failure = found.session.failures[0] if found.session and found.session.failures else None
-    here = str(script.resolve())
-    frames = [f for f in failure.user_frames if f.file and str(Path(f.file).resolve()) == here] if failure else []
-    return frames[-1].line if frames else None

@@ -35,6 +35,13 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     max_calls: int | None = None
     export_eager: bool = False  # AOTInductor off: a loaded package runs the exported program eagerly
     export_strict: bool | None = None  # every torch.export.export call traces strictly (True) or not (False)
+    export_runs_module: bool = False  # each torch.export.export call first runs its module eagerly, on copies
+    decompositions_off: bool = False  # ExportedProgram.run_decompositions returns the program it was given
+
+    @property
+    def changes_export(self) -> bool:
+        """Whether the export observer must be installed to apply these (`capture.child.export_observer`)."""
+        return self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
 
 
 class AccuracyProbeSpec(msgspec.Struct, frozen=True):

@@ -124,8 +124,10 @@ class StateChange:
 class ProgramRepro:
     """repro.py as the user's program reduced (`reduce.program`): it fails compiled the way the script
     did (with `backend` forced onto every `torch.compile`; None: the script's own) and passes with
-    compilation off. `reason` says why it was made: the stage is Dynamo (no graph shows the bug), or
-    graph minification gave no verified repro (`fallback`). For a wrong result, `changes` are the
+    compilation off (`passes_with` says how: on the export path, with the failing step turned off; empty
+    when there is no such run, a tracing step failed). `reason` says why it was made: the stage is Dynamo
+    (no graph shows the bug), graph minification gave no verified repro (`fallback`), or the failure is in
+    torch.export (`export`). For a wrong result, `changes` are the
     statements between two calls of the compiled code that write state it reads (a stale result: no
     guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean seconds per check;
     `stopped_early` is "budget" or "interrupted" when the reduction did not reach its fixed point."""
@@ -133,7 +135,7 @@ class ProgramRepro:
     repro_path: str
     signature: str
     backend: str | None
-    reason: Literal["dynamo", "fallback"]
+    reason: Literal["dynamo", "fallback", "export"]
     lines_before: int
     lines_after: int
     checks: int
@@ -144,6 +146,7 @@ class ProgramRepro:
     stopped_early: str | None = None
     backend_in_source: bool = False  # repro.py's torch.compile calls name `backend`: it runs as it stands
     changes: tuple[StateChange, ...] = ()  # a stale result: what changed between compiled calls, no guard caught
+    passes_with: str = ""  # the run it passes, in words ("with compilation off (...)"); empty: none
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,11 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
     message carries the compared values, raised outside the compiler stack so that a crash inside it
     does not pass for the script's check; the signal for a crash that killed the process);
 (b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
+On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
+module eagerly first and fails otherwise (a reduction may not break the program to fail export), and
+(b) turns the failing step off: a wrong `run_decompositions` returns the program it was given,
+AOTInductor runs the exported program eagerly; a tracing step has no (b): a program that cannot be
+traced has no traced result to stand in, and (a)'s eager run is what it must still pass.
 (b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
 (b) whenever it fails (a), so deleting the compile call is never kept. Before either, a candidate must
 keep some statements exactly as written (`kept_statements`): for a wrong result the script's own check
@@ -39,6 +44,7 @@ from typing import Literal
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import ProgramRepro, StateChange
+from pt2doctor.model.export import AOTI_STEPS, ExportStep
 from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.model.signature import from_description
 from pt2doctor.reduce.core import Outcome
@@ -62,9 +68,10 @@ class ProgramJob:
     out_dir: Path  # repro.py goes here; the verification harnesses in out_dir/program
     budget_s: float  # for the checks (the workers' warm-up and the verification come on top)
     timeout_s: float  # the most one check may take (less: a few times the first check's time)
-    reason: Literal["dynamo", "fallback"] = "dynamo"
+    reason: Literal["dynamo", "fallback", "export"] = "dynamo"
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
     check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
+    export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
 
     @property
     def target(self) -> FailureSignature:
@@ -129,7 +136,7 @@ class ProgramOracle:
 
     def __call__(self, source: str) -> Outcome:
         outcome = judge(self.pool.run([harness_text(source, self.compiled)])[0], self.target)
-        if outcome is not Outcome.FAILS_SAME:
+        if outcome is not Outcome.FAILS_SAME or self.off is None:
             return outcome
         off = self.pool.run([harness_text(source, self.off)])[0]
         if off.status == "ok":
@@ -138,13 +145,38 @@ class ProgramOracle:
         return Outcome.FAILS_OTHER
 
 
-def program_runs(job: ProgramJob, file: Path, force: bool = True) -> tuple[ProgramRun, ProgramRun]:
+def program_runs(job: ProgramJob, file: Path, force: bool = True) -> tuple[ProgramRun, ProgramRun | None]:
     """How a candidate runs compiled (`job.backend` forced unless `force` is off), and with compilation
-    off: in the script's directory, with its argv, as `file`."""
+    off (None: no such run, see the module docstring): in the script's directory, with its argv, as `file`."""
     where = ProgramRun(str(file), str(job.script.resolve().parent), (file.name, *job.args), type_only=job.type_only)
+    if job.export is not None:
+        off = _STEP_OFF.get(job.export)
+        return (replace(where, overrides=Overrides(export_runs_module=True)),
+                replace(where, overrides=off) if off is not None else None)
     backend = {"backend": job.backend} if job.backend and force else {}
     return (replace(where, overrides=Overrides(compile_kwargs=backend)),
             replace(where, overrides=Overrides(stance="force_eager")))
+
+
+_AOTI_OFF = Overrides(export_runs_module=True, export_eager=True)
+_STEP_OFF = {ExportStep.RUN_DECOMPOSITIONS: Overrides(export_runs_module=True, decompositions_off=True),
+             **{step: _AOTI_OFF for step in AOTI_STEPS}}
+_OFF_WORDS = {ExportStep.RUN_DECOMPOSITIONS: "with run_decompositions returning the exported program unchanged",
+              **{step: "with AOTInductor off (each package replaced by the exported program, run eagerly)"
+                 for step in AOTI_STEPS}}
+COMPILATION_OFF = 'with compilation off (torch.compiler.set_stance("force_eager"))'
+
+
+def passes_with(job: ProgramJob) -> str | None:
+    """The run a reduced program must pass, in words (None: there is none, a tracing step failed)."""
+    return COMPILATION_OFF if job.export is None else _OFF_WORDS.get(job.export)
+
+
+def fails_as(job: ProgramJob) -> str:
+    """How a reduced program is run to fail, in words."""
+    if job.export is not None:
+        return "run as written, each module it exports also run eagerly"
+    return f"compiled{f' with backend={job.backend!r}' if job.backend else ''}"
 
 
 class _Stop(Exception):
@@ -214,8 +246,8 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         reduction = ProgramReduction(oracle, source, job.budget_s, reporter,
                                      kept_statements(source, job.check_line if job.type_only else None))
         if not reduction(source):
-            raise CannotReduce(f"the script alone, run in a warm worker, does not fail as {job.target} compiled and "
-                               "pass with compilation off")
+            raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
+                               f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
         try:
             pysource_minimize.minimize(source, reduction, retries=1)
         except _Stop:
@@ -230,7 +262,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
         verified=verified, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
-        stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes,
+        stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
     )
 
 
@@ -256,11 +288,16 @@ class CannotReduce(Exception):
 
 
 def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool, changes: tuple[StateChange, ...] = ()) -> str:
-    how = ("as written" if not job.backend else f"as written, backend={job.backend!r}" if in_source else
-           f"with backend={job.backend!r} forced onto torch.compile")
+    if job.export is not None:
+        how = "Run as written (every module it exports runs eagerly on its inputs)"
+    else:
+        how = "Compiled (" + ("as written" if not job.backend else f"as written, backend={job.backend!r}" if in_source
+                              else f"with backend={job.backend!r} forced onto torch.compile") + ")"
+    passes = passes_with(job)
     return (f'"""{job.script.name}, reduced by pt2doctor ({reduction.lines_before} -> {code_lines(reduction.best)} '
-            f'lines).\n\nCompiled ({how}) it fails with: {job.target.text}\nWith compilation off '
-            '(torch.compiler.set_stance("force_eager")) it passes.\n' + _stale(changes) + '"""\n')
+            f'lines).\n\n{how} it fails with: {job.target.text}\n' + (f"{passes[0].upper()}{passes[1:]} it passes.\n"
+                                                                           if passes else "")
+            + _stale(changes) + '"""\n')
 
 
 def _stale(changes: tuple[StateChange, ...]) -> str:
@@ -275,16 +312,17 @@ def _stale(changes: tuple[StateChange, ...]) -> str:
 
 def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> bool:
     """Both ways, side by side, each in a fresh interpreter: compiled (`job.backend` forced unless
-    `force` is off) it fails as `job.target`, with compilation off it passes."""
+    `force` is off) it fails as `job.target`, with compilation off (where there is such a run) it passes."""
     scratch = job.out_dir / "program"
     scratch.mkdir(parents=True, exist_ok=True)
     source = repro.read_text()
-    paths = [scratch / "verify_compiled.py", scratch / "verify_compilation_off.py"]
-    for path, run in zip(paths, program_runs(job, repro, force)):
+    runs = [(scratch / name, run) for name, run in zip(("verify_compiled.py", "verify_compilation_off.py"),
+                                                       program_runs(job, repro, force)) if run is not None]
+    for path, run in runs:
         path.write_text(harness_text(source, run))
     with ThreadPoolExecutor(2) as threads:
-        compiled, off = threads.map(lambda p: verify(p, job.target, timeout_s=max(60.0, job.timeout_s)), paths)
-    return compiled.verified and off.seen is None and off.returncode == 0
+        results = list(threads.map(lambda r: verify(r[0], job.target, timeout_s=max(60.0, job.timeout_s)), runs))
+    return results[0].verified and all(off.seen is None and off.returncode == 0 for off in results[1:])
 
 
 def pin_backend(source: str, backend: str) -> str | None:

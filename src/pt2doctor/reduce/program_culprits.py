@@ -1,9 +1,9 @@
 """The callables a reduced program calls inside its compiled code: a program repro's `culprit_ops`.
 
 Contract: `compiled_calls(source) -> tuple[str, ...]` reads the program's AST only (nothing runs). The
-compiled code is every function that `torch.compile` or `torch._dynamo.optimize` wraps: as a decorator,
-or as the first argument of a call (a function's name, a lambda, `obj.method`, a module class's
-instance or constructor, whose `forward` is compiled). From there it follows, transitively, calls to
+compiled code is every function that `torch.compile` or `torch._dynamo.optimize` wraps, and every
+module `torch.export.export` traces: as a decorator, or as the first argument of a call (a function's
+name, a lambda, `obj.method`, a module class's instance or constructor, whose `forward` is compiled). From there it follows, transitively, calls to
 functions, methods and classes the program defines (by name: a reduced program is small and its names
 are few), and names every other callable in source order, once each, at most `MAX_CALLS`:
 - dotted names through the program's imports (`np.cumsum` -> `numpy.cumsum`, `torch.cumsum`);
@@ -17,7 +17,7 @@ import ast
 import builtins
 
 MAX_CALLS = 8
-_COMPILERS = {"torch.compile", "torch._dynamo.optimize"}
+_COMPILERS = {"torch.compile", "torch._dynamo.optimize", "torch.export.export", "torch.export.draft_export"}
 _DISPLAYS = {ast.List: "list", ast.ListComp: "list", ast.Dict: "dict", ast.DictComp: "dict", ast.Set: "set",
              ast.SetComp: "set"}
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
@@ -57,6 +57,17 @@ def _calls(node: ast.AST) -> list[ast.Call]:
     return [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
 
 
+# nn.Module methods that return the module itself: `Model().eval()` is still a `Model`
+_RETURN_SELF = {"eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_"}
+
+
+def _constructed(value: ast.expr) -> ast.expr:
+    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _RETURN_SELF
+           and isinstance(value.func.value, ast.Call)):
+        value = value.func.value
+    return value
+
+
 def dotted(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -76,6 +87,7 @@ class _Program:
         self.imports: dict[str, str] = {}
         self.displays: dict[str, str] = {}
         self.instances: dict[str, str] = {}  # name -> the program's class it was bound to an instance of
+        self.made: dict[str, ast.Call] = {}  # name -> the other call it was bound to the result of
         for node in ast.walk(tree):
             self._note(node)
 
@@ -95,8 +107,11 @@ class _Program:
             name, value = node.targets[0].id, node.value
             if type(value) in _DISPLAYS:
                 self.displays[name] = _DISPLAYS[type(value)]
-            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.classes:
+            value = _constructed(value)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.classes:
                 self.instances[name] = value.func.id
+            elif isinstance(value, ast.Call):
+                self.made[name] = value
 
     def resolve(self, name: str) -> str:
         root, _, rest = name.partition(".")
@@ -135,6 +150,8 @@ class _Program:
             arg = arg.func
         if isinstance(arg, ast.Name) and (arg.id in self.classes or arg.id in self.instances):
             return list(self._methods(self.instances.get(arg.id, arg.id), "forward"))
+        if isinstance(arg, ast.Name) and arg.id in self.made and not self.defined(arg):
+            return [self.made[arg.id]]  # what made it: torch.export.unflatten(ep), torch.func.grad(f)
         return list(self.defined(arg))
 
     def functions_named(self, arg: ast.expr) -> list[_Def]:

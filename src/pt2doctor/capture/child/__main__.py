@@ -113,12 +113,10 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture.child import frame_recorder
 
         frame_recorder.install(Path(hooks.frame_record_dir))
-    if spec.export_log or spec.draft_log or spec.checks_log or (hooks.overrides and (hooks.overrides.export_eager or hooks.overrides.export_strict is not None)):
+    if spec.export_log or spec.draft_log or spec.checks_log or (hooks.overrides and hooks.overrides.changes_export):
         from pt2doctor.capture.child import export_observer
 
-        over = hooks.overrides
-        export_observer.install(spec.export_log, export_eager=bool(over and over.export_eager),
-                                export_strict=over.export_strict if over else None, record_dir=spec.record_dir,
+        export_observer.install(spec.export_log, hooks.overrides, record_dir=spec.record_dir,
                                 draft_log=spec.draft_log, checks_log=spec.checks_log)
     if hooks.overrides is not None:
         from pt2doctor.capture.child import overrides

@@ -1,7 +1,7 @@
 """Observe the script's torch.export and AOTInductor steps in the child; optionally change how they run.
 
-Contract: `install(log, export_eager, export_strict, record_dir, draft_log, checks_log)` is called once by `capture/child/__main__.py`
-before the script runs. Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
+Contract: `install(log, overrides, record_dir, draft_log, checks_log)` is called once before the script runs,
+by `capture/child/__main__.py` (and by a program reducer's candidate, `reduce.program_harness`, with no log). Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
 imported (`export_imports.when_imported`): a call appends `ExportEvent(STARTED)` to `log` (JSON lines,
 flushed before the step runs, so a step that kills the process is the one left started), then
 `PASSED`, or `FAILED` with the exception, which is re-raised unchanged. Only the outermost step is
@@ -11,15 +11,22 @@ back to it as they are. A recorded run (`record_dir`) also keeps what a repro of
 (`export_record.ExportRecorder`), before the step runs. An `explain` run (`draft_log`) also runs
 `torch.export.draft_export` after each tracing step, on copies (`export_draft.DraftRecorder`); with
 `checks_log`, the programs the script derives and runs are judged against their source
-(`export_checks.ExportChecker`). Two what-if options (the `Overrides` of `diagnose`'s runs) do change it:
+(`export_checks.ExportChecker`). What-if options (the `Overrides` of `diagnose`'s runs and of the program
+reducer's candidates) do change it:
 - `export_eager`: AOTInductor off: `aoti_compile_and_package` keeps the exported program instead of
   compiling it and `aoti_load_package` returns it, run eagerly (`torch_compat.export.EagerPackages`);
   the steps are still recorded, so the run shows how far the script got;
-- `export_strict`: every `torch.export.export` call traces strictly (True) or not (False).
+- `export_strict`: every `torch.export.export` call traces strictly (True) or not (False);
+- `export_runs_module`: every `torch.export.export` call first calls its module with its inputs, eagerly,
+  on deep copies (the originals when they cannot be copied) and with the RNG state restored after; when
+  that raises, the call raises `ModuleFailsEagerly` instead of exporting: the program is wrong, not export.
+  A reduced program must keep a module that runs (`reduce.program`);
+- `decompositions_off`: `ExportedProgram.run_decompositions` returns the program it was given, unchanged.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import os
@@ -32,6 +39,7 @@ from pt2doctor.capture.child.export_draft import DraftRecorder
 from pt2doctor.capture.child.export_imports import when_imported
 from pt2doctor.capture.child.export_record import ExportRecorder
 from pt2doctor.capture.torch_compat import export as compat
+from pt2doctor.model.child import Overrides
 from pt2doctor.model.export import TRACE_STEPS, ExportEvent, ExportStep, Phase
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.serialize import append_line
@@ -136,6 +144,38 @@ def _forcing_strict(strict: bool) -> Callable[[Callable[..., Any]], Callable[...
     return wrap
 
 
+class ModuleFailsEagerly(Exception):
+    """The module a `torch.export.export` call was given raises when called with its inputs, eagerly."""
+
+
+def _running_module_first(export: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(export)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        call = compat.export_arguments(export, args, kwargs)
+        try:
+            module, inputs, named = copy.deepcopy((call["mod"], call.get("args", ()), call.get("kwargs") or {}))
+        except Exception:
+            module, inputs, named = call["mod"], call.get("args", ()), call.get("kwargs") or {}
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if torch.cuda.is_initialized() else []):
+            try:
+                module(*inputs, **named)
+            except Exception as exc:
+                raise ModuleFailsEagerly(f"the module given to torch.export.export raises when called with its inputs "
+                                         f"eagerly: {type(exc).__name__}: {exc}") from exc
+        return export(*args, **kwargs)
+
+    return checked
+
+
+def _unchanged(_run_decompositions: Callable[..., Any]) -> Callable[..., Any]:
+    def unchanged(program: Any, *_args: Any, **_kwargs: Any) -> Any:
+        return program
+
+    return unchanged
+
+
 def _replacing(seam: compat.Seam, packages: compat.EagerPackages) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def wrap(real: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(real)
@@ -149,27 +189,33 @@ def _replacing(seam: compat.Seam, packages: compat.EagerPackages) -> Callable[[C
     return wrap
 
 
-def _install_seam(seam: compat.Seam, observer: _Observer, export_eager: bool, export_strict: bool | None) -> None:
-    if seam.step is None and export_strict is not None:
-        compat.replace_seam(seam, _forcing_strict(export_strict))  # inside the observer: it records the mode used
-    if export_eager and seam.step in (ExportStep.AOTI_COMPILE, ExportStep.AOTI_LOAD):
+def _install_seam(seam: compat.Seam, observer: _Observer, over: Overrides) -> None:
+    # what-if replacements go in first, inside the observer: it records the step as it then runs
+    if seam.step is None and over.export_runs_module:
+        compat.replace_seam(seam, _running_module_first)
+    if seam.step is None and over.export_strict is not None:
+        compat.replace_seam(seam, _forcing_strict(over.export_strict))
+    if seam.step is ExportStep.RUN_DECOMPOSITIONS and over.decompositions_off:
+        compat.replace_seam(seam, _unchanged)
+    if over.export_eager and seam.step in (ExportStep.AOTI_COMPILE, ExportStep.AOTI_LOAD):
         compat.replace_seam(seam, _replacing(seam, _PACKAGES))
     step = seam.step
-    if step is None and export_strict is not None:  # the mode the call runs in, not the one the script asked for
-        step = ExportStep.STRICT_TRACE if export_strict else ExportStep.NON_STRICT_TRACE
+    if step is None and over.export_strict is not None:  # the mode the call runs in, not the one the script asked for
+        step = ExportStep.STRICT_TRACE if over.export_strict else ExportStep.NON_STRICT_TRACE
     compat.replace_seam(seam, observer.wrap(_trace_step if step is None else lambda _kwargs: step))
 
 
 _PACKAGES = compat.EagerPackages()
 
 
-def install(log: str | None, export_eager: bool = False, export_strict: bool | None = None,
-            record_dir: str | None = None, draft_log: str | None = None, checks_log: str | None = None) -> None:
+def install(log: str | None, overrides: Overrides | None = None, record_dir: str | None = None,
+            draft_log: str | None = None, checks_log: str | None = None) -> None:
+    over = overrides or Overrides()
     drafts = DraftRecorder(draft_log, os.path.dirname(draft_log)) if draft_log else None
     checker = ExportChecker(checks_log, DEFAULT_TOLERANCE) if checks_log else None
     observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None, drafts, checker)
-    if export_eager:  # the stand-in package's calls are the package's run step
+    if over.export_eager:  # the stand-in package's calls are the package's run step
         run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
         compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]
     for seam in compat.SEAMS:
-        when_imported(seam.module, functools.partial(_install_seam, seam, observer, export_eager, export_strict))
+        when_imported(seam.module, functools.partial(_install_seam, seam, observer, over))

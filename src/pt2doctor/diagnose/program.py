@@ -1,0 +1,73 @@
+"""Reduce the user's program in `diagnose` (`reduce.program`), when no graph gives a verified repro.
+
+Contract: `reduce_the_program(options, found, reporter, failed, backend, reason, export)` shrinks
+`options.script` while it fails as the run `failed` did and passes with the failing part turned off:
+under torch.compile with `backend` forced onto it (the stage's simplest backend that fails), on the
+export path with the failing `export` step turned off (`reduce.program` says how). It sets
+`found.program` and a note; a failure of the reducer is a note too: the diagnosis so far stands. It
+does nothing for a diagnosis that has nothing to reduce (the script's own bug, a timeout, a recompile
+limit, a failure that does not repeat) or for a job of several ranks. A graph repro that did not
+verify is kept beside the program's, as `repro_graph.py`. A Ctrl-C during the reduction is re-raised
+once what was reduced is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from pt2doctor.capture.runner import Reporter
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.export import ExportStep
+
+_NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
+_WHY = {"dynamo": "the failure is in Dynamo: no graph shows it", "fallback": "graph minification gave no verified repro",
+        "export": "the failure is in torch.export: no compiled graph shows it"}
+
+
+def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
+                       reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None) -> None:
+    from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
+
+    if found.category in _NOT_REDUCED or found.flaky:
+        return
+    if options.torchrun is not None:
+        found.notes.append("program not reduced: the reducer runs the program as one process, and this one is a job "
+                           "of several ranks")
+        return
+    if found.minify is not None:  # an unverified graph repro: kept beside, as repro_graph.py
+        graph_repro = Path(found.minify.repro_path)
+        if graph_repro.exists():
+            found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
+    job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
+                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
+                     script_line(options.script, found), export)
+    passes = passes_with(job)
+    reporter.status(f"reducing the program ({fails_as(job)}, it must fail as {job.target}"
+                    f"{f', {passes} pass' if passes else ''})")
+    with found.timed("program_reduction"):
+        try:
+            found.program = reduce_program(job, reporter)
+        except CannotReduce as exc:
+            found.notes.append(f"program not reduced: {exc}")
+        except Exception as exc:  # the diagnosis so far must survive a reducer failure
+            found.notes.append(f"the program reducer failed: {type(exc).__name__}: {exc}")
+    p = found.program
+    if p is not None:
+        found.notes.append(f"repro.py is the program reduced ({_WHY[reason]}): {p.lines_before} -> {p.lines_after} "
+                           f"lines in {p.checks} checks ({p.check_s:.2f} s each), "
+                           f"{'verified' if p.verified else 'NOT verified'}")
+        if p.stopped_early == "interrupted":
+            raise KeyboardInterrupt
+
+
+def script_line(script: Path, found: Found) -> int | None:
+    """The line of the script the failure was raised at (the innermost frame in the script's own file)."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    here = str(script.resolve())
+    frames = [f for f in failure.user_frames if f.file and str(Path(f.file).resolve()) == here] if failure else []
+    return frames[-1].line if frames else None
