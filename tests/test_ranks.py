@@ -168,3 +168,23 @@ def test_diagnose_a_job_whose_failing_graph_issues_a_collective_says_a_repro_nee
     assert d["rank"] == "rank 1" and d["stage"] == "backend" and d["repro"] is None
     assert any("issues all_reduce, so a repro needs a process group of 2 ranks" in note for note in d["notes"])
     assert any("program not reduced" in note for note in d["notes"])
+
+
+@pytest.mark.slow
+def test_a_collective_schedule_only_one_rank_reorders_and_graphs_run_in_another_order(tmp_path, monkeypatch):
+    # a fresh Inductor cache: torch logs a graph's collective schedule only when it compiles it
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    run = pt2doctor("run", "--json", "--timeout", "300", "--nproc-per-node", "2", "--out", str(tmp_path / "o"),
+                    str(SCRIPTS / "ddp_rank_schedule.py"), timeout=400)
+    assert run.code == 0, run.stderr[-3000:]
+    doc = json.loads(run.stdout)
+    (schedule,) = _changes(doc, "collective_schedule")
+    assert schedule["subject"].startswith("step") and _changes(doc, "collectives") == []  # Dynamo's graphs agree
+    assert (schedule["before"], schedule["after"]) == ("all_reduce_, wait_tensor, all_reduce_, wait_tensor",
+                                                       "all_reduce_, all_reduce_, wait_tensor, wait_tensor")
+    (order,) = _changes(doc, "execution_order")
+    assert order["before"].startswith("first") and order["after"].startswith("second")
+    (divergence,) = doc["divergence"]
+    assert "only their waits moved" in divergence["consequence"]
+    text = pt2doctor("report", str(tmp_path / "o")).stdout
+    assert "Collective schedule (Inductor):" in text and "Graph execution order:" in text

@@ -6,7 +6,13 @@ and for each graph that both ranks compiled says where they differ:
 - `GRAPH_INPUTS`: the metadata of its inputs (dtype, shape, strides, device) as Dynamo printed them; the
   names Dynamo gives symbols (`s77`) are not compared, their places are;
 - `COLLECTIVES`: the collectives it issues, in order;
-- `CACHE`: whether the compile caches hit or missed for it.
+- `CACHE`: whether the compile caches hit or missed for it;
+- `COLLECTIVE_SCHEDULE`: the collective kernels in the order Inductor's scheduler placed them (torch's
+  `inductor_collective_schedule`), where the Dynamo graphs' collectives agree (where they do not,
+  `COLLECTIVES` says it already): an Inductor pass that reorders or buckets them ran otherwise;
+- `COLLECTIVE_OUTPUTS`: the tensors those collectives output (`inductor_runtime_and_tensor_meta`).
+And across the whole run, `EXECUTION_ORDER`: the order the compiled graphs ran in (torch's
+`graph_execution`), by the same alignment, where both ranks recorded it; the first place they differ.
 Each change carries its cause in words; `consequences(changes)` says what those differences lead to in a job.
 Graphs only one rank compiled are `analysis.compare`'s (a frame, a recompile, a graph break).
 """
@@ -19,6 +25,7 @@ from collections.abc import Iterable
 from pt2doctor.analysis.compare import place
 from pt2doctor.model import Session
 from pt2doctor.model.compare import Change, ChangeKind, Direction
+from pt2doctor.model.ids import CompileId
 from pt2doctor.model.session import Compile
 
 _SYMBOL = re.compile(r"\b([su])\d+\b")  # a symbol's name is the rank's own counter, not a property of the graph
@@ -29,6 +36,13 @@ _CAUSES = {
     ChangeKind.COLLECTIVES: "a rank-dependent branch in the compiled function issues other collectives here",
     ChangeKind.CACHE: "one rank loaded this graph from a compile cache and the other compiled it: their caches "
                       "differ (a cache directory per rank, a config or environment variable only some ranks set)",
+    ChangeKind.COLLECTIVE_SCHEDULE: "the same graph was compiled to code that issues its collectives in another "
+                                    "order: an Inductor pass that reorders or buckets collectives (a config set on "
+                                    "some ranks only, a runtime estimate that differs) decided otherwise per rank",
+    ChangeKind.COLLECTIVE_OUTPUTS: "the collectives Inductor scheduled output tensors of other shapes or dtypes on "
+                                   "each rank: they were compiled for other inputs",
+    ChangeKind.EXECUTION_ORDER: "the ranks ran their compiled graphs in another order: a rank-dependent branch "
+                                "between compiled calls, or a graph only one rank recompiled or skipped",
 }
 _CONSEQUENCES = {
     ChangeKind.GRAPH_INPUTS: "collectives in or after the graphs whose inputs differ get tensors of other sizes on "
@@ -38,6 +52,13 @@ _CONSEQUENCES = {
                             "with the wrong peer's",
     ChangeKind.CACHE: "the rank that compiles from scratch starts later, and every other rank waits for it at the "
                       "first collective (a straggler, or a collective timeout on a large model)",
+    ChangeKind.COLLECTIVE_SCHEDULE: "the ranks issue the same collectives in another order at run time: each waits "
+                                    "in a different one (a hang), or pairs its tensors with another collective's",
+    ChangeKind.COLLECTIVE_OUTPUTS: "a collective pairs tensors of other sizes across ranks: a hang, or a reduction "
+                                   "over mismatched data",
+    ChangeKind.EXECUTION_ORDER: "from there on the ranks' steps differ: collectives in or after those graphs are "
+                                "issued in another order on each rank (a hang, or values reduced with the wrong "
+                                "peer's)",
 }
 
 
@@ -46,17 +67,58 @@ def graph_changes(reference: Session, other: Session) -> tuple[Change, ...]:
     changes: list[Change] = []
     for key in (k for k in ours if k in theirs):
         a, b = ours[key], theirs[key]
-        for kind, value in ((ChangeKind.GRAPH_INPUTS, _inputs), (ChangeKind.COLLECTIVES, _collectives),
-                            (ChangeKind.CACHE, _cache)):
+        for kind, value in _PER_GRAPH:
+            if kind is ChangeKind.COLLECTIVE_SCHEDULE and _collectives(a) != _collectives(b):
+                continue  # the graphs issue other collectives: said once, as COLLECTIVES
             before, after = value(a), value(b)
             if before is not None and after is not None and before != after:
                 changes.append(Change(kind, Direction.CHANGED, key, before, after, _CAUSES[kind]))
-    return tuple(changes)
+    return (*changes, *_execution_order(reference, other, ours, theirs))
+
+
+def _execution_order(reference: Session, other: Session, ours: dict[str, Compile],
+                     theirs: dict[str, Compile]) -> tuple[Change, ...]:
+    """The first place the two ranks' orders of graph runs differ, each run named by its graph's key."""
+    if not reference.graph_execution or not other.graph_execution:
+        return ()
+    a, b = _runs(reference.graph_execution, ours), _runs(other.graph_execution, theirs)
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    if at == len(a) == len(b):
+        return ()
+    kind = ChangeKind.EXECUTION_ORDER
+    return (Change(kind, Direction.CHANGED, f"graph run {at + 1} (of {len(a)} and {len(b)})",
+                   a[at] if at < len(a) else "(no more runs)", b[at] if at < len(b) else "(no more runs)",
+                   _CAUSES[kind]),)
+
+
+def _runs(order: tuple[CompileId, ...], graphs: dict[str, Compile]) -> list[str]:
+    key_of = {c.compile_id: key for key, c in graphs.items()}
+    return [key_of.get(cid, f"graph {cid}") for cid in order]
 
 
 def consequences(changes: Iterable[Change]) -> list[str]:
+    changes = list(changes)
     kinds = {c.kind for c in changes}
-    return [text for kind, text in _CONSEQUENCES.items() if kind in kinds]
+    found = [text for kind, text in _CONSEQUENCES.items() if kind in kinds]
+    schedules = [c for c in changes if c.kind is ChangeKind.COLLECTIVE_SCHEDULE]
+    if schedules and all(_waits_moved_only(c) for c in schedules):
+        found[found.index(_CONSEQUENCES[ChangeKind.COLLECTIVE_SCHEDULE])] = _WAITS_MOVED
+    return found
+
+
+_WAITS_MOVED = ("the collectives are issued in the same order on every rank, only their waits moved: they still pair "
+                "up, but each rank overlaps communication with compute differently (one rank waits longer: a "
+                "straggler, and its timings are not the others')")
+
+
+def _waits_moved_only(change: Change) -> bool:
+    def issued(schedule: str) -> list[str]:
+        return [k for k in schedule.split(", ") if k != _WAIT]
+
+    return issued(change.before) == issued(change.after)
+
+
+_WAIT = "wait_tensor"
 
 
 def _graphs(compiles: Iterable[Compile]) -> dict[str, Compile]:
@@ -77,7 +139,19 @@ def _collectives(c: Compile) -> str | None:
     return ", ".join(c.collectives) or "none" if c.status == "ok" else None
 
 
+def _schedule(c: Compile) -> str | None:
+    return ", ".join(c.collective_schedule) if c.collective_schedule else None
+
+
+def _outputs(c: Compile) -> str | None:
+    return "; ".join(c.collective_outputs) if c.collective_outputs else None
+
+
 def _cache(c: Compile) -> str | None:
     if not c.cache_hits and not c.cache_misses:
         return None
     return "hit" if not c.cache_misses else "miss" if not c.cache_hits else f"{c.cache_hits} hit(s), {c.cache_misses} miss(es)"
+
+
+_PER_GRAPH = ((ChangeKind.GRAPH_INPUTS, _inputs), (ChangeKind.COLLECTIVES, _collectives), (ChangeKind.CACHE, _cache),
+              (ChangeKind.COLLECTIVE_SCHEDULE, _schedule), (ChangeKind.COLLECTIVE_OUTPUTS, _outputs))

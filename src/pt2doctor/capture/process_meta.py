@@ -243,6 +243,17 @@ def with_code(breaks: Iterable[GraphBreak]) -> list[GraphBreak]:
     return [b if b.code else replace(b, code=linecache.getline(b.file, b.line).strip()) for b in breaks]
 
 
+def call_order(meta: ChildReport | None) -> tuple[CompileId, ...]:
+    """The compiled graphs in the order the child saw them called (`capture.child.call_counter`)."""
+    order = []
+    for text in meta.call_order if meta is not None else ():
+        try:
+            order.append(CompileId.parse(text).compile)
+        except ValueError:
+            continue  # a graph compiled outside any compile id ("?")
+    return tuple(order)
+
+
 def with_calls(compiles: Iterable[Compile], calls: dict[str, int] | None) -> list[Compile]:
     """Attach the child's per-compile-id call counts (`capture.child.call_counter`) to the compiles."""
     if not calls:

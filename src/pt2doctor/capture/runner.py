@@ -318,6 +318,7 @@ def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitI
         export_steps=tuple(process_meta.records(paths.export_log, ExportEvent)),
         export_drafts=tuple(process_meta.records(paths.draft_log, DraftReport)),
         export_checks=tuple(process_meta.records(paths.export_checks, ExportCheck)),
+        graph_execution=facts.graph_execution or process_meta.call_order(meta),
     )
 
 

@@ -127,5 +127,6 @@ class ChildReport(msgspec.Struct, frozen=True):
     ended_at: float | None = None  # time.time() when the script ended (which rank of a job ended first)
     exception: ExceptionRecord | None = None
     calls: dict[str, int] | None = None  # compile id -> calls, with `ChildSpec.count_calls`
+    call_order: tuple[str, ...] = ()  # the compile ids of the first graph calls, in order (`call_counter.MAX_ORDER`)
     environment: ChildEnvironment = ChildEnvironment()
     torch_imported: bool = False

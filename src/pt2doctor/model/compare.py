@@ -23,6 +23,9 @@ class ChangeKind(str, Enum):
     ACCURACY = "accuracy"
     GRAPH_INPUTS = "graph_inputs"  # one graph, compiled by two ranks for inputs of other dtype, shape or strides
     COLLECTIVES = "collectives"  # one graph, issuing other collectives on two ranks
+    COLLECTIVE_SCHEDULE = "collective_schedule"  # one graph, its collectives in another order in Inductor's code
+    COLLECTIVE_OUTPUTS = "collective_outputs"  # one graph, its scheduled collectives outputting other tensors
+    EXECUTION_ORDER = "execution_order"  # the compiled graphs ran in another order
 
 
 class Direction(str, Enum):

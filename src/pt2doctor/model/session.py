@@ -119,6 +119,12 @@ class Compile:
     calls: int | None = None  # how often the compiled graph ran (None: not counted, e.g. a loaded trace)
     collectives: tuple[str, ...] = ()  # the distributed collectives the graph issues, in order (`all_reduce`)
     inputs: tuple[str, ...] = ()  # the graph's inputs as Dynamo printed them (`L_x_: f32[8][1]cpu`), in order
+    # Inductor's collective kernels in the order its scheduler placed them (`all_reduce_`; torch's
+    # `inductor_collective_schedule` artifact), forward then backward
+    collective_schedule: tuple[str, ...] = ()
+    # each of those with the metadata of what it outputs (`all_reduce_: f32[8]`), where torch logged Inductor's
+    # runtime estimates (`inductor_runtime_and_tensor_meta`, with `torch._inductor.config.log_tlparse`)
+    collective_outputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +282,8 @@ class Session:
     export_steps: tuple[ExportEvent, ...] = ()  # the torch.export / AOTInductor steps it went through
     export_drafts: tuple[DraftReport, ...] = ()  # draft_export's report of each export call (`explain`)
     export_checks: tuple[ExportCheck, ...] = ()  # exported programs it ran, judged against their source
+    # the compiled graphs in the order they ran, where torch recorded it (the `graph_execution` artifact)
+    graph_execution: tuple[CompileId, ...] = ()
 
     @property
     def compile_time_s(self) -> float:

@@ -8,7 +8,10 @@ from pt2doctor.model.compare import ChangeKind, Comparison, Direction, Overrun
 _TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind.GRAPH_BREAK: "Graph breaks",
            ChangeKind.RECOMPILE: "Recompiles", ChangeKind.FRAME: "Compiled frames",
            ChangeKind.COMPILE_TIME: "Compile time", ChangeKind.CACHE: "Caches", ChangeKind.ACCURACY: "Accuracy",
-           ChangeKind.GRAPH_INPUTS: "Graph inputs (tensor metadata)", ChangeKind.COLLECTIVES: "Collectives per graph"}
+           ChangeKind.GRAPH_INPUTS: "Graph inputs (tensor metadata)", ChangeKind.COLLECTIVES: "Collectives per graph",
+           ChangeKind.COLLECTIVE_SCHEDULE: "Collective schedule (Inductor)",
+           ChangeKind.COLLECTIVE_OUTPUTS: "Collective outputs (tensor metadata)",
+           ChangeKind.EXECUTION_ORDER: "Graph execution order"}
 _MARK = {Direction.ADDED: "+", Direction.REMOVED: "-", Direction.CHANGED: "~"}
 
 

@@ -84,17 +84,18 @@ def _text(value: object) -> str | None:
 def _write_meta(path: str, exit_code: int, started: float, exception: ExceptionRecord | None = None) -> None:
     report = ChildReport(
         exit_code=exit_code, wall_s=time.time() - started, ended_at=time.time(), exception=exception,
-        calls=_call_counts() if _call_counts is not None else None, environment=_environment(),
+        calls=_calls.counts() if _calls is not None else None,
+        call_order=tuple(_calls.order) if _calls is not None else (), environment=_environment(),
         torch_imported="torch" in sys.modules,
     )
     write_record(Path(path), report)
 
 
-_call_counts: Any = None
+_calls: Any = None
 
 
 def _install_hooks(spec: ChildSpec) -> None:
-    global _call_counts
+    global _calls
     hooks = spec.hooks
     if hooks.accuracy_probe is not None:  # before the counter, whose wrapper must count only the program's calls
         from pt2doctor.capture.child import accuracy_probe
@@ -103,7 +104,7 @@ def _install_hooks(spec: ChildSpec) -> None:
     if spec.count_calls:  # a traced run: count how often each compiled graph runs
         from pt2doctor.capture.child import call_counter
 
-        _call_counts = call_counter.install()
+        _calls = call_counter.install()
     if spec.record_dir:
         from pt2doctor.capture.child import graph_recorder
 
@@ -147,6 +148,8 @@ def main() -> None:
     sys.path[0] = os.path.dirname(script)
     started = time.time()
     _install_hooks(spec)
+    if _is_rank(spec):
+        _observe_rank()
     meta = spec.meta
     try:
         _run_as_main(script)
@@ -167,11 +170,25 @@ def main() -> None:
         _write_meta(meta, 0, started)
 
 
+def _is_rank(spec: ChildSpec) -> bool:
+    return spec.per_rank and spec.meta is not None and "RANK" in os.environ
+
+
+def _observe_rank() -> None:
+    """What tlparse compares across ranks and torch logs only when asked: Inductor's runtime estimates and
+    output metadata per op (the order the compiled graphs run in is the call counter's, for every run).
+    Logging only: the program computes the same."""
+    from pt2doctor.capture import torch_compat
+
+    name, value = torch_compat.RUNTIME_ESTIMATES_ENV
+    os.environ.setdefault(name, value)
+
+
 def _for_this_process(spec: ChildSpec) -> ChildSpec:
     """A rank of a job (torchrun sets RANK) writes its sidecar, crash log and recordings (graphs, the
     failing frame) under its own `rank-N/`, so ranks never write one file and each rank's graphs can be
     minified on their own."""
-    if not spec.per_rank or spec.meta is None or "RANK" not in os.environ:
+    if not _is_rank(spec) or spec.meta is None:
         return spec
     import msgspec
 

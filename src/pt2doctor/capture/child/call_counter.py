@@ -1,8 +1,10 @@
 """Count how often each compiled graph runs (tlparse#46: "how often do compiled frames run?").
 
 Contract: `install()` (in the child, before the script runs) wraps every callable a Dynamo backend
-returns in a counter keyed by the compile id it was compiled under, and returns `snapshot()`, the
-`{compile id: calls}` the child writes to its sidecar at exit. An exception that comes out of
+returns in a counter keyed by the compile id it was compiled under, and returns the `Calls` it counts
+in: `counts()`, the `{compile id: calls}`, and `order`, the compile ids of the first `MAX_ORDER` calls
+in the order they came (whether ranks run their graphs in the same order), which the child writes to
+its sidecar at exit. An exception that comes out of
 a compiled graph's call is tagged with that graph's compile id (`RAISED_BY`), and so is one that comes
 out of a backward graph's compile, which AOTAutograd runs lazily inside `loss.backward()` (the
 compilers every `aot_autograd` backend hands it are wrapped; their results are not). The wrapper is one Python call and
@@ -24,17 +26,34 @@ from typing import Any
 from pt2doctor.capture import torch_compat
 
 
-def install() -> Callable[[], dict[str, int]]:
-    calls: Counter[str] = Counter()
+MAX_ORDER = 4096  # the calls whose order is kept: enough to see where two ranks' steps part
+
+
+class Calls:
+    def __init__(self) -> None:
+        self.counted: Counter[str] = Counter()
+        self.order: list[str] = []
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.counted)
+
+    def called(self, compile_id: str) -> None:
+        self.counted[compile_id] += 1
+        if len(self.order) < MAX_ORDER:
+            self.order.append(compile_id)
+
+
+def install() -> Calls:
+    calls = Calls()
 
     def on_backend_call(original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         compiled = original(output_graph, gm, example_inputs)
         compile_id = torch_compat.current_compile_id() or "?"
-        calls[compile_id] += 0  # a graph that never runs shows 0, not "unknown"
+        calls.counted[compile_id] += 0  # a graph that never runs shows 0, not "unknown"
 
         @functools.wraps(compiled)
         def counted(*args: Any, **kwargs: Any) -> Any:
-            calls[compile_id] += 1
+            calls.called(compile_id)
             try:
                 return compiled(*args, **kwargs)
             except BaseException as exc:
@@ -54,7 +73,7 @@ def install() -> Callable[[], dict[str, int]]:
     after_import(_HOOKED_MODULE, lambda: torch_compat.patch_backend_call(on_backend_call))
     # its own module: patching while `output_graph` is imported would import it inside Dynamo's own init
     after_import(_AOT_MODULE, lambda: torch_compat.patch_aot_compilers(on_aot_compile))
-    return lambda: dict(calls)
+    return calls
 
 
 RAISED_BY = "_pt2doctor_raised_by_graph"

@@ -29,6 +29,7 @@ from pt2doctor.capture.torch_compat.observe import (
     dynamo_config,
     config_module,
     patch_torch_compile,
+    RUNTIME_ESTIMATES_ENV,
 )
 from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
 from pt2doctor.capture.torch_compat.provenance import node_origin
@@ -74,6 +75,7 @@ from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overlo
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 
 __all__ = [
+    "RUNTIME_ESTIMATES_ENV",
     "node_origin",
     "trace_logger",
     "trace_formatter",

@@ -130,3 +130,9 @@ def patch_torch_compile(extra_kwargs: dict[str, Any], on_compiled: Callable[[Any
         return _finish(original(model, **kwargs))
 
     torch.compile = compile  # type: ignore[assignment]
+
+
+# torch._inductor.config.log_tlparse (2.13), read from the environment when the config is imported: Inductor
+# then logs each graph's per-op runtime estimates and output metadata (`inductor_runtime_and_tensor_meta`)
+RUNTIME_ESTIMATES_ENV = ("LOG_TLPARSE", "1")
+

@@ -45,6 +45,7 @@ class TraceFacts:
     compile_failures: list[Failure] = field(default_factory=list)
     torch_version: str | None = None
     artifacts: list[ev.Artifact] = field(default_factory=list)
+    graph_execution: tuple[CompileId, ...] = ()  # the compiled graphs in the order they ran, where torch logged it
 
 
 def build_session(events: Iterable[ev.Event], *, keep_artifacts: bool = False) -> TraceFacts:
@@ -66,9 +67,12 @@ class _Fold:
     compiles: dict[tuple[int | None, CompileId], Compile] = field(default_factory=dict)
     collectives: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     inputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    schedules: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    outputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
 
     def finish(self) -> TraceFacts:
-        compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()))
+        compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()),
+                            collective_schedule=self.schedules.get(key, ()), collective_outputs=self.outputs.get(key, ()))
                     for key, c in self.compiles.items())
         self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
         self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
@@ -241,10 +245,78 @@ def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
         forward = next((m[1] for m in map(_FORWARD.match, lines) if m), None)
         if forward is not None:
             fold.inputs[key] = tuple(f"{name}: {meta}" for name, meta in _INPUT.findall(forward))
+    if event.kind in _INDUCTOR_ARTIFACTS and event.payload is not None:
+        _INDUCTOR_ARTIFACTS[event.kind](fold, event, _json(event.payload.read()))
     if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
         fold.facts.torch_version = _torch_version(event.payload.read())
     if fold.keep_artifacts and event.kind != "chromium_event":
         fold.facts.artifacts.append(event)
+
+
+def _json(text: str) -> Any:
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
+
+
+# Inductor's name of a collective kernel: `torch.ops._c10d_functional.all_reduce_.default` -> `all_reduce_`
+_KERNEL = re.compile(r"(?:torch\.ops\.)?_c10d_functional\.(\w+?)(?:\.default)?$")
+
+
+def _kernel(name: object) -> str:
+    match = _KERNEL.match(str(name))
+    return match[1] if match else str(name)
+
+
+def _on_schedule(fold: _Fold, event: ev.Artifact, value: Any) -> None:
+    """`inductor_collective_schedule`: the collective kernels of one graph, in the scheduler's order, waits
+    included (where a wait lands is what a reordering pass changes)."""
+    if event.compile_id is None or not isinstance(value, list):
+        return
+    key = (event.rank, _frame_key(event.compile_id))
+    fold.schedules[key] = fold.schedules.get(key, ()) + tuple(map(_kernel, value))
+
+
+def _on_runtimes(fold: _Fold, event: ev.Artifact, value: Any) -> None:
+    """`inductor_runtime_and_tensor_meta`: per scheduled op, its kind and its outputs' metadata."""
+    if event.compile_id is None or not isinstance(value, dict):
+        return
+    key = (event.rank, _frame_key(event.compile_id))
+    described = tuple(f"{_kernel(op.get('name'))}: {', '.join(filter(None, map(_tensor, op.get('outputs') or ()))) or '-'}"
+                      for op in value.get("ops") or () if isinstance(op, dict) and op.get("type") == "collective")
+    fold.outputs[key] = fold.outputs.get(key, ()) + described
+
+
+def _tensor(meta: Any) -> str | None:
+    """`f32[8, 4]`; None for an output torch logged nothing of (an in-place collective's mutation)."""
+    if not isinstance(meta, dict) or meta.get("dtype") is None:
+        return None
+    dtype = _DTYPES.get(str(meta.get("dtype")), str(meta.get("dtype")))
+    return f"{dtype}[{', '.join(map(str, meta.get('shape') or ()))}]"
+
+
+_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64", "int32": "i32",
+           "int8": "i8", "uint8": "u8", "bool": "b8"}
+
+
+def _on_execution(fold: _Fold, _event: ev.Artifact, value: Any) -> None:
+    """`graph_execution`: the compile ids of the graphs in the order they ran."""
+    order = value.get("graph_execution_order") if isinstance(value, dict) else None
+    ids = []
+    for entry in order or ():
+        try:
+            ids.append(_frame_key(CompileId.parse(str(entry.get("compile_id")))))
+        except (ValueError, AttributeError):
+            continue
+    fold.facts.graph_execution += tuple(ids)
+
+
+_INDUCTOR_ARTIFACTS: dict[str, Callable[[_Fold, ev.Artifact, Any], None]] = {
+    "inductor_collective_schedule": _on_schedule,
+    "inductor_runtime_and_tensor_meta": _on_runtimes,
+    "graph_execution": _on_execution,
+}
 
 
 def _torch_version(text: str) -> str | None:

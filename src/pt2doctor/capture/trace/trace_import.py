@@ -30,7 +30,7 @@ def session_from_trace(path: Path, *, strict: bool = False) -> Session:
         schema=SCHEMA, torch_version=facts.torch_version, command=(), exit=ExitInfo(code=None),
         compiles=tuple(facts.compiles), graph_breaks=tuple(with_code(facts.graph_breaks)),
         recompiles=tuple(facts.recompiles), failures=tuple(facts.compile_failures),
-        limit_hits=tuple(facts.limit_hits),
+        limit_hits=tuple(facts.limit_hits), graph_execution=facts.graph_execution,
         trace=TraceStats(files=tuple(counters.files), lines=counters.lines, events=counters.events,
                          unreadable=counters.unreadable, unknown=counters.unknown, ranks=tuple(sorted(counters.ranks))),
         environment=Environment(torch=facts.torch_version), extras=Extras(source="trace"),
