@@ -170,6 +170,56 @@ def test_diagnose_a_job_whose_failing_graph_issues_a_collective_says_a_repro_nee
     assert any("program not reduced" in note for note in d["notes"])
 
 
+def test_a_graph_inductor_estimates_much_slower_on_one_rank_is_a_straggler_and_small_differences_are_not():
+    from pt2doctor.analysis.ranks import job_of
+    from pt2doctor.model import SCHEMA, CompileId, ExitInfo, Session
+    from pt2doctor.model.job import ProcessSession
+    from pt2doctor.model.session import Compile
+
+    def job(*estimates: float | None):
+        def rank(n: int, ns: float | None) -> ProcessSession:
+            compiled = Compile(CompileId(0, 0), "f", "train.py", 3, 4, 1.0, "ok", estimated_runtime_ns=ns,
+                               collective_outputs=(f"all_gather_into_tensor: f32[{8 * (n + 1)}]",))
+            session = Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), exit=ExitInfo(code=0),
+                              compiles=(compiled,))
+            return ProcessSession(f"rank {n}", n, None, session)
+
+        (divergence,) = job_of(tuple(rank(n, ns) for n, ns in enumerate(estimates))).divergence
+        return divergence
+
+    slow = job(2e6, 6e6)
+    (runtime,) = [c for c in slow.comparison.changes if c.kind.value == "runtime_estimate"]
+    assert (runtime.before, runtime.after) == ("2 ms", "6 ms") and "uneven shard" in runtime.detail
+    assert "arrives late at every collective" in slow.consequence
+    (outputs,) = [c for c in slow.comparison.changes if c.kind.value == "collective_outputs"]
+    assert (outputs.before, outputs.after) == ("all_gather_into_tensor: f32[8]", "all_gather_into_tensor: f32[16]")
+    for close in (job(2e6, 2.4e6), job(0.0, 0.0), job(None, 5e6)):  # noise, CPU's zeros, one rank not logged
+        assert [c for c in close.comparison.changes if c.kind.value == "runtime_estimate"] == []
+
+
+def test_output_code_that_calls_other_collectives_than_the_scheduler_placed_is_a_parity_gap():
+    from pt2doctor.analysis.ranks import job_of
+    from pt2doctor.model import SCHEMA, CompileId, ExitInfo, Session
+    from pt2doctor.model.job import ProcessSession
+    from pt2doctor.model.session import Compile
+    from pt2doctor.report.ranks import render_job
+
+    scheduled = ("all_reduce_", "wait_tensor", "all_gather_into_tensor", "wait_tensor")
+
+    def rank(n: int, in_code: tuple[str, ...]) -> ProcessSession:
+        compiled = Compile(CompileId(0, 0), "f", "train.py", 3, 4, 1.0, "ok", collective_schedule=scheduled,
+                           code_collectives=in_code)
+        session = Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), exit=ExitInfo(code=0),
+                          compiles=(compiled,))
+        return ProcessSession(f"rank {n}", n, None, session)
+
+    job = job_of((rank(0, scheduled), rank(1, scheduled[:2])))
+    (gap,) = job.parity
+    assert (gap.label, gap.graph, gap.in_code) == ("rank 1", "f (train.py:3) graph 0", ("all_reduce_", "wait_tensor"))
+    assert "Inductor's code generation" in gap.detail
+    assert "the output code calls all_reduce_, wait_tensor" in render_job(job)
+
+
 @pytest.mark.slow
 def test_a_collective_schedule_only_one_rank_reorders_and_graphs_run_in_another_order(tmp_path, monkeypatch):
     # a fresh Inductor cache: torch logs a graph's collective schedule only when it compiles it
@@ -188,3 +238,9 @@ def test_a_collective_schedule_only_one_rank_reorders_and_graphs_run_in_another_
     assert "only their waits moved" in divergence["consequence"]
     text = pt2doctor("report", str(tmp_path / "o")).stdout
     assert "Collective schedule (Inductor):" in text and "Graph execution order:" in text
+    # Inductor's runtime estimates were logged for the ranks (LOG_TLPARSE): the collectives' outputs are read
+    assert any(c.get("collective_outputs") for p in doc["processes"] for c in p["session"]["compiles"])
+    # each rank's output code calls the collectives its scheduler placed (tlparse's parity check): no gap
+    steps = [c for p in doc["processes"] for c in p["session"]["compiles"] if c.get("collective_schedule")]
+    assert len(steps) == 2 and all(c["code_collectives"] == c["collective_schedule"] for c in steps)
+    assert doc["parity"] == []

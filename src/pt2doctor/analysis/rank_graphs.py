@@ -10,10 +10,14 @@ and for each graph that both ranks compiled says where they differ:
 - `COLLECTIVE_SCHEDULE`: the collective kernels in the order Inductor's scheduler placed them (torch's
   `inductor_collective_schedule`), where the Dynamo graphs' collectives agree (where they do not,
   `COLLECTIVES` says it already): an Inductor pass that reorders or buckets them ran otherwise;
-- `COLLECTIVE_OUTPUTS`: the tensors those collectives output (`inductor_runtime_and_tensor_meta`).
+- `COLLECTIVE_OUTPUTS`: the tensors those collectives output (`inductor_runtime_and_tensor_meta`);
+- `RUNTIME_ESTIMATE`: Inductor's estimate of the graph's runtime (the same artifact), where one rank's is
+  more than `RUNTIME_RATIO` times the other's (estimates of zero, as on CPU, say nothing).
 And across the whole run, `EXECUTION_ORDER`: the order the compiled graphs ran in (torch's
 `graph_execution`), by the same alignment, where both ranks recorded it; the first place they differ.
 Each change carries its cause in words; `consequences(changes)` says what those differences lead to in a job.
+`parity_gaps(label, session)` is tlparse's check within one process: graphs whose output code calls other
+collectives (or in another order) than the scheduler placed.
 Graphs only one rank compiled are `analysis.compare`'s (a frame, a recompile, a graph break).
 """
 
@@ -26,6 +30,7 @@ from pt2doctor.analysis.compare import place
 from pt2doctor.model import Session
 from pt2doctor.model.compare import Change, ChangeKind, Direction
 from pt2doctor.model.ids import CompileId
+from pt2doctor.model.job import ParityGap
 from pt2doctor.model.session import Compile
 
 _SYMBOL = re.compile(r"\b([su])\d+\b")  # a symbol's name is the rank's own counter, not a property of the graph
@@ -43,6 +48,9 @@ _CAUSES = {
                                    "each rank: they were compiled for other inputs",
     ChangeKind.EXECUTION_ORDER: "the ranks ran their compiled graphs in another order: a rank-dependent branch "
                                 "between compiled calls, or a graph only one rank recompiled or skipped",
+    ChangeKind.RUNTIME_ESTIMATE: "Inductor estimates this graph to take much longer on one rank: it was compiled "
+                                 "for more work there (an uneven shard), or with other kernels (a config or a "
+                                 "device that differs)",
 }
 _CONSEQUENCES = {
     ChangeKind.GRAPH_INPUTS: "collectives in or after the graphs whose inputs differ get tensors of other sizes on "
@@ -56,6 +64,9 @@ _CONSEQUENCES = {
                                     "in a different one (a hang), or pairs its tensors with another collective's",
     ChangeKind.COLLECTIVE_OUTPUTS: "a collective pairs tensors of other sizes across ranks: a hang, or a reduction "
                                    "over mismatched data",
+    ChangeKind.RUNTIME_ESTIMATE: "the slower rank arrives late at every collective after this graph and the others "
+                                 "wait for it (a straggler); passes that plan by these estimates (reordering, "
+                                 "bucketing) decide otherwise on each rank",
     ChangeKind.EXECUTION_ORDER: "from there on the ranks' steps differ: collectives in or after those graphs are "
                                 "issued in another order on each rank (a hang, or values reduced with the wrong "
                                 "peer's)",
@@ -70,6 +81,8 @@ def graph_changes(reference: Session, other: Session) -> tuple[Change, ...]:
         for kind, value in _PER_GRAPH:
             if kind is ChangeKind.COLLECTIVE_SCHEDULE and _collectives(a) != _collectives(b):
                 continue  # the graphs issue other collectives: said once, as COLLECTIVES
+            if kind is ChangeKind.RUNTIME_ESTIMATE and not _slower(a, b):
+                continue  # estimates differ a little with every compile
             before, after = value(a), value(b)
             if before is not None and after is not None and before != after:
                 changes.append(Change(kind, Direction.CHANGED, key, before, after, _CAUSES[kind]))
@@ -121,6 +134,17 @@ def _waits_moved_only(change: Change) -> bool:
 _WAIT = "wait_tensor"
 
 
+_PARITY = ("Inductor's output code for this graph does not call the collectives its scheduler placed, in that "
+           "order: a bug in Inductor's code generation (file it with the graph's output code); the ranks issue "
+           "collectives the schedule does not show, so every cross-rank comparison of schedules misleads here")
+
+
+def parity_gaps(label: str, session: Session) -> tuple[ParityGap, ...]:
+    return tuple(ParityGap(label, key, c.collective_schedule, c.code_collectives, _PARITY)
+                 for key, c in _graphs(session.compiles).items()
+                 if c.collective_schedule and c.code_collectives and c.collective_schedule != c.code_collectives)
+
+
 def _graphs(compiles: Iterable[Compile]) -> dict[str, Compile]:
     seen: dict[str, int] = {}
     graphs = {}
@@ -147,6 +171,22 @@ def _outputs(c: Compile) -> str | None:
     return "; ".join(c.collective_outputs) if c.collective_outputs else None
 
 
+RUNTIME_RATIO = 1.5
+
+
+def _runtime(c: Compile) -> str | None:
+    return _ns(c.estimated_runtime_ns) if c.estimated_runtime_ns else None
+
+
+def _ns(value: float) -> str:
+    return f"{value / 1e6:.3g} ms" if value >= 1e5 else f"{value / 1e3:.3g} us"
+
+
+def _slower(a: Compile, b: Compile) -> bool:
+    x, y = a.estimated_runtime_ns or 0.0, b.estimated_runtime_ns or 0.0
+    return x > 0 and y > 0 and max(x, y) > RUNTIME_RATIO * min(x, y)
+
+
 def _cache(c: Compile) -> str | None:
     if not c.cache_hits and not c.cache_misses:
         return None
@@ -154,4 +194,5 @@ def _cache(c: Compile) -> str | None:
 
 
 _PER_GRAPH = ((ChangeKind.GRAPH_INPUTS, _inputs), (ChangeKind.COLLECTIVES, _collectives), (ChangeKind.CACHE, _cache),
-              (ChangeKind.COLLECTIVE_SCHEDULE, _schedule), (ChangeKind.COLLECTIVE_OUTPUTS, _outputs))
+              (ChangeKind.COLLECTIVE_SCHEDULE, _schedule), (ChangeKind.COLLECTIVE_OUTPUTS, _outputs),
+              (ChangeKind.RUNTIME_ESTIMATE, _runtime))

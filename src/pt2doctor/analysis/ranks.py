@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from pt2doctor.analysis import enrich
 from pt2doctor.analysis.compare import compare, place
-from pt2doctor.analysis.rank_graphs import consequences, graph_changes
+from pt2doctor.analysis.rank_graphs import consequences, graph_changes, parity_gaps
 from pt2doctor.model.compare import ChangeKind, Comparison
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession, RankAtTimeout, RankDivergence
 from pt2doctor.model.session import ExitInfo
@@ -44,7 +44,8 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
             found.append(RankDivergence(other.label, comparison, _consequence(reference, other, comparison) if ranks
                                         else ""))
     stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
-    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes))
+    parity = tuple(gap for p in processes for gap in parity_gaps(p.label, p.session))
+    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes), parity)
 
 
 def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:

@@ -26,6 +26,7 @@ class ChangeKind(str, Enum):
     COLLECTIVE_SCHEDULE = "collective_schedule"  # one graph, its collectives in another order in Inductor's code
     COLLECTIVE_OUTPUTS = "collective_outputs"  # one graph, its scheduled collectives outputting other tensors
     EXECUTION_ORDER = "execution_order"  # the compiled graphs ran in another order
+    RUNTIME_ESTIMATE = "runtime_estimate"  # one graph, estimated by Inductor to run much longer on one rank
 
 
 class Direction(str, Enum):

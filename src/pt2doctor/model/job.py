@@ -36,6 +36,18 @@ class RankDivergence:
     consequence: str = ""  # e.g. the collectives this rank's other graphs would issue differently
 
 
+@dataclass(frozen=True, slots=True)
+class ParityGap:
+    """One graph of one process whose output code calls other collectives, or in another order, than
+    Inductor's scheduler placed (tlparse's collective parity): a bug in Inductor's code generation."""
+
+    label: str  # the process
+    graph: str  # `f (train.py:3) graph 0`
+    scheduled: tuple[str, ...]
+    in_code: tuple[str, ...]
+    detail: str  # what it means and leads to
+
+
 WaitState = Literal["collective", "compiling", "user code", "unknown"]
 
 
@@ -58,3 +70,4 @@ class Job:
     divergence: tuple[RankDivergence, ...] = ()
     at_timeout: tuple[RankAtTimeout, ...] = ()  # a job stopped at --timeout: every rank's place
     first_failure: str | None = None  # the process whose failure ended first (the others' often follow from it)
+    parity: tuple[ParityGap, ...] = ()  # graphs whose output code's collectives are not the scheduler's

@@ -125,6 +125,8 @@ class Compile:
     # each of those with the metadata of what it outputs (`all_reduce_: f32[8]`), where torch logged Inductor's
     # runtime estimates (`inductor_runtime_and_tensor_meta`, with `torch._inductor.config.log_tlparse`)
     collective_outputs: tuple[str, ...] = ()
+    estimated_runtime_ns: float | None = None  # the sum of those runtime estimates over the graph's ops
+    code_collectives: tuple[str, ...] = ()  # the collective kernels its output code calls, in order (waits included)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ _TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind
            ChangeKind.GRAPH_INPUTS: "Graph inputs (tensor metadata)", ChangeKind.COLLECTIVES: "Collectives per graph",
            ChangeKind.COLLECTIVE_SCHEDULE: "Collective schedule (Inductor)",
            ChangeKind.COLLECTIVE_OUTPUTS: "Collective outputs (tensor metadata)",
-           ChangeKind.EXECUTION_ORDER: "Graph execution order"}
+           ChangeKind.EXECUTION_ORDER: "Graph execution order",
+           ChangeKind.RUNTIME_ESTIMATE: "Runtime estimates (Inductor)"}
 _MARK = {Direction.ADDED: "+", Direction.REMOVED: "-", Direction.CHANGED: "~"}
 
 

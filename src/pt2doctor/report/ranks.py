@@ -26,6 +26,9 @@ def render_job(job: Job) -> str:
                   f"{f', {f.file}:{f.line}' if f.file else ''}); diagnose that one.", ""]
     if job.at_timeout:
         lines += _at_timeout(job), ""
+    for gap in job.parity:
+        lines += [f"{gap.label}: {gap.graph}: the scheduler placed {', '.join(gap.scheduled)}; the output code calls "
+                  f"{', '.join(gap.in_code)}", f"  {gap.detail}", ""]
     reference = job.processes[0].label
     if not job.divergence:
         lines.append(f"Every process compiled what {reference} compiled.")

@@ -69,10 +69,13 @@ class _Fold:
     inputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     schedules: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     outputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    runtimes: dict[tuple[int | None, CompileId], float] = field(default_factory=dict)
+    in_code: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
 
     def finish(self) -> TraceFacts:
         compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()),
-                            collective_schedule=self.schedules.get(key, ()), collective_outputs=self.outputs.get(key, ()))
+                            collective_schedule=self.schedules.get(key, ()), collective_outputs=self.outputs.get(key, ()),
+                            estimated_runtime_ns=self.runtimes.get(key), code_collectives=self.in_code.get(key, ()))
                     for key, c in self.compiles.items())
         self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
         self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
@@ -245,6 +248,12 @@ def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
         forward = next((m[1] for m in map(_FORWARD.match, lines) if m), None)
         if forward is not None:
             fold.inputs[key] = tuple(f"{name}: {meta}" for name, meta in _INPUT.findall(forward))
+    if event.kind == "inductor_output_code" and event.payload is not None and event.compile_id is not None:
+        calls = tuple(m[1] for line in event.payload.read().splitlines() if not line.lstrip().startswith("#")
+                      for m in _CODE_COLLECTIVE.finditer(line))
+        if calls:
+            key = (event.rank, _frame_key(event.compile_id))
+            fold.in_code[key] = fold.in_code.get(key, ()) + calls
     if event.kind in _INDUCTOR_ARTIFACTS and event.payload is not None:
         _INDUCTOR_ARTIFACTS[event.kind](fold, event, _json(event.payload.read()))
     if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
@@ -260,6 +269,8 @@ def _json(text: str) -> Any:
         return None
 
 
+# a collective kernel called in Inductor's output code (`torch.ops._c10d_functional.all_reduce_.default(buf0, ...)`)
+_CODE_COLLECTIVE = re.compile(r"_c10d_functional\.(\w+)\.default\(")
 # Inductor's name of a collective kernel: `torch.ops._c10d_functional.all_reduce_.default` -> `all_reduce_`
 _KERNEL = re.compile(r"(?:torch\.ops\.)?_c10d_functional\.(\w+?)(?:\.default)?$")
 
@@ -279,13 +290,16 @@ def _on_schedule(fold: _Fold, event: ev.Artifact, value: Any) -> None:
 
 
 def _on_runtimes(fold: _Fold, event: ev.Artifact, value: Any) -> None:
-    """`inductor_runtime_and_tensor_meta`: per scheduled op, its kind and its outputs' metadata."""
+    """`inductor_runtime_and_tensor_meta`: per scheduled op, its kind, its estimated runtime and its outputs'
+    metadata (a graph's forward and backward add up)."""
     if event.compile_id is None or not isinstance(value, dict):
         return
     key = (event.rank, _frame_key(event.compile_id))
     described = tuple(f"{_kernel(op.get('name'))}: {', '.join(filter(None, map(_tensor, op.get('outputs') or ()))) or '-'}"
                       for op in value.get("ops") or () if isinstance(op, dict) and op.get("type") == "collective")
     fold.outputs[key] = fold.outputs.get(key, ()) + described
+    ops = [op for op in value.get("ops") or () if isinstance(op, dict)]
+    fold.runtimes[key] = fold.runtimes.get(key, 0.0) + sum(float(op.get("estimated_runtime_ns") or 0) for op in ops)
 
 
 def _tensor(meta: Any) -> str | None:
