@@ -178,3 +178,16 @@ def test_a_tracing_failure_torch_causes_is_reduced_with_the_module_still_running
     assert p["verified"] and p["lines_after"] < p["lines_before"] and p["passes_with"] == ""
     text = Path(d["repro"]).read_text()
     assert "torch.export.unflatten(" in text and "dynamic_shapes" in text
+
+
+@pytest.mark.slow
+def test_a_check_that_fails_after_export_and_passes_with_export_off_is_the_exported_programs(diagnosed) -> None:
+    run, d = diagnosed(SCRIPTS / "global_specialized.py", options=("--program-budget", "30"))
+    export = d["export"]
+    assert (d["category"], d["stage"], run.code) == ("accuracy", "dynamo", 1)  # not the script's own error
+    assert (export["step"], export["kind"]) == ("non_strict_trace", "wrong_result")
+    assert [a["outcome"] for a in d["attempts"] if a["label"] == "export-off"] == ["pass"]
+    assert any("specializes on what it saw while tracing" in s for s in d["next_steps"])
+    p = d["program"]
+    assert p["verified"] and p["passes_with"].startswith("with export off")
+    assert "torch.export.export(" in Path(d["repro"]).read_text()

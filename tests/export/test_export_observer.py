@@ -65,6 +65,16 @@ def test_running_the_module_first_tells_a_broken_program_from_an_export_failure(
     assert steps_passed(events) == (ExportStep.NON_STRICT_TRACE, ExportStep.RUN_DECOMPOSITIONS)
 
 
+def test_export_off_makes_the_exported_program_the_module_itself(tmp_path: Path) -> None:
+    options = RunOptions(SCRIPTS / "global_specialized.py", (), tmp_path / "off", timeout_s=300,
+                         hooks=Hooks(overrides=Overrides(export_off=True)), echo=False)
+    session = run_script(options)
+    assert session.exit.code == 0  # ep.module() is the module: the check after the global changed passes
+    events = read_lines(RunPaths(options.out_dir).export_log, ExportEvent)
+    assert steps_passed(events) == (ExportStep.NON_STRICT_TRACE,) and failing_step(events) is None
+    assert _events(tmp_path / "on", "global_specialized.py")[-1].phase is Phase.PASSED  # as written: traced, then fails
+
+
 def test_a_step_left_started_is_where_the_process_died() -> None:
     events = [ExportEvent(0, ExportStep.NON_STRICT_TRACE, Phase.STARTED),
               ExportEvent(0, ExportStep.NON_STRICT_TRACE, Phase.PASSED),

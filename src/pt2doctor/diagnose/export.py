@@ -10,6 +10,10 @@ Otherwise it cancels the queued torch.compile stage runs (they do not apply), ma
 the kinds apart, concludes `found` (`Found.export`) and returns True:
 - every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
   against the program it came from, in the run: an accuracy failure of that step, no further run;
+- every step passed, nothing was judged wrong and no package ran, but the script failed after tracing:
+  one run with export off (`Overrides.export_off`); when it passes, the exported program computes
+  otherwise than the module it came from (an accuracy failure of the tracing step), else the
+  torch.compile procedure goes on (the failure is not export's);
 - a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
   other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
   the fixes that a copy of the script verifies (`export_fix`);
@@ -61,7 +65,9 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     if failed is not None and not _ended_with(failed, failed_run):
         return False  # the script went on after a failed step (caught it) and failed elsewhere
     wrong = failed_checks(records(RunPaths(runner.run_dir(failed_run.label)).export_checks, ExportCheck))
-    if failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events):
+    traced = next((s for s in steps_passed(events) if s in TRACE_STEPS), None)
+    after_trace = failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events)
+    if after_trace and (traced is None or not _passes_with_export_off(runner, found)):
         return False
     for future in queued.values():  # torch.compile's stage runs say nothing about an export: stop them
         runner.stop(future)
@@ -69,6 +75,9 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
+        elif after_trace and traced is not None:
+            conclude_export(found, ExportFinding(entry, traced, ExportFailureKind.WRONG_RESULT, judged=_EXPORT_OFF,
+                                                 eager_passes=True), Category.ACCURACY)
         elif failed is None and wrong and wrong[0].step not in AOTI_STEPS:
             _wrong_program(found, entry, wrong[0])
         else:
@@ -77,10 +86,25 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
             if wrong and found.export is not None:
                 found.export = replace(found.export, judged=_judged(wrong[0]))
     if options is not None and options.minify and _wants_a_repro(found):
-        step = failed.step if failed is not None else wrong[0].step if wrong else ExportStep.AOTI_RUN
+        step = (failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace and traced
+                else ExportStep.AOTI_RUN)
         reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step)
         program_steps(found)
     return True
+
+
+_EXPORT_OFF = ("with export off (torch.export.export returning a stand-in whose module() is the module itself, run "
+               "eagerly) the script passes (verified by a run)")
+
+
+def _passes_with_export_off(runner: VariantRunner, found: Found) -> bool:
+    """Whether the script passes with export turned off: its failure after tracing passed is export's doing
+    (the exported program computes otherwise than its module), not the script's."""
+    runner.reporter.status("the script failed after exporting: running it with export off (ep.module() the module "
+                           "itself)")
+    attempt = runner.submit(Variant("export-off", None, Overrides(export_off=True))).result()
+    found.attempts.append(attempt)
+    return attempt.outcome == "pass"
 
 
 def _wants_a_repro(found: Found) -> bool:

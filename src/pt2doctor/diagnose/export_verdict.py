@@ -165,6 +165,12 @@ def _aoti(finding: ExportFinding) -> list[str]:
 def _wrong_result(finding: ExportFinding) -> list[str]:
     if finding.step is None or finding.step in _AOTI_KINDS:
         return _aoti(finding)
+    if finding.step in TRACE_STEPS:
+        return [f"The exported program computes otherwise than the module it was exported from: {finding.judged}.",
+                "torch.export specializes on what it saw while tracing: Python numbers, globals and attributes the "
+                "module reads besides its inputs, sizes not in dynamic_shapes; it keeps no side effects. If the "
+                "module reads such state and the script changes it after exporting, pass it as an input; "
+                "otherwise it is a torch.export bug: file it with issue.md."]
     return [f"Judged in the run, on copies of the same inputs: {STEP_TITLES[finding.step]} returned a program "
             f"that is not the one it was given: {finding.judged}.",
             "The bug is in torch.export, not in the program: file it with issue.md."]

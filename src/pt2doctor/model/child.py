@@ -37,11 +37,13 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     export_strict: bool | None = None  # every torch.export.export call traces strictly (True) or not (False)
     export_runs_module: bool = False  # each torch.export.export call first runs its module eagerly, on copies
     decompositions_off: bool = False  # ExportedProgram.run_decompositions returns the program it was given
+    export_off: bool = False  # torch.export.export returns a stand-in whose module() is the module given, run eagerly
 
     @property
     def changes_export(self) -> bool:
         """Whether the export observer must be installed to apply these (`capture.child.export_observer`)."""
-        return self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
+        return (self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
+                or self.export_off)
 
 
 class AccuracyProbeSpec(msgspec.Struct, frozen=True):

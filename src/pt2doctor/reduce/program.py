@@ -12,8 +12,10 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
 On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
 module eagerly first and fails otherwise (a reduction may not break the program to fail export), and
 (b) turns the failing step off: a wrong `run_decompositions` returns the program it was given,
-AOTInductor runs the exported program eagerly; a tracing step has no (b): a program that cannot be
-traced has no traced result to stand in, and (a)'s eager run is what it must still pass.
+AOTInductor runs the exported program eagerly, and for a wrong result after tracing, export itself is
+off (`ep.module()` is the module it was given); a tracing step that raised has no (b): the rest of
+the program may need a real exported program (`torch.export.unflatten`), and (a)'s eager run is what
+it must still pass.
 (b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
 (b) whenever it fails (a), so deleting the compile call is never kept. Before either, a candidate must
 keep some statements exactly as written (`kept_statements`): for a wrong result the script's own check
@@ -150,26 +152,36 @@ def program_runs(job: ProgramJob, file: Path, force: bool = True) -> tuple[Progr
     off (None: no such run, see the module docstring): in the script's directory, with its argv, as `file`."""
     where = ProgramRun(str(file), str(job.script.resolve().parent), (file.name, *job.args), type_only=job.type_only)
     if job.export is not None:
-        off = _STEP_OFF.get(job.export)
+        off = _step_off(job)
         return (replace(where, overrides=Overrides(export_runs_module=True)),
-                replace(where, overrides=off) if off is not None else None)
+                replace(where, overrides=off[0]) if off is not None else None)
     backend = {"backend": job.backend} if job.backend and force else {}
     return (replace(where, overrides=Overrides(compile_kwargs=backend)),
             replace(where, overrides=Overrides(stance="force_eager")))
 
 
-_AOTI_OFF = Overrides(export_runs_module=True, export_eager=True)
-_STEP_OFF = {ExportStep.RUN_DECOMPOSITIONS: Overrides(export_runs_module=True, decompositions_off=True),
+_AOTI_OFF = (Overrides(export_runs_module=True, export_eager=True),
+             "with AOTInductor off (each package replaced by the exported program, run eagerly)")
+_STEP_OFF = {ExportStep.RUN_DECOMPOSITIONS: (Overrides(export_runs_module=True, decompositions_off=True),
+                                             "with run_decompositions returning the exported program unchanged"),
              **{step: _AOTI_OFF for step in AOTI_STEPS}}
-_OFF_WORDS = {ExportStep.RUN_DECOMPOSITIONS: "with run_decompositions returning the exported program unchanged",
-              **{step: "with AOTInductor off (each package replaced by the exported program, run eagerly)"
-                 for step in AOTI_STEPS}}
+_EXPORT_OFF = (Overrides(export_off=True), "with export off (ep.module() the module it was given, run eagerly)")
 COMPILATION_OFF = 'with compilation off (torch.compiler.set_stance("force_eager"))'
 
 
+def _step_off(job: ProgramJob) -> tuple[Overrides, str] | None:
+    """The run that turns the failing export step off, and its words (see the module docstring)."""
+    if job.export is None or job.export in _STEP_OFF:
+        return _STEP_OFF.get(job.export) if job.export else None
+    return _EXPORT_OFF if job.type_only else None
+
+
 def passes_with(job: ProgramJob) -> str | None:
-    """The run a reduced program must pass, in words (None: there is none, a tracing step failed)."""
-    return COMPILATION_OFF if job.export is None else _OFF_WORDS.get(job.export)
+    """The run a reduced program must pass, in words (None: there is none, a tracing step raised)."""
+    if job.export is None:
+        return COMPILATION_OFF
+    off = _step_off(job)
+    return off[1] if off else None
 
 
 def fails_as(job: ProgramJob) -> str:

@@ -21,7 +21,9 @@ reducer's candidates) do change it:
   on deep copies (the originals when they cannot be copied) and with the RNG state restored after; when
   that raises, the call raises `ModuleFailsEagerly` instead of exporting: the program is wrong, not export.
   A reduced program must keep a module that runs (`reduce.program`);
-- `decompositions_off`: `ExportedProgram.run_decompositions` returns the program it was given, unchanged.
+- `decompositions_off`: `ExportedProgram.run_decompositions` returns the program it was given, unchanged;
+- `export_off`: export turned off: `torch.export.export` returns a stand-in whose `module()` is the module
+  it was given, run eagerly (`torch_compat.export.EagerProgram`), AOTInductor off with it (as `export_eager`).
 """
 
 from __future__ import annotations
@@ -169,6 +171,14 @@ def _running_module_first(export: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
+def _standing_in(export: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(export)
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        return compat.EagerProgram(compat.export_arguments(export, args, kwargs)["mod"])
+
+    return stand_in
+
+
 def _unchanged(_run_decompositions: Callable[..., Any]) -> Callable[..., Any]:
     def unchanged(program: Any, *_args: Any, **_kwargs: Any) -> Any:
         return program
@@ -191,13 +201,15 @@ def _replacing(seam: compat.Seam, packages: compat.EagerPackages) -> Callable[[C
 
 def _install_seam(seam: compat.Seam, observer: _Observer, over: Overrides) -> None:
     # what-if replacements go in first, inside the observer: it records the step as it then runs
+    if seam.step is None and over.export_off:
+        compat.replace_seam(seam, _standing_in)
     if seam.step is None and over.export_runs_module:
         compat.replace_seam(seam, _running_module_first)
     if seam.step is None and over.export_strict is not None:
         compat.replace_seam(seam, _forcing_strict(over.export_strict))
     if seam.step is ExportStep.RUN_DECOMPOSITIONS and over.decompositions_off:
         compat.replace_seam(seam, _unchanged)
-    if over.export_eager and seam.step in (ExportStep.AOTI_COMPILE, ExportStep.AOTI_LOAD):
+    if (over.export_eager or over.export_off) and seam.step in (ExportStep.AOTI_COMPILE, ExportStep.AOTI_LOAD):
         compat.replace_seam(seam, _replacing(seam, _PACKAGES))
     step = seam.step
     if step is None and over.export_strict is not None:  # the mode the call runs in, not the one the script asked for
@@ -214,7 +226,7 @@ def install(log: str | None, overrides: Overrides | None = None, record_dir: str
     drafts = DraftRecorder(draft_log, os.path.dirname(draft_log)) if draft_log else None
     checker = ExportChecker(checks_log, DEFAULT_TOLERANCE) if checks_log else None
     observer = _Observer(log, ExportRecorder(record_dir) if record_dir else None, drafts, checker)
-    if over.export_eager:  # the stand-in package's calls are the package's run step
+    if over.export_eager or over.export_off:  # the stand-in package's calls are the package's run step
         run = observer.wrap(lambda _kwargs: ExportStep.AOTI_RUN)
         compat.EagerPackage.__call__ = run(compat.EagerPackage.__call__)  # type: ignore[method-assign]
     for seam in compat.SEAMS:

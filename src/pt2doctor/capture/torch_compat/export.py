@@ -64,6 +64,24 @@ def is_strict(kwargs: dict[str, Any]) -> bool:
     return bool(kwargs.get("strict", False))
 
 
+class EagerProgram:
+    """Stands in for an ExportedProgram when export is turned off: `module()` is the module export was
+    given, run eagerly as it is; `run_decompositions` returns the stand-in; AOTInductor turned off keeps it
+    as it keeps a program (`EagerPackages`). Anything else a script reads of a program is not there."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def module(self) -> Any:
+        return self._module
+
+    def run_decompositions(self, *_args: Any, **_kwargs: Any) -> EagerProgram:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"export is turned off (pt2doctor): its stand-in for an ExportedProgram has no {name!r}")
+
+
 class EagerPackage:
     """Stands in for a loaded AOTInductor package: calls the exported program's module, eagerly."""
 
