@@ -167,3 +167,14 @@ def test_a_wrong_results_check_and_the_seeds_are_kept_as_written():
     assert not keeps(source.replace("rtol=1e-4", "rtol=0"), kept)
     assert not keeps(source.replace("torch.manual_seed(0)\n", ""), kept)
     assert kept_statements(source, check_line=None) < kept  # a crash keeps only the seed
+
+
+def test_a_wrong_results_identity_keeps_a_first_line_that_names_no_values():
+    from pt2doctor.model.signature import check_identity
+
+    # which comparison failed stays part of the failure; the values compared do not (they shrink with the program)
+    assert check_identity("AssertionError: Tensor-likes are not close!") == "AssertionError: Tensor-likes are not close!"
+    for text in ("AssertionError: Mismatch N vs N", "AssertionError:", "AssertionError",
+                 "AssertionError: run_decompositions changed the number of outputs: N -> N",
+                 "AssertionError: The values for attribute 'dtype' do not match: torch.float32 != torch.int64."):
+        assert check_identity(text) == "AssertionError"

@@ -39,6 +39,19 @@ def normalize(text: str) -> str:
     return first[:_MAX].strip()
 
 
+# what shows a line carries values: a masked number, brackets, a comparison, a tensor's repr
+_VALUES = re.compile(r"[\[\](){}=<>]|\bN\b|\btensor\b")
+
+
+def check_identity(text: str) -> str:
+    """The identity of a wrong result that the script's own check raised, from its normalised `Type: first
+    line`: the type, and the line too when it names no values (`AssertionError: Tensor-likes are not close!`
+    says which comparison failed; `Mismatch at N: tensor(...)` says with what, which changes as a program
+    shrinks)."""
+    name, _, first = text.partition(":")
+    return f"{name}: {first.strip()}" if first.strip() and not _VALUES.search(first) else name
+
+
 def from_description(text: str) -> FailureSignature:
     """Signature of a `Type: message` description written by a repro script."""
     norm = normalize(text)

@@ -5,8 +5,9 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
 `ProgramOracle` says `FAILS_SAME`:
 (a) run compiled (as the script is, or with `job.backend` forced onto every `torch.compile`, the
     `Overrides` of `diagnose`'s variants), it fails with `job.target`: the same failure identity as
-    the script's (`analysis.failures.failure_text`; for a wrong result only the exception type, whose
-    message carries the compared values, raised outside the compiler stack so that a crash inside it
+    the script's (`analysis.failures.failure_text`; for a wrong result the exception type and its first
+    line only where that names no values (`model.signature.check_identity`), raised outside the compiler
+    stack so that a crash inside it
     does not pass for the script's check; the signal for a crash that killed the process);
 (b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
 On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
@@ -48,7 +49,7 @@ from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import ProgramRepro, StateChange
 from pt2doctor.model.export import AOTI_STEPS, ExportStep
 from pt2doctor.model.minify import FailureKind, FailureSignature
-from pt2doctor.model.signature import from_description
+from pt2doctor.model.signature import check_identity, from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
 from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
@@ -81,11 +82,11 @@ class ProgramJob:
 
 
 def target_of(signature: str, type_only: bool) -> FailureSignature:
-    """The identity a run's signature (`analysis.failures.signature`) stands for: a signal name, the
-    exception type alone (`type_only`), or the whole normalised `Type: first line`."""
+    """The identity a run's signature (`analysis.failures.signature`) stands for: a signal name, a wrong
+    result's (`type_only`: `model.signature.check_identity`), or the whole normalised `Type: first line`."""
     if signature in signal.Signals.__members__ or signature.startswith("signal "):
         return FailureSignature(FailureKind.SIGNAL, signature)
-    return from_description(signature.split(":", 1)[0] if type_only else signature)
+    return from_description(check_identity(signature) if type_only else signature)
 
 
 _SEEDS = {"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",

@@ -15,8 +15,9 @@ description and exits 1 when the program fails. `check()`:
   `linecache` under that name (tracebacks and `inspect` see the candidate, not the file on disk);
 - turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is.
 `describe_failure` is the failure identity of `analysis.failures.failure_text` (the rule every run's
-signature uses), or only the exception type where `run.type_only` (a wrong result: the script's own
-check, whose message carries the values it compared), provided it was raised outside the compiler stack
+signature uses), or where `run.type_only` (a wrong result: the script's own check, whose message may
+carry the values it compared) the type and a first line that names no values (`model.signature.
+check_identity`), provided it was raised outside the compiler stack
 (`analysis.failures.raised_inside_compiler`): an `AssertionError` from inside Inductor is a crash, another
 failure, not the script's check.
 """
@@ -81,9 +82,12 @@ def describe_failure(exc):
 
     from pt2doctor.analysis.failures import failure_text, raised_inside_compiler
 
+    text = failure_text(type(exc).__name__, str(exc))
     if TYPE_ONLY and not raised_inside_compiler("".join(traceback.format_tb(exc.__traceback__))):
-        return type(exc).__name__
-    return failure_text(type(exc).__name__, str(exc))
+        from pt2doctor.model.signature import check_identity
+
+        return check_identity(text)
+    return text
 
 
 if __name__ == "__main__":
