@@ -169,6 +169,21 @@ def test_a_wrong_results_check_and_the_seeds_are_kept_as_written():
     assert kept_statements(source, check_line=None) < kept  # a crash keeps only the seed
 
 
+def test_a_seeded_generator_is_kept_and_a_program_that_compiles_nothing_is_refused():
+    """pytorch#196437's script seeds `random.Random(0)`: a reduction dropped the seed and the compile call,
+    and its randint check failed compiled and passed uncompiled by chance (a repro that did not verify)."""
+    from pt2doctor.reduce.program import keeps, kept_statements
+
+    source = ("import random\nimport torch\nrng = random.Random(0)\ng = torch.Generator().manual_seed(1)\n"
+              "c = torch.compile(lambda x: x + rng.randint(1, 9))(torch.zeros(2))\nassert c.sum() > 0\n")
+    kept = kept_statements(source, check_line=6)
+    assert len(kept) == 3  # the check and both seeded generators
+    assert not keeps(source.replace("random.Random(0)", "random.Random()"), kept, compiles=True)
+    uncompiled = source.replace("torch.compile(lambda x: x + rng.randint(1, 9))", "(lambda x: x + rng.randint(1, 9))")
+    assert keeps(uncompiled, kept) and not keeps(uncompiled, kept, compiles=True)
+    assert keeps(source, kept, compiles=True)
+
+
 def test_a_wrong_results_identity_keeps_a_first_line_that_names_no_values():
     from pt2doctor.model.signature import check_identity
 
