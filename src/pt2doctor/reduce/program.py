@@ -17,11 +17,12 @@ AOTInductor runs the exported program eagerly, and for a wrong result after trac
 off (`ep.module()` is the module it was given); a tracing step that raised has no (b): the rest of
 the program may need a real exported program (`torch.export.unflatten`), and (a)'s eager run is what
 it must still pass.
-(b) is checked only for candidates that pass (a). A candidate that no longer compiles anything fails
-(b) whenever it fails (a), so deleting the compile call is never kept. Before either, a candidate must
-keep some statements exactly as written (`kept_statements`): for a wrong result the script's own check
-(a reduction may not loosen or tighten what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and
-(b) and claim a bitwise difference), and every RNG seeding call.
+(b) is checked only for candidates that pass (a). A deterministic candidate that no longer compiles
+anything fails (b) whenever it fails (a); a nondeterministic one may not, so before either a candidate
+must still call a compiler (`calls_a_compiler`) and keep some statements exactly as written
+(`kept_statements`): for a wrong result the script's own check (a reduction may not loosen or tighten
+what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and (b) and claim a bitwise difference),
+and every statement that seeds an RNG.
 Each check runs the candidate (`reduce.program_harness`) in a child forked from a warm zygote
 (`reduce.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
@@ -202,8 +203,10 @@ COMPILATION_OFF = 'with compilation off (torch.compiler.set_stance("force_eager"
 
 def _step_off(job: ProgramJob) -> tuple[Overrides, str] | None:
     """The run that turns the failing export step off, and its words (see the module docstring)."""
-    if job.export is None or job.export in _STEP_OFF:
-        return _STEP_OFF.get(job.export) if job.export else None
+    if job.export is None:
+        return None
+    if job.export in _STEP_OFF:
+        return _STEP_OFF[job.export]
     return _EXPORT_OFF if job.type_only else None
 
 
