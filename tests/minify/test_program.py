@@ -65,6 +65,19 @@ def test_a_reused_server_forgets_what_the_last_program_changed(tmp_path):
         assert [oracle(SOURCE) for _ in range(3)] == [Outcome.FAILS_SAME] * 3
 
 
+def test_a_reused_server_forgets_the_export_overrides_of_the_last_program(tmp_path):
+    """The export path's checks replace torch.export.export (its module run first; a stand-in with export
+    off): seen on an H100, every check after the first ran the previous check's stand-in and passed."""
+    from pt2doctor.model.export import ExportStep
+
+    script = Path(__file__).parents[1] / "export" / "scripts" / "global_specialized.py"
+    job = ProgramJob(script, (), "AssertionError: Tensor-likes are not close!", None, tmp_path, 60.0, 120.0,
+                     "export", True, 19, ExportStep.NON_STRICT_TRACE)
+    with WorkerPool(1, 120.0, servers=True) as servers:
+        oracle = ProgramOracle(servers, job)
+        assert [oracle(script.read_text()) for _ in range(3)] == [Outcome.FAILS_SAME] * 3
+
+
 @pytest.mark.slow
 def test_the_reduced_program_keeps_the_culprit_and_verifies_both_ways(tmp_path):
     lines = Lines()

@@ -13,8 +13,9 @@ and for each graph that both ranks compiled says where they differ:
 - `COLLECTIVE_OUTPUTS`: the tensors those collectives output (`inductor_runtime_and_tensor_meta`);
 - `RUNTIME_ESTIMATE`: Inductor's estimate of the graph's runtime (the same artifact), where one rank's is
   more than `RUNTIME_RATIO` times the other's (estimates of zero, as on CPU, say nothing).
-And across the whole run, `EXECUTION_ORDER`: the order the compiled graphs ran in (torch's
-`graph_execution`), by the same alignment, where both ranks recorded it; the first place they differ.
+And across the whole run, `EXECUTION_ORDER`: the order the compiled graphs ran in (`Session.graph_execution`:
+the call counter's record, or torch's `graph_execution` artifact in a copied trace), by the same alignment,
+where both ranks have it; the first place they differ.
 Each change carries its cause in words; `consequences(changes)` says what those differences lead to in a job.
 `parity_gaps(label, session)` is tlparse's check within one process: graphs whose output code calls other
 collectives (or in another order) than the scheduler placed.

@@ -7,8 +7,9 @@ GPU. `Servers` (a `candidates.Dispatcher`, same protocol, same contract) starts 
 Contract:
 - Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `candidates.warm_up`)
   and then runs candidates one at a time, each in the interpreter as it was after the warm-up: the
-  compiler configs, stance and `torch.compile`, the default dtype and grad mode, the working directory,
-  `sys.argv`, `sys.path` and `__main__` restored and Dynamo reset before each, so nothing one candidate
+  compiler configs, stance, `torch.compile` and the export entry points, the default dtype and grad
+  mode, the working directory, `sys.argv`, `sys.path` and `__main__` restored and Dynamo reset before
+  each, so nothing one candidate
   set (a program candidate's `set_stance("force_eager")`, say) is seen by the next.
 - A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
   only its candidate with it and is replaced at once. A server whose candidate failed exits after

@@ -53,10 +53,28 @@ SEAMS: tuple[Seam, ...] = (
 def replace_seam(seam: Seam, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """Set `seam`'s attribute to `wrap(current)`; the seam's module must be imported (it is: the caller
     runs after that import)."""
+    owner = _owner(seam)
+    setattr(owner, seam.attribute, wrap(getattr(owner, seam.attribute)))
+
+
+def _owner(seam: Seam) -> Any:
     module_name, _, class_name = seam.owner.rpartition(":")
     module = importlib.import_module(module_name or seam.module)
-    owner = getattr(module, class_name) if class_name else module
-    setattr(owner, seam.attribute, wrap(getattr(owner, seam.attribute)))
+    return getattr(module, class_name) if class_name else module
+
+
+def seams_checkpoint() -> Callable[[], None]:
+    """Every seam as it is now (their modules imported here), and `restore()` that puts them back: an
+    interpreter reused for several runs (`reduce.servers`) must not keep one run's export overrides."""
+    importlib.import_module("torch._inductor")
+    kept = [(owner, seam.attribute, getattr(owner, seam.attribute)) for seam in SEAMS for owner in [_owner(seam)]]
+    kept.append((EagerPackage, "__call__", EagerPackage.__call__))
+
+    def restore() -> None:
+        for owner, attribute, value in kept:
+            setattr(owner, attribute, value)
+
+    return restore
 
 
 def is_strict(kwargs: dict[str, Any]) -> bool:

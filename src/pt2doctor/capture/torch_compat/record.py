@@ -222,16 +222,20 @@ def config_checkpoint() -> Callable[[], None]:
 
 def state_checkpoint() -> Callable[[], None]:
     """`config_checkpoint`, plus what a script run in a reused interpreter may change in torch beyond
-    its configs: `torch.compile` (a run's `Overrides` replace it), the compiler stance (`set_stance`:
+    its configs: `torch.compile` and the export seams (a run's `Overrides` replace them,
+    `export.seams_checkpoint`), the compiler stance (`set_stance`:
     compilation off stays off for every later `torch.compile` otherwise), the default dtype and grad
     mode. The interpreter is assumed to be at the default stance when this is called."""
     import torch
 
-    restore_configs = config_checkpoint()
+    from pt2doctor.capture.torch_compat.export import seams_checkpoint
+
+    restore_configs, restore_seams = config_checkpoint(), seams_checkpoint()
     compile_fn, dtype, grad = torch.compile, torch.get_default_dtype(), torch.is_grad_enabled()
 
     def restore() -> None:
         restore_configs()
+        restore_seams()
         torch.compile = compile_fn  # type: ignore[assignment]
         torch.compiler.set_stance("default")
         torch.set_default_dtype(dtype)
