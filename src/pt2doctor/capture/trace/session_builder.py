@@ -70,16 +70,24 @@ class _Fold:
     schedules: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     outputs: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
     runtimes: dict[tuple[int | None, CompileId], float] = field(default_factory=dict)
-    in_code: dict[tuple[int | None, CompileId], tuple[str, ...]] = field(default_factory=dict)
+    output_code: dict[tuple[int | None, CompileId], list[ev.PayloadRef]] = field(default_factory=dict)
 
     def finish(self) -> TraceFacts:
         compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()),
                             collective_schedule=self.schedules.get(key, ()), collective_outputs=self.outputs.get(key, ()),
-                            estimated_runtime_ns=self.runtimes.get(key), code_collectives=self.in_code.get(key, ()))
+                            estimated_runtime_ns=self.runtimes.get(key), code_collectives=self._code_collectives(key))
                     for key, c in self.compiles.items())
         self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
         self.facts.graph_breaks = sorted(self.breaks.values(), key=lambda b: (-b.count, b.file, b.line))
         return self.facts
+
+    def _code_collectives(self, key: tuple[int | None, CompileId]) -> tuple[str, ...]:
+        """The collectives a graph's output code calls, read only for a graph Inductor scheduled collectives
+        in (output code is most of a trace's bytes, and most graphs have none)."""
+        if key not in self.schedules:
+            return ()
+        return tuple(m[1] for ref in self.output_code.get(key, ()) for line in ref.read().splitlines()
+                     if not line.lstrip().startswith("#") for m in _CODE_COLLECTIVE.finditer(line))
 
 
 def _on_start(fold: _Fold, event: ev.DynamoStart) -> None:
@@ -249,11 +257,7 @@ def _on_artifact(fold: _Fold, event: ev.Artifact) -> None:
         if forward is not None:
             fold.inputs[key] = tuple(f"{name}: {meta}" for name, meta in _INPUT.findall(forward))
     if event.kind == "inductor_output_code" and event.payload is not None and event.compile_id is not None:
-        calls = tuple(m[1] for line in event.payload.read().splitlines() if not line.lstrip().startswith("#")
-                      for m in _CODE_COLLECTIVE.finditer(line))
-        if calls:
-            key = (event.rank, _frame_key(event.compile_id))
-            fold.in_code[key] = fold.in_code.get(key, ()) + calls
+        fold.output_code.setdefault((event.rank, _frame_key(event.compile_id)), []).append(event.payload)
     if event.kind in _INDUCTOR_ARTIFACTS and event.payload is not None:
         _INDUCTOR_ARTIFACTS[event.kind](fold, event, _json(event.payload.read()))
     if event.kind == "torch_version" and event.payload is not None and fold.facts.torch_version is None:
