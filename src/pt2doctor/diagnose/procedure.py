@@ -164,6 +164,7 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     if found.stage in GRAPH_STAGES and options.minify and not early:
         minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     if options.minify and found.stage is not None and not (found.minify and found.minify.verified):
+        # with the stage's own backend forced (the simplest that fails), judged by that run's failure
         backend = next((b for b, s in REFERENCE if s == found.stage), None)
         failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)
         reduce_the_program(options, found, reporter, failed, backend,
