@@ -338,9 +338,8 @@ _INDUCTOR_ARTIFACTS: dict[str, Callable[[_Fold, ev.Artifact, Any], None]] = {
 
 
 def _torch_version(text: str) -> str | None:
-    try:
-        value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    value = _json(text)
+    if value is None:  # not JSON: the version as written
         return text.strip().strip('"') or None
     return str(value.get("pytorch_version")) if isinstance(value, dict) else str(value)
 
