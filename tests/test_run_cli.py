@@ -125,6 +125,16 @@ def test_argv_stdin_and_no_compile_message(tmp_path):
     assert "nothing was compiled: the script never imported torch" in run.stdout
 
 
+def test_with_json_what_the_script_printed_is_shown_on_stderr_and_kept_apart_from_its_warnings(tmp_path):
+    """stdout holds the JSON, so the script's stdout is shown on stderr, where its warnings also go (torch's
+    "Failed to initialize NumPy" where numpy is missing): stdout.txt keeps what it printed, and only that."""
+    run = pt2doctor("run", "--json", "--out", str(tmp_path), str(SCRIPTS / "two_streams.py"))
+    assert run.code == 0 and run.doc["exit"]["code"] == 0
+    assert (tmp_path / "stdout.txt").read_text().splitlines() == ["first line", "second line"]
+    for line in ("first line", "second line", "to stderr", "a warning of the program's own"):
+        assert line in run.stderr
+
+
 @pytest.mark.parametrize("target", ["missing.py", "."])
 def test_bad_script_is_a_usage_error_without_traceback(tmp_path, target):
     run = pt2doctor("run", "--out", str(tmp_path), target, cwd=tmp_path)

@@ -162,6 +162,7 @@ def child_spec(options: RunOptions, paths: process_meta.RunPaths) -> ChildSpec:
         per_rank=options.torchrun is not None, launched_at=time.time(), export_log=str(paths.export_log),
         draft_log=str(paths.draft_log) if options.hooks.draft_export else None,
         checks_log=str(paths.export_checks) if options.hooks.export_checks else None,
+        line_buffered_stdout=options.echo and options.stdout_to_stderr and sys.stderr.isatty(),
     )
 
 
@@ -197,9 +198,10 @@ def stop_all(first: signal.Signals = signal.SIGINT) -> None:
 
 def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
     echo = sys.stderr.buffer if options.echo else open(options.out_dir / "stderr.txt", "wb")
-    stdout: IO[bytes] | int | None = sys.stderr.buffer if options.stdout_to_stderr else None
-    if not options.echo:
-        stdout = open(options.out_dir / "stdout.txt", "wb")
+    kept = open(options.out_dir / "stdout.txt", "wb") if not options.echo or options.stdout_to_stderr else None
+    # stdout goes to the terminal as it is, or to our stderr (our stdout holds JSON) and is kept in stdout.txt
+    # too: merged into the stream of the script's warnings, what it printed could no longer be told apart
+    stdout = subprocess.PIPE if options.echo and options.stdout_to_stderr else kept
     proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True)
     with _LIVE_LOCK:
         _LIVE.add(proc)
@@ -209,8 +211,11 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     if unwanted:
         _stop(proc, signal.SIGTERM)
     tail = _Tail(echo)
-    pump = threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)
-    pump.start()
+    pumps = [threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)]
+    if stdout is subprocess.PIPE:
+        pumps.append(threading.Thread(target=_Tail(sys.stderr.buffer, kept).pump, args=(proc.stdout,), daemon=True))
+    for pump in pumps:
+        pump.start()
     timed_out = interrupted = False
     try:
         timed_out = not _wait(proc, options)
@@ -223,10 +228,11 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
         with _LIVE_LOCK:
             _LIVE.discard(proc)
             interrupted = interrupted or proc.pid in _STOPPED
-    pump.join(timeout=_GRACE_S)
-    for handle in (stdout, echo):
-        if handle is not sys.stderr.buffer and hasattr(handle, "close"):
-            handle.close()  # type: ignore[union-attr]
+    for pump in pumps:
+        pump.join(timeout=_GRACE_S)
+    for handle in (kept, echo):
+        if handle is not None and handle is not sys.stderr.buffer:
+            handle.close()
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
     return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted), tail.text()
@@ -269,24 +275,24 @@ def _stop(proc: subprocess.Popen[bytes], first: signal.Signals) -> None:
 
 
 class _Tail:
-    """Tee the child's stderr to `out` (ours, or a file) while keeping its last bytes for classification."""
+    """Tee a stream of the child's to `outs` (ours, a file) while keeping its last bytes for classification."""
 
-    def __init__(self, out: IO[bytes]) -> None:
-        self._out = out
+    def __init__(self, *outs: IO[bytes] | None) -> None:
+        self._outs = [out for out in outs if out is not None]
         self._chunks: list[bytes] = []
         self._size = 0
 
     def pump(self, stream: IO[bytes] | None) -> None:
         if stream is None:
             return
-        out = self._out
         # a Popen pipe is a BufferedReader (it has read1), though typeshed types it IO[bytes]
         for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-            try:
-                out.write(chunk)
-                out.flush()
-            except (OSError, ValueError):
-                pass
+            for out in self._outs:
+                try:
+                    out.write(chunk)
+                    out.flush()
+                except (OSError, ValueError):
+                    pass
             self._chunks.append(chunk)
             self._size += len(chunk)
             while self._size > _STDERR_TAIL and len(self._chunks) > 1:

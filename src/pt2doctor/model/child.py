@@ -84,6 +84,8 @@ class ChildSpec(msgspec.Struct, frozen=True):
     hooks: Hooks = Hooks()
     launched_at: float | None = None  # time.time() when the parent started it: `timeout_s` counts from then
     per_rank: bool = False  # one process per rank (torchrun): each writes `meta`/`crash_log` under `rank-N/`
+    # stdout is a pipe the parent copies to a terminal: line-buffered, as Python makes a terminal's stdout
+    line_buffered_stdout: bool = False
 
 
 class ExceptionRecord(msgspec.Struct, frozen=True):

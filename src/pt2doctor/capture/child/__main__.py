@@ -144,6 +144,8 @@ def main() -> None:
     spec = _for_this_process(read_record(Path(sys.argv[2]), ChildSpec))
     script = os.path.abspath(sys.argv[3])
     _crash_log(spec)
+    if spec.line_buffered_stdout:
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     sys.argv = sys.argv[3:]  # argv[0] as the user typed it, as `python SCRIPT` leaves it
     sys.path[0] = os.path.dirname(script)
     started = time.time()
