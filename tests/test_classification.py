@@ -3,12 +3,17 @@ them) and the category each must get. One row per rule, plus the rows where two 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from pt2doctor.analysis.failures import classify
-from pt2doctor.diagnose.found import Found, refine_category
+from pt2doctor.diagnose.found import Found, conclude, refine_category
 from pt2doctor.model import Category, Failure
 from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns
+from pt2doctor.report.issue import write_bundle
 
 DYNAMO = 'File "/site-packages/torch/_dynamo/output_graph.py", line 1700, in call_user_compiler\n'
 INDUCTOR = 'File "/site-packages/torch/_inductor/compile_fx.py", line 800, in compile_fx_inner\n'
@@ -153,3 +158,37 @@ def test_the_failing_stage_refines_the_category(category, stage, refined):
     found = Found(command=("python", "train.py"), category=category, stage=stage)
     refine_category(found)
     assert found.category is refined
+
+
+def _minified(runs: VerifyRuns, repro: Path) -> MinifyResult:
+    repro.write_text("import torch\n")
+    return MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "RuntimeError: boom"), 9, 1,
+                        ("aten.relu.default",), ("aten.relu.default",), 12, 3, 4.5, runs.every_time, str(repro),
+                        verify_runs=runs)
+
+
+def test_a_repro_that_fails_only_in_some_of_its_verification_runs_makes_the_diagnosis_flaky(tmp_path):
+    """Both runs of the script failed, but repro.py failed in 1 of its 2 runs: a coin toss, said with the rate
+    in the headline, diagnosis.json and issue.md, and exit 3 (flaky), never a deterministic bug."""
+    found = Found(command=("train.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
+                  error="RuntimeError: boom", stages={"aot_eager_decomp_partition": "pass", "inductor": "fail"})
+    found.minify = _minified(VerifyRuns(1, 2), tmp_path / "repro.py")
+    conclude(found)
+    diagnosis = found.freeze()
+    assert diagnosis.flaky and diagnosis.exit_code == 3 and not diagnosis.repro_verified
+    assert diagnosis.headline.startswith("flaky: repro.py failed 1 of 2 runs")
+    assert diagnosis.repro_runs == VerifyRuns(1, 2)
+    write_bundle(diagnosis, None, tmp_path)
+    assert json.loads((tmp_path / "diagnosis.json").read_text())["repro_runs"] == {"failed": 1, "runs": 2}
+    assert "flaky: `python repro.py` fails the same way only sometimes (failed 1 of 2 runs" in (
+        tmp_path / "issue.md").read_text()
+
+
+def test_a_repro_that_fails_in_every_verification_run_is_verified(tmp_path):
+    found = Found(command=("train.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
+                  error="RuntimeError: boom", stages={"aot_eager_decomp_partition": "pass", "inductor": "fail"})
+    found.minify = _minified(VerifyRuns(2, 2), tmp_path / "repro.py")
+    conclude(found)
+    diagnosis = found.freeze()
+    assert not diagnosis.flaky and diagnosis.exit_code == 1 and diagnosis.repro_verified
+    assert not diagnosis.headline.startswith("flaky")

@@ -125,7 +125,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
     if d.bisection:
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
     if d.repro:
-        word = "verified in a fresh interpreter" if d.repro_verified else "NOT verified"
+        runs = f": {d.repro_runs} in fresh interpreters" if d.repro_runs else ""
+        word = ("verified" if d.repro_verified else "flaky" if d.repro_runs and d.repro_runs.flaky else "NOT verified") + runs
         p = d.program
         size = (f"the program reduced, {p.lines_before} -> {p.lines_after} lines" if p and d.repro == p.repro_path else
                 f"{d.minified_nodes} node(s)")

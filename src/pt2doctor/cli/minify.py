@@ -115,6 +115,8 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
             sys.exit(3)
     result = outcome.result
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
+    if result.verify_runs is not None:
+        word += f": {result.verify_runs} in fresh interpreters"
     console.print(
         f"{result.signature}: {result.nodes_before} -> {result.nodes_after} nodes {list(result.ops)} "
         f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}", markup=False,

@@ -66,16 +66,22 @@ class Found:
         finally:
             self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
 
+    def chosen_repro(self) -> MinifyResult | ProgramRepro | None:
+        """The repro that stands for the failure as repro.py: the graph's when it verified (or there is no
+        reduced program), else the reduced program."""
+        m, p = self.minify, self.program
+        return p if p is not None and not (m is not None and m.verified) else m
+
     def freeze(self) -> Diagnosis:
         m, p = self.minify, self.program
         environment = self.session.environment if self.session else Environment()
-        repro, verified, ops = (m.repro_path, m.verified, m.culprit_ops or m.ops) if m else (None, False, ())
-        if p is not None and not verified:  # the reduced program stands for the failure: repro.py
-            repro, verified, ops = p.repro_path, p.verified, p.culprit_ops
+        chosen = self.chosen_repro()
+        repro, verified = (chosen.repro_path, chosen.verified) if chosen else (None, False)
+        ops = (m.culprit_ops or m.ops) if m is not None and chosen is m else p.culprit_ops if p is not None else ()
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
-            repro=repro, repro_verified=verified, replay=self.replay, replay_verified=self.replay_verified,
+            repro=repro, repro_verified=verified, repro_runs=chosen.verify_runs if chosen else None, replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and repro == m.repro_path else (),
             input_needs=m.input_needs if m and repro == m.repro_path else (),
@@ -242,6 +248,7 @@ def conclude(found: Found) -> None:
     category = found.category.value if found.category else Category.UNCLASSIFIED.value
     on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
     found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
+    _flaky_repro(found)
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
@@ -280,6 +287,19 @@ def conclude(found: Found) -> None:
     program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
+
+
+def _flaky_repro(found: Found) -> None:
+    """A repro that failed in some of its verification runs and not in others is a coin toss: the bug is
+    flaky, whatever the two runs of the script showed (both failed), and is said so with the rate."""
+    chosen = found.chosen_repro()
+    runs = chosen.verify_runs if chosen else None
+    if runs is None or not runs.flaky:
+        return
+    found.flaky = True
+    found.headline = f"flaky: repro.py {runs} in fresh interpreters; {found.headline}"
+    found.next_steps.append(f"repro.py {runs}: the failure does not happen every time. Say so when you file it, "
+                            "and look for what varies between runs (threads, uninitialised memory, timing).")
 
 
 def program_steps(found: Found) -> None:

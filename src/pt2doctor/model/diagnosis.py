@@ -15,7 +15,7 @@ from typing import Literal
 
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
-from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin
+from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin, VerifyRuns
 from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
@@ -147,6 +147,7 @@ class ProgramRepro:
     backend_in_source: bool = False  # repro.py's torch.compile calls name `backend`: it runs as it stands
     changes: tuple[StateChange, ...] = ()  # a stale result: what changed between compiled calls, no guard caught
     passes_with: str = ""  # the run it passes, in words ("with compilation off (...)"); empty: none
+    verify_runs: VerifyRuns | None = None  # how often it failed compiled where it was verified (None: not run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,8 @@ class Diagnosis:
     subsystem: str | None = None
     flaky: bool = False
     repro: str | None = None
-    repro_verified: bool = False
+    repro_verified: bool = False  # every verification run of repro.py failed as the script did
+    repro_runs: VerifyRuns | None = None  # how many did: short of every run is flaky (and `flaky` is set)
     replay: str | None = None  # replay.py: the failing frame alone, for a Dynamo failure
     replay_verified: bool = False
     minified_nodes: int | None = None

@@ -175,6 +175,27 @@ class BackendSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyRuns:
+    """How a repro fared where it was verified: `failed` of `runs` fresh interpreters, started side by
+    side, failed the way the original did. Verified means every one did; some but not all is a coin toss
+    (flaky), never a deterministic bug."""
+
+    failed: int
+    runs: int
+
+    @property
+    def every_time(self) -> bool:
+        return self.runs > 0 and self.failed == self.runs
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.failed < self.runs
+
+    def __str__(self) -> str:
+        return f"failed {self.failed} of {self.runs} runs"
+
+
+@dataclass(frozen=True, slots=True)
 class MinifyResult:
     """What `pt2doctor minify` reports (written as minify.json)."""
 
@@ -195,6 +216,7 @@ class MinifyResult:
     outcomes: tuple[tuple[str, int], ...] = ()
     origins: tuple[NodeOrigin, ...] = ()  # where the minimal graph's nodes came from (`source_calls`)
     input_needs: tuple[InputNeed, ...] = ()  # input properties a verified repro's failure needs
+    verify_runs: VerifyRuns | None = None  # how often repro.py failed where it was verified (None: not run)
 
     @property
     def minimal(self) -> bool:

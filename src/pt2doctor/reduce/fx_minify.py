@@ -145,6 +145,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
         culprit_ops=_culprits(best), queries=stats.queries,
         cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
         verified=bool(verification and verification.verified), repro_path=str(repro_path),
+        verify_runs=verification.runs if verification else None,
         stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
         outcomes=tuple(sorted(stats.outcomes.items())), origins=best.origins, input_needs=needs,
     )

@@ -49,7 +49,7 @@ from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import ProgramRepro, StateChange
 from pt2doctor.model.export import AOTI_STEPS, ExportStep
-from pt2doctor.model.minify import FailureKind, FailureSignature
+from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.model.signature import check_identity, from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
@@ -57,7 +57,7 @@ from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
-from pt2doctor.reduce.verify import verify
+from pt2doctor.reduce.verify import VERIFY_RUNS, verify
 
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
@@ -303,31 +303,35 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             reduction.stopped = "interrupted"
     reduction.report()
     changes = unguarded_changes(reduction.best) if job.type_only else ()
-    repro, verified, pinned = _write(job, reduction, changes)
+    repro, verify_runs, pinned = _write(job, reduction, changes)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
-        verified=verified, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
+        verified=bool(verify_runs and verify_runs.every_time), verify_runs=verify_runs, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
         stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
     )
 
 
-def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = ()) -> tuple[Path, bool, bool]:
+def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = ()
+           ) -> tuple[Path, VerifyRuns | None, bool]:
     """Write repro.py and verify it (not when interrupted): with the backend written into its
     `torch.compile` calls where it has any (it then runs as it stands), else with the backend forced.
-    Returns the path, whether it verified, and whether the backend is in the source."""
+    Returns the path, how often it failed compiled (None: not verified, or it did not pass with compilation
+    off), and whether the backend is in the source."""
     repro = job.out_dir / "repro.py"
     pinned = pin_backend(reduction.best, job.backend) if job.backend else None
+    runs: VerifyRuns | None = None
     for source, in_source in ((pinned, True), (reduction.best, False)):
         if source is None:
             continue
         repro.write_text(_header(job, reduction, in_source, changes) + source)
         if reduction.stopped == "interrupted":
-            return repro, False, in_source
-        if verify_program(repro, job, force=not in_source):
-            return repro, True, in_source
-    return repro, False, False
+            return repro, None, in_source
+        runs = verify_program(repro, job, force=not in_source)
+        if runs is not None and runs.every_time:
+            return repro, runs, in_source
+    return repro, runs, False
 
 
 class CannotReduce(Exception):
@@ -357,9 +361,10 @@ def _stale(changes: tuple[StateChange, ...]) -> str:
     return text.replace("\\", "\\\\").replace('"' * 3, "'" * 3)  # inside the docstring
 
 
-def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> bool:
-    """Both ways, side by side, each in a fresh interpreter: compiled (`job.backend` forced unless
-    `force` is off) it fails as `job.target`, with compilation off (where there is such a run) it passes."""
+def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> VerifyRuns | None:
+    """Both ways, side by side, each in fresh interpreters: compiled (`job.backend` forced unless `force` is
+    off) it fails as `job.target` (how often, of `VERIFY_RUNS`), with compilation off (where there is such a
+    run) it passes; None when it does not."""
     scratch = job.out_dir / "program"
     scratch.mkdir(parents=True, exist_ok=True)
     source = repro.read_text()
@@ -367,9 +372,12 @@ def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> bool:
                                                        program_runs(job, repro, force)) if run is not None]
     for path, run in runs:
         path.write_text(harness_text(source, run))
-    with ThreadPoolExecutor(2) as threads:
-        results = list(threads.map(lambda r: verify(r[0], job.target, timeout_s=max(60.0, job.timeout_s)), runs))
-    return results[0].verified and all(off.seen is None and off.returncode == 0 for off in results[1:])
+    timeout_s = max(60.0, job.timeout_s)
+    with ThreadPoolExecutor(2) as threads:  # the run with compilation off once: it must pass, and it did before
+        results = list(threads.map(lambda r: verify(r[1][0], job.target, timeout_s=timeout_s, runs=1 if r[0] else
+                                                    VERIFY_RUNS), enumerate(runs)))
+    passes_off = all(off.seen is None and off.returncode == 0 for off in results[1:])
+    return results[0].runs if passes_off else None
 
 
 def pin_backend(source: str, backend: str) -> str | None:

@@ -26,6 +26,7 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
         "minified nodes": d.minified_nodes,
         "program reduced (lines)": f"{d.program.lines_before} -> {d.program.lines_after}" if d.program else None,
         "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,
+        "repro runs": str(d.repro_runs) if d.repro and d.repro_runs else None,
         "where": ", ".join(str(f) for f in d.user_frames[:3]) or None,
     }
     if d.stages:

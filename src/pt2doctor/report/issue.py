@@ -43,7 +43,9 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
     issue = ""
-    if diagnosis.failed and not diagnosis.flaky and diagnosis.category is not Category.USER_ERROR:  # interrupted: so far
+    # interrupted: what was found so far; flaky: only with a repro that fails some of the time (the rate is told)
+    flaky_repro = diagnosis.repro_runs is not None and diagnosis.repro_runs.flaky
+    if diagnosis.failed and (flaky_repro or not diagnosis.flaky) and diagnosis.category is not Category.USER_ERROR:
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
@@ -114,12 +116,22 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
-        d=d, title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
+        d=d, verdict=_verdict(d), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
         summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
     )
+
+
+def _verdict(d: Diagnosis) -> str:
+    """How repro.py fared where it was verified, in the issue's words."""
+    runs = f" ({d.repro_runs} in fresh interpreters)" if d.repro_runs else ""
+    if d.repro_verified:
+        return f"verified: `python repro.py` fails the same way in a fresh interpreter{runs}"
+    if d.repro_runs and d.repro_runs.flaky:
+        return f"flaky: `python repro.py` fails the same way only sometimes{runs}"
+    return "NOT verified in a fresh interpreter"
 
 
 _PATH = re.compile(r"(?:/[\w.\-+@]+){2,}")
