@@ -1,4 +1,4 @@
-"""Classify each failure into one category (the README's "Failure categories").
+"""Classify each failure into one category (docs/reference/categories-and-stages.md).
 
 Contract: `classify(failure) -> Category` is a pure function of the failure's facts (origin,
 exception type, the exception chain, where it was raised). Rules are a table tried in order; the

@@ -1,6 +1,6 @@
 """The one-line verdict of a run and the process exit code that mirrors it.
 
-Exit codes (documented in the README): 0 the script succeeded; the script's own code when it exited
+Exit codes (docs/reference/exit-codes.md): 0 the script succeeded; the script's own code when it exited
 non-zero; 128+N when it died of signal N; 124 on timeout; 130 when interrupted. pt2doctor's own
 usage errors exit 64 and an unreadable input under --strict exits 65. After `pt2doctor accuracy`, a
 script that succeeded but has a graph with unexplained wrong results exits 1 (`EXIT_MISMATCH`).

@@ -2,7 +2,7 @@
 
 Contract: this package imports nothing of torch and nothing else of pt2doctor's; every later stage
 (analysis, reduce, report) takes a `Session` and never re-runs the program to re-render it
-(pyinstrument's session.py). The JSON form is documented in the README under "session.json";
+(pyinstrument's session.py). The JSON form is documented in docs/reference/session-json.md;
 `SCHEMA` names its version and changes when a field changes meaning.
 """
 
@@ -24,7 +24,7 @@ SCHEMA = "pt2doctor.session/2"  # 2: guard failures carry facts only (no `text`)
 
 
 class Category(str, Enum):
-    """What kind of failure a run ended in; one per failure (the README lists the categories)."""
+    """What kind of failure a run ended in; one per failure (docs/reference/categories-and-stages.md lists them)."""
 
     GRAPH_BREAK = "graph_break"
     BACKEND_FAILURE = "backend_failure"

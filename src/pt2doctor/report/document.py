@@ -2,7 +2,7 @@
 
 Contract: `build_report(session)` enriches and analyzes (pure): renderers read the report's `analysis`
 for everything beyond the session's raw facts, and decide nothing themselves; `to_json_bytes` writes the session
-schema (README "session.json") with `findings` and `verdict` added; `read_session_json` reads one back
+schema (docs/reference/session-json.md) with `findings` and `verdict` added; `read_session_json` reads one back
 (a raw TORCH_TRACE is read by capture: `cli.output.load_session` takes either).
 """
 
