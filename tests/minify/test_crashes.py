@@ -86,3 +86,55 @@ def test_a_run_that_raised_and_then_died_of_a_signal_ends_with_the_signal(tmp_pa
     assert signature(session) == "SIGABRT"
     assert [f.exception for f in session.failures][:2] == ["SIGABRT", "AssertionError"]  # the symptom is kept
     assert verdict_for(session).category is Category.RUNTIME_CRASH  # was: from the AssertionError
+
+
+# A backend whose compiled code aborts the process on the values it is given (an index past the end, as a
+# kernel's device-side assert would): random stand-ins never abort, so only the real inputs reproduce it.
+ABORT_ON_ITS_INPUTS = """
+    import os
+    import torch
+
+    def checking_backend(gm, example_inputs):
+        def run(*args):
+            if int(args[1].max()) >= args[0].shape[0]:
+                os.abort()
+            return gm.forward(*args)
+        return run
+
+    table = torch.randn(8)
+    index = torch.tensor([1, 3, 7, 8])  # one past the end
+    print(torch.compile(lambda t, i: t.sin()[i.clamp(max=7)] * 2, backend=checking_backend)(table, index))
+"""
+
+
+def test_a_graph_that_kills_the_process_keeps_the_inputs_of_its_first_call(tmp_path):
+    """Issue 30: the inputs were written only when a failure could be recorded, after the graph ran, and a
+    failed save removed the file kept earlier (FileNotFoundError in the minifier). Saved before the first
+    call, they are the values the repro needs to die the same way."""
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(ABORT_ON_ITS_INPUTS))
+    assert record_script(script, tmp_path / "run") == -signal.SIGABRT
+    graphs = tmp_path / "run" / "graphs"
+    assert (graphs / "g0000.call.inputs.pt").is_file() and not list(graphs.glob("*.part"))
+    recorded = load_failing(tmp_path / "run", out_dir=tmp_path)
+    (tmp_path / "repro.py").write_text(render(script_for(recorded.case, recorded.context)))
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert from_exit(proc.returncode, proc.stdout + proc.stderr).text == "SIGABRT", proc.stderr[-2000:]
+
+
+def test_a_save_that_fails_removes_nothing_kept_before(tmp_path, monkeypatch):
+    import torch
+
+    from pt2doctor.capture.child.graph_inputs import save_values
+
+    kept = tmp_path / "g0000.inputs.pt"
+    assert save_values([torch.tensor([1, 2])], kept, 1 << 20) == kept.name
+
+    def dies_half_way(obj, path):  # as torch.save on a tensor of a CUDA context a device-side assert poisoned
+        Path(path).write_bytes(b"half")
+        raise RuntimeError("CUDA error: device-side assert triggered")
+
+    monkeypatch.setattr(torch, "save", dies_half_way)
+    assert save_values([torch.tensor([5, 6])], kept, 1 << 20) is None
+    monkeypatch.undo()
+    assert torch.load(kept)[0].tolist() == [1, 2] and not list(tmp_path.glob("*.part"))

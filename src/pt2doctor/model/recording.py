@@ -57,6 +57,14 @@ class GraphFailure(msgspec.Struct, frozen=True, omit_defaults=True):
     values: str | None = None  # the file of its inputs as they were when it failed
 
 
+def values_files(graph_id: str) -> tuple[str, str, str]:
+    """The files a graph's input values are kept in, one per moment (never the same file twice: a save that
+    fails must not cost what an earlier one kept): when it was recorded (index inputs), before its first
+    call (all of them, in the failure workflows: a kernel that kills the process leaves no failure
+    record), and when it failed."""
+    return f"{graph_id}.inputs.pt", f"{graph_id}.call.inputs.pt", f"{graph_id}.failed.inputs.pt"
+
+
 def read_index(graphs: Path) -> list[GraphEntry]:
     return read_lines(graphs / "index.jsonl", GraphEntry)
 

@@ -50,7 +50,7 @@ from pt2doctor.model.minify import (
     DEFAULT_TOLERANCE,
     ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, NodeOrigin, Stage, TensorSpec,
 )
-from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
+from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index, values_files
 from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, op_name
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_values, with_node_values
@@ -208,11 +208,11 @@ def _expected(description: str | None) -> FailureSignature | None:
 def _recorded_values(graphs: Path, entries: Entries, failures: list[GraphFailure],
                      entry: GraphEntry) -> dict[int, torch.Tensor]:
     """The real input values the recorder kept for `entry`'s graph, by input index (see the contract)."""
-    own = _values_file(entry, failures)
+    own = _values_file(graphs, entry, failures)
     if own:
         return torch.load(graphs / own, weights_only=True)
     parent = entries.get(entry.parent or "")
-    name = parent and entry.aot_kind != "backward" and _values_file(parent, failures)
+    name = parent and entry.aot_kind != "backward" and _values_file(graphs, parent, failures)
     if not parent or not name:
         return {}
     values = torch.load(graphs / name, weights_only=True)
@@ -232,10 +232,13 @@ def _with_parent_zeros(entries: Entries, entry: GraphEntry) -> GraphEntry:
     return msgspec.structs.replace(entry, inputs=tuple(specs))
 
 
-def _values_file(entry: GraphEntry, failures: list[GraphFailure]) -> str | None:
-    """The graph's saved values: those kept when it failed (all its inputs), else when it was recorded."""
+def _values_file(graphs: Path, entry: GraphEntry, failures: list[GraphFailure]) -> str | None:
+    """The graph's saved values: those kept when it failed (all its inputs), else before its first call (all
+    of them: a process killed in the graph leaves no failure record), else when it was recorded (indices);
+    of these, the first whose file is there."""
     kept = [f.values for f in failures if f.graph == entry.id and f.values]
-    return kept[0] if kept else entry.values
+    names = (*kept, values_files(entry.id)[1], entry.values)
+    return next((name for name in names if name and (graphs / name).is_file()), None)
 
 
 def _aot_positions(dynamo_inputs: tuple[InputSpec, ...], aot_inputs: tuple[InputSpec, ...]) -> dict[int, int]:

@@ -11,6 +11,7 @@ saved and what matters, here and in `reduce.saved_values`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,12 @@ def save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only:
     """Save the tensor inputs that have values (with `indices_only`, the integer/bool ones), in
     input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved.
     Never raises: values that cannot be read (a CUDA context a kernel's error has poisoned) are
-    simply not kept, and the failure is recorded without them."""
+    simply not kept, and the failure is recorded without them. The file appears whole or not at all
+    (written beside it, then renamed), and a save that fails removes nothing but its own part."""
     import torch
 
     values = {}
+    partial = path.with_name(path.name + ".part")
     try:
         for index, value in enumerate(inputs):
             if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
@@ -51,10 +54,10 @@ def save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only:
                 budget -= value.nbytes
         if not values:
             return None
-        torch.save(values, path)
+        torch.save(values, partial)
+        os.replace(partial, path)
     except Exception:
-        if path.is_file():  # half written
-            path.unlink()
+        partial.unlink(missing_ok=True)
         return None
     return path.name
 

@@ -11,8 +11,9 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
 - `g0003.constants.pt`: get_attr tensors (torch.save; submodules' under dotted names), only when
   there are any. Tensors only, so `torch.load(weights_only=True)` reads them back.
-- `g0003.inputs.pt`: real input values (torch.save of `{input index: CPU tensor}`), only where
-  they matter (below).
+- `g0003.inputs.pt`, `g0003.call.inputs.pt`, `g0003.failed.inputs.pt`: real input values (torch.save
+  of `{input index: CPU tensor}`), only where they matter (below), one file per moment they were
+  kept (`model.recording.values_files`), each written whole or not at all.
 - `failures.jsonl`: one `GraphFailure` per failure: graph, phase (`compile`, `run`, `accuracy`),
   `Type: first line` (an accuracy failure also has its tolerance; one whose inputs were saved, `values`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running; when
@@ -32,7 +33,10 @@ tensor values are kept only where they matter and are cheap to keep:
 - when a Dynamo graph fails (its backend raises; its compiled callable raises; the accuracy check
   below rejects it), all its tensor inputs as they were then, as many as fit in
   `FAILURE_VALUES_BYTES`, once per graph (a run-time failure sees them after any in-place change
-  the failing call made).
+  the failing call made);
+- in the failure workflows (`every_aot_graph`), each Dynamo graph's inputs before its first compiled
+  call, within the same budget: a kernel that kills the process (a segfault, a CUDA device-side
+  assert and its abort) leaves no failure record, and without these its repro had random inputs.
   Under `pt2doctor accuracy` a graph its probe judges wrong is one: the probe hands the inputs it
   judged to `keep_failing_inputs`, so nothing is judged twice.
 The Dynamo graphs of the compile ids in `install(..., run_eagerly=)` (the child spec's
@@ -87,7 +91,7 @@ from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, ru
 from pt2doctor.model.minify import (
     ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
 )
-from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure
+from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure, values_files
 from pt2doctor.model.serialize import append_line
 
 MARKER_SIZE = 256
@@ -97,7 +101,9 @@ _installed: GraphRecorder | None = None  # the recorder `install` started in thi
 
 
 class GraphRecorder:
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, *, keep_call_inputs: bool = False) -> None:
+        self.keep_call_inputs = keep_call_inputs  # save each Dynamo graph's inputs before its first call
+        self.called: set[str] = set()
         self.dir = out_dir / "graphs"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.index = open(self.dir / "index.jsonl", "a", buffering=1)
@@ -119,6 +125,14 @@ class GraphRecorder:
 
     def mark(self, text: str) -> None:
         self.marker[:] = text.encode()[:MARKER_SIZE].ljust(MARKER_SIZE)
+
+    def running(self, graph_id: str, inputs: Sequence[Any]) -> None:
+        """`graph_id`'s compiled call starts; before its first, its inputs are saved where asked (a kernel
+        that kills the process leaves no failure record, and so no values, behind)."""
+        if self.keep_call_inputs and graph_id not in self.called:
+            self.called.add(graph_id)
+            save_values(inputs, self.dir / values_files(graph_id)[1], FAILURE_VALUES_BYTES)
+        self.mark(f"{graph_id} run")
 
     def ran(self, graph_id: str) -> None:
         """`graph_id`'s call ended: nothing in flight, and it is the graph that ran last."""
@@ -150,7 +164,7 @@ class GraphRecorder:
         values = None
         if inputs and graph not in self.failed_with_values:
             self.failed_with_values.add(graph)
-            values = save_values(inputs, self.dir / f"{graph}.inputs.pt", FAILURE_VALUES_BYTES)
+            values = save_values(inputs, self.dir / values_files(graph)[2], FAILURE_VALUES_BYTES)
         append_line(self.failures, GraphFailure(graph, phase, description, tolerance, values))
 
     def save(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
@@ -165,7 +179,7 @@ class GraphRecorder:
             nodes=sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
             constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
             submodules=self._save_submodules(gm, graph_id),
-            values=save_values(example_inputs, self.dir / f"{graph_id}.inputs.pt", INDEX_VALUES_BYTES, indices_only=True),
+            values=save_values(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
             origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes if n.op.startswith("call_")),
         )
         append_line(self.index, entry)
@@ -254,7 +268,7 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
 def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot_graph: bool = False,
             run_eagerly: Sequence[str] = ()) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
-    recorder = GraphRecorder(Path(out_dir))
+    recorder = GraphRecorder(Path(out_dir), keep_call_inputs=every_aot_graph)
     tolerance = accuracy_tolerance
     # Wrapping an after-AOT graph's compiled callable makes Inductor's result no cacheable `OutputCode`,
     # so it is wrapped only where AOTAutograd's cache is off (below).

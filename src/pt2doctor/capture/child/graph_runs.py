@@ -30,6 +30,7 @@ from pt2doctor.model.recording import FailurePhase
 
 class Recorder(Protocol):
     def mark(self, text: str) -> None: ...
+    def running(self, graph_id: str, inputs: Sequence[Any]) -> None: ...
     def ran(self, graph_id: str) -> None: ...
     def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None: ...
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None: ...
@@ -37,7 +38,7 @@ class Recorder(Protocol):
 
 def runtime_checked(recorder: Recorder, graph_id: str, compiled: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
-        recorder.mark(f"{graph_id} run")
+        recorder.running(graph_id, args)
         try:
             return compiled(*args, **kwargs)
         except Exception as exc:
