@@ -170,7 +170,7 @@ def test_the_backend_is_written_into_every_compile_call():
 def test_a_wrong_results_check_and_the_seeds_are_kept_as_written():
     """Shrinking `rtol=1e-4` to `rtol=0` keeps the failure's type and passes with compilation off, yet
     claims a bitwise difference (seen on pytorch#185509's script): such a candidate is refused unrun."""
-    from pt2doctor.reduce.program import keeps, kept_statements
+    from pt2doctor.reduce.program_keep import keeps, kept_statements
 
     source = ("import torch\ntorch.manual_seed(0)\nx = torch.randn(4)\ny = torch.compile(torch.sin)(x)\n"
               "print(y)\ntorch.testing.assert_close(y, torch.sin(x), rtol=1e-4, atol=1e-4)\n")
@@ -185,7 +185,7 @@ def test_a_wrong_results_check_and_the_seeds_are_kept_as_written():
 def test_a_seeded_generator_is_kept_and_a_program_that_compiles_nothing_is_refused():
     """pytorch#196437's script seeds `random.Random(0)`: a reduction dropped the seed and the compile call,
     and its randint check failed compiled and passed uncompiled by chance (a repro that did not verify)."""
-    from pt2doctor.reduce.program import keeps, kept_statements
+    from pt2doctor.reduce.program_keep import keeps, kept_statements
 
     source = ("import random\nimport torch\nrng = random.Random(0)\ng = torch.Generator().manual_seed(1)\n"
               "c = torch.compile(lambda x: x + rng.randint(1, 9))(torch.zeros(2))\nassert c.sum() > 0\n")
@@ -206,3 +206,17 @@ def test_a_wrong_results_identity_keeps_a_first_line_that_names_no_values():
                  "AssertionError: run_decompositions changed the number of outputs: N -> N",
                  "AssertionError: The values for attribute 'dtype' do not match: torch.float32 != torch.int64."):
         assert check_identity(text) == "AssertionError"
+
+
+@pytest.mark.slow
+def test_a_program_whose_failure_needs_its_comments_is_reduced_as_written(tmp_path):
+    """The backend rejects code on a line marked `# slow path` (it reads the nodes' stack traces): unparsed,
+    the comment is gone and the program passes, so pysource_minimize gave up (CouldNotMinimize, issue 30).
+    Whole statements deleted from the text as written reduce it, the comment kept."""
+    script = Path(__file__).parent / "scripts" / "comment_dependent_backend.py"
+    job = ProgramJob(script, (), "BackendCompilerFailed: NotImplementedError: picky_backend cannot compile a slow path",
+                     None, tmp_path, 90.0, 60.0, reason="fallback")
+    result = reduce_program(job, Lines())
+    repro = Path(result.repro_path).read_text()
+    assert result.verified and result.lines_after < result.lines_before
+    assert "z = y.sin() * 2  # slow path" in repro and "print(helper(x).sum())" not in repro

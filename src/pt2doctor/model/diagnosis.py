@@ -130,7 +130,8 @@ class ProgramRepro:
     torch.export (`export`). For a wrong result, `changes` are the
     statements between two calls of the compiled code that write state it reads (a stale result: no
     guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean seconds per check;
-    `stopped_early` is "budget" or "interrupted" when the reduction did not reach its fixed point."""
+    `stopped_early` is "budget", "no_progress" (that many checks in a row kept nothing) or "interrupted" when
+    the reduction did not reach its fixed point."""
 
     repro_path: str
     signature: str
@@ -144,6 +145,7 @@ class ProgramRepro:
     verified: bool
     culprit_ops: tuple[str, ...] = ()
     stopped_early: str | None = None
+    improved_at: tuple[int, ...] = ()  # the checks (1-based) that found a smaller program
     backend_in_source: bool = False  # repro.py's torch.compile calls name `backend`: it runs as it stands
     changes: tuple[StateChange, ...] = ()  # a stale result: what changed between compiled calls, no guard caught
     passes_with: str = ""  # the run it passes, in words ("with compilation off (...)"); empty: none

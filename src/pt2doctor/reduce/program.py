@@ -28,8 +28,10 @@ Each check runs the candidate (`reduce.program_harness`) in a child forked from 
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
-budget `job.budget_s` runs out (`stopped_early="budget"`), on Ctrl-C (`"interrupted"`) or when the
-workers end (`"workers_ended"`) the best is written. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
+budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` checks in a row kept
+nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end (`"workers_ended"`) the best
+is written. Whole statements are deleted first, on the text as written (`reduce.program_text`), then the
+library works on the AST; a script that no longer fails once unparsed keeps the text pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
 verified in fresh interpreters (`reduce.verify`) both ways: the harness runs the file compiled and
 must see `job.target`, and with compilation off must pass. An interrupted reduction is written, not
 verified. Progress goes to the reporter: `program reduction: N checks, M lines -> K lines`.
@@ -57,6 +59,8 @@ from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
+from pt2doctor.reduce.program_text import delete_statements
 from pt2doctor.reduce.verify import VERIFY_RUNS, verify
 
 _MIN_TIMEOUT_S = 10.0
@@ -76,6 +80,7 @@ class ProgramJob:
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
     check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
     export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
+    patience: int | None = None  # stop after this many checks in a row kept nothing (None: at the budget only)
 
     @property
     def target(self) -> FailureSignature:
@@ -88,67 +93,6 @@ def target_of(signature: str, type_only: bool) -> FailureSignature:
     if signature in signal.Signals.__members__ or signature.startswith("signal "):
         return FailureSignature(FailureKind.SIGNAL, signature)
     return from_description(check_identity(signature) if type_only else signature)
-
-
-_SEEDS = {"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
-          "np.random.seed", "numpy.random.seed", "torch.random.manual_seed"}
-# generators made with a seed (`random.Random(0)`), and a seed set on one (`g.manual_seed(0)`)
-_SEEDED = {"random.Random", "np.random.default_rng", "numpy.random.default_rng", "np.random.RandomState",
-           "numpy.random.RandomState"}
-_SEED_METHODS = {"manual_seed", "seed"}
-
-
-def _seeds(node: ast.stmt) -> bool:
-    """The statement seeds an RNG: a seeding call, or a generator made or seeded with an argument."""
-    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-        name = dotted(call.func)
-        if name in _SEEDS and isinstance(node, ast.Expr) and node.value is call:
-            return True
-        if (call.args or call.keywords) and (name in _SEEDED or (isinstance(call.func, ast.Attribute)
-                                                                  and call.func.attr in _SEED_METHODS)):
-            return True
-    return False
-
-
-def kept_statements(source: str, check_line: int | None) -> frozenset[str]:
-    """The statements every candidate keeps exactly as written: the script's own check of a wrong result
-    (the innermost simple statement at `check_line`: its tolerance and operands define "wrong", and the
-    type of what it raises does not), and every statement that seeds an RNG (a seeding call, a generator
-    made or seeded with a seed: `random.Random(0)`): the values the failure shows on."""
-    kept = set()
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
-            continue
-        at_check = check_line is not None and node.lineno <= check_line <= (node.end_lineno or node.lineno)
-        if at_check or _seeds(node):
-            kept.add(ast.dump(node))
-    return frozenset(kept)
-
-
-_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
-             ast.With, ast.AsyncWith, ast.Try, ast.Match)
-
-
-def keeps(source: str, kept: frozenset[str], compiles: bool = False) -> bool:
-    """`source` keeps the `kept` statements, and (`compiles`) still calls a compiler: a program that no
-    longer compiles anything is not the failure, even when a nondeterministic check happens to fail it
-    compiled and pass it with compilation off."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    present = {ast.dump(node) for node in ast.walk(tree) if isinstance(node, ast.stmt)}
-    return kept <= present and (not compiles or calls_a_compiler(tree))
-
-
-_COMPILER_NAMES = {"compile", "optimize", "export", "draft_export", "aoti_compile_and_package", "aot_compile"}
-
-
-def calls_a_compiler(tree: ast.AST) -> bool:
-    """Whether the program names a compiler entry point (`torch.compile`, `model.compile`,
-    `torch._dynamo.optimize`, `torch.export.export`, `aoti_compile_and_package`)."""
-    return any((isinstance(n, ast.Attribute) and n.attr in _COMPILER_NAMES) or (isinstance(n, ast.Name) and n.id in _COMPILER_NAMES)
-               for n in ast.walk(tree))
 
 
 def code_lines(source: str) -> int:
@@ -233,8 +177,10 @@ class ProgramReduction:
     """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
 
     def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
-                 kept: frozenset[str] = frozenset()) -> None:
+                 kept: frozenset[str] = frozenset(), patience: int | None = None) -> None:
         self.oracle = oracle
+        self.patience = patience
+        self.improved_at: list[int] = []  # the checks that found a smaller program
         self.kept = kept
         self.compiles = calls_a_compiler(ast.parse(source))
         self.best = source
@@ -249,6 +195,9 @@ class ProgramReduction:
     def __call__(self, source: str) -> bool:
         if time.monotonic() > self.deadline:
             self.stopped = "budget"
+            raise _Stop
+        if self.patience is not None and self.checks - (self.improved_at or [0])[-1] >= self.patience:
+            self.stopped = "no_progress"
             raise _Stop
         if source not in self.cache and not keeps(source, self.kept, self.compiles):
             self.cache[source] = False  # it changed the check or a seed, or compiles nothing: not the same failure
@@ -267,6 +216,7 @@ class ProgramReduction:
             self.cache[source] = outcome is Outcome.FAILS_SAME
             if self.cache[source] and _size(source) < _size(self.best):
                 self.best = source
+                self.improved_at.append(self.checks)
             if self.checks == 1:
                 self.oracle.pool.timeout_s = min(self.oracle.pool.timeout_s,
                                                  max(_MIN_TIMEOUT_S, _TIMEOUT_FACTOR * self.check_s))
@@ -291,12 +241,15 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         pool.wait_ready()  # the budget is for checks, not the workers' warm-up
         oracle = ProgramOracle(pool, job)
         reduction = ProgramReduction(oracle, source, job.budget_s, reporter,
-                                     kept_statements(source, job.check_line if job.type_only else None))
+                                     kept_statements(source, job.check_line if job.type_only else None), job.patience)
         if not reduction(source):
             raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
         try:
-            pysource_minimize.minimize(source, reduction, retries=1)
+            delete_statements(source, reduction)  # the coarse steps first, on the text as written
+            pysource_minimize.minimize(reduction.best, reduction, retries=1)
+        except pysource_minimize.CouldNotMinimize:
+            pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction
         except _Stop:
             pass
         except KeyboardInterrupt:  # between two checks
@@ -309,7 +262,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
         verified=bool(verify_runs and verify_runs.every_time), verify_runs=verify_runs, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
-        stopped_early=reduction.stopped, backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
+        stopped_early=reduction.stopped, improved_at=tuple(reduction.improved_at), backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
     )
 
 

@@ -1,0 +1,74 @@
+"""What every candidate of a program reduction keeps as written, and must still do.
+
+Contract: `kept_statements(source, check_line)` names (by AST dump) the statements a candidate keeps exactly:
+the script's own check of a wrong result and every statement that seeds an RNG; `keeps(source, kept,
+compiles)` says whether a candidate keeps them and (`compiles`) still calls a compiler
+(`calls_a_compiler`). One definition, for the AST-level reducer and the text pass alike
+(`reduce.program`, `reduce.program_text`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pt2doctor.reduce.program_culprits import dotted
+
+_SEEDS = {"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "random.seed",
+          "np.random.seed", "numpy.random.seed", "torch.random.manual_seed"}
+# generators made with a seed (`random.Random(0)`), and a seed set on one (`g.manual_seed(0)`)
+_SEEDED = {"random.Random", "np.random.default_rng", "numpy.random.default_rng", "np.random.RandomState",
+           "numpy.random.RandomState"}
+_SEED_METHODS = {"manual_seed", "seed"}
+
+
+def _seeds(node: ast.stmt) -> bool:
+    """The statement seeds an RNG: a seeding call, or a generator made or seeded with an argument."""
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        name = dotted(call.func)
+        if name in _SEEDS and isinstance(node, ast.Expr) and node.value is call:
+            return True
+        if (call.args or call.keywords) and (name in _SEEDED or (isinstance(call.func, ast.Attribute)
+                                                                  and call.func.attr in _SEED_METHODS)):
+            return True
+    return False
+
+
+def kept_statements(source: str, check_line: int | None) -> frozenset[str]:
+    """The statements every candidate keeps exactly as written: the script's own check of a wrong result
+    (the innermost simple statement at `check_line`: its tolerance and operands define "wrong", and the
+    type of what it raises does not), and every statement that seeds an RNG (a seeding call, a generator
+    made or seeded with a seed: `random.Random(0)`): the values the failure shows on."""
+    kept = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+            continue
+        at_check = check_line is not None and node.lineno <= check_line <= (node.end_lineno or node.lineno)
+        if at_check or _seeds(node):
+            kept.add(ast.dump(node))
+    return frozenset(kept)
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try, ast.Match)
+
+
+def keeps(source: str, kept: frozenset[str], compiles: bool = False) -> bool:
+    """`source` keeps the `kept` statements, and (`compiles`) still calls a compiler: a program that no
+    longer compiles anything is not the failure, even when a nondeterministic check happens to fail it
+    compiled and pass it with compilation off."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    present = {ast.dump(node) for node in ast.walk(tree) if isinstance(node, ast.stmt)}
+    return kept <= present and (not compiles or calls_a_compiler(tree))
+
+
+_COMPILER_NAMES = {"compile", "optimize", "export", "draft_export", "aoti_compile_and_package", "aot_compile"}
+
+
+def calls_a_compiler(tree: ast.AST) -> bool:
+    """Whether the program names a compiler entry point (`torch.compile`, `model.compile`,
+    `torch._dynamo.optimize`, `torch.export.export`, `aoti_compile_and_package`)."""
+    return any((isinstance(n, ast.Attribute) and n.attr in _COMPILER_NAMES) or (isinstance(n, ast.Name) and n.id in _COMPILER_NAMES)
+               for n in ast.walk(tree))
