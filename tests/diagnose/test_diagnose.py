@@ -217,6 +217,8 @@ def test_inductor_codegen_failure_bisects_to_the_relu_lowering(diagnosed):
     assert d["subsystem"] == "lowerings" and "relu" in d["bisection"]["debug_info"]
     assert "CppCompileError" in _refails_fresh(d["repro"])
     assert (run.out_dir / "report.html").exists()
+    # the control: one op through Inductor compiles here, so the program is what fails, not the machine
+    assert d["control"]["fails_the_same_way"] is False and d["control"]["ended"] == "passed"
 
 
 def test_runtime_abort_is_a_runtime_crash_minified_to_the_op(diagnosed):

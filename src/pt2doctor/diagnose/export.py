@@ -41,7 +41,8 @@ from pt2doctor.diagnose.export_minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.diagnose.export_repro import export_repro
 from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
-from pt2doctor.diagnose.found import Found, program_steps, user_error
+from pt2doctor.diagnose.control import ControlKind, start_control
+from pt2doctor.diagnose.found import Found, environment_fails, program_steps, user_error
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
@@ -52,6 +53,7 @@ from pt2doctor.model.export import (AOTI_STEPS, STEP_TITLES, TRACE_STEPS, EntryP
                                     ExportFailureKind, ExportFinding, ExportStep, Phase, entry_point, failing_step,
                                     steps_passed)
 from pt2doctor.model.export_draft import ExportCheck, failed_checks
+from pt2doctor.reduce.program import target_of
 
 
 def export_events(run_dir: Path) -> list[ExportEvent]:
@@ -113,6 +115,8 @@ def _wants_a_repro(found: Found) -> bool:
     finding = found.export
     if finding is None or finding.repro_verified or (found.minify and found.minify.verified):
         return False
+    if found.control is not None and found.control.fails_the_same_way:  # the machine's, not the program's
+        return False
     answered = any(f.verified for f in finding.fixes) or finding.other_mode_passes is True
     return finding.kind in _TORCHS or not answered
 
@@ -170,6 +174,9 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
         found.export = ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False)
         return
     kind = failure_kind(failed)
+    if kind is not ExportFailureKind.WRONG_RESULT and _environment_fails(runner, found, failed_run):
+        found.export = ExportFinding(entry, step, kind, eager_passes=True)
+        return
     finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
     if options is not None:
         finding = minify_export(options, runner.run_dir(failed_run.label), found, finding, runner.reporter,
@@ -178,6 +185,21 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
     if kind is ExportFailureKind.WRONG_RESULT:
         found.notes.append("every export step passed, the script's own check failed after the package ran, and "
                            "passes with the exported program run eagerly instead: the package computes otherwise")
+
+
+def _environment_fails(runner: VariantRunner, found: Found, failed_run: Attempt) -> bool:
+    """Whether a one-op program fails the same way through AOTInductor on this machine (`diagnose.control`):
+    then the environment is at fault (packages that do not load here), and the diagnosis says so."""
+    device = "cuda" if found.session and found.session.environment.gpu else "cpu"
+    runner.reporter.status(f"AOTInductor failed: does a one-op package fail the same way here ({device})?")
+    with found.timed("control"):
+        control = start_control(ControlKind.AOTI, device, target_of(failed_run.signature or "", False),
+                                runner.call.out_dir, runner.call.timeout_s or _REPRO_TIMEOUT_S).result()
+    found.control = control
+    if control is None or not control.fails_the_same_way:
+        return False
+    environment_fails(found, control)
+    return True
 
 
 def _with_repro(runner: VariantRunner, found: Found, failed_run: Attempt, failed: ExportEvent | None,

@@ -20,8 +20,8 @@ from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
-from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Diagnosis, FailingStage, ProgramRepro,
-                                      StageOutcome)
+from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
+                                      ProgramRepro, StageOutcome)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
@@ -57,6 +57,7 @@ class Found:
     torchrun: tuple[str, ...] | None = None  # the script runs as a job, through torchrun with these flags
     rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
     ranks: int | None = None  # a job: how many ranks ran
+    control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -89,7 +90,7 @@ class Found:
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
-            torchrun=self.torchrun, rank=self.rank, ranks=self.ranks,
+            torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
         )
 
 
@@ -287,6 +288,20 @@ def conclude(found: Found) -> None:
     program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
+
+
+def environment_fails(found: Found, control: Control) -> None:
+    """The trivial program of the same kind fails the same way on this machine: the environment is at fault,
+    not the program. Said in the headline with the control's words; nothing is minified and no culprit named."""
+    found.control = control
+    found.headline = (f"the environment, not your program: {control.program} fails the same way on this machine "
+                      f"({found.error})")
+    found.next_steps += [
+        f"Every program of this kind fails here: `python {control.path}` (one op) shows it. Repair the installation "
+        "(the C++ compiler, Triton, the CUDA driver, torch's build) or run on another machine, then run "
+        "pt2doctor diagnose again.",
+        "Do not file your program as a PyTorch bug: a report would need the environment's failure, not your code.",
+    ]
 
 
 def _flaky_repro(found: Found) -> None:

@@ -36,8 +36,9 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.options import DiagnoseOptions
-from pt2doctor.diagnose.found import (Found, conclude, flaky, interrupted, refine_category, success, user_error,
-                                      where)
+from pt2doctor.diagnose.control import ControlKind, start_control
+from pt2doctor.diagnose.found import (Found, conclude, environment_fails, flaky, interrupted, refine_category, success,
+                                      user_error, where)
 from pt2doctor.diagnose.export import diagnose_export
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
@@ -45,11 +46,14 @@ from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Control, Diagnosis, FailingStage
 from pt2doctor.model.minify import BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
+from pt2doctor.reduce.program import target_of
 
+# categories a broken installation gives every program (no compiler, a broken Triton, a package that crashes)
+_ENVIRONMENT_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH)
 # categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
 _GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH, Category.ACCURACY)
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
@@ -120,6 +124,12 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
         return
     spec, on_cuda = recorded_backend_spec(runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
+    # Inductor failing: would a one-op program fail the same way here? (runs while the stage runs go on)
+    control = (start_control(ControlKind.INDUCTOR, "cuda" if on_cuda else "cpu", target_of(a1.signature or "", False),
+                             options.out_dir) if found.original_backend == "inductor" and found.category in
+               _ENVIRONMENT_FAILURES else None)
+    if control is not None and _environment_fails(runner, speculative, found, a1, control.result()):
+        return
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
@@ -179,6 +189,22 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {found.bisection.describe()}")
     conclude(found)
+
+
+def _environment_fails(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt,
+                       control: Control | None) -> bool:
+    """The one-op control failed the same way: the stage table is finished (its runs are under way) and the
+    diagnosis concluded on the environment, with nothing minified."""
+    if control is None:
+        return False
+    found.control = control
+    if not control.fails_the_same_way:
+        return False
+    with found.timed("stages"):
+        _find_stage(runner, speculative, found, a1)
+    where(found)
+    environment_fails(found, control)
+    return True
 
 
 def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: Attempt,

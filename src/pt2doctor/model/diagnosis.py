@@ -153,6 +153,18 @@ class ProgramRepro:
 
 
 @dataclass(frozen=True, slots=True)
+class Control:
+    """A trivial program of the failing kind (one op, the same compiler and device), run on the same machine
+    under the same oracle (`diagnose.control`): when it fails the same way as the script, the environment
+    is at fault, not the program. `ended` says how it ended, in words; `path` is the program."""
+
+    program: str
+    path: str
+    fails_the_same_way: bool
+    ended: str
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     command: tuple[str, ...]
     category: Category | None  # None when nothing failed
@@ -188,6 +200,7 @@ class Diagnosis:
     torchrun: tuple[str, ...] | None = None  # the script ran as a job through torchrun, with these flags
     rank: str | None = None  # a job: the rank whose failure ended first, the one diagnosed (`rank 1`)
     ranks: int | None = None  # a job: how many ranks it ran
+    control: Control | None = None  # the trivial program of the same kind, where one was run
     schema: str = SCHEMA
 
     @property

@@ -45,7 +45,9 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     issue = ""
     # interrupted: what was found so far; flaky: only with a repro that fails some of the time (the rate is told)
     flaky_repro = diagnosis.repro_runs is not None and diagnosis.repro_runs.flaky
-    if diagnosis.failed and (flaky_repro or not diagnosis.flaky) and diagnosis.category is not Category.USER_ERROR:
+    environment = diagnosis.control is not None and diagnosis.control.fails_the_same_way  # not the program's bug
+    if (diagnosis.failed and (flaky_repro or not diagnosis.flaky) and not environment
+            and diagnosis.category is not Category.USER_ERROR):
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:

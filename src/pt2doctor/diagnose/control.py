@@ -1,0 +1,93 @@
+"""Before the program is blamed: does a trivial program of the same kind fail the same way here?
+
+Contract: `start_control(kind, device, target, out_dir)` writes a one-op program that goes through the
+same compiler on the same device (`torch.compile(..., backend="inductor")`, or for AOTInductor: export,
+compile and package, load, call) and starts running it in a fresh interpreter (`reduce.verify`, the
+oracle every repro is verified with), in a thread, so that it overlaps the steps after reproduction;
+`ControlRun.result()` is the `Control` it gives: whether it failed with the script's failure identity
+(`target`) and how it ended. When it did, the machine is at fault (a missing or broken C++ compiler, a
+broken Triton, AOTInductor packages that do not load), not the program: `diagnose` says so in the
+headline, minifies nothing and names no culprit (issue 30: every AOTInductor package segfaulting in
+`aoti_load_package` on one machine's image was "minified" to a one-node culprit and called verified).
+Only compilers the control can name are checked: Inductor and AOTInductor; a backend defined in the
+user's script has no control (its failure is the script's own either way).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from concurrent.futures import Future, ThreadPoolExecutor
+from enum import Enum
+from pathlib import Path
+
+from pt2doctor.model.diagnosis import Control
+from pt2doctor.model.minify import FailureSignature
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+from pt2doctor.reduce.verify import verify
+
+
+class ControlKind(str, Enum):
+    INDUCTOR = "torch.compile with Inductor"
+    AOTI = "AOTInductor (export, compile and package, load, call)"
+
+
+_SOURCES = {
+    ControlKind.INDUCTOR: """\
+        import torch
+
+        x = torch.randn(8, device={device!r})
+        print(torch.compile(lambda t: t.sin() + 1, backend="inductor")(x).sum().item())
+    """,
+    ControlKind.AOTI: """\
+        import os, tempfile
+        import torch
+
+
+        class One(torch.nn.Module):
+            def forward(self, t):
+                return t.sin() + 1
+
+
+        x = torch.randn(8, device={device!r})
+        program = torch.export.export(One(), (x,))
+        path = torch._inductor.aoti_compile_and_package(program, package_path=os.path.join(tempfile.mkdtemp(), "one.pt2"))
+        print(torch._inductor.aoti_load_package(path)(x).sum().item())
+    """,
+}
+
+
+class ControlRun:
+    """A control running in the background; `result()` waits for it (None: it could not be run)."""
+
+    def __init__(self, future: Future[Control | None], pool: ThreadPoolExecutor) -> None:
+        self._future, self._pool = future, pool
+
+    def result(self) -> Control | None:
+        try:
+            return self._future.result()
+        finally:
+            self._pool.shutdown(wait=False)
+
+
+def start_control(kind: ControlKind, device: str, target: FailureSignature, out_dir: Path,
+                  timeout_s: float = 300.0) -> ControlRun:
+    folder = out_dir / "control"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "control.py"
+    path.write_text(textwrap.dedent(_SOURCES[kind]).format(device=device))
+    # judged as a program repro is (`reduce.program_harness`): the same failure identity as the script's
+    harness = folder / "control_judged.py"
+    harness.write_text(harness_text(path.read_text(), ProgramRun(str(path), str(folder), (path.name,))))
+    pool = ThreadPoolExecutor(1)
+    return ControlRun(pool.submit(_run, kind, device, path, harness, target, timeout_s), pool)
+
+
+def _run(kind: ControlKind, device: str, path: Path, harness: Path, target: FailureSignature,
+         timeout_s: float) -> Control | None:
+    try:
+        ran = verify(harness, target, timeout_s=timeout_s, runs=1)
+    except OSError:
+        return None
+    ended = "passed" if ran.seen is None and ran.returncode == 0 else f"failed: {ran.seen or ran.output_tail[-200:]}"
+    return Control(program=f"one op ({kind.value}, on {device})", path=str(path), fails_the_same_way=ran.verified,
+                   ended=ended)
