@@ -219,6 +219,15 @@ def test_inductor_codegen_failure_bisects_to_the_relu_lowering(diagnosed):
     assert (run.out_dir / "report.html").exists()
     # the control: one op through Inductor compiles here, so the program is what fails, not the machine
     assert d["control"]["fails_the_same_way"] is False and d["control"]["ended"] == "passed"
+    # the maintainers' form: repro.py is plain torch in one screen, the minifier's harness beside it, and a
+    # regression test in PyTorch's idiom that fails now (issue 27)
+    repro = Path(d["repro"])
+    assert repro.name == "repro.py" and d["short"]["lines"] == len(repro.read_text().splitlines()) <= 40
+    assert "torch.compile(fn, backend='inductor'" in repro.read_text() and "make_inputs" not in repro.read_text()
+    assert Path(d["short"]["graph"]).name == "repro_graph.py" and d["minify"]["repro_path"] == d["short"]["graph"]
+    assert d["short"]["runs"] == {"failed": 2, "runs": 2} or d["short"]["runs"]["failed"] == d["short"]["runs"]["runs"]
+    assert Path(d["short"]["test"]).name == "test_repro.py"
+    assert "class TestRepro(TestCase):" in (run.out_dir / "issue.md").read_text()
 
 
 def test_runtime_abort_is_a_runtime_crash_minified_to_the_op(diagnosed):

@@ -21,7 +21,7 @@ from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, StageOutcome)
+                                      ProgramRepro, ShortForm, StageOutcome)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
@@ -58,6 +58,7 @@ class Found:
     rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
     ranks: int | None = None  # a job: how many ranks ran
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
+    short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -77,15 +78,17 @@ class Found:
         m, p = self.minify, self.program
         environment = self.session.environment if self.session else Environment()
         chosen = self.chosen_repro()
-        repro, verified = (chosen.repro_path, chosen.verified) if chosen else (None, False)
-        ops = (m.culprit_ops or m.ops) if m is not None and chosen is m else p.culprit_ops if p is not None else ()
+        graph = m is not None and chosen is m
+        short = self.short if graph else None
+        repro, verified = (short.repro if short else chosen.repro_path, chosen.verified) if chosen else (None, False)
+        ops = (m.culprit_ops or m.ops) if m is not None and graph else p.culprit_ops if p is not None else ()
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
             repro=repro, repro_verified=verified, repro_runs=chosen.verify_runs if chosen else None, replay=self.replay, replay_verified=self.replay_verified,
-            minified_nodes=m.nodes_after if m and repro == m.repro_path else None, culprit_ops=ops,
-            culprit_sources=source_calls(m.origins) if m and repro == m.repro_path else (),
-            input_needs=m.input_needs if m and repro == m.repro_path else (),
+            minified_nodes=m.nodes_after if m and graph else None, culprit_ops=ops,
+            culprit_sources=source_calls(m.origins) if m and graph else (),
+            input_needs=m.input_needs if m and graph else (), short=short,
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),

@@ -36,7 +36,7 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.options import DiagnoseOptions
-from pt2doctor.diagnose.control import ControlKind, start_control
+from pt2doctor.diagnose.control import ControlKind, ControlRun, start_control
 from pt2doctor.diagnose.found import (Found, conclude, environment_fails, flaky, interrupted, refine_category, success,
                                       user_error, where)
 from pt2doctor.diagnose.export import diagnose_export
@@ -44,9 +44,10 @@ from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.program import reduce_the_program
+from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Control, Diagnosis, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
 from pt2doctor.model.minify import BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
@@ -128,15 +129,13 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
     control = (start_control(ControlKind.INDUCTOR, "cuda" if on_cuda else "cpu", target_of(a1.signature or "", False),
                              options.out_dir) if found.original_backend == "inductor" and found.category in
                _ENVIRONMENT_FAILURES else None)
-    if control is not None and _environment_fails(runner, speculative, found, a1, control.result()):
-        return
     early = options.minify and found.category in _GRAPH_FAILURES
     pending = None
     if early and options.bisect and found.original_backend == "inductor":
         # the bisector will likely be wanted: let it import and warm up while the minifier works
         pending = PendingBisection(options.out_dir / "bisect", cuda=on_cuda)
     try:
-        _after_reproduction(options, runner, found, reporter, minify_reporter, a1, speculative, early, pending)
+        _after_reproduction(options, runner, found, reporter, minify_reporter, a1, speculative, early, pending, control)
     finally:
         if pending is not None:
             pending.cancel()
@@ -144,12 +143,14 @@ def _procedure(options: DiagnoseOptions, runner: VariantRunner, found: Found, re
 
 def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: Found, reporter: Reporter,
                         minify_reporter: Any, a1: Attempt, speculative: dict[str, Future[Attempt]], early: bool,
-                        pending: PendingBisection | None) -> None:
+                        pending: PendingBisection | None, control: ControlRun | None) -> None:
     if early:  # a recorded graph failed in the backend: minify it now, while the stage runs go on
         minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
     reporter.status("finding the failing stage")
     with found.timed("stages"):
         _find_stage(runner, speculative, found, a1)
+    if control is not None and _environment_fails(found, control):
+        return
     ran = sum(a.wall_s for a in found.attempts if a.backend in found.stages and a.label != a1.label)
     if ran > found.timings.get("stages", 0.0) + 1.0:
         found.notes.append(f"the stage runs took {ran:.1f} s, mostly while the steps before ran (they overlap): "
@@ -173,6 +174,10 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
     if found.stage in GRAPH_STAGES and options.minify and not early:
         minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
+    if found.minify and found.minify.verified:  # the maintainers' form: a short script and a regression test
+        reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
+        with found.timed("short_repro"):
+            hand_over_short(found, options.out_dir, a1.signature or "", options.query_timeout_s)
     if options.minify and found.stage is not None and not (found.minify and found.minify.verified):
         # with the stage's own backend forced (the simplest that fails), judged by that run's failure
         backend = next((b for b, s in REFERENCE if s == found.stage), None)
@@ -191,17 +196,15 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
     conclude(found)
 
 
-def _environment_fails(runner: VariantRunner, speculative: dict[str, Future[Attempt]], found: Found, a1: Attempt,
-                       control: Control | None) -> bool:
-    """The one-op control failed the same way: the stage table is finished (its runs are under way) and the
-    diagnosis concluded on the environment, with nothing minified."""
-    if control is None:
-        return False
+def _environment_fails(found: Found, running: ControlRun) -> bool:
+    """Whether the one-op control (run beside the steps so far) failed the same way: then the diagnosis is
+    concluded on the environment, and whatever was minified meanwhile is no culprit."""
+    with found.timed("control"):
+        control = running.result()
     found.control = control
-    if not control.fails_the_same_way:
+    if control is None or not control.fails_the_same_way:
         return False
-    with found.timed("stages"):
-        _find_stage(runner, speculative, found, a1)
+    found.minify = None
     where(found)
     environment_fails(found, control)
     return True

@@ -165,6 +165,20 @@ class Control:
 
 
 @dataclass(frozen=True, slots=True)
+class ShortForm:
+    """repro.py in PyTorch's own idiom (`diagnose.short_repro`): a function of plain torch calls, its inputs,
+    `torch.compile` and `torch.testing.assert_close`, `lines` long, verified both ways in fresh interpreters
+    (`runs`: how often it failed compiled). `graph` is the minifier's harness form (repro_graph.py); `test`
+    the regression test in PyTorch's test idiom (test_repro.py), verified to fail now, or None."""
+
+    repro: str
+    graph: str
+    lines: int
+    runs: VerifyRuns
+    test: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     command: tuple[str, ...]
     category: Category | None  # None when nothing failed
@@ -201,6 +215,7 @@ class Diagnosis:
     rank: str | None = None  # a job: the rank whose failure ended first, the one diagnosed (`rank 1`)
     ranks: int | None = None  # a job: how many ranks it ran
     control: Control | None = None  # the trivial program of the same kind, where one was run
+    short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
     schema: str = SCHEMA
 
     @property

@@ -217,6 +217,9 @@ class MinifyResult:
     origins: tuple[NodeOrigin, ...] = ()  # where the minimal graph's nodes came from (`source_calls`)
     input_needs: tuple[InputNeed, ...] = ()  # input properties a verified repro's failure needs
     verify_runs: VerifyRuns | None = None  # how often repro.py failed where it was verified (None: not run)
+    # the same minimal graph in PyTorch's idiom (`reduce.short_repro`), written beside it, not yet verified
+    short_repro: str | None = None
+    test_repro: str | None = None
 
     @property
     def minimal(self) -> bool:

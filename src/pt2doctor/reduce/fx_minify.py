@@ -34,6 +34,7 @@ from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.reduce.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
+from pt2doctor.reduce.short_repro import render_short, render_test
 from pt2doctor.reduce.saved_values import keep_only
 from pt2doctor.model.signature import accuracy_signature
 from pt2doctor.reduce.verify import FreshInterpreter, Verification, verify
@@ -130,8 +131,11 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     if calls:  # the reader learns which of their own calls the minimal graph came from
         came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + "; ".join(c.describe() for c in calls).replace('"' * 3, "'" * 3) + ".",)
         context = replace(context, header=context.header + came_from)
-    text = render(script_for(best, context))
+    script = script_for(best, context)
+    text = render(script)
     repro_path.write_text(text)
+    short = _write_if(options.out_dir / "repro_short.py", render_short(script))
+    test = _write_if(options.out_dir / "test_repro.py", render_test(script))
     keep_only(options.out_dir, (s.saved for s in best.inputs if isinstance(s, TensorSpec) and s.saved))
     timeout_s = max(options.timeout_s, 60.0)
     verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None
@@ -145,12 +149,20 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
         culprit_ops=_culprits(best), queries=stats.queries,
         cache_hits=stats.cache_hits, time_s=round(elapsed, 3),
         verified=bool(verification and verification.verified), repro_path=str(repro_path),
-        verify_runs=verification.runs if verification else None,
+        verify_runs=verification.runs if verification else None, short_repro=short, test_repro=test,
         stopped_early=stopped, passes=tuple(sorted(stats.accepted.items())),
         outcomes=tuple(sorted(stats.outcomes.items())), origins=best.origins, input_needs=needs,
     )
     (options.out_dir / "minify.json").write_bytes(dumps(result, pretty=True))
     return MinifyOutcome(result, best, text, verification)
+
+
+def _write_if(path: Path, text: str | None) -> str | None:
+    if text is None:
+        path.unlink(missing_ok=True)  # a short form of an earlier minification in this folder
+        return None
+    path.write_text(text)
+    return str(path)
 
 
 def _culprits(case: FxCase) -> tuple[str, ...]:

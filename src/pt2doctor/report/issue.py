@@ -103,7 +103,11 @@ def bundle_session(out_dir: Path, diagnosis: Diagnosis | None = None) -> Session
 
 
 def _repro_text(d: Diagnosis) -> str:
-    return Path(d.repro).read_text() if d.repro and Path(d.repro).exists() else ""
+    return _read(d.repro)
+
+
+def _read(path: str | None) -> str:
+    return Path(path).read_text() if path and Path(path).exists() else ""
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -118,7 +122,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
-        d=d, verdict=_verdict(d), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
+        d=d, verdict=_verdict(d), test_text=_read(d.short.test if d.short else None), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
         summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",

@@ -1,0 +1,143 @@
+"""The minimal graph in PyTorch's own idiom: a short script and a regression test a maintainer can paste.
+
+Contract: `render_short(script)` and `render_test(script)` are pure, byte-stable functions of a
+`ReproScript` (`reduce.repro`), or None where the short form cannot say what the harness form says. The
+short form is a function of plain torch calls (the graph's own code: the torch calls Dynamo recorded, or
+aten ops after AOT), its inputs made with `torch.randn`/`torch.randint`/literals (or the saved values,
+`repro_inputs.pt`, where the failure needs them), `torch.compile(fn, backend=...)`, and
+`torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors), nothing else: no
+accuracy rule, no input factory, no private API. The test is the same check as a
+`torch.testing._internal.common_utils.TestCase` with `run_tests()`.
+
+What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
+recording could not name (defined in the user's script: the harness form carries its source), inputs that
+are views of one storage or autograd's ZeroTensors, dynamic sizes, a graph with submodules or attributes
+(higher-order ops), and ops tracing must record itself (functorch's scaffolding). `diagnose` verifies the
+short form both ways in fresh interpreters before it hands it over (`diagnose.short_repro`); the harness
+form stays the minifier's, as `repro_graph.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.reduce.repro import ReproScript, ops_to_record, storage_extent
+
+_FLOATS = ("float", "bfloat16", "complex")
+
+
+def render_short(script: ReproScript) -> str | None:
+    parts = _parts(script)
+    if parts is None:
+        return None
+    header, config, function, inputs, compiled = parts
+    body = [*inputs, _EAGER, f"actual = {compiled}(*args)", "torch.testing.assert_close(actual, expected)"]
+    return _blocks(header.format(run="`python repro.py` raises") + "\n" + _imports(script), config, function,
+                   "\n".join(body))
+
+
+def render_test(script: ReproScript) -> str | None:
+    parts = _parts(script)
+    if parts is None:
+        return None
+    header, config, function, inputs, compiled = parts
+    body = [*inputs, _EAGER, f"actual = {compiled}(*args)", "self.assertEqual(actual, expected)"]
+    test = "\n".join(["class TestRepro(TestCase):", "    def test_compiled_matches_eager(self):",
+                      *("        " + line for line in body)])
+    imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
+    return _blocks(header.format(run="`python test_repro.py` fails") + "\n" + imports, config, function, test,
+                   'if __name__ == "__main__":\n    run_tests()')
+
+
+# eager on copies: a graph that writes into its inputs must not change what the compiled call is given
+_EAGER = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
+
+
+def _blocks(*blocks: str) -> str:
+    """Top-level blocks two blank lines apart, as PEP 8 has them."""
+    return "\n\n\n".join(b for b in blocks if b) + "\n"
+
+
+def _parts(script: ReproScript) -> tuple[str, str, str, list[str], str] | None:
+    if (script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backward or script.backend.kind is not BackendKind.NAMED
+            or any(_needs_harness(s) for s in script.inputs)):
+        return None
+    function = _function(script)
+    if function is None:
+        return None
+    inputs = [f"    {_input(spec)}," for spec in script.inputs]
+    saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
+    made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved
+            else []) + ["torch.manual_seed(0)", "args = [", *inputs, "]"]
+    header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
+    docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
+    compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
+    return docstring, "\n".join(script.config_lines), function, made, compiled
+
+
+def _imports(script: ReproScript) -> str:
+    saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
+    return ("from pathlib import Path\n\n" if saved else "") + "import torch"
+
+
+def _needs_harness(spec: InputSpec) -> bool:
+    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None or bool(spec.dynamic)
+                                             or (spec.requires_grad and not spec.leaf))
+
+
+def _function(script: ReproScript) -> str | None:
+    """The graph's forward as `def fn(...)`, with the prelude names it uses; None where it needs `self`."""
+    if ops_to_record(script.forward_code, script.prelude):
+        return None
+    tree = ast.parse(script.forward_code)
+    forward = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if forward is None or any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(ast.Module(forward.body, []))):
+        return None
+    forward.name = "fn"
+    forward.args.args = forward.args.args[1:]  # self
+    code = ast.unparse(_without_frees(forward))
+    used = {n.id for n in ast.walk(forward) if isinstance(n, ast.Name)}
+    prelude = [line for line in script.prelude if line.split("=", 1)[0].strip() in used]
+    return "\n".join([*prelude, *([""] if prelude else []), code])
+
+
+def _without_frees(forward: ast.FunctionDef) -> ast.FunctionDef:
+    """FX ends lines with `x = None` to free values early: a reader needs none of it."""
+    def frees(node: ast.stmt) -> bool:
+        return (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None
+                and all(isinstance(t, ast.Name) for t in node.targets))
+    forward.body = [s for s in forward.body if not frees(s)] or [ast.Pass()]
+    return forward
+
+
+def _input(spec: InputSpec) -> str:
+    if isinstance(spec, ScalarSpec):
+        return repr(spec.value)
+    device = "" if spec.device == "cpu" else f", device={spec.device!r}"
+    grad = ".requires_grad_()" if spec.requires_grad else ""
+    if spec.saved:
+        return f"saved[{spec.saved!r}]" + ("" if not device else f".to({spec.device!r})") + grad
+    dense = _dense_strides(spec.shape) == spec.stride and not spec.offset
+    shape = spec.shape if dense else (storage_extent(spec),)
+    if spec.dtype.startswith(_FLOATS):
+        made = f"torch.randn({shape!r}, dtype=torch.{spec.dtype}{device})"
+    elif spec.dtype == "bool":
+        made = f"torch.rand({shape!r}{device}) > 0.5"
+    elif spec.bounds is not None:
+        made = f"torch.randint({spec.bounds[0]}, {spec.bounds[1] + 1}, {shape!r}, dtype=torch.{spec.dtype}{device})"
+    else:
+        made = f"torch.zeros({shape!r}, dtype=torch.{spec.dtype}{device})"
+    if not dense:
+        made = f"({made}).as_strided({spec.shape!r}, {spec.stride!r}, {spec.offset})"
+    return made + grad
+
+
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
