@@ -138,11 +138,15 @@ class Outcome:
 
     @property
     def size(self) -> str:
-        """The repro's size: graph nodes, or the reduced program's lines."""
-        program = (self.diagnosis or {}).get("program")
+        """The repro's size: graph nodes (and the lines of repro.py in PyTorch's idiom, where it has that form),
+        or the reduced program's lines (and its checks: the last that kept a smaller program, of all)."""
+        d = self.diagnosis or {}
+        program, short = d.get("program"), d.get("short")
         if self.nodes is None and program:
-            return f"program {program['lines_before']} -> {program['lines_after']} lines"
-        return str(self.nodes)
+            checks = f", kept last at check {program['improved_at'][-1]} of {program['checks']}" if program.get(
+                "improved_at") else ""
+            return f"program {program['lines_before']} -> {program['lines_after']} lines{checks}"
+        return f"{self.nodes}; repro.py {short['lines']} lines" if short else str(self.nodes)
 
     def right(self) -> dict[str, bool]:
         return {"category": self.category == self.header.category, "stage": self.stage == self.header.stage,
