@@ -15,14 +15,13 @@ exports but then fails at run time asserts the branch the program does not take:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pt2doctor.analysis.export_fixes import (Edit, apply_edits, cond_candidates, dim_candidates, guard_candidates,
                                              is_tensor_truth)
 from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.runs import VariantRunner, run_a_copy
 from pt2doctor.model import SourceLoc
 from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportFix, Phase
 
@@ -54,17 +53,8 @@ def verified_fixes(runner: VariantRunner, found: Found, kind: ExportFailureKind,
 def _verify(runner: VariantRunner, found: Found, number: int, source: str, text: str, edits: tuple[Edit, ...],
             failed: ExportEvent) -> ExportFix:
     call = runner.call
-    fix_dir = call.out_dir / "export-fix" / str(number)
-    fix_dir.mkdir(parents=True, exist_ok=True)
-    copy = fix_dir / call.script.name
-    copy.write_text(apply_edits(source, edits))
-    path = os.pathsep.join(p for p in (str(call.script.resolve().parent), os.environ.get("PYTHONPATH", "")) if p)
-    fix_call = ScriptCall(copy, call.args, fix_dir, call.timeout_s, {**call.env, "PYTHONPATH": path})
-    fix_runner = VariantRunner(fix_call, 1, runner.reporter)
-    try:
-        attempt = fix_runner.submit(Variant(f"fix-{number}")).result()
-    finally:
-        fix_runner.close()
+    attempt, fix_runner = run_a_copy(runner, call.out_dir / "export-fix" / str(number), f"fix-{number}",
+                                     apply_edits(source, edits))
     found.attempts.append(attempt)
     events = records(RunPaths(fix_runner.run_dir(attempt.label)).export_log, ExportEvent)
     verified = any(e.index == failed.index and e.step is failed.step and e.phase is Phase.PASSED for e in events)

@@ -21,7 +21,7 @@ from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, ShortForm, StageOutcome)
+                                      ProgramRepro, ShortForm, StageOutcome, Workaround)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
@@ -59,6 +59,7 @@ class Found:
     ranks: int | None = None  # a job: how many ranks ran
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
+    workarounds: list[Workaround] = field(default_factory=list)  # tried on copies, narrowest first (`diagnose.workarounds`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -94,6 +95,7 @@ class Found:
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
+            workarounds=tuple(self.workarounds),
         )
 
 
@@ -253,6 +255,7 @@ def conclude(found: Found) -> None:
     on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
     found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     _flaky_repro(found)
+    _workaround_steps(found)
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
@@ -273,10 +276,10 @@ def conclude(found: Found) -> None:
         found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]
-        if passed:
-            cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation: slower"
-            found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) runs the script "
-                                    f"({cost}).")
+        if not found.workarounds and passed:
+            cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation"
+            found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) may run the script "
+                                    f"({cost}; not tried as a workaround).")
         m = found.minify
         verified = m is not None and m.verified
         if found.stage is FailingStage.BACKEND:  # the user's own backend: nothing to file with PyTorch
@@ -291,6 +294,22 @@ def conclude(found: Found) -> None:
     program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
+
+
+def _workaround_steps(found: Found) -> None:
+    """The verified workaround first among the next steps, with what it costs; the ones that did not hold after."""
+    verified = [w for w in found.workarounds if w.verified]
+    for w in verified[:1]:
+        cost = w.cost
+        took = (f"; the script's run took {cost.seconds:.1f} s with it" + (
+            f" ({cost.all_eager_s:.1f} s with compilation off)" if cost and cost.all_eager_s is not None else "")
+            + " (whole runs, compilation included)") if cost else ""
+        kept = f"; {w.graphs_kept_compiled} graph(s) stay compiled by your backend" if w.graphs_kept_compiled else ""
+        found.next_steps.insert(0, f"Workaround, verified on a copy of your script: {w.change}{kept}{took}. "
+                                   "The patch is workaround.patch.")
+    for w in found.workarounds:
+        if not w.verified:
+            found.notes.append(f"workaround tried and not kept: {w.change}: {w.outcome}")
 
 
 def environment_fails(found: Found, control: Control) -> None:

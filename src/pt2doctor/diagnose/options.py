@@ -21,6 +21,7 @@ class DiagnoseOptions:
     program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S  # the program reducer's time (the Dynamo stage, or no verified graph repro)
     minify: bool = True
     bisect: bool = True
+    workarounds: bool = True  # try workarounds on copies of the script (`diagnose.workarounds`)
     torchrun: tuple[str, ...] | None = None  # run the script as a job through torchrun, with these flags
 
     def __post_init__(self) -> None:

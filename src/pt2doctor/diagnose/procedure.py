@@ -45,6 +45,7 @@ from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.short_repro import hand_over_short
+from pt2doctor.diagnose.workarounds import find_workarounds
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
@@ -184,6 +185,9 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
         failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)
         reduce_the_program(options, found, reporter, failed, backend,
                            "dynamo" if found.stage is FailingStage.DYNAMO else "fallback")
+    if options.workarounds and options.torchrun is None:  # a job's copy would need torchrun's launch too
+        with found.timed("workarounds"):
+            find_workarounds(runner, found)
     if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):

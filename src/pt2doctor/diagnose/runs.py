@@ -16,6 +16,7 @@ stops what is still running.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -125,6 +126,11 @@ class VariantRunner:
         self._pool.shutdown(wait=False, cancel_futures=True)
         stop_all(signal.SIGTERM)
 
+    def release(self) -> None:
+        """Every run of this runner has ended: free its threads. Unlike `close`, nothing is stopped (`stop_all`
+        would end the children of every runner in the process, the diagnosis's own among them)."""
+        self._pool.shutdown(wait=False)
+
     def options(self, variant: Variant, unwanted: threading.Event | None = None) -> RunOptions:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
         hooks = Hooks(overrides=variant.overrides, export_checks=True)  # an exported program's result is judged in the run
@@ -199,3 +205,19 @@ def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> A
         error=error, rank=rank,
     )
 
+
+def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tuple[Attempt, VariantRunner]:
+    """Run `text` as a copy of the script, in `folder` (never the user's file): with the script's directory
+    first on PYTHONPATH, so its imports resolve as before, its argv and environment. Returns the run and the
+    runner that made it (its `sessions` and `run_dir`)."""
+    call = runner.call
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / call.script.name
+    copy.write_text(text)
+    path = os.pathsep.join(p for p in (str(call.script.resolve().parent), os.environ.get("PYTHONPATH", "")) if p)
+    copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, {**call.env, "PYTHONPATH": path}),
+                                1, runner.reporter)
+    try:
+        return copy_runner.submit(Variant(label)).result(), copy_runner
+    finally:
+        copy_runner.release()

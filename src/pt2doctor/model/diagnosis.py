@@ -179,6 +179,32 @@ class ShortForm:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkaroundCost:
+    """What a workaround costs, measured on runs of the whole script: `seconds` its run took with the
+    workaround, `all_eager_s` with compilation off (None: not run); both include the interpreter's start and
+    compilation (`what` says so): steady-state time of the compiled regions is not measured."""
+
+    seconds: float
+    all_eager_s: float | None
+    what: str = "the whole script's run, interpreter start and compilation included"
+
+
+@dataclass(frozen=True, slots=True)
+class Workaround:
+    """A change to the user's script that makes it run (`diagnose.workarounds`): `change` in words, `patch` a
+    unified diff of their file, `verified` when a copy of the script with it ran to the end with its own checks
+    passing (`outcome` says how the copy's run ended), `graphs_kept_compiled` how many graphs the script's own
+    backend still compiled in that run (None: not counted)."""
+
+    change: str
+    patch: str
+    verified: bool
+    outcome: str
+    cost: WorkaroundCost | None = None
+    graphs_kept_compiled: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnosis:
     command: tuple[str, ...]
     category: Category | None  # None when nothing failed
@@ -216,6 +242,7 @@ class Diagnosis:
     ranks: int | None = None  # a job: how many ranks it ran
     control: Control | None = None  # the trivial program of the same kind, where one was run
     short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
+    workarounds: tuple[Workaround, ...] = ()  # tried on copies of the script, narrowest first; the first verified one leads
     schema: str = SCHEMA
 
     @property

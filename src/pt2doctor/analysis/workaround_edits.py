@@ -1,0 +1,97 @@
+"""The source changes a workaround makes to a copy of the user's script; pure text in, text out.
+
+Contract: every change edits the text in place (the rest of the file stays byte for byte as written, so its
+patch is the change alone) and is None where it does not apply, or where the script never imports `torch` by
+that name:
+- `disable_call(source, line, call)`: the calls at `line` of the culprit's name (`torch.sigmoid`, `x.cos`,
+  `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
+- `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`;
+- `pin_backend(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator.
+`unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
+`diagnose.workarounds` tries each change on a copy of the script.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+DISABLE = "@torch.compiler.disable"
+
+
+def _tree(source: str) -> ast.Module | None:
+    """The script's AST, where it parses and imports `torch` by that name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    imports = any(isinstance(n, ast.Import) and any(a.name == "torch" and a.asname is None for a in n.names)
+                  for n in tree.body)
+    return tree if imports else None
+
+
+def _replaced(source: str, edits: list[tuple[ast.expr, str]]) -> str:
+    """`source` with each node's text (one line each; AST columns are UTF-8 byte offsets) replaced, from the end."""
+    lines = source.splitlines(keepends=True)
+    for node, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        raw = lines[node.lineno - 1].encode()
+        lines[node.lineno - 1] = (raw[:node.col_offset] + text.encode() + raw[node.end_col_offset:]).decode()
+    return "".join(lines)
+
+
+def _segment(source: str, node: ast.AST) -> str:
+    return ast.get_source_segment(source, node) or ast.unparse(node)
+
+
+def disable_call(source: str, line: int, call: str) -> str | None:
+    """`source` with the calls at `line` named as `call`'s last part made through `torch.compiler.disable`."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    name = call.rsplit(".", 1)[-1]  # as the line spells it: `F.relu`, `torch.relu`, `x.relu`, `relu`
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.func.lineno == line == n.func.end_lineno
+             and ((isinstance(n.func, ast.Attribute) and n.func.attr == name)
+                  or (isinstance(n.func, ast.Name) and n.func.id == name))]
+    if not calls:
+        return None
+    return _replaced(source, [(c.func, f"torch.compiler.disable({_segment(source, c.func)})") for c in calls])
+
+
+def pin_backend(source: str, backend: str) -> str | None:
+    """`source` with `backend=` in every `torch.compile(...)` call and bare `@torch.compile` decorator."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    edits: list[tuple[ast.expr, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.compile" and node.lineno == node.end_lineno:
+            kept = [_segment(source, a) for a in node.args]
+            kept += [_segment(source, k) for k in node.keywords if k.arg != "backend"]
+            edits.append((node, f"torch.compile({', '.join([*kept, f'backend={backend!r}'])})"))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            edits += [(d, f"torch.compile(backend={backend!r})") for d in node.decorator_list
+                      if ast.unparse(d) == "torch.compile"]
+    return _replaced(source, edits) if edits else None
+
+
+def disable_function(source: str, line: int) -> tuple[str, str] | None:
+    """`source` with the function holding `line` disabled, and that function's name."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    holders = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not holders:
+        return None
+    function = max(holders, key=lambda n: n.lineno)  # the innermost
+    if any(ast.unparse(d).startswith("torch.compiler.disable") for d in function.decorator_list):
+        return None
+    first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
+    lines = source.splitlines(keepends=True)
+    indent = lines[first - 1][:len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+    return "".join([*lines[:first - 1], f"{indent}{DISABLE}\n", *lines[first - 1:]]), function.name
+
+
+def unified_patch(before: str, after: str, name: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=name, tofile=name))

@@ -1,0 +1,123 @@
+"""Workarounds for the model's owner: changes tried on a copy of the whole program, narrowest first, with cost.
+
+Contract: `find_workarounds(runner, found)` is called once the failing stage is known (a graph stage, or
+Dynamo changing a result). It builds candidates from what the diagnosis found, narrowest first, and tries
+each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle of
+every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
+1. the culprit call (the one the minimal graph's culprit op came from) made through
+   `torch.compiler.disable(...)` at its line: Dynamo breaks the graph around that call alone;
+2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
+   script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
+3. the stage's passing backend written into every `torch.compile` call (the stage run already ran the
+   script so: that run is the verification, no new run).
+Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
+the script's own backend still compiled, and its cost: that run's time against the script's run with
+compilation off (run beside the first candidate when the stage ladder did not make one). `found.workarounds`
+holds every candidate tried, the verified one last.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend, unified_patch
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy
+from pt2doctor.diagnose.stages import GRAPH_STAGES
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost
+from pt2doctor.model.minify import NodeOrigin, source_calls
+
+
+def find_workarounds(runner: VariantRunner, found: Found) -> None:
+    if not _applies(found):
+        return
+    script = runner.call.script.resolve()
+    source = script.read_text()
+    off = next((a for a in found.attempts if a.label == "force_eager"), None)
+    pending_off = runner.submit(Variant.compilation_off()) if off is None else None
+    for label, change, text in _candidates(found, script, source):
+        runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
+        attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / label, f"workaround-{label}", text)
+        found.attempts.append(attempt)
+        session = copy_runner.sessions.get(attempt.label)
+        kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
+        off = off or _finished(pending_off, found)
+        found.workarounds.append(_workaround(change, unified_patch(source, text, script.name), attempt, off, kept))
+        if attempt.outcome == "pass":
+            return
+    _stage_backend(found, source, script.name, off or _finished(pending_off, found))
+
+
+def _candidates(found: Found, script: Path, source: str) -> list[tuple[str, str, str]]:
+    """(label, change in words, the script changed), narrowest first: the culprit call kept out of the graph,
+    then the function holding it."""
+    out: list[tuple[str, str, str]] = []
+    origin = _culprit_origin(found, script)
+    if origin is not None and origin.call:
+        text = disable_call(source, origin.line, origin.call)
+        if text is not None:
+            out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
+                                f"`torch.compiler.disable(...)`: Dynamo runs that call eagerly, the rest stays compiled",
+                        text))
+    line = origin.line if origin is not None else _failing_line(found, script)
+    disabled = disable_function(source, line) if line is not None else None
+    if disabled is not None:
+        text, function = disabled
+        out.append(("function", f"`@torch.compiler.disable` on `{function}` ({script.name}:{line}): Dynamo runs that "
+                                "function as written, the rest stays compiled", text))
+    return out
+
+
+def _applies(found: Found) -> bool:
+    """A compiler stage is at fault (not the script, not the machine) and the failure repeats."""
+    if found.flaky or found.category in (None, Category.USER_ERROR, Category.RECOMPILATION):
+        return False
+    if found.control is not None and found.control.fails_the_same_way:
+        return False
+    return found.stage in GRAPH_STAGES or (found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY)
+
+
+def _culprit_origin(found: Found, script: Path) -> NodeOrigin | None:
+    """Where in the script itself the minimal graph's culprit op came from (its call and line)."""
+    origins = source_calls(found.minify.origins) if found.minify and found.minify.verified else ()
+    return next((o for o in origins if o.file and o.line and Path(o.file).resolve() == script), None)
+
+
+def _failing_line(found: Found, script: Path) -> int | None:
+    """The innermost failing line of the script itself."""
+    return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
+
+
+def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) -> None:
+    """The stage's passing backend for every compile: the stage run was exactly that, so it is the verification."""
+    passed = [a for a in found.attempts if a.backend and found.stages.get(a.backend) == "pass"]
+    if not passed:
+        return
+    run = passed[-1]  # the highest rung that passed: the least taken away
+    pinned = pin_backend(source, run.backend) if run.backend else None  # as written, `backend=` added alone
+    patch = unified_patch(source, pinned, name) if pinned else ""
+    change = (f"`torch.compile(..., backend={run.backend!r})` for every compile: without "
+              + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
+    found.workarounds.append(_workaround(change, patch, run, off, 0))
+
+
+def _workaround(change: str, patch: str, attempt: Attempt, off: Attempt | None, kept: int | None) -> Workaround:
+    passed = attempt.outcome == "pass"
+    cost = WorkaroundCost(attempt.wall_s, off.wall_s if off is not None and off.outcome == "pass" else None)
+    return Workaround(change, patch, passed, "the script ran to the end" if passed else f"still fails: {attempt.error}",
+                      cost if passed else None, kept if passed else None)
+
+
+def _finished(pending: Future[Attempt] | None, found: Found) -> Attempt | None:
+    """The compilation-off run started beside the first candidate, once it ended (None: it could not run)."""
+    if pending is None:
+        return None
+    try:
+        attempt = pending.result()
+    except Exception:  # noqa: BLE001 - a reference run that broke leaves the cost without it
+        return None
+    if attempt not in found.attempts:
+        found.attempts.append(attempt)
+    return attempt

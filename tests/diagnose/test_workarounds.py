@@ -1,0 +1,72 @@
+"""Workarounds for the model's owner (issue 27): source changes made in place, and a real diagnosis that
+tries them on copies of the script, narrowest first, and hands over the first that runs with its cost."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend, unified_patch
+
+HERE = Path(__file__).parent
+SOURCE = textwrap.dedent('''\
+    import torch
+    import torch.nn.functional as F
+
+
+    @some.decorator  # kept as written
+    def head(x):
+        return F.relu(x) + torch.sigmoid(x) * 3
+
+
+    model = torch.compile(head, mode="max-autotune")  # a comment
+
+
+    @torch.compile
+    def tail(x):
+        return x.cos()
+''')
+
+
+def test_the_culprit_call_goes_through_torch_compiler_disable_and_nothing_else_changes():
+    changed = disable_call(SOURCE, 7, "torch.sigmoid")
+    assert changed == SOURCE.replace("torch.sigmoid(x)", "torch.compiler.disable(torch.sigmoid)(x)")
+    assert disable_call(SOURCE, 7, "relu") == SOURCE.replace("F.relu(x)", "torch.compiler.disable(F.relu)(x)")
+    assert disable_call(SOURCE, 7, "torch.tanh") is None and disable_call(SOURCE, 3, "torch.sigmoid") is None
+
+
+def test_the_function_holding_the_line_is_disabled_above_its_decorators():
+    changed, name = disable_function(SOURCE, 7) or ("", "")
+    assert name == "head" and changed == SOURCE.replace("@some.decorator", "@torch.compiler.disable\n@some.decorator")
+    assert disable_function(SOURCE, 10) is None  # module level: no function holds it
+
+
+def test_the_backend_is_written_into_each_compile_call_as_written():
+    changed = pin_backend(SOURCE, "aot_eager")
+    assert 'model = torch.compile(head, mode="max-autotune", backend=\'aot_eager\')  # a comment' in changed
+    assert "@torch.compile(backend='aot_eager')\ndef tail(x):" in changed
+    patch = unified_patch(SOURCE, changed, "train.py")
+    added = [line for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert patch.startswith("--- train.py\n+++ train.py\n") and len(added) == 2  # the two changed lines alone
+
+
+def test_a_script_that_does_not_import_torch_by_name_gets_no_change():
+    other = SOURCE.replace("import torch\n", "import torch as T\n", 1)
+    assert disable_call(other, 7, "torch.sigmoid") is None and pin_backend(other, "eager") is None
+
+
+@pytest.mark.slow
+def test_the_narrowest_change_that_runs_is_handed_over_with_its_cost(diagnosed):
+    """A backend that cannot compile sigmoid, in one of two compiled functions: the sigmoid call made through
+    torch.compiler.disable runs, every other graph still compiled by the user's backend."""
+    run, d = diagnosed(HERE / "scripts" / "two_functions_picky_backend.py")
+    (first, *_) = d["workarounds"]
+    assert first["verified"] and "torch.compiler.disable(...)" in first["change"], d["workarounds"]
+    assert "+    return torch.compiler.disable(torch.sigmoid)(x) * 3" in first["patch"]
+    assert first["graphs_kept_compiled"] >= 2 and first["cost"]["seconds"] > 0
+    assert first["cost"]["all_eager_s"] is not None  # the run with compilation off, beside it
+    assert (run.out_dir / "workaround.patch").read_text() == first["patch"]
+    assert "**Workaround** (verified" in (run.out_dir / "issue.md").read_text()
+    assert d["next_steps"][0].startswith("Workaround, verified on a copy of your script")
