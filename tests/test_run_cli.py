@@ -199,3 +199,13 @@ def test_a_kernel_error_reported_late_points_to_launch_blocking(tmp_path):
     minified = pt2doctor("minify", str(tmp_path))
     assert minified.code == 3
     assert "CUDA_LAUNCH_BLOCKING=1 pt2doctor run --record" in " ".join(minified.stderr.split())
+
+
+def test_compiles_before_and_after_a_dynamo_reset_are_all_kept_apart(run_json):
+    """Issue #30: `torch._dynamo.reset()` restarts torch's compile ids; the second round's compiles keep
+    their own entries and call counts (`@1`: after the first reset), never folded into the first round's."""
+    run = run_json("dynamo_reset.py")
+    assert run.code == 0, run.stderr[-2000:]
+    compiles = [(c["compile_id"], c["function"], c["calls"]) for c in run.doc["compiles"]]
+    assert compiles == [("0/0", "f", 3), ("1/0", "g", 2), ("0/1", "f", 1),
+                        ("0/0@1", "f", 3), ("1/0@1", "g", 2), ("0/1@1", "f", 1)], compiles
