@@ -48,3 +48,19 @@ def test_of_two_miscompiled_ops_the_one_the_program_checks_is_minified(diagnosed
     assert {"accuracy-check", "eager-0-0", "eager-1-0"} <= set(attempts), sorted(attempts)
     assert attempts["eager-0-0"]["outcome"] == "pass" and attempts["accuracy-check"]["outcome"] == "fail"
     assert "run accuracy-check: started" in run.stderr
+
+
+RESET_SCRIPT = Path(__file__).parent / "scripts" / "wrong_after_reset.py"
+
+
+@pytest.mark.slow
+def test_two_wrong_graphs_with_one_torch_compile_id_across_a_reset_each_get_their_own_run(diagnosed):
+    """Issue #30: torch numbers the graphs 0/0 before and after `torch._dynamo.reset()`; each gets its own
+    eager run (`runs/eager-0-0`, `runs/eager-0-0@1`), and the second, the one the program checks, is minified."""
+    run, d = diagnosed(RESET_SCRIPT)
+    assert run.code == 1, run.stderr[-3000:]
+    assert d["category"] == "accuracy", d["notes"]
+    attempts = {a["label"]: a for a in d["attempts"]}
+    assert {"eager-0-0", "eager-0-0@1"} <= set(attempts), sorted(attempts)
+    assert attempts["eager-0-0@1"]["outcome"] == "pass" and attempts["eager-0-0"]["outcome"] == "fail"
+    assert any("judged several graphs wrong" in note and "(compile id 0/0@1)" in note for note in d["notes"]), d["notes"]
