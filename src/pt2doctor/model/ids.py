@@ -30,10 +30,12 @@ class CompileId:
     compile id (call counts, the graph recording, `diagnose`'s per-graph runs) keeps the two apart. In the
     child, the reset is seen as it happens (`torch_compat.count_dynamo_resets`, which also marks it in the
     trace); a trace reader counts those marks, or, in a trace pt2doctor did not write, a compile id that
-    starts a second time (`capture.trace.trace_reader`). `torch_text` is torch's own id, without it. Two
-    more things share a torch id and need nothing here: the ranks of a job (one process, one trace file
-    and one session each) and a forward graph and its backward (one Dynamo graph, one compile; the graph
-    recording names each graph on its own, `g0003`, and says which compile it belongs to).
+    starts a second time (`capture.trace.trace_reader`). Both place a backward graph compiled lazily after
+    a reset (the `backward()` of an output computed before it) in the new generation: neither can tell.
+    `torch_text` is torch's own id, without the generation. Two more things share a torch id and need
+    nothing here: the ranks of a job (one process, one trace file and one session each) and a forward
+    graph and its backward (one Dynamo graph, one compile: the graph recording names each graph on its own,
+    `g0003`, with the compile it belongs to, and `diagnose` runs one experiment per compile).
 
     A plain slotted class rather than a dataclass so that serializers write its text form; a session
     written before generations existed reads back as generation 0, its text unchanged.
