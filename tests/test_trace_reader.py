@@ -93,3 +93,5 @@ def test_compiles_after_a_dynamo_reset_are_told_apart_in_a_trace_without_the_chi
     assert [(str(c.compile_id), c.function) for c in session.compiles] == [
         ("0/0", "f"), ("1/0", "g"), ("0/1", "f"), ("0/0@1", "f"), ("1/0@1", "g"), ("0/1@1", "f")]
     assert [str(r.compile_id) for r in session.recompiles] == ["0/1", "0/1@1"] and session.frames == 4
+    # the entry whose guard failed is the one of the recompile's own round
+    assert [str(r.guard_failures[0].failed_entry) for r in session.recompiles] == ["0/0", "0/0@1"]

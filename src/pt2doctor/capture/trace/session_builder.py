@@ -146,7 +146,7 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
     recompile_reason = m.get("recompile_reason")
     if cid.frame_compile > 0 or recompile_reason:
         reasons = fold.reasons.get(key) or ((recompile_reason,) if recompile_reason else ())
-        failures = tuple(parse_guard_failure(r) for r in reasons)
+        failures = tuple(parse_guard_failure(r, cid.generation) for r in reasons)
         fold.facts.recompiles.append(
             Recompile(function, file, line, _frame_key(cid), reasons[0] if reasons else "", failures))
 
@@ -205,7 +205,7 @@ def _code_of(fold: _Fold, key, m: dict[str, Any]) -> tuple[str, str, int]:
 
 def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason: str, *, fatal: bool) -> None:
     limit = "accumulated_recompile_limit" if "accumulated" in reason else "recompile_limit"
-    failures = tuple(parse_guard_failure(r) for r in fold.reasons.get(key, ()))
+    failures = tuple(parse_guard_failure(r, key[1].generation) for r in fold.reasons.get(key, ()))
     fold.facts.limit_hits.append(
         LimitHit(function, file, line, key[1], limit, reason.splitlines()[0], fatal=fatal, guard_failures=failures))
 
