@@ -16,6 +16,16 @@ def test_compile_id_prints_like_torch_and_parses_back():
         CompileId.parse("nope")
 
 
+def test_a_compile_after_a_dynamo_reset_has_an_id_of_its_own_that_prints_torchs_with_the_generation():
+    """Issue #30: torch's `0/0` comes back after `torch._dynamo.reset()`; the generation tells them apart."""
+    before, after = CompileId(0, 0), CompileId(0, 0, generation=1)
+    assert before != after and len({before, after}) == 2 and sorted([after, CompileId(3, 2)])[0] == CompileId(3, 2)
+    assert (str(after), after.torch_text) == ("0/0@1", "0/0")
+    assert CompileId.parse("!1/0/1_2@3") == CompileId(0, 1, 2, 1, 3) and str(CompileId.parse("!1/0/1_2@3")) == "!1/0/1_2@3"
+    assert CompileId.parse("0/1_2@1").compile == CompileId(0, 1, generation=1)
+    assert CompileId(0, 0).frame_key != CompileId(0, 1, generation=1).frame_key
+
+
 def test_compile_id_is_immutable_and_hashable():
     cid = CompileId(0, 1)
     with pytest.raises(AttributeError):

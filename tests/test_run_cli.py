@@ -199,3 +199,23 @@ def test_a_kernel_error_reported_late_points_to_launch_blocking(tmp_path):
     minified = pt2doctor("minify", str(tmp_path))
     assert minified.code == 3
     assert "CUDA_LAUNCH_BLOCKING=1 pt2doctor run --record" in " ".join(minified.stderr.split())
+
+
+def test_compiles_before_and_after_a_dynamo_reset_are_all_kept_apart(run_json):
+    """Issue #30: `torch._dynamo.reset()` restarts torch's compile ids; the second round's compiles keep
+    their own entries and call counts (`@1`: after the first reset), never folded into the first round's."""
+    run = run_json("dynamo_reset.py")
+    assert run.code == 0, run.stderr[-2000:]
+    compiles = [(c["compile_id"], c["function"], c["calls"]) for c in run.doc["compiles"]]
+    assert compiles == [("0/0", "f", 3), ("1/0", "g", 2), ("0/1", "f", 1),
+                        ("0/0@1", "f", 3), ("1/0@1", "g", 2), ("0/1@1", "f", 1)], compiles
+
+
+def test_the_run_s_trace_read_alone_counts_each_reset_once(run_json):
+    """The child marks each reset in the trace, and the second round starts at 0/0 again: the reader counts
+    one reset, not two, so `report` on the trace alone names the compiles as the run did."""
+    run = run_json("dynamo_reset.py")
+    alone = pt2doctor("report", "--json", str(run.out_dir / "trace"))
+    assert alone.code == 0, alone.stderr[-2000:]
+    assert [c["compile_id"] for c in alone.doc["compiles"]] == [c["compile_id"] for c in run.doc["compiles"]]
+    assert "pt2doctor_dynamo_reset" in "".join(p.read_text() for p in (run.out_dir / "trace").glob("*.log"))

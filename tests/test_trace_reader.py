@@ -84,3 +84,14 @@ def test_the_same_program_reads_the_same_on_torch_2_11_and_2_13() -> None:
                       [chain.fixes for chain in report.recompiles]))
     assert facts[0] == facts[1]
     assert facts[0][0] == 7 and len(facts[0][2]) == 2 and len(facts[0][3]) == 2
+
+
+def test_compiles_after_a_dynamo_reset_are_told_apart_in_a_trace_without_the_childs_marks():
+    """Issue #30: after `torch._dynamo.reset()` torch starts again at 0/0; a compile id that starts a second
+    time begins a new generation, so no compile is folded into another."""
+    session = session_from_trace(TRACES / "dynamo_reset.log")
+    assert [(str(c.compile_id), c.function) for c in session.compiles] == [
+        ("0/0", "f"), ("1/0", "g"), ("0/1", "f"), ("0/0@1", "f"), ("1/0@1", "g"), ("0/1@1", "f")]
+    assert [str(r.compile_id) for r in session.recompiles] == ["0/1", "0/1@1"] and session.frames == 4
+    # the entry whose guard failed is the one of the recompile's own round
+    assert [str(r.guard_failures[0].failed_entry) for r in session.recompiles] == ["0/0", "0/0@1"]

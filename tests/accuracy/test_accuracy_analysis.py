@@ -104,3 +104,11 @@ def test_a_reference_equal_to_eager_is_said_to_carry_no_information():
     assert same.reference_equals_eager and not differs.reference_equals_eager
     assert "carries no information about this" in render_accuracy([same])
     assert "carries no information" not in render_accuracy([differs])
+
+
+def test_each_graph_minified_gets_a_directory_of_its_own_across_a_dynamo_reset():
+    """Issue #30: `0/1@1` (after a reset) and `!0/1/1` (a compiled-autograd graph) must not share `minify-0-1-1`."""
+    from pt2doctor.workflows.accuracy_minify import _safe_name
+
+    names = [_safe_name(cid) for cid in ("0/1", "0/1@1", "!0/1/1")]
+    assert names == ["0-1", "0-1@1", "0-1-1"]

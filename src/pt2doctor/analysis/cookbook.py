@@ -153,7 +153,7 @@ def action_items(session: Session) -> list[ActionItem]:
 def _item(breaks: list[GraphBreak], impact: BreakImpact) -> ActionItem:
     first = max(breaks, key=lambda b: b.count)
     recipe = next((r for r in (advice_for(b) for b in breaks) if r is not None), None)
-    frames = {cid.frame for b in breaks for cid in b.compile_ids}
+    frames = {cid.frame_key for b in breaks for cid in b.compile_ids}
     hints = tuple(dict.fromkeys(h for b in breaks for h in b.hints if not h.startswith("pt2doctor:")))
     return ActionItem(
         where=SourceLoc(first.file, first.line, first.function, first.code),

@@ -14,7 +14,7 @@ def find_graph_breaks(session: Session) -> list[Finding]:
         cause = recipe.cause if recipe else gb.explanation or gb.reason
         fix = tuple(h for h in gb.hints)
         where = SourceLoc(gb.file, gb.line, gb.function, gb.code)
-        frames = len({cid.frame for cid in gb.compile_ids}) or 1
+        frames = len({cid.frame_key for cid in gb.compile_ids}) or 1
         impact = break_impact(session, gb.file, gb.line)
         evidence = (f"{gb.reason}", f"hit {gb.count}x in {frames} frame(s)") + (
             (f"the code after it recompiled {impact.recompiles}x",) if impact.recompiles else ())

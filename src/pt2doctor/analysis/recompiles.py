@@ -270,8 +270,8 @@ def recompile_chains(session: Session) -> list[RecompileChain]:
         groups[(r.function, r.file, r.line)].append(r)
     limits = {(h.function, h.file, h.line): h for h in session.limit_hits}
 
-    def order(key: tuple[str, str, int]) -> tuple[bool, int, str, int]:
-        first = groups[key][0].compile_id.frame if groups.get(key) else limits[key].compile_id.frame
+    def order(key: tuple[str, str, int]) -> tuple[bool, int, str, tuple[int, int]]:
+        first = groups[key][0].compile_id.frame_key if groups.get(key) else limits[key].compile_id.frame_key
         return (key not in limits, -len(groups.get(key, ())), "", first)
 
     chains = []

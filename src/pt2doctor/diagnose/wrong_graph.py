@@ -10,7 +10,9 @@ then starts from those values, not random ones (a bug such as `1.0 // 0.1` shows
 only). When it rejects several graphs, the one the program's own check depends on is wanted, not
 merely the last one: for each (up to `MAX_EXPERIMENTS`, in parallel) the program runs once more with
 only that graph run as captured, without its backend (`runs/eager-<compile id>`); the graph whose
-eager run makes the program pass is preferred, and the others are listed in the notes. Without a
+eager run makes the program pass is preferred, and the others are listed in the notes. A run is per
+compile (its key, unique in the process: `CompileId.generation`), so two rejected graphs of one compile (a
+forward and its backward) share one. Without a
 rejected graph, the first run's recording is used as before (the last graph, on random inputs), and
 a note says so.
 """
@@ -64,7 +66,9 @@ def find_wrong_graph(run_dir: Path, found: Found, runner: VariantRunner) -> Wron
 def _graph_the_check_depends_on(runner: VariantRunner, checked: Path, rejected: list[str], found: Found) -> str | None:
     """The rejected graph without whose backend the program passes (see the contract), or None."""
     compile_ids = {e.id: e.compile_id for e in read_index(RunPaths(checked).graphs_dir)}
-    tried = [g for g in rejected if compile_ids.get(g)][:MAX_EXPERIMENTS]
+    # one run per compile (its Dynamo graph run as captured): a forward graph and its backward share one
+    first_of_compile = {compile_ids[g]: g for g in reversed(rejected) if compile_ids.get(g)}
+    tried = [g for g in rejected if g in first_of_compile.values()][:MAX_EXPERIMENTS]
     runner.reporter.status(f"{len(rejected)} graphs compute wrong results: running the program with each of "
                            f"{', '.join(tried)} run eagerly, to find the one its own check depends on")
     futures = {g: runner.submit(Variant.graph_run_eagerly(str(compile_ids[g]))) for g in tried}  # in parallel

@@ -293,7 +293,7 @@ class Session:
 
     @property
     def frames(self) -> int:
-        return len({c.compile_id.frame for c in self.compiles})
+        return len({c.compile_id.frame_key for c in self.compiles})
 
     @property
     def graphs(self) -> int:

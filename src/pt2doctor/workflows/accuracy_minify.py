@@ -54,5 +54,6 @@ def minify_graph(run_dir: Path, compile_id: str, tolerance: float, jobs: int, ti
 
 
 def _safe_name(compile_id: str) -> str:
-    """A compile id as a directory name: `0/1` -> `0-1`."""
-    return re.sub(r"[^0-9A-Za-z_.]+", "-", compile_id).strip("-") or "graph"
+    """A compile id as a directory name: `0/1` -> `0-1`, `0/1@1` -> `0-1@1` (the `@` kept: `0-1-1` would be
+    `!0/1/1`'s, a compiled-autograd graph's)."""
+    return re.sub(r"[^0-9A-Za-z_.@]+", "-", compile_id).strip("-") or "graph"

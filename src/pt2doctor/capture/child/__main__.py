@@ -97,6 +97,11 @@ _calls: Any = None
 def _install_hooks(spec: ChildSpec) -> None:
     global _calls
     hooks = spec.hooks
+    from pt2doctor.capture import torch_compat
+    from pt2doctor.capture.child.call_counter import after_import
+
+    # every hook's compile ids, and the trace's, tell a compile after `torch._dynamo.reset()` from one before
+    after_import("torch._dynamo", torch_compat.count_dynamo_resets)
     if hooks.accuracy_probe is not None:  # before the counter, whose wrapper must count only the program's calls
         from pt2doctor.capture.child import accuracy_probe
 

@@ -4,7 +4,10 @@ rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
+
+from pt2doctor.model.ids import RESET_ARTIFACT, CompileId
 
 
 def patch_backend_call(wrapper: Callable[..., Any]) -> Callable[[], None]:
@@ -108,10 +111,50 @@ def registered_backends() -> dict[str, Any]:
 
 
 def current_compile_id() -> str | None:
+    """The compile id of what Dynamo compiles now, unique in the process: torch's (`CompileContext`, 2.11,
+    2.13) in the reset generation `count_dynamo_resets` has counted (`0/0@1`, `CompileId.generation`)."""
     from torch._guards import CompileContext
 
     compile_id = CompileContext.current_compile_id()
-    return None if compile_id is None else str(compile_id)
+    if compile_id is None:
+        return None
+    try:
+        return str(CompileId.parse(str(compile_id)).in_generation(_resets))
+    except ValueError:  # a compiled-autograd graph of no frame (`!0`): no frame ids to restart
+        return str(compile_id)
+
+
+_resets = 0  # the `torch._dynamo.reset()` calls `count_dynamo_resets` saw in this process
+
+
+def count_dynamo_resets() -> Callable[[], None]:
+    """Count the process's `torch._dynamo.reset()` calls, which restart torch's compile ids, so that
+    `current_compile_id` tells the compiles after one from those before, and mark each in the structured
+    trace (an artifact named `RESET_ARTIFACT`), where the trace reader counts the same resets.
+
+    Wraps the module attribute `torch._dynamo.reset`, which `torch.compiler.reset` calls too (2.11, 2.13):
+    install it as `torch._dynamo` is imported, before the script can take the function itself. Returns the
+    function that restores the original.
+    """
+    import torch._dynamo
+    from torch._logging import trace_structured
+
+    original = torch._dynamo.reset
+
+    @functools.wraps(original)
+    def reset() -> None:
+        global _resets
+        original()
+        _resets += 1
+        trace_structured("artifact", metadata_fn=lambda: {"name": RESET_ARTIFACT, "encoding": "string"},
+                         payload_fn=lambda: str(_resets))
+
+    torch._dynamo.reset = reset
+
+    def restore() -> None:
+        torch._dynamo.reset = original
+
+    return restore
 
 
 def symint_hint(value: Any) -> int:

@@ -30,9 +30,13 @@ class PayloadRef:
 
 @dataclass(frozen=True, slots=True)
 class Event:
+    """`compile_id` is unique in the trace (`CompileId.generation`); `generation` is the reset generation the
+    event came in, for an event without a compile id that names compiles (`graph_execution`)."""
+
     compile_id: CompileId | None
     rank: int | None
     timestamp: float | None
+    generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,11 +83,12 @@ class _Ctx:
                             condition=condition)
 
 
-def parse_guard_failure(raw: str) -> GuardFailure:
-    """One entry of `recompile_reasons` (e.g. ``0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5``)."""
+def parse_guard_failure(raw: str, generation: int = 0) -> GuardFailure:
+    """One entry of `recompile_reasons` (e.g. ``0/0: tensor 'x' size mismatch at index 0. expected 4, actual 5``)
+    of a recompile in reset generation `generation`, where the failed entry is too (`CompileId.generation`)."""
     entry = _ENTRY.match(raw.strip())
     line = split_guard_line(entry["body"] if entry else raw.strip())
-    ctx = _Ctx(raw, CompileId.parse(entry["cid"]) if entry else None, line.source)
+    ctx = _Ctx(raw, CompileId.parse(entry["cid"]).in_generation(generation) if entry else None, line.source)
     failure = _parse_expr(line.expr, ctx)
     return replace(failure, torch_source=_torch_source(line.expr), hint=line.note, origin=_origin(failure, line.expr),
                    value_type=value_type(failure.expected) if failure.expected is not None else None)
@@ -100,7 +101,8 @@ def reparsed(session: Session) -> Session:
         return session
 
     def again(owner: Any) -> Any:
-        return replace(owner, guard_failures=tuple(parse_guard_failure(g.raw) for g in owner.guard_failures))
+        generation = owner.compile_id.generation
+        return replace(owner, guard_failures=tuple(parse_guard_failure(g.raw, generation) for g in owner.guard_failures))
 
     return replace(session, schema=SCHEMA, recompiles=tuple(again(r) for r in session.recompiles),
                    limit_hits=tuple(again(h) for h in session.limit_hits))

@@ -146,7 +146,7 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
     recompile_reason = m.get("recompile_reason")
     if cid.frame_compile > 0 or recompile_reason:
         reasons = fold.reasons.get(key) or ((recompile_reason,) if recompile_reason else ())
-        failures = tuple(parse_guard_failure(r) for r in reasons)
+        failures = tuple(parse_guard_failure(r, cid.generation) for r in reasons)
         fold.facts.recompiles.append(
             Recompile(function, file, line, _frame_key(cid), reasons[0] if reasons else "", failures))
 
@@ -196,7 +196,7 @@ def _code_of(fold: _Fold, key, m: dict[str, Any]) -> tuple[str, str, int]:
     compiles (a compile refused at the recompile limit has no code fields), else from its start."""
     if m.get("co_name"):
         return m["co_name"], m.get("co_filename") or "?", int(m.get("co_firstlineno") or 0)
-    same_frame = [c for (rank, cid), c in fold.compiles.items() if rank == key[0] and cid.frame == key[1].frame]
+    same_frame = [c for (rank, cid), c in fold.compiles.items() if rank == key[0] and cid.frame_key == key[1].frame_key]
     if same_frame:
         return same_frame[0].function, same_frame[0].file, same_frame[0].line
     start = fold.starts.get(key)
@@ -205,7 +205,7 @@ def _code_of(fold: _Fold, key, m: dict[str, Any]) -> tuple[str, str, int]:
 
 def _on_limit_hit(fold: _Fold, key, function: str, file: str, line: int, reason: str, *, fatal: bool) -> None:
     limit = "accumulated_recompile_limit" if "accumulated" in reason else "recompile_limit"
-    failures = tuple(parse_guard_failure(r) for r in fold.reasons.get(key, ()))
+    failures = tuple(parse_guard_failure(r, key[1].generation) for r in fold.reasons.get(key, ()))
     fold.facts.limit_hits.append(
         LimitHit(function, file, line, key[1], limit, reason.splitlines()[0], fatal=fatal, guard_failures=failures))
 
@@ -318,13 +318,14 @@ _DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f
            "int8": "i8", "uint8": "u8", "bool": "b8"}
 
 
-def _on_execution(fold: _Fold, _event: ev.Artifact, value: Any) -> None:
-    """`graph_execution`: the compile ids of the graphs in the order they ran."""
+def _on_execution(fold: _Fold, event: ev.Artifact, value: Any) -> None:
+    """`graph_execution`: the compile ids of the graphs in the order they ran, in the reset generation torch
+    logged them in (it logs them when its recording context ends: one that spans a reset is not told apart)."""
     order = value.get("graph_execution_order") if isinstance(value, dict) else None
     ids = []
     for entry in order or ():
         try:
-            ids.append(_frame_key(CompileId.parse(str(entry.get("compile_id")))))
+            ids.append(_frame_key(CompileId.parse(str(entry.get("compile_id"))).in_generation(event.generation)))
         except (ValueError, AttributeError):
             continue
     fold.facts.graph_execution += tuple(ids)

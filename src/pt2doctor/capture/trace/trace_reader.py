@@ -9,6 +9,10 @@ Contract:
 - The format: `<L><MMDD> <HH:MM:SS.us> <pid> <path>:<line>] {json metadata}` followed by
   tab-indented payload lines (torch/_logging/_internal.py, `TorchLogsFormatter(trace=True)`).
   `{"str": [text, id]}` lines intern file names used by stacks.
+- Compile ids are unique in a file: an event's id carries its reset generation (`CompileId.generation`),
+  the number of `torch._dynamo.reset()` calls before it in that file (one file is one process). A reset
+  is the child's mark (`RESET_ARTIFACT`), or, in a trace pt2doctor did not write, a `dynamo_start` of a
+  compile id already started since the last reset (torch restarts its counters; nothing else repeats one).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 import msgspec
 
 from pt2doctor.capture.trace import events as ev
-from pt2doctor.model.ids import CompileId, SourceLoc
+from pt2doctor.model.ids import RESET_ARTIFACT, CompileId, SourceLoc
 
 _RESERVED = frozenset(
     {"rank", "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload",
@@ -68,8 +72,33 @@ def read_trace(path: Path, counters: TraceCounters | None = None, *, strict: boo
         yield from _read_file(file, counters, strict)
 
 
+@dataclass(slots=True)
+class _Generations:
+    """The reset generation of one file's events, as they come (see the module's contract)."""
+
+    current: int = 0
+    started: set[CompileId] = field(default_factory=set)  # since the last reset
+
+    def place(self, kind: str, header: dict[str, Any], cid: CompileId | None) -> CompileId | None:
+        """`cid` (as torch wrote it) in the generation it belongs to, the generation moved on where this
+        event shows a reset."""
+        artifact = header.get("artifact")
+        if isinstance(artifact, dict) and artifact.get("name") == RESET_ARTIFACT:
+            self._reset()
+        elif kind == "dynamo_start" and cid is not None:
+            if cid in self.started:
+                self._reset()
+            self.started.add(cid)
+        return cid.in_generation(self.current) if cid is not None and self.current else cid
+
+    def _reset(self) -> None:
+        self.current += 1
+        self.started.clear()
+
+
 def _read_file(path: Path, counters: TraceCounters, strict: bool) -> Iterator[ev.Event]:
     strings: dict[int, str] = {}
+    generations = _Generations()
     file_rank = rank_of(path)
     pending: tuple[dict[str, Any], int, int] | None = None  # header, payload offset, line number
     payload_lines: list[bytes] | None = None
@@ -86,7 +115,7 @@ def _read_file(path: Path, counters: TraceCounters, strict: bool) -> Iterator[ev
                         payload_lines.append(line)
                 continue
             if pending is not None:
-                yield from _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters)
+                yield from _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters, generations)
                 pending = None
             header = _parse_header(line)
             if header is None:
@@ -99,7 +128,7 @@ def _read_file(path: Path, counters: TraceCounters, strict: bool) -> Iterator[ev
             payload_lines = [] if _payload_wanted(header) else None
             payload_len = 0
         if pending is not None:
-            yield from _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters)
+            yield from _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters, generations)
 
 
 def _parse_header(line: bytes) -> dict[str, Any] | None:
@@ -125,7 +154,7 @@ def _payload_wanted(header: dict[str, Any]) -> bool:
     return isinstance(artifact, dict) and artifact.get("name") in _EAGER_PAYLOADS
 
 
-def _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters) -> Iterator[ev.Event]:
+def _emit(pending, payload_lines, payload_len, path, strings, file_rank, counters, generations) -> Iterator[ev.Event]:
     header, payload_offset, _lineno = pending
     kind = _kind(header)
     if kind == "str":
@@ -136,7 +165,8 @@ def _emit(pending, payload_lines, payload_len, path, strings, file_rank, counter
     rank = header.get("rank", file_rank)
     if rank is not None:
         counters.ranks.add(rank)
-    base = _Base(_compile_id(header), rank, path, payload_offset, payload_len, payload_lines, strings)
+    compile_id = generations.place(kind, header, _compile_id(header))
+    base = _Base(compile_id, rank, path, payload_offset, payload_len, payload_lines, strings, generations.current)
     handler = _HANDLERS.get(kind)
     if kind == "artifact":
         name = header["artifact"].get("name", "")
@@ -158,6 +188,7 @@ class _Base:
     payload_len: int
     payload_lines: list[bytes] | None
     strings: dict[int, str]
+    generation: int
 
     def text(self) -> str:
         lines = self.payload_lines or []
@@ -169,7 +200,7 @@ class _Base:
         return ev.PayloadRef(str(self.path), self.payload_offset, self.payload_len)
 
     def common(self) -> dict[str, Any]:
-        return {"compile_id": self.compile_id, "rank": self.rank, "timestamp": None}
+        return {"compile_id": self.compile_id, "rank": self.rank, "timestamp": None, "generation": self.generation}
 
 
 def _compile_id(header: dict[str, Any]) -> CompileId | None:
@@ -199,10 +230,10 @@ def _metrics(base: _Base, meta: Any) -> ev.Event:
     cid = base.compile_id
     if cid is None and isinstance(metrics.get("compile_id"), str):
         try:
-            cid = CompileId.parse(metrics["compile_id"])
+            cid = CompileId.parse(metrics["compile_id"]).in_generation(base.generation)
         except ValueError:
             cid = None
-    return ev.CompilationMetrics(cid, base.rank, metrics.get("start_time"), metrics=metrics)
+    return ev.CompilationMetrics(cid, base.rank, metrics.get("start_time"), base.generation, metrics=metrics)
 
 
 def _graph_break(base: _Base, meta: Any) -> ev.Event:
