@@ -176,11 +176,11 @@ def test_a_repro_that_fails_only_in_some_of_its_verification_runs_makes_the_diag
     conclude(found)
     diagnosis = found.freeze()
     assert diagnosis.flaky and diagnosis.exit_code == 3 and not diagnosis.repro_verified
-    assert diagnosis.headline.startswith("flaky: repro.py failed 1 of 2 runs")
+    assert diagnosis.headline.startswith("flaky: repro.py failed the same way in 1/2 runs")
     assert diagnosis.repro_runs == VerifyRuns(1, 2)
     write_bundle(diagnosis, None, tmp_path)
     assert json.loads((tmp_path / "diagnosis.json").read_text())["repro_runs"] == {"failed": 1, "runs": 2}
-    assert "flaky: `python repro.py` fails the same way only sometimes (failed 1 of 2 runs" in (
+    assert "flaky: `python repro.py` fails the same way only sometimes (failed the same way in 1/2 runs" in (
         tmp_path / "issue.md").read_text()
 
 

@@ -143,6 +143,6 @@ def test_a_boxed_backward_call_is_judged_and_kept_on_the_inputs_it_was_given(tmp
     assert checked._boxed_call and torch.equal(checked([x, g])[0], x * g + 1)
     recorder.close()
     [failure] = read_failures(tmp_path / "graphs")
-    assert (failure.graph, failure.phase, failure.values) == ("g0002", "accuracy", "g0002.inputs.pt")
-    kept = torch.load(tmp_path / "graphs" / "g0002.inputs.pt", weights_only=True)
+    assert (failure.graph, failure.phase, failure.values) == ("g0002", "accuracy", "g0002.failed.inputs.pt")
+    kept = torch.load(tmp_path / "graphs" / "g0002.failed.inputs.pt", weights_only=True)
     assert torch.equal(kept[0], x) and torch.equal(kept[1], g)

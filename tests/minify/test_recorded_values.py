@@ -106,7 +106,7 @@ def _run_repro(directory: Path) -> subprocess.CompletedProcess[str]:
 
 def test_index_values_reproduce_a_wrong_result(recorded, minified, tmp_path):
     run_dir = recorded(WRONG_GATHER, accuracy="1e-4")
-    assert [(f["phase"], f["values"]) for f in _failures(run_dir)] == [("accuracy", "g0000.inputs.pt")]
+    assert [(f["phase"], f["values"]) for f in _failures(run_dir)] == [("accuracy", "g0000.failed.inputs.pt")]
     run, result = minified(run_dir)
     assert run.code == 0, run.stderr[-2000:]
     assert (result["signature"]["kind"], result["verified"]) == ("accuracy", True)
@@ -133,8 +133,8 @@ def test_inputs_of_a_graph_failing_at_run_time_are_kept(recorded, minified):
     run_dir = recorded(LARGE_VALUES)
     graphs = run_dir / "graphs"
     assert [json.loads(line)["values"] for line in (graphs / "index.jsonl").read_text().splitlines()] == [None] * 3
-    assert [(f["graph"], f["phase"], f["values"]) for f in _failures(run_dir)] == [("g0002", "run", "g0002.inputs.pt")]
-    assert [p.name for p in graphs.glob("*.inputs.pt")] == ["g0002.inputs.pt"]
+    assert [(f["graph"], f["phase"], f["values"]) for f in _failures(run_dir)] == [("g0002", "run", "g0002.failed.inputs.pt")]
+    assert [p.name for p in graphs.glob("*.failed.inputs.pt")] == ["g0002.failed.inputs.pt"]
     run, result = minified(run_dir)
     assert run.code == 0, run.stderr[-2000:]
     assert (result["signature"]["text"], result["verified"]) == ("ValueError: picky_values: a value above N", True)
@@ -178,7 +178,7 @@ def test_a_failure_whose_inputs_cannot_be_saved_is_recorded_without_them(tmp_pat
     from pt2doctor.capture.child.graph_recorder import GraphRecorder
 
     recorder = GraphRecorder(tmp_path)
-    (recorder.dir / "g0000.inputs.pt").mkdir()  # where the values would go: torch.save fails
+    (recorder.dir / "g0000.failed.inputs.pt").mkdir()  # where the values would go: saving them fails
     recorder.fail("g0000", "run", RuntimeError("CUDA error: device-side assert triggered"), [torch.arange(3)])
     recorder.close()
     (entry,) = read_failures(tmp_path / "graphs")

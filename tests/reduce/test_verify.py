@@ -38,7 +38,7 @@ def test_a_repro_failing_every_other_run_is_flaky_with_its_rate(tmp_path):
     assert (result.runs.failed, result.runs.runs) == (1, 2)
     assert result.runs.flaky and not result.verified
     assert result.returncode == 0 and result.seen is None  # the run that did not fail is the one described
-    assert str(result.runs) == "failed 1 of 2 runs"
+    assert str(result.runs) == "failed the same way in 1/2 runs"
 
 
 def test_a_repro_failing_every_run_is_verified(tmp_path):

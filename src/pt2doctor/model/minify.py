@@ -192,7 +192,7 @@ class VerifyRuns:
         return 0 < self.failed < self.runs
 
     def __str__(self) -> str:
-        return f"failed {self.failed} of {self.runs} runs"
+        return f"failed the same way in {self.failed}/{self.runs} runs"
 
 
 @dataclass(frozen=True, slots=True)
