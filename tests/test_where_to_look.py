@@ -1,5 +1,5 @@
 """Where to look in PyTorch's source: the look-up in the installed torch (real torch, no compile), the Dynamo
-raise site taken from a traceback."""
+raise site taken from a traceback, and issue.md's list from a hand-built diagnosis."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.failures import dynamo_raise_site
-from pt2doctor.model.diagnosis import SourceLookup, SourceRef
+from pt2doctor.diagnose.found import Found, conclude
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceRef
+from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns
+from pt2doctor.report.issue import write_bundle
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +72,23 @@ def test_the_dynamo_site_is_the_innermost_dynamo_frame_past_its_raising_helpers(
 def test_a_traceback_without_dynamo_frames_has_no_dynamo_site() -> None:
     assert dynamo_raise_site('  File "/w/train.py", line 9, in <module>\n  File "/w/my_torch/_dynamo/x.py", '
                              'line 3, in g\n') is None
+
+
+def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:
+    repro = tmp_path / "repro.py"
+    repro.write_text("print('repro')\n")
+    found = Found(command=("train.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
+                  error="RuntimeError: boom", stages={"aot_eager_decomp_partition": "pass", "inductor": "fail"})
+    found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "RuntimeError: boom"), 9,
+                                1, ("aten.relu.default",), ("aten.relu.default",), 12, 3, 4.5, True, str(repro),
+                                verify_runs=VerifyRuns(2, 2))
+    found.where_to_look = [SourceRef("Inductor lowering of aten.relu.default", "torch/_inductor/lowering.py", 7972,
+                                     "make_pointwise.<locals>.inner")]
+    conclude(found)
+    diagnosis = found.freeze()
+    assert diagnosis.where_to_look == tuple(found.where_to_look)
+    write_bundle(diagnosis, None, tmp_path)
+    issue = (tmp_path / "issue.md").read_text()
+    assert "**Where to look** in PyTorch's source" in issue
+    assert ("- Inductor lowering of aten.relu.default: `torch/_inductor/lowering.py:7972` "
+            "(`make_pointwise.<locals>.inner`)") in issue
