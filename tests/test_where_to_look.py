@@ -92,3 +92,28 @@ def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:
     assert "**Where to look** in PyTorch's source" in issue
     assert ("- Inductor lowering of aten.relu.default: `torch/_inductor/lowering.py:7972` "
             "(`make_pointwise.<locals>.inner`)") in issue
+
+
+# the exception Dynamo raises, as the child recorded it: trimmed to the frame that re-raised it
+TRIMMED = """Traceback (most recent call last):
+  File "/w/train.py", line 9, in <module>
+  File "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 1177, in compile_wrapper
+torch._dynamo.exc.Unsupported: Failed to trace builtin operator
+"""
+# the `dynamo_error` artifact of the same run's trace (torch 2.13's header; the payload cut short)
+ARTIFACT = ('V1126 01:36:27.889000 1225 torch/_dynamo/convert_frame.py:2134] {"artifact": {"name": "dynamo_error", '
+            '"encoding": "string"}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0, "has_payload": '
+            '"c760d6aafcf4e8cfebf24beabfee3619"}\n' + "".join(f"\t{line}\n" for line in DYNAMO_ERROR.splitlines()))
+
+
+def test_a_dynamo_failure_is_located_by_its_trace_artifact_not_the_trimmed_traceback(tmp_path: Path) -> None:
+    from pt2doctor.diagnose.where_to_look import look_where
+    from pt2doctor.model import SCHEMA, ExitInfo, Failure, Session
+
+    (tmp_path / "trace").mkdir()
+    (tmp_path / "trace" / "dedicated_log_torch_trace_x.log").write_text(ARTIFACT)
+    found = Found(command=("train.py",), category=Category.GRAPH_BREAK, stage=FailingStage.DYNAMO)
+    failure = Failure(Category.GRAPH_BREAK, "torch._dynamo.exc.Unsupported", "x", traceback=TRIMMED)
+    found.session = Session(SCHEMA, "2.13", ("train.py",), ExitInfo(1), failures=(failure,))
+    look_where(found, tmp_path, tmp_path)
+    assert [r.file for r in found.where_to_look] == ["torch/_dynamo/variables/builtin.py"] and not found.notes

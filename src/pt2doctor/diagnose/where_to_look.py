@@ -6,9 +6,9 @@ note when a look-up fails. Three things are looked up, each only where the diagn
   child interpreter (`capture.source_lookup`), which resolves what it can and skips the rest (a
   torch-level culprit of a reduced program, `torch.relu`, resolves to nothing);
 - for a failure at the Dynamo stage, where Dynamo raised it: the innermost torch/_dynamo frame of the
-  failure's traceback, else of the `dynamo_error` artifacts in the run's trace (Dynamo trims its own
-  frames from the exception it raises; the artifact, logged before the trimming, keeps them), the one of
-  the failure's compile first.
+  `dynamo_error` artifacts in the run's trace (the one of the failure's compile first), else of the
+  failure's traceback (Dynamo trims its own frames from the exception it raises; the artifact, logged
+  before the trimming, keeps them).
 Nothing is run when there is nothing to look up.
 """
 
@@ -47,16 +47,16 @@ def look_where(found: Found, run_dir: Path, out_dir: Path) -> None:
 
 
 def _dynamo_site(found: Found, run_dir: Path) -> SourceRef | None:
+    """The `dynamo_error` artifacts first: the traceback of the exception Dynamo raises ends, unless
+    TORCHDYNAMO_VERBOSE=1, at the frame that re-raised it trimmed (eval_frame.py's `compile_wrapper`)."""
     failure = found.session.failures[0] if found.session and found.session.failures else None
     if failure is None:
         return None
-    site = dynamo_raise_site(failure.traceback)
-    if site is not None:
-        return site
     try:
         errors = [e for e in read_trace(RunPaths(run_dir).trace_dir) if isinstance(e, ev.DynamoError)]
     except (OSError, TraceError) as exc:
         found.notes.append(f"where to look: the run's trace could not be read ({exc})")
-        return None
+        errors = []
     errors.sort(key=lambda e: e.compile_id != failure.compile_id)  # the failure's own compile first
-    return next((s for s in (dynamo_raise_site(e.text) for e in errors) if s is not None), None)
+    texts = [e.text for e in errors] + [failure.traceback]
+    return next((s for s in map(dynamo_raise_site, texts) if s is not None), None)
