@@ -38,12 +38,12 @@ def _overload(name: str) -> Any | None:
     import torch
 
     parts = name.split(".")
-    if len(parts) not in (2, 3) or parts[0] not in ("aten", "prims"):
+    if len(parts) not in (2, 3) or not all(parts):
         return None
     try:
         packet = getattr(getattr(torch.ops, parts[0]), parts[1])
         op = getattr(packet, parts[2] if len(parts) == 3 else "default")
-    except (AttributeError, RuntimeError):
+    except (AttributeError, RuntimeError, ImportError):  # `torch.relu`: torch.ops has no namespace `torch` op
         return None
     return op if isinstance(op, torch._ops.OpOverload) else None
 
