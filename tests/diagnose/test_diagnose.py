@@ -228,6 +228,11 @@ def test_inductor_codegen_failure_bisects_to_the_relu_lowering(diagnosed):
     assert d["short"]["runs"] == {"failed": 2, "runs": 2} or d["short"]["runs"]["failed"] == d["short"]["runs"]["runs"]
     assert Path(d["short"]["test"]).name == "test_repro.py"
     assert "class TestRepro(TestCase):" in (run.out_dir / "issue.md").read_text()
+    # where to look (issue 27): the relu lowering in the installed torch, named in issue.md
+    lowering = [r for r in d["where_to_look"] if r["file"] == "torch/_inductor/lowering.py"]
+    assert lowering and lowering[0]["line"] > 0 and "aten.relu.default" in lowering[0]["what"]
+    assert f"`torch/_inductor/lowering.py:{lowering[0]['line']}`" in (run.out_dir / "issue.md").read_text()
+    assert "where_to_look" in d["timings"]
 
 
 def test_runtime_abort_is_a_runtime_crash_minified_to_the_op(diagnosed):

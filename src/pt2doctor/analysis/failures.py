@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pt2doctor.model import Category, Failure, FailureExplanation, Session
+from pt2doctor.model.diagnosis import SourceRef
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, without_backend_line
 
 _KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|triton.*CompilationError|"
@@ -219,3 +220,20 @@ def first_message_line(message: str) -> str:
 
 
 _CXX_ERROR = re.compile(r"(?:^|:\d+:\d+: |\s)(?:fatal )?error: ")
+
+
+_TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+# the helpers every graph break raises through (`unimplemented`): the frame that called them says why
+_DYNAMO_RAISERS = ("torch/_dynamo/exc.py",)
+
+
+def dynamo_raise_site(traceback: str) -> SourceRef | None:
+    """Where inside Dynamo a failure was raised: the innermost frame of `traceback` in torch/_dynamo, past
+    its raising helpers, with the file relative to the torch package's directory (`torch/_dynamo/variables/
+    builtin.py`); None when no frame of the traceback is Dynamo's (it trims its own frames from what it
+    raises unless TORCHDYNAMO_VERBOSE=1: its `dynamo_error` trace artifact keeps them)."""
+    for file, line, function in reversed(_TRACEBACK_FRAME.findall(traceback.replace("\\", "/"))):
+        at = file.rfind("torch/_dynamo/")
+        if at >= 0 and (at == 0 or file[at - 1] == "/") and not file.endswith(_DYNAMO_RAISERS):
+            return SourceRef("where Dynamo raised it", file[at:], int(line), function)
+    return None

@@ -125,6 +125,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print("where: " + ", ".join(str(f) for f in d.user_frames[:3]), markup=False)
     if d.bisection:
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
+    for ref in d.where_to_look:
+        console.print(f"look at: {ref.describe()}", markup=False)
     if d.repro:
         runs = f": {d.repro_runs} in fresh interpreters" if d.repro_runs else ""
         word = ("verified" if d.repro_verified else "flaky" if d.repro_runs and d.repro_runs.flaky else "NOT verified") + runs

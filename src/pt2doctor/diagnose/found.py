@@ -21,7 +21,7 @@ from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, ShortForm, StageOutcome, Workaround)
+                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
@@ -60,6 +60,7 @@ class Found:
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
     workarounds: list[Workaround] = field(default_factory=list)  # tried on copies, narrowest first (`diagnose.workarounds`)
+    where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -82,7 +83,7 @@ class Found:
         graph = m is not None and chosen is m
         short = self.short if graph else None
         repro, verified = (short.repro if short else chosen.repro_path, chosen.verified) if chosen else (None, False)
-        ops = (m.culprit_ops or m.ops) if m is not None and graph else p.culprit_ops if p is not None else ()
+        ops = self.culprit_ops()
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
@@ -95,8 +96,16 @@ class Found:
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
-            workarounds=tuple(self.workarounds),
+            workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look),
         )
+
+    def culprit_ops(self) -> tuple[str, ...]:
+        """The ops repro.py blames: the minimal graph's culprits (else all its ops) when the graph is repro.py,
+        else the reduced program's culprit calls."""
+        m, p, chosen = self.minify, self.program, self.chosen_repro()
+        if m is not None and chosen is m:
+            return m.culprit_ops or m.ops
+        return p.culprit_ops if p is not None else ()
 
 
 def _exit_code(found: Found) -> int:

@@ -20,6 +20,8 @@ Steps, with the runs made in parallel where they do not depend on each other:
    failing (a kernel, backend, crash or accuracy failure), this starts right after step 1, while
    the stage runs of step 3 go on in the pool, so the cores stay busy.
 5. bisect an Inductor (or decomposition) failure on the minimal repro (`bisect.driver`).
+6. look up where the installed torch handles the culprit ops, the bisected subsystem and a Dynamo
+   failure (`diagnose.where_to_look`), for issue.md's "Where to look".
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.workarounds import find_workarounds
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE, blame, ladder
+from pt2doctor.diagnose.where_to_look import look_where
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Diagnosis, FailingStage
 from pt2doctor.model.minify import BackendSpec
@@ -197,6 +200,8 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {found.bisection.describe()}")
+    with found.timed("where_to_look"):
+        look_where(found, runner.run_dir(a1.label), options.out_dir)
     conclude(found)
 
 

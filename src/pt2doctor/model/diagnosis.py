@@ -110,6 +110,45 @@ class BisectJob:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceRef:
+    """A place in PyTorch's own source worth reading for this failure, found in the installed torch:
+    `what` it is (`Inductor lowering of aten.relu.default`), `file` relative to the directory holding the
+    torch package, as PyTorch's repository has it (`torch/_inductor/lowering.py`), the `line` and the
+    `function` (a qualified name)."""
+
+    what: str
+    file: str
+    line: int
+    function: str
+
+    def describe(self) -> str:
+        return f"{self.what}: {self.file}:{self.line} ({self.function})"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLookup:
+    """What the look-up process (`capture.source_lookup`) is asked: where the installed torch defines
+    the handling of `ops` (aten op names, `aten.relu.default`; names that do not resolve are skipped) and
+    of the `CompilerBisector` result (`backend`, `subsystem`, `debug_info` as `Bisection` holds them);
+    it writes a `SourceLookupResult` to `out`."""
+
+    out: str
+    ops: tuple[str, ...] = ()
+    backend: str | None = None
+    subsystem: str | None = None
+    debug_info: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLookupResult:
+    """The places found, in the order asked (ops first, then the bisection's subsystem), without repeats;
+    `note` says what could not be looked up."""
+
+    refs: tuple[SourceRef, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StateChange:
     """A statement of a reduced program that writes state its compiled code reads, between two calls of
     that code (`reduce.program_changes`): `path` is what it writes (`Model.m.__code__`,
@@ -243,6 +282,7 @@ class Diagnosis:
     control: Control | None = None  # the trivial program of the same kind, where one was run
     short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
     workarounds: tuple[Workaround, ...] = ()  # tried on copies of the script, narrowest first; the first verified one leads
+    where_to_look: tuple[SourceRef, ...] = ()  # PyTorch's source for what was found (installed torch)
     schema: str = SCHEMA
 
     @property

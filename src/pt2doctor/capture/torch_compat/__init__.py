@@ -15,6 +15,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
+- `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
 """
 
 from typing import Any
@@ -74,6 +75,7 @@ from pt2doctor.capture.torch_compat.warm import (
 )
 from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
+from pt2doctor.capture.torch_compat.sources import where_to_look
 
 __all__ = [
     "RUNTIME_ESTIMATES_ENV",
@@ -139,6 +141,7 @@ __all__ = [
     "example_call",
     "is_operator",
     "mutates_an_argument",
+    "where_to_look",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:

@@ -1,0 +1,54 @@
+"""Where the installed torch handles what a diagnosis found, looked up in a fresh interpreter.
+
+Contract: `look_up(request, timeout_s)` never raises. It runs `python -m pt2doctor.capture.source_lookup
+REQUEST` (a `SourceLookup`, encoded with the codec) in a child interpreter, since the look-up imports
+Inductor's lowerings and decompositions (seconds, and state the diagnosing process keeps out of itself),
+and returns the `SourceLookupResult` the child wrote to `request.out`; when there is none (a timeout, a
+crash, a torch that moved its registries) an empty result whose `note` says why. The child's work is
+`torch_compat.where_to_look`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from pt2doctor.capture.bytecode_cache import worker_env
+from pt2doctor.capture.runner import with_package_path
+from pt2doctor.model.diagnosis import SourceLookup, SourceLookupResult
+from pt2doctor.model.serialize import RecordError, dumps, loads, read_record, write_record
+
+
+def look_up(request: SourceLookup, timeout_s: float = 120.0) -> SourceLookupResult:
+    out = Path(request.out)
+    out.unlink(missing_ok=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", __spec__.name, dumps(request).decode()], capture_output=True,
+                              text=True, timeout=timeout_s, env=with_package_path(worker_env()))
+    except subprocess.TimeoutExpired:
+        return SourceLookupResult(note=f"the source look-up stopped after {timeout_s:.0f}s")
+    except OSError as exc:
+        return SourceLookupResult(note=f"the source look-up did not start: {exc}")
+    try:
+        return read_record(out, SourceLookupResult)
+    except (OSError, RecordError):
+        tail = (proc.stderr.strip().splitlines() or [""])[-1]
+        return SourceLookupResult(note=f"the source look-up died (exit {proc.returncode}){': ' + tail if tail else ''}")
+
+
+def main(argv: list[str]) -> int:
+    from pt2doctor.capture import torch_compat
+
+    request = loads(argv[0], SourceLookup)
+    try:
+        refs = torch_compat.where_to_look(request.ops, request.backend, request.subsystem, request.debug_info)
+        result = SourceLookupResult(tuple(refs))
+    except Exception as exc:  # a torch whose registries moved: say so, the diagnosis goes on
+        result = SourceLookupResult(note=f"the source look-up failed: {type(exc).__name__}: {exc}")
+    write_record(Path(request.out), result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

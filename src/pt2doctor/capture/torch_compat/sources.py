@@ -1,0 +1,189 @@
+"""Where the installed torch handles what a diagnosis found: private registries read for file and line.
+
+Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its
+`default` overload), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`),
+the decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
+`torch._decomp.decomposition_table`'s) and a Python meta kernel (`torch._decomp.meta_table`), those it
+has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsystem_sources(backend,
+subsystem, debug_info, ops)` gives the home of a `CompilerBisector` result: the lowering of the
+isolated node's op, the decomposition of the isolated op, the function (or, failing that, the
+`GraphTransformObserver` call) of an FX pass, the config field a config change sets; nothing where it
+cannot be found. Files are relative to the directory holding the torch package (`torch/_inductor/
+lowering.py`, as PyTorch's repository has them); a function defined outside torch is skipped. Never
+raises for a name it cannot resolve. Checked on torch 2.13.0 (CPU).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.model.diagnosis import SourceRef
+
+# `CompilerBisector`'s config changes: the backend's name -> the config module its fields live in
+_CONFIG_MODULES = {"inductor": "torch._inductor.config", "aot_eager_decomp_partition": "torch._functorch.config"}
+_PASS_SUBSYSTEMS = ("pre_grad_passes", "joint_graph_passes", "post_grad_passes")
+
+
+def _torch_root() -> Path:
+    import torch
+
+    return Path(torch.__file__).resolve().parent.parent
+
+
+def _overload(name: str) -> Any | None:
+    """The `OpOverload` named `ns.op[.overload]` under `torch.ops`, or None."""
+    import torch
+
+    parts = name.split(".")
+    if len(parts) not in (2, 3) or not all(parts):
+        return None
+    try:
+        packet = getattr(getattr(torch.ops, parts[0]), parts[1])
+        op = getattr(packet, parts[2] if len(parts) == 3 else "default")
+    except (AttributeError, RuntimeError, ImportError):  # `torch.relu`: torch.ops has no namespace `torch` op
+        return None
+    return op if isinstance(op, torch._ops.OpOverload) else None
+
+
+def _relative(file: str | None) -> str | None:
+    if not file:
+        return None
+    try:
+        return Path(file).resolve().relative_to(_torch_root()).as_posix()
+    except ValueError:  # defined outside torch (a user's registration): not PyTorch's source
+        return None
+
+
+def _function_ref(what: str, fn: Any, registered: str | None = None) -> SourceRef | None:
+    """`fn`'s definition; for a function a factory made (`make_pointwise.<locals>.inner`, shared by
+    many ops), the line in the same file that registers `registered` (`relu = register_pointwise(aten.relu)`)
+    when there is one, since the shared body says nothing about this op."""
+    fn = inspect.unwrap(getattr(fn, "func", fn))  # functools.partial, then functools.wraps
+    try:
+        file = inspect.getsourcefile(fn)
+        line = inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return None
+    relative = _relative(file)
+    if relative is None or file is None:
+        return None
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    if "<locals>" in name and registered:
+        line = _registration_line(Path(file), registered) or line
+    return SourceRef(what, relative, line, name)
+
+
+def _registration_line(file: Path, op: str) -> int | None:
+    pattern = re.compile(rf"\b{re.escape(op)}\b")
+    for number, text in enumerate(_lines(file), 1):
+        if "register" in text and pattern.search(text):
+            return number
+    return None
+
+
+def _lines(file: Path) -> list[str]:
+    try:
+        return file.read_text().splitlines()
+    except OSError:
+        return []
+
+
+def op_sources(name: str) -> list[SourceRef]:
+    op = _overload(name)
+    if op is None:
+        return []
+    import torch._decomp as core
+    from torch._inductor import decomposition, lowering
+
+    packet = ".".join(name.split(".")[:2])
+    inductors = decomposition.decompositions.get(op)
+    found = [
+        ("Inductor lowering of", lowering.lowerings.get(op)),
+        ("Inductor's decomposition of", inductors),
+        ("decomposition (torch._decomp; not in Inductor's table) of",
+         core.decomposition_table.get(op) if inductors is None else None),
+        ("meta kernel of", core.meta_table.get(op)),
+    ]
+    refs = [_function_ref(f"{what} {op}", fn, packet) for what, fn in found if fn is not None]
+    return [r for r in refs if r is not None]
+
+
+def subsystem_sources(backend: str | None, subsystem: str | None, debug_info: str | None,
+                      ops: tuple[str, ...]) -> list[SourceRef]:
+    if not backend or not subsystem:
+        return []
+    info = (debug_info or "").strip()
+    if subsystem == "lowerings":  # debug info: the FX node (`relu`, `relu_1`), named after its op
+        base = re.sub(r"_\d+$", "", info)
+        named = [o for o in ops if o.split(".")[1:2] == [base]] or [f"aten.{base}.default"]
+        return [_bisected(r) for r in op_sources(named[0]) if r.what.startswith("Inductor lowering")][:1]
+    if subsystem == "decomposition":  # debug info: the op (`aten.silu.default`)
+        return [_bisected(r) for r in op_sources(info) if "decomposition" in r.what][:1]
+    if subsystem in _PASS_SUBSYSTEMS and info:
+        ref = _pass_ref(subsystem, info)
+        return [ref] if ref else []
+    if "=" in info and backend in _CONFIG_MODULES:  # a config change: `fallback_random=True`
+        ref = _config_ref(_CONFIG_MODULES[backend], info.split("=", 1)[0].strip(), subsystem)
+        return [ref] if ref else []
+    return []
+
+
+def _bisected(ref: SourceRef) -> SourceRef:
+    return SourceRef(f"CompilerBisector isolates the {ref.what}", ref.file, ref.line, ref.function)
+
+
+def _pass_ref(subsystem: str, name: str) -> SourceRef | None:
+    """The pass's function in `torch/_inductor/fx_passes/`, else the line that applies it under its name."""
+    from torch._inductor import fx_passes
+
+    files = sorted(Path(fx_passes.__file__).parent.glob("*.py"))
+    defined = re.compile(rf"^\s*def {re.escape(name)}\(")
+    quoted = re.compile(rf"[\"']{re.escape(name)}[\"']")
+    for pattern, what in ((defined, "the pass"), (quoted, "where it applies the pass")):
+        for file in files:
+            lines = _lines(file)
+            number = next((n for n, text in enumerate(lines, 1) if pattern.search(text)), None)
+            relative = _relative(str(file))
+            if number is not None and relative is not None:
+                function = name if pattern is defined else _enclosing_function(lines, number)
+                return SourceRef(f"CompilerBisector ({subsystem}) isolates {what} {name}", relative, number, function)
+    return None
+
+
+def _enclosing_function(lines: list[str], number: int) -> str:
+    for text in reversed(lines[:number]):
+        match = re.match(r"\s*(?:async\s+)?def (\w+)", text)
+        if match:
+            return match.group(1)
+    return "<module>"
+
+
+def _config_ref(module: str, field: str, subsystem: str) -> SourceRef | None:
+    import importlib
+
+    try:
+        file = inspect.getsourcefile(importlib.import_module(module))
+    except (ImportError, TypeError):
+        return None
+    relative = _relative(file)
+    pattern = re.compile(rf"^{re.escape(field)}\s*[:=]")
+    number = next((n for n, text in enumerate(_lines(Path(file or "")), 1) if pattern.match(text)), None)
+    if relative is None or number is None:
+        return None
+    return SourceRef(f"CompilerBisector ({subsystem}): the config field {field}", relative, number, f"{module}.{field}")
+
+
+def where_to_look(ops: tuple[str, ...], backend: str | None, subsystem: str | None,
+                  debug_info: str | None) -> list[SourceRef]:
+    """Every op's places, then the bisection's, without repeats (a lowering named twice is listed once)."""
+    refs = [r for op in ops for r in op_sources(op)] + subsystem_sources(backend, subsystem, debug_info, ops)
+    out: dict[tuple[str, int], SourceRef] = {}
+    for ref in refs:
+        first = out.setdefault((ref.file, ref.line), ref)
+        if first is not ref and ref.what.startswith("CompilerBisector") and "CompilerBisector" not in first.what:
+            out[(ref.file, ref.line)] = SourceRef(f"{first.what} (CompilerBisector isolates it)", first.file,
+                                                  first.line, first.function)
+    return list(out.values())

@@ -1,0 +1,62 @@
+"""Where to look in PyTorch's source for what the diagnosis found (issue #27, point 4).
+
+Contract: `look_where(found, run_dir, out_dir)` never raises; it fills `found.where_to_look` and adds a
+note when a look-up fails. Three things are looked up, each only where the diagnosis found it:
+- the aten culprits of a verified repro and the `CompilerBisector` result: in the installed torch, in a
+  child interpreter (`capture.source_lookup`), which resolves what it can and skips the rest (a
+  torch-level culprit of a reduced program, `torch.relu`, resolves to nothing);
+- for a failure at the Dynamo stage, where Dynamo raised it: the innermost torch/_dynamo frame of the
+  `dynamo_error` artifacts in the run's trace (the one of the failure's compile first), else of the
+  failure's traceback (Dynamo trims its own frames from the exception it raises; the artifact, logged
+  before the trimming, keeps them).
+Nothing is run when there is nothing to look up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pt2doctor.analysis.failures import dynamo_raise_site
+from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.capture.source_lookup import look_up
+from pt2doctor.capture.trace import events as ev
+from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
+from pt2doctor.diagnose.found import Found
+from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceRef
+
+_OP_NAMESPACES = ("aten.", "prims.")  # ops torch registers lowerings and decompositions for
+
+
+def look_where(found: Found, run_dir: Path, out_dir: Path) -> None:
+    chosen = found.chosen_repro()
+    ops = tuple(o for o in found.culprit_ops() if o.startswith(_OP_NAMESPACES)) if chosen and chosen.verified else ()
+    b = found.bisection
+    refs: list[SourceRef] = []
+    if ops or (b is not None and b.subsystem):
+        request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
+                               b.subsystem if b else None, b.debug_info if b else None)
+        result = look_up(request)
+        refs += result.refs
+        if result.note:
+            found.notes.append(f"where to look: {result.note}")
+    if found.stage is FailingStage.DYNAMO:
+        site = _dynamo_site(found, run_dir)
+        if site is not None:
+            refs.append(site)
+    found.where_to_look = refs
+
+
+def _dynamo_site(found: Found, run_dir: Path) -> SourceRef | None:
+    """The `dynamo_error` artifacts first: the traceback of the exception Dynamo raises ends, unless
+    TORCHDYNAMO_VERBOSE=1, at the frame that re-raised it trimmed (eval_frame.py's `compile_wrapper`)."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    if failure is None:
+        return None
+    try:
+        errors = [e for e in read_trace(RunPaths(run_dir).trace_dir) if isinstance(e, ev.DynamoError)]
+    except (OSError, TraceError) as exc:
+        found.notes.append(f"where to look: the run's trace could not be read ({exc})")
+        errors = []
+    errors.sort(key=lambda e: e.compile_id != failure.compile_id)  # the failure's own compile first
+    texts = [e.text for e in errors] + [failure.traceback]
+    return next((s for s in map(dynamo_raise_site, texts) if s is not None), None)
