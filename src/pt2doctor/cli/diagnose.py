@@ -22,7 +22,7 @@ from pt2doctor.cli.options import (SCRIPT_COMMAND, SECONDS, jobs_option, out_opt
                                    script_arguments)
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir, torchrun_of
-from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S
+from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S, DEFAULT_PROGRAM_PATIENCE
 
 
 class _MinifyStatus(MinifyProgress):
@@ -58,12 +58,14 @@ class _MinifyStatus(MinifyProgress):
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
 @click.option("--no-workarounds", is_flag=True, help="Do not try workarounds on copies of the script.")
 @program_budget_option
+@click.option("--program-patience", type=click.IntRange(min=0), default=DEFAULT_PROGRAM_PATIENCE, show_default=True,
+              help="Stop reducing the program after this many checks in a row kept nothing (0: at the budget only).")
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
               help="Run SCRIPT as a job of N ranks through torchrun (standalone) and diagnose the rank that fails first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
-                     no_bisect: bool, no_workarounds: bool, program_budget: float, as_json: bool,
+                     no_bisect: bool, no_workarounds: bool, program_budget: float, program_patience: int, as_json: bool,
                      nproc_per_node: int | None, script: Path, args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
     from pt2doctor.model.serialize import dumps
@@ -75,7 +77,8 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
         raise click.UsageError(str(exc)) from exc
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
                               function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
-                              workarounds=not no_workarounds, program_budget_s=program_budget, torchrun=torchrun)
+                              workarounds=not no_workarounds, program_budget_s=program_budget,
+                              program_patience=program_patience or None, torchrun=torchrun)
     if as_json:
         click.echo(dumps(diagnosis, pretty=True).decode())
     return diagnosis.exit_code
@@ -84,6 +87,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
                   bisect: bool = True, workarounds: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
+                  program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
                   torchrun: tuple[str, ...] | None = None):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.capture import run_lock
@@ -93,7 +97,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
                               jobs=max(1, jobs), minify=minify, bisect=bisect, workarounds=workarounds,
-                              program_budget_s=program_budget_s, torchrun=torchrun)
+                              program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:

@@ -7,6 +7,10 @@ from pathlib import Path
 
 
 DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
+# The program reducer stops after this many checks in a row kept nothing: on the real-bug corpus the longest
+# run of checks between two smaller programs was 86 (bench/results/realbugs-2026-11-26.md), and most checks
+# came after the last one (13 of 584, 14 of 398).
+DEFAULT_PROGRAM_PATIENCE = 150
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,7 @@ class DiagnoseOptions:
     jobs: int = 2
     query_timeout_s: float = 120.0
     program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S  # the program reducer's time (the Dynamo stage, or no verified graph repro)
+    program_patience: int | None = DEFAULT_PROGRAM_PATIENCE  # checks in a row that kept nothing; None: the budget only
     minify: bool = True
     bisect: bool = True
     workarounds: bool = True  # try workarounds on copies of the script (`diagnose.workarounds`)

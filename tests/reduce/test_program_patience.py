@@ -1,0 +1,49 @@
+"""The program reducer stops after `patience` checks in a row kept nothing (issue 30: 1300 checks on a
+14-line script, the best found early), and keeps the checks that did keep a smaller program."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pt2doctor.reduce.core import Outcome
+from pt2doctor.reduce.program import ProgramReduction, _Stop
+
+SOURCE = "import torch\nx = 1\ny = 2\nz = 3\ntorch.compile(print)\n"
+
+
+class Oracle:
+    """Fails the same way while `torch.compile(print)` stays; counts its checks."""
+
+    def __init__(self) -> None:
+        self.pool = SimpleNamespace(timeout_s=60.0)
+        self.asked = 0
+
+    def __call__(self, source: str) -> Outcome:
+        self.asked += 1
+        return Outcome.FAILS_SAME if "torch.compile(print)" in source else Outcome.PASSES
+
+
+class Quiet:
+    def status(self, text: str) -> None:
+        pass
+
+
+def test_the_reduction_stops_after_patience_checks_that_kept_nothing():
+    oracle = Oracle()
+    reduction = ProgramReduction(oracle, SOURCE, 600.0, Quiet(), patience=3)  # type: ignore[arg-type]
+    assert reduction(SOURCE)  # check 1: the original
+    assert reduction("import torch\ntorch.compile(print)\n")  # check 2: smaller, kept
+    for n in range(3):  # checks 3-5: nothing kept (each still calls a compiler, as every candidate must)
+        assert not reduction(f"torch.compile(len)\nv = {n}\n")
+    with pytest.raises(_Stop):
+        reduction("torch.compile(len)\nw = 4\n")
+    assert reduction.stopped == "no_progress" and oracle.asked == 5 and reduction.improved_at == [2]
+
+
+def test_without_patience_only_the_budget_stops_it():
+    reduction = ProgramReduction(Oracle(), SOURCE, 600.0, Quiet())  # type: ignore[arg-type]
+    for n in range(50):
+        reduction(f"torch.compile(len)\nv = {n}\n")
+    assert reduction.stopped is None and reduction.checks == 50
