@@ -20,6 +20,7 @@ form stays the minifier's, as `repro_graph.py`.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce.repro import ReproScript, ops_to_record, storage_extent
@@ -28,30 +29,38 @@ _FLOATS = ("float", "bfloat16", "complex")
 
 
 def render_short(script: ReproScript) -> str | None:
-    parts = _parts(script)
-    if parts is None:
+    pieces = _pieces(script)
+    if pieces is None:
         return None
-    header, config, function, inputs, compiled = parts
-    body = [*inputs, _EAGER, f"actual = {compiled}(*args)", "torch.testing.assert_close(actual, expected)"]
-    return _blocks(header.format(run="`python repro.py` raises") + "\n" + _imports(script), config, function,
-                   "\n".join(body))
+    return _blocks(pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
+                   pieces.function, "\n".join(pieces.body("torch.testing.assert_close(actual, expected)")))
 
 
 def render_test(script: ReproScript) -> str | None:
-    parts = _parts(script)
-    if parts is None:
+    pieces = _pieces(script)
+    if pieces is None:
         return None
-    header, config, function, inputs, compiled = parts
-    body = [*inputs, _EAGER, f"actual = {compiled}(*args)", "self.assertEqual(actual, expected)"]
     test = "\n".join(["class TestRepro(TestCase):", "    def test_compiled_matches_eager(self):",
-                      *("        " + line for line in body)])
+                      *("        " + line for line in pieces.body("self.assertEqual(actual, expected)"))])
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
-    return _blocks(header.format(run="`python test_repro.py` fails") + "\n" + imports, config, function, test,
-                   'if __name__ == "__main__":\n    run_tests()')
+    return _blocks(pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config,
+                   pieces.function, test, 'if __name__ == "__main__":\n    run_tests()')
 
 
-# eager on copies: a graph that writes into its inputs must not change what the compiled call is given
-_EAGER = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
+@dataclass(frozen=True, slots=True)
+class _Pieces:
+    """What both forms share: the docstring (`{run}` left to fill), config lines, `def fn`, inputs, the compile."""
+
+    header: str
+    config: str
+    function: str
+    inputs: list[str]
+    compiled: str
+
+    def body(self, check: str) -> list[str]:
+        # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
+        eager = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
+        return [*self.inputs, eager, f"actual = {self.compiled}(*args)", check]
 
 
 def _blocks(*blocks: str) -> str:
@@ -59,7 +68,7 @@ def _blocks(*blocks: str) -> str:
     return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
-def _parts(script: ReproScript) -> tuple[str, str, str, list[str], str] | None:
+def _pieces(script: ReproScript) -> _Pieces | None:
     if (script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backward or script.backend.kind is not BackendKind.NAMED
             or any(_needs_harness(s) for s in script.inputs)):
         return None
@@ -73,7 +82,7 @@ def _parts(script: ReproScript) -> tuple[str, str, str, list[str], str] | None:
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
     docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
-    return docstring, "\n".join(script.config_lines), function, made, compiled
+    return _Pieces(docstring, "\n".join(script.config_lines), function, made, compiled)
 
 
 def _imports(script: ReproScript) -> str:
