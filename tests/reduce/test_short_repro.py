@@ -86,3 +86,13 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
 def test_what_only_the_harness_can_say_has_no_short_form(change):
     script = replace(SCRIPT, **change)
     assert render_short(script) is None and render_test(script) is None
+
+
+def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():
+    """Ops on no input are recorded for FX's symbolic trace (the harness form); Dynamo traces them as they are."""
+    script = replace(SCRIPT, inputs=(), prelude=("device = torch.device",), config_lines=(), forward_code=(
+        "def forward(self):\n"
+        "    iota = torch.ops.prims.iota.default(9, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)\n"
+        "    return (iota,)\n"))
+    text = render_short(script)
+    assert text is not None and "device = torch.device\n\n\ndef fn():" in text and "args = []" in text

@@ -78,7 +78,7 @@ def _pieces(script: ReproScript) -> _Pieces | None:
     inputs = [f"    {_input(spec)}," for spec in script.inputs]
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
     made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved
-            else []) + ["torch.manual_seed(0)", "args = [", *inputs, "]"]
+            else []) + ["torch.manual_seed(0)", *(["args = [", *inputs, "]"] if inputs else ["args = []"])]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
     docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
@@ -96,8 +96,10 @@ def _needs_harness(spec: InputSpec) -> bool:
 
 
 def _function(script: ReproScript) -> str | None:
-    """The graph's forward as `def fn(...)`, with the prelude names it uses; None where it needs `self`."""
-    if ops_to_record(script.forward_code, script.prelude):
+    """The graph's forward as `def fn(...)`, with the prelude names it uses; None where it needs `self`, or calls
+    what Dynamo cannot trace again from code (higher-order ops, functorch's scaffolding: `reduce.repro`). Ops on
+    no input (`iota`, `full`) are fine here: Dynamo traces them, only FX's symbolic tracing needs them recorded."""
+    if any(op.startswith(("higher_order.", "torch.")) for op in ops_to_record(script.forward_code, script.prelude)):
         return None
     tree = ast.parse(script.forward_code)
     forward = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
@@ -108,7 +110,7 @@ def _function(script: ReproScript) -> str | None:
     code = ast.unparse(_without_frees(forward))
     used = {n.id for n in ast.walk(forward) if isinstance(n, ast.Name)}
     prelude = [line for line in script.prelude if line.split("=", 1)[0].strip() in used]
-    return "\n".join([*prelude, *([""] if prelude else []), code])
+    return "\n".join([*prelude, *(["", ""] if prelude else []), code])
 
 
 def _without_frees(forward: ast.FunctionDef) -> ast.FunctionDef:
