@@ -21,10 +21,11 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
 from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.reduce.program import ProgramJob, verify_program
+from pt2doctor.reduce.short_repro import MISMATCH
 from pt2doctor.reduce.verify import verify
 
-# what `torch.testing.assert_close` raises: the short form's own check of a wrong result
-_ASSERT_CLOSE = "AssertionError: Tensor-likes are not close!"
+# what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
+_ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()
 
 
 def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: float) -> None:

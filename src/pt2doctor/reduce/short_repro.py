@@ -33,7 +33,12 @@ def render_short(script: ReproScript) -> str | None:
     if pieces is None:
         return None
     return _blocks(pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-                   pieces.function, "\n".join(pieces.body("torch.testing.assert_close(actual, expected)")))
+                   pieces.function, "\n".join(pieces.body(f"torch.testing.assert_close(actual, expected, msg=lambda m: {MISMATCH!r} + m)")))
+
+
+# The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
+# ("not equal"), so that one failure identity verifies either (`diagnose.short_repro`).
+MISMATCH = "compiled differs from eager\n"
 
 
 def render_test(script: ReproScript) -> str | None:
