@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import os
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -178,20 +178,38 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
     if found.stage in GRAPH_STAGES and options.minify and not early:
         minify_graph(options, runner, runner.run_dir(a1.label), found, reporter, minify_reporter)
-    if found.minify and found.minify.verified:  # the maintainers' form: a short script and a regression test
-        reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
-        with found.timed("short_repro"):
-            hand_over_short(found, options.out_dir, a1.signature or "", options.query_timeout_s)
     if options.minify and found.stage is not None and not (found.minify and found.minify.verified):
         # with the stage's own backend forced (the simplest that fails), judged by that run's failure
         backend = next((b for b, s in REFERENCE if s == found.stage), None)
         failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"), a1)
         reduce_the_program(options, found, reporter, failed, backend,
                            "dynamo" if found.stage is FailingStage.DYNAMO else "fallback")
+    # the owner's workarounds (runs of copies of the script) beside the maintainers' hand-over: they share nothing
+    with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
+        arounds = side.submit(_try_workarounds, options, runner, found)
+        _hand_over(options, found, reporter, a1, pending)
+        arounds.result()
+    with found.timed("where_to_look"):
+        look_where(found, runner.run_dir(a1.label), options.out_dir)
+    conclude(found)
+
+
+def _try_workarounds(options: DiagnoseOptions, runner: VariantRunner, found: Found) -> None:
     if options.workarounds and options.torchrun is None:  # a job's copy would need torchrun's launch too
         with found.timed("workarounds"):
             find_workarounds(runner, found)
-    if found.minify and found.minify.verified and found.stage in _BISECT_START and options.bisect:
+
+
+def _hand_over(options: DiagnoseOptions, found: Found, reporter: Reporter, a1: Attempt,
+               pending: PendingBisection | None) -> None:
+    """For PyTorch's maintainers: repro.py in their idiom and a regression test, then the compiler bisected
+    on the minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form is repro.py)."""
+    if not (found.minify and found.minify.verified):
+        return
+    reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
+    with found.timed("short_repro"):
+        hand_over_short(found, options.out_dir, a1.signature or "", options.query_timeout_s)
+    if found.stage in _BISECT_START and options.bisect:
         reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
         with found.timed("bisect"):
             repro, target = Path(found.minify.repro_path), found.minify.signature.text
@@ -200,9 +218,6 @@ def _after_reproduction(options: DiagnoseOptions, runner: VariantRunner, found: 
                 pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
                 bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
         reporter.status(f"bisection: {found.bisection.describe()}")
-    with found.timed("where_to_look"):
-        look_where(found, runner.run_dir(a1.label), options.out_dir)
-    conclude(found)
 
 
 def _environment_fails(found: Found, running: ControlRun) -> bool:
