@@ -76,7 +76,6 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
     {"stage": Stage.AOTI},
     {"backend": BackendSpec(BackendKind.SOURCE, "my_backend", "def my_backend(gm, inputs): ...")},
     {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", storage=0), ScalarSpec(2))},
-    {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", dynamic=(0,)), ScalarSpec(2))},
     {"forward_code": textwrap.dedent("""\
         def forward(self, x):
             w = self.weight
@@ -96,3 +95,9 @@ def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():
         "    return (iota,)\n"))
     text = render_short(script)
     assert text is not None and "device = torch.device\n\n\ndef fn():" in text and "args = []" in text
+
+
+def test_a_size_that_was_symbolic_is_marked_dynamic():
+    script = replace(SCRIPT, inputs=(TensorSpec((2, 1), (1, 1), "bool", "cpu", dynamic=(0,)), ScalarSpec(2)))
+    text = render_short(script)
+    assert text is not None and "torch._dynamo.mark_dynamic(args[0], 0)" in text and "torch.rand((2, 1)) > 0.5," in text

@@ -5,13 +5,14 @@ Contract: `render_short(script)` and `render_test(script)` are pure, byte-stable
 short form is a function of plain torch calls (the graph's own code: the torch calls Dynamo recorded, or
 aten ops after AOT), its inputs made with `torch.randn`/`torch.randint`/literals (or the saved values,
 `repro_inputs.pt`, where the failure needs them), `torch.compile(fn, backend=...)`, and
-`torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors), nothing else: no
+`torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors; its first line the same
+for both, `MISMATCH`), and `torch._dynamo.mark_dynamic` where a size was symbolic when it failed; nothing else: no
 accuracy rule, no input factory, no private API. The test is the same check as a
 `torch.testing._internal.common_utils.TestCase` with `run_tests()`.
 
 What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
 recording could not name (defined in the user's script: the harness form carries its source), inputs that
-are views of one storage or autograd's ZeroTensors, dynamic sizes, a graph with submodules or attributes
+are views of one storage or autograd's ZeroTensors, a graph with submodules or attributes
 (higher-order ops), and ops tracing must record itself (functorch's scaffolding). `diagnose` verifies the
 short form both ways in fresh interpreters before it hands it over (`diagnose.short_repro`); the harness
 form stays the minifier's, as `repro_graph.py`.
@@ -84,6 +85,8 @@ def _pieces(script: ReproScript) -> _Pieces | None:
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
     made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved
             else []) + ["torch.manual_seed(0)", *(["args = [", *inputs, "]"] if inputs else ["args = []"])]
+    made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
+             if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
     docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
@@ -96,7 +99,7 @@ def _imports(script: ReproScript) -> str:
 
 
 def _needs_harness(spec: InputSpec) -> bool:
-    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None or bool(spec.dynamic)
+    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None
                                              or (spec.requires_grad and not spec.leaf))
 
 
