@@ -16,7 +16,9 @@ user's script has no control (its failure is the script's own either way).
 from __future__ import annotations
 
 import textwrap
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from enum import Enum
 from pathlib import Path
 
@@ -57,16 +59,21 @@ _SOURCES = {
 
 
 class ControlRun:
-    """A control running in the background; `result()` waits for it (None: it could not be run)."""
+    """A control running in the background; `result()` waits for it (None: it could not be run). Its thread is
+    a daemon: a diagnosis interrupted before it asked never waits for the control at exit."""
 
-    def __init__(self, future: Future[Control | None], pool: ThreadPoolExecutor) -> None:
-        self._future, self._pool = future, pool
+    def __init__(self, run: Callable[[], Control | None]) -> None:
+        self._future: Future[Control | None] = Future()
+        threading.Thread(target=self._work, args=(run,), daemon=True, name="pt2doctor-control").start()
+
+    def _work(self, run: Callable[[], Control | None]) -> None:
+        try:
+            self._future.set_result(run())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            self._future.set_exception(exc)
 
     def result(self) -> Control | None:
-        try:
-            return self._future.result()
-        finally:
-            self._pool.shutdown(wait=False)
+        return self._future.result()
 
 
 def start_control(kind: ControlKind, device: str, target: FailureSignature, out_dir: Path,
@@ -78,16 +85,15 @@ def start_control(kind: ControlKind, device: str, target: FailureSignature, out_
     # judged as a program repro is (`reduce.program_harness`): the same failure identity as the script's
     harness = folder / "control_judged.py"
     harness.write_text(harness_text(path.read_text(), ProgramRun(str(path), str(folder), (path.name,))))
-    pool = ThreadPoolExecutor(1)
-    return ControlRun(pool.submit(_run, kind, device, path, harness, target, timeout_s), pool)
+    return ControlRun(lambda: _run(kind, device, harness, target, timeout_s))
 
 
-def _run(kind: ControlKind, device: str, path: Path, harness: Path, target: FailureSignature,
-         timeout_s: float) -> Control | None:
+def _run(kind: ControlKind, device: str, harness: Path, target: FailureSignature, timeout_s: float) -> Control | None:
     try:
         ran = verify(harness, target, timeout_s=timeout_s, runs=1)
     except OSError:
         return None
     ended = "passed" if ran.seen is None and ran.returncode == 0 else f"failed: {ran.seen or ran.output_tail[-200:]}"
-    return Control(program=f"one op ({kind.value}, on {device})", path=str(path), fails_the_same_way=ran.verified,
+    return Control(program=f"one op ({kind.value}, on {device})", path=str(harness.with_name("control.py")),
+                   fails_the_same_way=ran.verified,
                    ended=ended)
