@@ -47,3 +47,17 @@ def test_without_patience_only_the_budget_stops_it():
     for n in range(50):
         reduction(f"torch.compile(len)\nv = {n}\n")
     assert reduction.stopped is None and reduction.checks == 50
+
+
+def test_seconds_that_kept_nothing_stop_it_too(monkeypatch):
+    """A check that compiles takes seconds: 150 checks can outlast the budget, so time counts as well."""
+    clock = [100.0]
+    monkeypatch.setattr("pt2doctor.reduce.program.time.monotonic", lambda: clock[0])
+    reduction = ProgramReduction(Oracle(), SOURCE, 600.0, Quiet(), patience=150, patience_s=60.0)  # type: ignore[arg-type]
+    assert reduction(SOURCE)
+    clock[0] += 59.0
+    assert not reduction("torch.compile(len)\n")  # 59 s without a smaller program: goes on
+    clock[0] += 2.0
+    with pytest.raises(_Stop):
+        reduction("torch.compile(len)\nw = 4\n")
+    assert reduction.stopped == "no_progress" and reduction.checks == 2

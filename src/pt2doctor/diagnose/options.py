@@ -11,6 +11,10 @@ DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
 # run of checks between two smaller programs was 86 (bench/results/realbugs-2026-11-26.md), and most checks
 # came after the last one (13 of 584, 14 of 398).
 DEFAULT_PROGRAM_PATIENCE = 150
+# ... or after this many seconds kept nothing: a check that compiles takes seconds (2 s a check on
+# remainder_fp16_scalar, whose reduction ended at its budget), and the longest wait between two smaller
+# programs measured on the corpus was 16 s (45 checks of 0.35 s).
+DEFAULT_PROGRAM_PATIENCE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,7 @@ class DiagnoseOptions:
     query_timeout_s: float = 120.0
     program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S  # the program reducer's time (the Dynamo stage, or no verified graph repro)
     program_patience: int | None = DEFAULT_PROGRAM_PATIENCE  # checks in a row that kept nothing; None: the budget only
+    program_patience_s: float | None = DEFAULT_PROGRAM_PATIENCE_S  # or seconds that kept nothing
     minify: bool = True
     bisect: bool = True
     workarounds: bool = True  # try workarounds on copies of the script (`diagnose.workarounds`)

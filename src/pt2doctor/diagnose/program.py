@@ -45,7 +45,8 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
             found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
                      options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
-                     script_line(options.script, found), export, options.program_patience)
+                     script_line(options.script, found), export, options.program_patience,
+                     options.program_patience_s if options.program_patience else None)
     passes = passes_with(job)
     reporter.status(f"reducing the program ({fails_as(job)}, it must fail as {job.target}"
                     f"{f', {passes} pass' if passes else ''})")

@@ -28,8 +28,8 @@ Each check runs the candidate (`reduce.program_harness`) in a child forked from 
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
-budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` checks in a row kept
-nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end (`"workers_ended"`) the best
+budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` checks in a row (or
+`job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end (`"workers_ended"`) the best
 is written. Whole statements are deleted first, on the text as written (`reduce.program_text`), then the
 library works on the AST; a script that no longer fails once unparsed keeps the text pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
 verified in fresh interpreters (`reduce.verify`) both ways: the harness runs the file compiled and
@@ -81,6 +81,7 @@ class ProgramJob:
     check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
     export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
     patience: int | None = None  # stop after this many checks in a row kept nothing (None: at the budget only)
+    patience_s: float | None = None  # or after this many seconds of checks kept nothing (slow checks: compiles)
 
     @property
     def target(self) -> FailureSignature:
@@ -177,9 +178,11 @@ class ProgramReduction:
     """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
 
     def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
-                 kept: frozenset[str] = frozenset(), patience: int | None = None) -> None:
+                 kept: frozenset[str] = frozenset(), patience: int | None = None,
+                 patience_s: float | None = None) -> None:
         self.oracle = oracle
-        self.patience = patience
+        self.patience, self.patience_s = patience, patience_s
+        self.improved_s = time.monotonic()  # when the best last got smaller (the start, before any)
         self.improved_at: list[int] = []  # the checks that found a smaller program
         self.kept = kept
         self.compiles = calls_a_compiler(ast.parse(source))
@@ -196,7 +199,8 @@ class ProgramReduction:
         if time.monotonic() > self.deadline:
             self.stopped = "budget"
             raise _Stop
-        if self.patience is not None and self.checks - (self.improved_at or [0])[-1] >= self.patience:
+        if ((self.patience is not None and self.checks - (self.improved_at or [0])[-1] >= self.patience)
+                or (self.patience_s is not None and time.monotonic() - self.improved_s >= self.patience_s)):
             self.stopped = "no_progress"
             raise _Stop
         if source not in self.cache and not keeps(source, self.kept, self.compiles):
@@ -217,6 +221,7 @@ class ProgramReduction:
             if self.cache[source] and _size(source) < _size(self.best):
                 self.best = source
                 self.improved_at.append(self.checks)
+                self.improved_s = time.monotonic()
             if self.checks == 1:
                 self.oracle.pool.timeout_s = min(self.oracle.pool.timeout_s,
                                                  max(_MIN_TIMEOUT_S, _TIMEOUT_FACTOR * self.check_s))
@@ -241,7 +246,8 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         pool.wait_ready()  # the budget is for checks, not the workers' warm-up
         oracle = ProgramOracle(pool, job)
         reduction = ProgramReduction(oracle, source, job.budget_s, reporter,
-                                     kept_statements(source, job.check_line if job.type_only else None), job.patience)
+                                     kept_statements(source, job.check_line if job.type_only else None), job.patience,
+                                     job.patience_s)
         if not reduction(source):
             raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
