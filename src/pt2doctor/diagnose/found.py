@@ -272,7 +272,9 @@ def conclude(found: Found) -> None:
         found.next_steps.append("Dynamo itself changes the result (it is wrong with backend='eager' too and right with "
                                 f"compilation off): file it as a Dynamo correctness bug with issue.md, which holds "
                                 f"{holds}.")
-        found.next_steps.append("Until it is fixed, keep the function out of the graph: `@torch.compiler.disable`.")
+        if not any(w.verified for w in found.workarounds):
+            found.next_steps.append("Until it is fixed, keeping the function out of the graph "
+                                    "(`@torch.compiler.disable`) may help (not tried as a workaround).")
     elif found.stage is FailingStage.DYNAMO:
         where = found.user_frames[0] if found.user_frames else None
         at = f" at {where.file}:{where.line}" if where else ""
@@ -285,7 +287,7 @@ def conclude(found: Found) -> None:
         found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]
-        if not found.workarounds and passed:
+        if not any(w.verified for w in found.workarounds) and passed:
             cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation"
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) may run the script "
                                     f"({cost}; not tried as a workaround).")
