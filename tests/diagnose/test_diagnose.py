@@ -261,7 +261,9 @@ def test_accuracy_bug_found_by_the_scripts_own_check(diagnosed):
     assert d["category"] == "accuracy"
     assert d["stage"] == "inductor"
     assert d["culprit_ops"] == ["aten.relu.default"] and d["repro_verified"]
-    assert "AccuracyMismatch" in _refails_fresh(d["repro"])
+    # repro.py in PyTorch's idiom fails its assert_close; the minifier's harness form (repro_graph.py) its accuracy rule
+    assert "compiled differs from eager" in _refails_fresh(d["repro"])
+    assert "AccuracyMismatch" in _refails_fresh(d["short"]["graph"])
 
 
 @pytest.mark.slow

@@ -40,7 +40,9 @@ def test_a_wrong_result_is_minified_on_the_values_the_program_passed(diagnosed):
     assert (d["category"], d["stage"]) == ("accuracy", "inductor")
     assert d["repro_verified"] and d["minified_nodes"] == 1 and "aten.div.Tensor_mode" in d["culprit_ops"]
     assert (run.out_dir / "runs" / "accuracy-check" / "graphs" / "failures.jsonl").read_text().count("accuracy") >= 1
-    assert "saved_input(" in (run.out_dir / "repro.py").read_text()  # the values, not random ones
+    # the values, not random ones: in the harness form, and in repro.py in PyTorch's idiom beside it
+    assert "saved_input(" in (run.out_dir / "repro_graph.py").read_text()
+    assert 'torch.load(Path(__file__).with_name("repro_inputs.pt")' in (run.out_dir / "repro.py").read_text()
 
 
 @pytest.mark.slow
@@ -93,7 +95,8 @@ def test_a_decomposed_minimal_graph_names_the_users_call_it_came_from(diagnosed)
     assert "came from: torch.nn.functional.margin_ranking_loss" in (run.out_dir / "repro.py").read_text()
     # the mask's input is the value the graph computed there (bf16 rounding decides the mask): with a random
     # stand-in no cut reproduced and the repro kept the 5 nodes that compute it
-    assert "saved_input('node:" in (run.out_dir / "repro.py").read_text() and d["minified_nodes"] == 2
+    assert "saved_input('node:" in (run.out_dir / "repro_graph.py").read_text() and d["minified_nodes"] == 2
+    assert "saved['node:" in (run.out_dir / "repro.py").read_text()  # the short form reads the same value
 
 
 @pytest.mark.slow
