@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend, unified_patch
+from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend_in_place, unified_patch
 
 HERE = Path(__file__).parent
 SOURCE = textwrap.dedent('''\
@@ -44,7 +44,7 @@ def test_the_function_holding_the_line_is_disabled_above_its_decorators():
 
 
 def test_the_backend_is_written_into_each_compile_call_as_written():
-    changed = pin_backend(SOURCE, "aot_eager")
+    changed = pin_backend_in_place(SOURCE, "aot_eager")
     assert 'model = torch.compile(head, mode="max-autotune", backend=\'aot_eager\')  # a comment' in changed
     assert "@torch.compile(backend='aot_eager')\ndef tail(x):" in changed
     patch = unified_patch(SOURCE, changed, "train.py")
@@ -54,7 +54,7 @@ def test_the_backend_is_written_into_each_compile_call_as_written():
 
 def test_a_script_that_does_not_import_torch_by_name_gets_no_change():
     other = SOURCE.replace("import torch\n", "import torch as T\n", 1)
-    assert disable_call(other, 7, "torch.sigmoid") is None and pin_backend(other, "eager") is None
+    assert disable_call(other, 7, "torch.sigmoid") is None and pin_backend_in_place(other, "eager") is None
 
 
 @pytest.mark.slow

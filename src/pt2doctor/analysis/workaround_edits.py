@@ -6,7 +6,7 @@ that name:
 - `disable_call(source, line, call)`: the calls at `line` of the culprit's name (`torch.sigmoid`, `x.cos`,
   `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
 - `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`;
-- `pin_backend(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator.
+- `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator.
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
 `diagnose.workarounds` tries each change on a copy of the script.
 """
@@ -57,8 +57,10 @@ def disable_call(source: str, line: int, call: str) -> str | None:
     return _replaced(source, [(c.func, f"torch.compiler.disable({_segment(source, c.func)})") for c in calls])
 
 
-def pin_backend(source: str, backend: str) -> str | None:
-    """`source` with `backend=` in every `torch.compile(...)` call and bare `@torch.compile` decorator."""
+def pin_backend_in_place(source: str, backend: str) -> str | None:
+    """`source` with `backend=` in every `torch.compile(...)` call and bare `@torch.compile` decorator, each edited
+    where it stands. `reduce.program.pin_backend` pins a reduced program, which is unparsed text already; a patch of
+    the user's own file must change those lines alone, so this one never re-renders the file."""
     tree = _tree(source)
     if tree is None:
         return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from pathlib import Path
 
-from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend, unified_patch
+from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend_in_place, unified_patch
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy
 from pt2doctor.diagnose.stages import GRAPH_STAGES
@@ -96,7 +96,7 @@ def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) ->
     if not passed:
         return
     run = passed[-1]  # the highest rung that passed: the least taken away
-    pinned = pin_backend(source, run.backend) if run.backend else None  # as written, `backend=` added alone
+    pinned = pin_backend_in_place(source, run.backend) if run.backend else None  # as written, `backend=` added alone
     patch = unified_patch(source, pinned, name) if pinned else ""
     change = (f"`torch.compile(..., backend={run.backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
