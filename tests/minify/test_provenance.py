@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture.child.graph_recorder import record_script
-from pt2doctor.model.minify import NodeOrigin, source_calls
+from pt2doctor.model.minify import NodeOrigin, describe_calls, source_calls
 from pt2doctor.model.recording import read_index
 from pt2doctor.reduce.fx_load import case_from_entry
 
@@ -71,3 +71,12 @@ def test_source_calls_name_each_call_once_and_keep_lines_no_call_names() -> None
         "aten._to_copy.default at train.py:15",
         # a decomposition's node names the op it decomposed: where a decomposition bug lives
         "torch.nn.modules.normalization.GroupNorm (decomposed from aten.native_group_norm.default) at train.py:16"]
+
+
+def test_calls_on_one_line_are_said_with_that_line_once() -> None:
+    line = dict(file="/w/train.py", line=15, code="return torch.arange(9) * torch.tensor(2)")
+    calls = source_calls([NodeOrigin("prims.iota.default", call="torch.arange", aten="aten.arange.start", **line),
+                          NodeOrigin("aten.mul.Tensor", call="operator.mul", **line),
+                          NodeOrigin("aten.relu.default", call="torch.relu", file="/w/train.py", line=16, module="act")])
+    assert describe_calls(calls) == ("torch.arange (decomposed from aten.arange.start), operator.mul at train.py:15 "
+                                     "(return torch.arange(9) * torch.tensor(2)); torch.relu in act at train.py:16")

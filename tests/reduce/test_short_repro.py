@@ -28,9 +28,9 @@ SHORT = '''\
 `python repro.py` raises while the bug is present.
 """
 import torch
-
-
 import torch._inductor.config
+
+
 torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'
 
 
@@ -94,7 +94,11 @@ def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():
         "    iota = torch.ops.prims.iota.default(9, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)\n"
         "    return (iota,)\n"))
     text = render_short(script)
-    assert text is not None and "device = torch.device\n\n\ndef fn():" in text and "args = []" in text
+    assert text is not None and "device" not in text.split("def fn():")[0] and "device='cpu'" in text
+    assert "expected = fn()\nactual = torch.compile(fn, backend='inductor', fullgraph=True)()" in text
+    assert "manual_seed" not in text and "args" not in text  # nothing random, nothing to pass
+    namespace: dict = {}
+    exec(compile(text, "repro.py", "exec"), namespace)  # it runs (the graph is no bug): the device literal is valid
 
 
 def test_a_size_that_was_symbolic_is_marked_dynamic():

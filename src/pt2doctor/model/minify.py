@@ -120,6 +120,20 @@ class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):
         return f"{what}{module}{where}{code}"
 
 
+def describe_calls(calls: Sequence[NodeOrigin]) -> str:
+    """`calls` (`source_calls`) said once per source line: `torch.arange, operator.mul at x.py:15 (y = ...)`;
+    each call keeps what a decomposition rewrote and the module it ran under."""
+    lines: dict[tuple[str, int, str], list[NodeOrigin]] = {}
+    for call in calls:
+        lines.setdefault((call.file, call.line, call.code), []).append(call)
+    said = []
+    for (file, line, code), on_line in lines.items():
+        what = ", ".join(NodeOrigin(op=c.op, call=c.call, aten=c.aten, module=c.module).describe() for c in on_line)
+        where = f" at {file.rsplit('/', 1)[-1]}:{line}" if file else ""
+        said.append(what + where + (f" ({code})" if code else ""))
+    return "; ".join(said)
+
+
 def source_calls(origins: Sequence[NodeOrigin]) -> tuple[NodeOrigin, ...]:
     """The distinct user-level calls and lines among `origins`, in order: what a reader of the user's
     program looks for. Several nodes of one call are one entry; a node torch knows only the line of

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, source_calls
+from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_calls, op_name
@@ -129,7 +129,7 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     repro_path = options.out_dir / "repro.py"
     calls = source_calls(best.origins)
     if calls:  # the reader learns which of their own calls the minimal graph came from
-        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + "; ".join(c.describe() for c in calls).replace('"' * 3, "'" * 3) + ".",)
+        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + describe_calls(calls).replace('"' * 3, "'" * 3) + ".",)
         context = replace(context, header=context.header + came_from)
     script = script_for(best, context)
     text = render(script)

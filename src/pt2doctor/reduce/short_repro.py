@@ -64,6 +64,8 @@ class _Pieces:
     compiled: str
 
     def body(self, check: str) -> list[str]:
+        if not self.inputs:
+            return ["expected = fn()", f"actual = {self.compiled}()", check]
         # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
         eager = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
         return [*self.inputs, eager, f"actual = {self.compiled}(*args)", check]
@@ -81,21 +83,24 @@ def _pieces(script: ReproScript) -> _Pieces | None:
     function = _function(script)
     if function is None:
         return None
-    inputs = [f"    {_input(spec)}," for spec in script.inputs]
+    inputs = [_input(spec) for spec in script.inputs]
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
-    made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved
-            else []) + ["torch.manual_seed(0)", *(["args = [", *inputs, "]"] if inputs else ["args = []"])]
+    made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved else [])
+    made += ["torch.manual_seed(0)"] if any(_RANDOM in made for made in inputs) else []
+    made += ["args = [", *(f"    {made}," for made in inputs), "]"] if inputs else []
     made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
     docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
-    return _Pieces(docstring, "\n".join(script.config_lines), function, made, compiled)
+    config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
+    return _Pieces(docstring, config, function, made, compiled)
 
 
 def _imports(script: ReproScript) -> str:
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
-    return ("from pathlib import Path\n\n" if saved else "") + "import torch"
+    config = [line for line in script.config_lines if line.startswith("import ")]
+    return ("from pathlib import Path\n\n" if saved else "") + "\n".join(["import torch", *config])
 
 
 def _needs_harness(spec: InputSpec) -> bool:
@@ -115,7 +120,7 @@ def _function(script: ReproScript) -> str | None:
         return None
     forward.name = "fn"
     forward.args.args = forward.args.args[1:]  # self
-    code = ast.unparse(_without_frees(forward))
+    code = ast.unparse(_DeviceLiterals().visit(_without_frees(forward)))
     used = {n.id for n in ast.walk(forward) if isinstance(n, ast.Name)}
     prelude = [line for line in script.prelude if line.split("=", 1)[0].strip() in used]
     return "\n".join([*prelude, *(["", ""] if prelude else []), code])
@@ -128,6 +133,24 @@ def _without_frees(forward: ast.FunctionDef) -> ast.FunctionDef:
                 and all(isinstance(t, ast.Name) for t in node.targets))
     forward.body = [s for s in forward.body if not frees(s)] or [ast.Pass()]
     return forward
+
+
+class _DeviceLiterals(ast.NodeTransformer):
+    """FX writes a device as `device(type='cuda', index=0)`, which needs `device = torch.device` above the function;
+    every torch call that takes a device takes its string, `'cuda:0'`."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not (isinstance(node.func, ast.Name) and node.func.id == "device" and not node.args):
+            return node
+        words = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        kind, index = words.get("type"), words.get("index")
+        if set(words) - {"type", "index"} or len(words) != len(node.keywords) or not isinstance(kind, str):
+            return node
+        return ast.Constant(kind if index is None else f"{kind}:{index!s}")
+
+
+_RANDOM = "torch.rand"  # torch.randn, torch.rand, torch.randint: what the seed makes repeatable
 
 
 def _input(spec: InputSpec) -> str:
