@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.diagnose.procedure import recorded_backend_spec
+from pt2doctor.diagnose.reproduce import recorded_backend_spec
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session
 from pt2doctor.model.accuracy import MinifySummary
 from pt2doctor.model.child import AccuracyProbeSpec, ChildReport, ChildSpec, ExceptionRecord, Hooks, Overrides

@@ -61,13 +61,21 @@ class Found:
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
     workarounds: list[Workaround] = field(default_factory=list)  # tried on copies, narrowest first (`diagnose.workarounds`)
     where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
+    _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
+        """Add the seconds inside to `timings[step]`; inside a `timed` of the same step (a step of the procedure
+        and the function it calls) they are counted once."""
+        if step in self._timing:
+            yield
+            return
         started = time.monotonic()
+        self._timing.add(step)
         try:
             yield
         finally:
+            self._timing.discard(step)
             self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
 
     def chosen_repro(self) -> MinifyResult | ProgramRepro | None:

@@ -1,4 +1,4 @@
-"""Step 4 of `diagnose.procedure`: minify the recorded graph that failed, in isolation, and verify the repro.
+"""Minify the recorded graph that failed, in isolation, and verify the repro (the steps of `diagnose.reduction`).
 
 Contract: `minify_graph(...)` sets `found.minify` (a `MinifyResult`) or adds a note saying why there is
 none; it never raises for what the minifier meets (a Ctrl-C in the minifier is re-raised once the best
@@ -37,35 +37,34 @@ def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path,
         return
     wrong = find_wrong_graph(run_dir, found, runner) if found.category is Category.ACCURACY else None
     reporter.status("minifying the failing graph")
-    with found.timed("minify"):
-        # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
-        # the backend does around it), the Dynamo graph it came from, with the script's own backend
-        for dynamo in (False, True):
-            try:
-                recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
-                                        out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
-                                        died_of_signal=bool(found.session and found.session.exit.signal),
-                                        dynamo=dynamo)
-                if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
-                        run_dir, recorded.graph_id, found.session)):
-                    return
-                found.minify = _minify_recorded(options, found, recorded, minify_reporter, simpler=not dynamo)
-            except CannotReproduce as exc:
-                if dynamo or recorded.context.stage is not Stage.AOT:
-                    found.notes.append(f"not minified: {exc}")
-                    break
-                found.notes.append(f"the after-AOT graph is not minified: {exc}")
-                reporter.status("the after-AOT graph does not fail alone: minifying the Dynamo graph it came from")
-                continue
-            except NothingToMinify as exc:
+    # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
+    # the backend does around it), the Dynamo graph it came from, with the script's own backend
+    for dynamo in (False, True):
+        try:
+            recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
+                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
+                                    died_of_signal=bool(found.session and found.session.exit.signal),
+                                    dynamo=dynamo)
+            if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
+                    run_dir, recorded.graph_id, found.session)):
+                return
+            found.minify = _minify_recorded(options, found, recorded, minify_reporter, simpler=not dynamo)
+        except CannotReproduce as exc:
+            if dynamo or recorded.context.stage is not Stage.AOT:
                 found.notes.append(f"not minified: {exc}")
-            except Exception as exc:  # the diagnosis so far must survive a minifier failure
-                found.notes.append(_minifier_failure(exc))
-            else:
-                if dynamo:
-                    found.notes.append(f"minified the Dynamo graph {recorded.graph_id} with the script's backend "
-                                       f"({recorded.context.backend.name!r}): its after-AOT graph does not fail alone")
-            break
+                break
+            found.notes.append(f"the after-AOT graph is not minified: {exc}")
+            reporter.status("the after-AOT graph does not fail alone: minifying the Dynamo graph it came from")
+            continue
+        except NothingToMinify as exc:
+            found.notes.append(f"not minified: {exc}")
+        except Exception as exc:  # the diagnosis so far must survive a minifier failure
+            found.notes.append(_minifier_failure(exc))
+        else:
+            if dynamo:
+                found.notes.append(f"minified the Dynamo graph {recorded.graph_id} with the script's backend "
+                                   f"({recorded.context.backend.name!r}): its after-AOT graph does not fail alone")
+        break
     if found.minify:
         m = found.minify
         if m.stopped_early == "interrupted":  # the minifier kept its best; the diagnosis stops here

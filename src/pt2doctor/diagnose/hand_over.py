@@ -1,0 +1,65 @@
+"""diagnose's hand-over steps: what each reader takes away.
+
+Contract: `hand_over` gives the model's owner workarounds, tried on copies of the script
+(`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
+side): repro.py in PyTorch's idiom with a regression test (`diagnose.short_repro`), then the compiler
+bisected on the minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form
+is repro.py). `where_to_look` looks up where the installed torch handles the culprit ops, the bisected
+subsystem and a Dynamo failure (`diagnose.where_to_look`), for issue.md's "Where to look".
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pt2doctor.bisect.driver import bisect_repro
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.narrowing import SideRuns
+from pt2doctor.diagnose.reproduce import Failure
+from pt2doctor.diagnose.short_repro import hand_over_short
+from pt2doctor.diagnose.step import Context
+from pt2doctor.diagnose.where_to_look import look_where
+from pt2doctor.diagnose.workarounds import find_workarounds
+from pt2doctor.model.diagnosis import FailingStage, SourceRef, Workaround
+
+_BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
+
+
+def hand_over(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> tuple[Workaround, ...]:
+    """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
+    with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
+        arounds = side.submit(_try_workarounds, ctx, found)
+        _for_maintainers(ctx, found, classify, side_runs)
+        arounds.result()
+    return tuple(found.workarounds)
+
+
+def _try_workarounds(ctx: Context, found: Found) -> None:
+    if ctx.options.workarounds and ctx.options.torchrun is None:  # a job's copy would need torchrun's launch too
+        with found.timed("workarounds"):
+            find_workarounds(ctx.runner, found)
+
+
+def _for_maintainers(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> None:
+    if not (found.minify and found.minify.verified):
+        return
+    options, reporter = ctx.options, ctx.reporter
+    reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
+    with found.timed("short_repro"):
+        hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s)
+    if found.stage not in _BISECT_START or not options.bisect:
+        return
+    reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
+    with found.timed("bisect"):
+        repro, target = Path(found.minify.repro_path), found.minify.signature.text
+        backend, pending = _BISECT_START[found.stage], side_runs.bisector
+        found.bisection = (
+            pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
+            bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
+    reporter.status(f"bisection: {found.bisection.describe()}")
+
+
+def where_to_look(ctx: Context, found: Found, classify: Failure) -> tuple[SourceRef, ...]:
+    look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
+    return tuple(found.where_to_look)

@@ -1,0 +1,48 @@
+"""diagnose's reduction steps: the failing graph minified (before the stage is known when the first run already
+showed a compiled graph failing, else after), then the user's program reduced when no graph gave a verified
+repro. The work is `diagnose.graph_minify` and `diagnose.program`'s; these are the steps that call them."""
+
+from __future__ import annotations
+
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.graph_minify import minify_graph
+from pt2doctor.diagnose.narrowing import SideRuns
+from pt2doctor.diagnose.program import reduce_the_program
+from pt2doctor.diagnose.reproduce import Failure
+from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
+from pt2doctor.diagnose.step import Context
+from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.model.minify import MinifyResult
+
+
+def minifies_early(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
+    return side_runs.early
+
+
+def minify_early(ctx: Context, found: Found, classify: Failure) -> MinifyResult | None:
+    """A recorded graph failed in the backend: minified now, while the stage runs go on."""
+    minify_graph(ctx.options, ctx.runner, ctx.runner.run_dir(classify.attempt.label), found, ctx.reporter,
+                 ctx.minify_reporter)
+    return found.minify
+
+
+def minifies_now(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
+    return found.stage in GRAPH_STAGES and ctx.options.minify and not side_runs.early
+
+
+def minify(ctx: Context, found: Found, classify: Failure) -> MinifyResult | None:
+    return minify_early(ctx, found, classify)
+
+
+def reduces_the_program(ctx: Context, found: Found) -> bool:
+    return ctx.options.minify and found.stage is not None and not (found.minify and found.minify.verified)
+
+
+def program_reduction(ctx: Context, found: Found, classify: Failure) -> bool:
+    """The program, with the stage's own backend forced (the simplest that fails), judged by that run's failure."""
+    backend = next((b for b, s in REFERENCE if s == found.stage), None)
+    failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
+                  classify.attempt)
+    reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
+                       "dynamo" if found.stage is FailingStage.DYNAMO else "fallback")
+    return found.program is not None
