@@ -1,6 +1,6 @@
 """The tree keeps the pipeline's shape: layers import only downward, no import cycles, a torch-free
 model, and private torch APIs only behind `capture/torch_compat` (STYLE.md: capture -> model ->
-analysis / reduce -> report). These read the source; nothing is imported or run."""
+analysis / processes / reduce -> report). These read the source; nothing is imported or run."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "capture": {"model"},
     "analysis": {"model"},
-    "reduce": {"model", "capture"},
+    "processes": {"model", "capture"},
+    "reduce": {"model", "capture", "processes"},
     "report": {"model", "analysis"},
-    "diagnose": {"model", "capture", "analysis", "reduce", "bisect"},
-    "bisect": {"model", "capture", "analysis", "reduce"},
-    "workflows": {"model", "capture", "analysis", "reduce"},
+    "diagnose": {"model", "capture", "analysis", "processes", "reduce", "bisect"},
+    "bisect": {"model", "capture", "analysis", "processes", "reduce"},
+    "workflows": {"model", "capture", "analysis", "processes", "reduce"},
     "api": {"model", "capture", "analysis", "reduce", "report", "workflows"},
-    "cli": {"model", "capture", "analysis", "reduce", "report", "diagnose", "bisect", "api", "workflows"},
+    "cli": {"model", "capture", "analysis", "processes", "reduce", "report", "diagnose", "bisect", "api",
+            "workflows"},
     "examples": set(),
 }
 # Source that becomes a standalone repro or runs inside a fresh interpreter as plain torch.

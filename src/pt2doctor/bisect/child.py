@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture import process_group, torch_compat
+from pt2doctor.capture import torch_compat
+from pt2doctor.processes import group as process_group
 from pt2doctor.model.diagnosis import Bisection, BisectJob
 from pt2doctor.model.serialize import convert, dumps, loads, write_record
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pt2doctor.capture import process_group
+from pt2doctor.processes import group as process_group
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection, BisectJob

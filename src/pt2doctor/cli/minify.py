@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pt2doctor.model import Session
     from pt2doctor.model.minify import MinifyResult
     from pt2doctor.reduce.fx_minify import MinifyOutcome
-    from pt2doctor.reduce.workers import Workers
+    from pt2doctor.processes.workers import Workers
 
 
 class MinifyProgress:
@@ -92,7 +92,7 @@ class DamagedRun(click.ClickException):
 def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int, accuracy: bool,
                    tolerance: float, script: Path | None, as_json: bool) -> None:
     """Reduce RUN_DIR's failing graph to a minimal repro.py, verified in a fresh interpreter."""
-    from pt2doctor.reduce.workers import start_workers
+    from pt2doctor.processes.workers import start_workers
 
     console = Console(stderr=True, highlight=False)
     if script is None and not (run_dir / "graphs").is_dir():

@@ -2,7 +2,7 @@
 
 Contract: `start_control(kind, device, target, out_dir)` writes a one-op program that goes through the
 same compiler on the same device (`torch.compile(..., backend="inductor")`, or for AOTInductor: export,
-compile and package, load, call) and starts running it in a fresh interpreter (`reduce.verify`, the
+compile and package, load, call) and starts running it in a fresh interpreter (`processes.fresh`, the
 oracle every repro is verified with), in a thread, so that it overlaps the steps after reproduction;
 `ControlRun.result()` is the `Control` it gives: whether it failed with the script's failure identity
 (`target`) and how it ended. When it did, the machine is at fault (a missing or broken C++ compiler, a
@@ -25,7 +25,7 @@ from pathlib import Path
 from pt2doctor.model.diagnosis import Control
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
-from pt2doctor.reduce.verify import verify
+from pt2doctor.processes.fresh import verify
 
 
 class ControlKind(str, Enum):

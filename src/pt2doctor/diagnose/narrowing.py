@@ -16,8 +16,6 @@ Contract, step by step (each a `diagnose.step` step):
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,9 @@ from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import STAGE_TITLES, FailingStage
+from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program import target_of
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 
 # categories a broken installation gives every program (no compiler, a broken Triton, a package that crashes)
 _ENVIRONMENT_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH)
@@ -142,13 +142,13 @@ def replays(ctx: Context, found: Found) -> bool:
 def replay(ctx: Context, found: Found, classify: Failure) -> str | None:
     """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter (`found.replay_verified`)."""
     try:
-        return _replay(ctx, found, ctx.runner.run_dir(classify.attempt.label))
+        return _replay(ctx, found, ctx.runner.run_dir(classify.attempt.label), classify.attempt.signature or "")
     except (OSError, ValueError, KeyError) as exc:
         found.notes.append(f"no replay: {type(exc).__name__}: {exc}")
         return None
 
 
-def _replay(ctx: Context, found: Found, run_dir: Path) -> str | None:
+def _replay(ctx: Context, found: Found, run_dir: Path, signature: str) -> str | None:
     from pt2doctor.capture.child.frame_recorder import write_replay
 
     records = sorted((run_dir / "frames").glob("frame-*.pkl"))
@@ -158,14 +158,14 @@ def _replay(ctx: Context, found: Found, run_dir: Path) -> str | None:
     ctx.reporter.status("replaying the failing frame alone (frame recording)")
     replayed = write_replay(records[0], ctx.options.script.resolve().parent, ctx.options.out_dir / "replay.py")
     found.replay = str(replayed)
-    expected = found.error.split(":", 1)[0]
-    try:
-        proc = subprocess.run([sys.executable, replayed.name], capture_output=True, text=True, cwd=replayed.parent,
-                              timeout=max(60.0, ctx.options.query_timeout_s))
-    except subprocess.TimeoutExpired:
-        found.notes.append("replay.py did not finish in time")
-        return found.replay
-    found.replay_verified = proc.returncode != 0 and bool(expected) and expected in proc.stderr
-    if not found.replay_verified:
-        found.notes.append(f"replay.py does not fail the same way (exit {proc.returncode})")
+    # judged as every repro is: run as `python replay.py` under the harness that prints its failure's identity
+    check = ctx.options.out_dir / "replay_check" / "replay.py"
+    check.parent.mkdir(exist_ok=True)
+    check.write_text(harness_text(replayed.read_text(), ProgramRun(str(replayed), str(replayed.parent), (replayed.name,))))
+    ran = verify(check, target_of(signature, False), timeout_s=max(60.0, ctx.options.query_timeout_s), runs=1)
+    found.replay_verified = ran.verified
+    if not ran.verified:
+        found.notes.append("replay.py does not fail the same way (" + (
+            "it did not finish in time" if ran.returncode is None and ran.seen is None else
+            f"exit {ran.returncode}: {ran.seen.text if ran.seen else 'no failure'}") + ")")
     return found.replay

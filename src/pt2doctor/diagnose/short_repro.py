@@ -22,7 +22,7 @@ from pt2doctor.model.diagnosis import ShortForm
 from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.reduce.program import ProgramJob, verify_program
 from pt2doctor.reduce.short_repro import MISMATCH
-from pt2doctor.reduce.verify import verify
+from pt2doctor.processes.fresh import verify
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
 _ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()

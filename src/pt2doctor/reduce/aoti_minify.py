@@ -9,7 +9,7 @@ call when it was called) and reduces the program's graph with the FX minifier (`
   exported with; else only their metadata): a candidate is a smaller graph on such inputs;
 - each candidate is a repro (`reduce.repro`, `Stage.AOTI`) that exports its module again (non-strict),
   compiles it with `aoti_compile_and_package` under the recorded Inductor config and `inductor_configs`,
-  loads the package and calls it; it runs in a child forked from a warm worker (`reduce.forks`), so a
+  loads the package and calls it; it runs in a child forked from a warm worker (`processes.forks`), so a
   candidate whose package crashes kills only its query;
 - the failure to keep is the one the whole graph shows in isolation (a lowering or C++ compile error,
   the package's exception or the signal it died of), or, for a wrong result (`accuracy`), the repro's

@@ -13,7 +13,7 @@ Contract: `minify_case(initial, context, options, reporter)`
    interpreter and reports `verified` only if it failed with the target signature;
 4. for a verified repro, asks which of its inputs' recorded properties the failure needs
    (`reduce.input_needs`: each taken away alone, same oracle): `MinifyResult.input_needs`.
-The worker pool and the verifying interpreter (`reduce.workers`) may be started by the caller
+The worker pool and the verifying interpreter (`processes.workers`) may be started by the caller
 before it has even loaded the graph, so their start-up overlaps the loading.
 Nothing here prints: progress goes to the reporter.
 """
@@ -32,13 +32,13 @@ from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_cal
 from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
 from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
-from pt2doctor.reduce.pool import RunResult, WorkerPool
+from pt2doctor.processes.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
 from pt2doctor.reduce.short_repro import render_short, render_test
 from pt2doctor.reduce.saved_values import keep_only
 from pt2doctor.model.signature import accuracy_signature
-from pt2doctor.reduce.verify import FreshInterpreter, Verification, verify
-from pt2doctor.reduce.workers import Workers, start_workers
+from pt2doctor.processes.fresh import FreshInterpreter, Verification, verify
+from pt2doctor.processes.workers import Workers, start_workers
 
 
 @dataclass(frozen=True, slots=True)

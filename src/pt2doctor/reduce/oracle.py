@@ -18,7 +18,7 @@ from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec, FailureSignat
 from pt2doctor.model import signature
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.fx_case import FxCase
-from pt2doctor.reduce.pool import RunResult, WorkerPool
+from pt2doctor.processes.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import ReproScript, render
 
 

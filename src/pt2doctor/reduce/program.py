@@ -24,7 +24,7 @@ must still call a compiler (`calls_a_compiler`) and keep some statements exactly
 what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and (b) and claim a bitwise difference),
 and every statement that seeds an RNG.
 Each check runs the candidate (`reduce.program_harness`) in a child forked from a warm zygote
-(`reduce.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
+(`processes.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
@@ -32,7 +32,7 @@ budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` 
 `job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end (`"workers_ended"`) the best
 is written. Whole statements are deleted first, on the text as written (`reduce.program_text`), then the
 library works on the AST; a script that no longer fails once unparsed keeps the text pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
-verified in fresh interpreters (`reduce.verify`) both ways: the harness runs the file compiled and
+verified in fresh interpreters (`processes.fresh`) both ways: the harness runs the file compiled and
 must see `job.target`, and with compilation off must pass. An interrupted reduction is written, not
 verified. Progress goes to the reporter: `program reduction: N checks, M lines -> K lines`.
 """
@@ -55,13 +55,13 @@ from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.model.signature import check_identity, from_description
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
-from pt2doctor.reduce.pool import WorkerPool, WorkerPoolError
+from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
 from pt2doctor.reduce.program_text import delete_statements
-from pt2doctor.reduce.verify import VERIFY_RUNS, verify
+from pt2doctor.processes.fresh import VERIFY_RUNS, verify
 
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check

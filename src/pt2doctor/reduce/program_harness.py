@@ -1,8 +1,8 @@
 """The script that runs one candidate *program* (the user's source, reduced) the way `python SCRIPT` would.
 
-Contract: `harness_text(run)` is a repro script in `reduce.candidates`'s sense: it defines `check()` and
-`describe_failure(exc)`, so a warm worker (`reduce.pool.WorkerPool`) runs it with `run_guarded`, and run
-as `__main__` (`python harness.py`, `reduce.verify`) it prints `signature.FAILURE_MARKER` plus the same
+Contract: `harness_text(run)` is a repro script in `processes.dispatch`'s sense: it defines `check()` and
+`describe_failure(exc)`, so a warm worker (`processes.pool.WorkerPool`) runs it with `run_guarded`, and run
+as `__main__` (`python harness.py`, `processes.fresh`) it prints `signature.FAILURE_MARKER` plus the same
 description and exits 1 when the program fails. `check()`:
 - sets torch's thread count to what a fresh interpreter has (`OMP_NUM_THREADS`, else the CPUs this
   process may run on): the warm worker runs single-threaded, and a kernel's numerics depend on it;

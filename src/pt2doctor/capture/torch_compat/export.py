@@ -65,7 +65,7 @@ def _owner(seam: Seam) -> Any:
 
 def seams_checkpoint() -> Callable[[], None]:
     """Every seam as it is now (their modules imported here), and `restore()` that puts them back: an
-    interpreter reused for several runs (`reduce.servers`) must not keep one run's export overrides."""
+    interpreter reused for several runs (`processes.servers`) must not keep one run's export overrides."""
     importlib.import_module("torch._inductor")
     kept = [(owner, seam.attribute, getattr(owner, seam.attribute)) for seam in SEAMS for owner in [_owner(seam)]]
     kept.append((EagerPackage, "__call__", EagerPackage.__call__))

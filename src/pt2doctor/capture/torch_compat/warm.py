@@ -1,4 +1,4 @@
-"""Private torch APIs for warming fresh interpreters up (reduce.zygote, reduce.verify). See the
+"""Private torch APIs for warming fresh interpreters up (processes.zygote, processes.fresh). See the
 package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def prewarm_inductor() -> None:
 
 
 def prewarm_inductor_source() -> str:
-    """The source a fresh interpreter runs to call `prewarm_inductor` (reduce.verify)."""
+    """The source a fresh interpreter runs to call `prewarm_inductor` (processes.fresh)."""
     return inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"
 
 

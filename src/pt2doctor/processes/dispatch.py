@@ -1,55 +1,20 @@
-"""What runs a candidate, both ways (`reduce.forks.Forks`, `reduce.servers.Servers`): the protocol
-between `reduce.pool.WorkerPool` and its workers, the warm-up, and running one candidate script.
+"""What runs a candidate, both ways (`processes.forks.Forks`, `processes.servers.Servers`): the warm-up,
+running one candidate script, and the dispatcher that reads jobs and answers (`processes.protocol`).
 
 Contract:
-- Protocol: length-prefixed pickles (`send`, `FrameReader`). In: `("run", job_id, script_text,
-  timeout_s, repro_file)` (where the repro will be written: the candidate's `__file__`) or
-  `("quit",)`. Out: `("ready",)` once warm (or `("failed", why)` and exit), then
-  `(job_id, status, text)` per job, where status is `ok`, `failed` (text: the script's
-  `describe_failure`), `signal` (text: the number), `timeout` or `error` (a worker-side problem,
-  never a match). `ended(code)` is the answer for a worker process that ended with no answer.
-- `Dispatcher`: jobs read from stdin into a queue, at most JOBS running at once, results written
+- `Dispatcher`: jobs read from stdin into a queue, at most JOBS running at once, answers written
   to the parent; its subclasses say how a candidate runs.
-- `run_guarded` never raises: whatever the script does is one of the statuses above.
+- `run_guarded` never raises: whatever the script does is one of the `Answer` statuses.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import selectors
-import struct
 from collections import deque
-from typing import Any
 
 from pt2doctor.capture import torch_compat
-
-_HEADER = struct.Struct("!I")
-
-
-def send(fd: int, message: object) -> None:
-    data = pickle.dumps(message)
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-class FrameReader:
-    """Incremental decoder of length-prefixed pickles read from a non-blocking source."""
-
-    def __init__(self) -> None:
-        self.buffer = b""
-
-    def feed(self, data: bytes) -> list[tuple[Any, ...]]:  # every message is a tuple
-        self.buffer += data
-        out: list[tuple[Any, ...]] = []
-        while len(self.buffer) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self.buffer)
-            if len(self.buffer) < _HEADER.size + size:
-                break
-            out.append(pickle.loads(self.buffer[_HEADER.size:_HEADER.size + size]))
-            self.buffer = self.buffer[_HEADER.size + size:]
-        return out
+from pt2doctor.processes.protocol import Answer, MessageReader, RunJob, Status, send
 
 
 def warm_up(device: str = "cpu") -> None:
@@ -74,7 +39,7 @@ def warm_up(device: str = "cpu") -> None:
 _FRESH_THREADS: int | None = None
 
 
-def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
+def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[Status, str]:
     """In the child: exec the repro script and run its `check()` with a fresh interpreter's threads."""
     if _FRESH_THREADS is not None:
         import torch
@@ -90,17 +55,12 @@ def run_candidate(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
     return "ok", ""
 
 
-def run_guarded(text: str, repro_file: str = "repro.py") -> tuple[str, str]:
+def run_guarded(text: str, repro_file: str = "repro.py") -> tuple[Status, str]:
     """`run_candidate`, with anything the script raises past its `check()` reported as an error."""
     try:
         return run_candidate(text, repro_file)
     except BaseException as exc:  # an exec'd script can raise anything; report, never hang
         return "error", f"{type(exc).__name__}: {exc}"[:500]
-
-
-def ended(code: int) -> tuple[str, str]:
-    """The answer for a worker process that ended (`process_group.exit_code`) without answering."""
-    return ("signal", str(-code)) if code < 0 else ("error", f"exit status {code}")
 
 
 class Dispatcher:
@@ -110,9 +70,9 @@ class Dispatcher:
     def __init__(self, jobs: int, out_fd: int) -> None:
         self.jobs = jobs
         self.out_fd = out_fd
-        self.pending: deque[tuple[int, str, float, str]] = deque()  # (job id, script, timeout, repro file)
+        self.pending: deque[RunJob] = deque()
         self.selector = selectors.DefaultSelector()
-        self.reader = FrameReader()
+        self.reader = MessageReader()
 
     def serve(self) -> None:
         self.selector.register(0, selectors.EVENT_READ, None)
@@ -130,13 +90,13 @@ class Dispatcher:
         if not data:
             return False
         for message in self.reader.feed(data):
-            if message[0] == "quit":
+            if not isinstance(message, RunJob):  # Quit
                 return False
-            self.pending.append(message[1:])
+            self.pending.append(message)
         return True
 
-    def answer(self, job_id: int, status: str, text: str = "") -> None:
-        send(self.out_fd, (job_id, status, text))
+    def answer(self, answer: Answer) -> None:
+        send(self.out_fd, answer)
 
     # How candidates run, defined by `Forks` and `Servers`: start queued jobs; read what a
     # selector key's `data` (a child, a server) wrote; when the next deadline is; kill the overdue.

@@ -1,9 +1,9 @@
 """The GPU way to run candidates: a few warm fresh interpreters ("servers"), reused, each candidate isolated.
 
 A process that touched the CUDA driver cannot fork children that use it, and with a GPU build even
-imports may (torch then marks forked children "bad"), so `reduce.forks.Forks` cannot serve a
-GPU. `Servers` (a `candidates.Dispatcher`, same protocol, same contract) starts JOBS (at most
-`MAX_SERVERS`) interpreters (`python -m pt2doctor.reduce.servers`), each in its own process group.
+imports may (torch then marks forked children "bad"), so `processes.forks.Forks` cannot serve a
+GPU. `Servers` (a `processes.dispatch.Dispatcher`, same protocol, same contract) starts JOBS (at most
+`MAX_SERVERS`) interpreters (`python -m pt2doctor.processes.servers`), each in its own process group.
 Contract:
 - Each warms once (torch, Inductor, the CUDA context and a first Triton compile: `candidates.warm_up`)
   and then runs candidates one at a time, each in the interpreter as it was after the warm-up: the
@@ -30,8 +30,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pt2doctor.capture.process_group import kill_group
-from pt2doctor.reduce.candidates import Dispatcher, FrameReader, ended, run_guarded, send, warm_up
+from pt2doctor.processes.group import kill_group
+from pt2doctor.processes.dispatch import Dispatcher, run_guarded, warm_up
+from pt2doctor.processes.protocol import (Answer, MessageReader, Quit, Ready, RunJob, StartFailed, ended,
+                                          send)
 
 
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
@@ -46,7 +48,7 @@ WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600
 @dataclass(eq=False)
 class _Server:
     proc: subprocess.Popen[bytes]
-    reader: FrameReader = field(default_factory=FrameReader)
+    reader: MessageReader = field(default_factory=MessageReader)
     ready: bool = False
     job: tuple[int, float] | None = None  # (job id, deadline)
     warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
@@ -72,7 +74,7 @@ class Servers(Dispatcher):
     def _start(self) -> None:
         debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.reduce.servers"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "pt2doctor.processes.servers"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
         )
         server = _Server(proc)
@@ -84,16 +86,16 @@ class Servers(Dispatcher):
             if not self.pending:
                 break
             if server.ready and server.job is None:
-                job_id, text, timeout_s, repro_file = self.pending.popleft()
-                server.job = (job_id, time.monotonic() + timeout_s)
+                job = self.pending.popleft()
+                server.job = (job.job, time.monotonic() + job.timeout_s)
                 try:
-                    send(server.proc.stdin.fileno(), ("run", job_id, text, repro_file))  # type: ignore[union-attr]
+                    send(server.proc.stdin.fileno(), job)  # type: ignore[union-attr]
                 except OSError:
                     pass  # it died; its stdout's end of file answers the job
         if self.pending and not self.servers:  # every server failed to warm up: say why
             why = self.warm_failures[-1] if self.warm_failures else "no worker"
             while self.pending:
-                self.answer(self.pending.popleft()[0], "error", why)
+                self.answer(Answer(self.pending.popleft().job, "error", why))
 
     def wait_s(self) -> float | None:
         deadlines = [s.deadline for s in self.servers if s.deadline is not None]
@@ -106,13 +108,13 @@ class Servers(Dispatcher):
             self._retire(server, replace=server.ready)
             return
         for message in server.reader.feed(data):
-            if message == ("ready",):
+            if isinstance(message, Ready):
                 server.ready = True
-            elif message[0] == "failed":
-                self.warm_failures.append(str(message[1]))
-            else:
+            elif isinstance(message, StartFailed):
+                self.warm_failures.append(message.why)
+            elif isinstance(message, Answer):
                 server.job = None
-                self.answer(*message)
+                self.answer(message)
 
     def expire(self) -> None:
         now = time.monotonic()
@@ -124,7 +126,7 @@ class Servers(Dispatcher):
                 job_id = server.job[0]
                 server.job = None
                 self._retire(server, replace=True)
-                self.answer(job_id, "timeout")
+                self.answer(Answer(job_id, "timeout"))
 
     def _retire(self, server: _Server, *, replace: bool) -> None:
         """Kill and reap `server`; answer its unfinished job; start another in its place."""
@@ -136,7 +138,7 @@ class Servers(Dispatcher):
             stream.close()  # type: ignore[union-attr]
         if server.job is not None:
             job_id = server.job[0]
-            self.answer(job_id, *ended(status))
+            self.answer(ended(job_id, status))
         if replace:
             self._start()
 
@@ -170,20 +172,19 @@ def serve_candidates(out_fd: int) -> None:
     try:
         warm_up("cuda" if torch.cuda.is_available() else "cpu")
     except Exception as exc:
-        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
+        send(out_fd, StartFailed(f"{type(exc).__name__}: {exc}"[:2000]))
         return
     restore = _interpreter_checkpoint(state_checkpoint())
-    send(out_fd, ("ready",))
-    reader = FrameReader()
+    send(out_fd, Ready())
+    reader = MessageReader()
     while data := os.read(0, 1 << 20):
         for message in reader.feed(data):
-            if message[0] == "quit":
+            if isinstance(message, Quit) or not isinstance(message, RunJob):
                 return
-            _, job_id, text, repro_file = message
             restore()
             reset_dynamo()
-            status, text = run_guarded(text, repro_file)
-            send(out_fd, (job_id, status, text))
+            status, text = run_guarded(message.script, message.repro_file)
+            send(out_fd, Answer(message.job, status, text))
             if status != "ok" and not _healthy():
                 return
 

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from pt2doctor.model.minify import FailureKind, FailureSignature
-from pt2doctor.reduce.verify import verify
+from pt2doctor.processes.fresh import verify
 
 # Every other run fails: the runs take turns through a counter file, under a lock.
 _ALTERNATING = textwrap.dedent("""\
@@ -50,3 +50,42 @@ def test_a_repro_failing_every_run_is_verified(tmp_path):
 def test_a_repro_that_never_fails_is_neither(tmp_path):
     result = verify(_script(tmp_path, "print('fine')\n"), TARGET, timeout_s=60, runs=2)
     assert not result.verified and not result.runs.flaky and result.runs.failed == 0
+
+
+def test_a_file_killed_at_its_timeout_takes_what_it_started_with_it(tmp_path: Path) -> None:
+    """`run_file` kills the process group: a grandchild (as Inductor's compile workers are) does not outlive it."""
+    import os
+    import time
+
+    from pt2doctor.processes.fresh import run_file
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = tmp_path / "spawns.py"
+    script.write_text(textwrap.dedent(f"""\
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(600)
+        """))
+    ran = run_file(script, timeout_s=3.0)
+    assert ran.timed_out and ran.returncode is None
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the grandchild {grandchild} outlived the timeout")
+
+
+def test_a_file_runs_in_its_own_folder_and_says_how_it_ended(tmp_path: Path) -> None:
+    from pt2doctor.processes.fresh import run_file
+
+    (tmp_path / "data.txt").write_text("beside it")
+    script = tmp_path / "reads.py"
+    script.write_text("import sys\nprint(open('data.txt').read())\nsys.exit(3)\n")
+    ran = run_file(script, timeout_s=30.0)
+    assert (ran.returncode, ran.stdout.strip(), ran.timed_out) == (3, "beside it", False)

@@ -1,6 +1,8 @@
-"""Verify a repro the way a user would meet it: `python repro.py` in a fresh interpreter.
+"""Run a file the way a user would: `python repro.py` in a fresh interpreter; and verify a repro that way.
 
-Contract: `verify(path, target)` runs the script with the current interpreter in new processes,
+Contract: `run_file(path, timeout_s)` is the one way pt2doctor runs a file it wrote (a repro, a replay,
+a harness) in a fresh interpreter: in the file's folder, in its own process group, killed with everything
+it started at the timeout. `verify(path, target)` runs the script with the current interpreter in new processes,
 several side by side (no pt2doctor on the import path is needed, nothing inherited but the
 environment), with a timeout, and says how many failed with exactly the target signature. A repro is
 reported as verified only when every run did (`verified=True`); some but not all is flaky.
@@ -39,6 +41,7 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature, VerifyRuns
 from pt2doctor.model.signature import from_exit
+from pt2doctor.processes import group as process_group
 
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
 _BOOT_TEMPLATE = """\
@@ -152,6 +155,37 @@ class FreshInterpreter:
             self._proc = None
 
 
+@dataclass(frozen=True, slots=True)
+class FileRun:
+    """How `python FILE` ended: its exit status (None: killed at the timeout, with everything it started)."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) -> FileRun:
+    """`python FILE` in its own folder and its own process group, as a user runs a repro; at `timeout_s` the
+    group is killed (the compile workers a script's Inductor started go with it)."""
+    proc = subprocess.Popen([sys.executable, path.name], cwd=path.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=worker_env(env), start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process_group.kill_group(proc.pid)
+        out, err = proc.communicate()
+        return FileRun(None, out, err)
+    except BaseException:  # a Ctrl-C: the script goes too
+        process_group.kill_group(proc.pid)
+        proc.wait()
+        raise
+    return FileRun(proc.returncode, out, err)
+
+
 def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
            interpreter: FreshInterpreter | None = None, runs: int = VERIFY_RUNS) -> Verification:
     """Run `path` in `runs` fresh interpreters at once (the first in `interpreter`, when it is alive) and
@@ -165,15 +199,15 @@ def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
 
 def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None
               ) -> tuple[FailureSignature | None, int | None, str]:
-    try:
-        if interpreter is not None and interpreter.alive:
+    if interpreter is not None and interpreter.alive:
+        try:
             proc = interpreter.run(path, timeout_s)
-        else:
-            proc = subprocess.run(
-                [sys.executable, path.name], cwd=path.parent, capture_output=True, text=True, timeout=timeout_s,
-                env=worker_env(),
-            )
-    except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:
+            return None, None, "timed out"
+        ran = FileRun(proc.returncode, proc.stdout, proc.stderr)
+    else:
+        ran = run_file(path, timeout_s)
+    if ran.returncode is None:
         return None, None, "timed out"
-    output = proc.stdout + proc.stderr
-    return from_exit(proc.returncode, output), proc.returncode, output[-2000:]
+    output = ran.stdout + ran.stderr
+    return from_exit(ran.returncode, output), ran.returncode, output[-2000:]

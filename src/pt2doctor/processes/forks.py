@@ -1,7 +1,7 @@
 """The CPU way to run candidates: one child forked from the warm zygote per candidate.
 
-Contract (`reduce.candidates`'s, and): each candidate runs in a child forked from the warm
-zygote, in its own process group (`capture.process_group`), so a crash, abort, hang (killed at its
+Contract (`processes.dispatch`'s, and): each candidate runs in a child forked from the warm
+zygote, in its own process group (`processes.group`), so a crash, abort, hang (killed at its
 timeout, with any gcc it started) or OOM kills only that candidate. The zygote stays
 single-threaded (torch.set_num_threads(1), Inductor compile_threads=1) because forking a process
 with live OpenMP or compile-pool threads can deadlock the child. A process that touched the CUDA
@@ -11,13 +11,13 @@ driver cannot fork children that use it: `forks_poisoned()` tells, after warming
 from __future__ import annotations
 
 import os
-import pickle
 import selectors
 import time
 from dataclasses import dataclass, field
 
-from pt2doctor.capture import process_group
-from pt2doctor.reduce.candidates import Dispatcher, ended, run_guarded
+from pt2doctor.processes import group as process_group
+from pt2doctor.processes.dispatch import Dispatcher, run_guarded
+from pt2doctor.processes.protocol import Answer, MessageReader, RunJob, encode, ended
 
 
 @dataclass
@@ -28,7 +28,7 @@ class _Child:
     chunks: list[bytes] = field(default_factory=list)
 
 
-def _fork(job_id: int, text: str, timeout_s: float, repro_file: str) -> tuple[int, _Child]:
+def _fork(job: RunJob) -> tuple[int, _Child]:
     read_fd, write_fd = os.pipe()
 
     def body() -> int:
@@ -37,12 +37,12 @@ def _fork(job_id: int, text: str, timeout_s: float, repro_file: str) -> tuple[in
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-        os.write(write_fd, pickle.dumps(run_guarded(text, repro_file)))
+        os.write(write_fd, encode(Answer(job.job, *run_guarded(job.script, job.repro_file))))
         return 0
 
     pid = process_group.fork_in_group(body, error_code=0)
     os.close(write_fd)
-    return pid, _Child(job_id, read_fd, time.monotonic() + timeout_s)
+    return pid, _Child(job.job, read_fd, time.monotonic() + job.timeout_s)
 
 
 def forks_poisoned() -> bool:
@@ -62,7 +62,7 @@ class Forks(Dispatcher):
 
     def dispatch(self) -> None:
         while self.pending and len(self.children) < self.jobs:
-            pid, child = _fork(*self.pending.popleft())
+            pid, child = _fork(self.pending.popleft())
             self.children[pid] = child
             self.selector.register(child.fd, selectors.EVENT_READ, pid)
 
@@ -78,16 +78,14 @@ class Forks(Dispatcher):
             child.chunks.append(data)
             return
         code = self._reap(pid)  # type: ignore[arg-type]
-        if child.chunks:
-            self.answer(child.job_id, *pickle.loads(b"".join(child.chunks)))
-        else:
-            self.answer(child.job_id, *ended(code))
+        answers = MessageReader().feed(b"".join(child.chunks))
+        self.answer(answers[0] if answers and isinstance(answers[0], Answer) else ended(child.job_id, code))
 
     def expire(self) -> None:
         for pid in process_group.overdue((pid, c.deadline) for pid, c in self.children.items()):
             child = self.children[pid]
             self._reap(pid)
-            self.answer(child.job_id, "timeout")
+            self.answer(Answer(child.job_id, "timeout"))
 
     def _reap(self, pid: int) -> int:
         child = self.children.pop(pid)

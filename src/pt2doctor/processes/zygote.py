@@ -1,17 +1,17 @@
 """The warm workers: import torch once, warm Inductor once, then run each candidate isolated.
 
-Run as `python -m pt2doctor.reduce.zygote JOBS`, or forked from a parent that has already
+Run as `python -m pt2doctor.processes.zygote JOBS`, or forked from a parent that has already
 imported torch (`serve_forked`, which saves the zygote its own `import torch`); spoken to only by
-`reduce.pool.WorkerPool`.
+`processes.pool.WorkerPool`.
 Contract:
-- Protocol: `reduce.candidates`'s, on stdin/stdout.
+- Protocol: `processes.dispatch`'s, on stdin/stdout.
 - Isolation, two ways, one contract: a crash, abort, hang (killed at its timeout, with any gcc it
   started) or OOM kills only that candidate. At most JOBS candidates run at once.
-  - `Forks` (no GPU, `reduce.forks`): each candidate runs in a child forked from the warm zygote, in its own
+  - `Forks` (no GPU, `processes.forks`): each candidate runs in a child forked from the warm zygote, in its own
     process group. The zygote stays single-threaded (torch.set_num_threads(1), Inductor
     compile_threads=1) because forking a process with live OpenMP or compile-pool threads can
     deadlock the child.
-  - `Servers` (a GPU, `reduce.servers`): a process that touched the CUDA driver cannot fork
+  - `Servers` (a GPU, `processes.servers`): a process that touched the CUDA driver cannot fork
     children that use it, so candidates run in warm reusable interpreters instead, under the
     same contract.
   `Servers` are used when the parent asks for them (`--servers`: it saw a GPU's device files and
@@ -26,8 +26,9 @@ import os
 import signal
 import sys
 
-from pt2doctor.reduce.candidates import Dispatcher, send, warm_up
-from pt2doctor.reduce.forks import Forks, forks_poisoned
+from pt2doctor.processes.dispatch import Dispatcher, warm_up
+from pt2doctor.processes.forks import Forks, forks_poisoned
+from pt2doctor.processes.protocol import Ready, StartFailed, send
 
 
 def _uses_servers() -> bool:
@@ -44,11 +45,11 @@ def _serve(jobs: int, out_fd: int, servers: bool) -> None:
             warm_up("cpu")
             servers = forks_poisoned()
     except Exception as exc:  # tell the parent why, rather than dying silently
-        send(out_fd, ("failed", f"{type(exc).__name__}: {exc}"[:2000]))
+        send(out_fd, StartFailed(f"{type(exc).__name__}: {exc}"[:2000]))
         return
-    send(out_fd, ("ready",))
+    send(out_fd, Ready())
     if servers:
-        from pt2doctor.reduce.servers import Servers
+        from pt2doctor.processes.servers import Servers
 
         dispatcher: Dispatcher = Servers(jobs, out_fd)
     else:

@@ -1,10 +1,10 @@
 """The parent side of the worker pool: send candidate scripts to the zygote, collect results.
 
 Contract: `WorkerPool.run(scripts)` returns one `RunResult` per script, in the order given,
-whatever order the forked children finish in. The zygote (`reduce.zygote`) is started at
+whatever order the forked children finish in. The zygote (`processes.zygote`) is started at
 construction and warms up while the caller prepares its first batch; `run` waits for it. The
 pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
-children. `servers=True` makes it run candidates in warm servers (the GPU way, `reduce.zygote`)
+children. `servers=True` makes it run candidates in warm servers (the GPU way, `processes.zygote`)
 without importing torch itself. `on_ready` is called once the zygote is warm (the verifier starts its own warm-up
 then). With `fork=True` the zygote is forked from this process instead of started as a new
 interpreter, so a parent that has already imported torch saves the zygote that import (~1-2 s of
@@ -20,15 +20,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from pt2doctor.capture.bytecode_cache import worker_env
-from pt2doctor.reduce.servers import MAX_SERVERS
-from pt2doctor.capture import process_group
-from pt2doctor.reduce.candidates import FrameReader, send
-from pt2doctor.reduce.zygote import serve_forked
-
-Status = Literal["ok", "failed", "signal", "timeout", "error"]
+from pt2doctor.processes.servers import MAX_SERVERS
+from pt2doctor.processes import group as process_group
+from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
+from pt2doctor.processes.zygote import serve_forked
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +52,20 @@ class WorkerPool:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
         else:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pt2doctor.reduce.zygote", str(self.jobs), *(["--servers"] if servers else [])],
+                [sys.executable, "-m", "pt2doctor.processes.zygote", str(self.jobs), *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
                 env=worker_env({**os.environ, **(env or {})}),
             )
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
-        self._reader = FrameReader()
-        self._inbox: list[tuple[Any, ...]] = []
+        self._reader = MessageReader()
+        self._inbox: list[Message] = []
         self._ready = False
         self._next_id = 0
         self.warm_up_s = 0.0
 
-    def _receive(self) -> tuple[Any, ...]:
+    def _receive(self) -> Message:
         while not self._inbox:
             data = os.read(self._result_fd, 1 << 20)
             if not data:
@@ -80,7 +77,7 @@ class WorkerPool:
         if not self._ready:
             started = time.monotonic()
             message = self._receive()
-            if message != ("ready",):
+            if not isinstance(message, Ready):
                 raise WorkerPoolError(f"worker did not start: {message}")
             self._ready = True
             self.warm_up_s = time.monotonic() - started
@@ -92,18 +89,20 @@ class WorkerPool:
         ids = list(range(self._next_id, self._next_id + len(scripts)))
         self._next_id += len(scripts)
         for job_id, text in zip(ids, scripts):
-            send(self._request_fd, ("run", job_id, text, self.timeout_s, self.repro_file))
+            send(self._request_fd, RunJob(job_id, text, self.timeout_s, self.repro_file))
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
-            job_id, status, text = self._receive()
-            results[job_id] = RunResult(status, text)
+            answer = self._receive()
+            if not isinstance(answer, Answer):
+                raise WorkerPoolError(f"the worker sent {answer!r} where an answer was due")
+            results[answer.job] = RunResult(answer.status, answer.text)
         return [results[i] for i in ids]
 
     def close(self) -> None:
         if self._request_fd < 0:
             return
         try:
-            send(self._request_fd, ("quit",))
+            send(self._request_fd, Quit())
         except OSError:
             pass
         if self._proc is not None:  # its pipe objects own the fds

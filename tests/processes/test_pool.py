@@ -4,7 +4,7 @@ only itself with it, and the pool keeps answering afterwards."""
 
 import pytest
 
-from pt2doctor.reduce.pool import RunResult, WorkerPool
+from pt2doctor.processes.pool import RunResult, WorkerPool
 
 HEADER = "import os, time\ndef describe_failure(exc):\n    return f'{type(exc).__name__}: {exc}'\n"
 OK = HEADER + "def check():\n    pass\n"

@@ -1,7 +1,7 @@
 """The processes a minification needs, started before anything else so their start-up overlaps the work.
 
 Contract: `start_workers(jobs, timeout_s, out_dir)` starts the fresh interpreter that will verify
-the final `repro.py` (`reduce.verify`) and the warm candidate pool (`reduce.pool`), and returns
+the final `repro.py` (`processes.fresh`) and the warm candidate pool (`processes.pool`), and returns
 them as `Workers`; `close()` ends both. Neither needs the graph, so the CLI starts them before it
 loads the recorded graph: the zygote's Inductor warm-up and the verifier's `import torch` run
 while the parent loads. Called before torch is imported (the CLI), it imports torch and Dynamo
@@ -9,7 +9,7 @@ itself (the parent needs both to load a graph) and then forks the zygote from th
 zygote does not import them a second time; on a machine of a few busy cores that CPU time is wall
 time. Called once torch is in use (`reduce.api`, a caller that already ran things), it starts the
 zygote as a new interpreter instead: forking a process with threads or a CUDA context is unsafe.
-Where the machine shows a GPU, candidates run in warm servers (`reduce.zygote`), and their zygote
+Where the machine shows a GPU, candidates run in warm servers (`processes.zygote`), and their zygote
 is started at once as a new interpreter that never imports torch, so the servers' warm-up (torch,
 CUDA, Triton: the critical path there) starts before the parent's own `import torch`.
 `PT2DOCTOR_MINIFY_SERVERS=1` asks for servers anyway (where forking misbehaves; the tests).
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.reduce.pool import WorkerPool
-from pt2doctor.reduce.servers import gpu_device_visible
-from pt2doctor.reduce.verify import FreshInterpreter
+from pt2doctor.processes.pool import WorkerPool
+from pt2doctor.processes.servers import gpu_device_visible
+from pt2doctor.processes.fresh import FreshInterpreter
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Child processes that lead their own process group, so killing one also kills what it started.
 
-The primitives every pool of ours uses: the minifier's forked candidates (`reduce.forks`), its warm
-servers (`reduce.servers`), the zygote itself (`reduce.pool`) and the bisector's queries
+The primitives every pool of ours uses: the minifier's forked candidates (`processes.forks`), its warm
+servers (`processes.servers`), the zygote itself (`processes.pool`) and the bisector's queries
 (`bisect.child`). Each pool keeps its own policy (what a job is, how many run at once); how a
 child is started, waited for, killed and described is decided here once.
 Contract:
