@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend_in_place, unified_patch
+from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
+                                                 unified_patch)
+from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
 
 HERE = Path(__file__).parent
 SOURCE = textwrap.dedent('''\
@@ -55,6 +57,23 @@ def test_the_backend_is_written_into_each_compile_call_as_written():
 def test_a_script_that_does_not_import_torch_by_name_gets_no_change():
     other = SOURCE.replace("import torch\n", "import torch as T\n", 1)
     assert disable_call(other, 7, "torch.sigmoid") is None and pin_backend_in_place(other, "eager") is None
+
+
+def test_a_config_is_set_after_the_last_import_before_any_code_runs():
+    changed = set_config(SOURCE, *SUBSYSTEM_CONFIG["inductor_fallback_random"])
+    assert changed == SOURCE.replace("import torch.nn.functional as F\n", "import torch.nn.functional as F\n"
+                                     "import torch._inductor.config\ntorch._inductor.config.fallback_random = True\n")
+    namespace: dict = {}
+    exec(compile("\n".join(line for line in changed.splitlines()[:4]), "x.py", "exec"), namespace)  # it runs as written
+
+
+def test_the_narrowest_verified_workaround_is_handed_over_whatever_order_they_were_tried_in():
+    call = Workaround("call", "", True, "ran", kind="call")
+    config = Workaround("config", "", True, "ran", kind="config")
+    failed = Workaround("config2", "", False, "still fails", kind="config")
+    backend = Workaround("backend", "", True, "ran", kind="backend")
+    assert handed_over([backend, call, failed, config]) is config
+    assert handed_over([backend, call]) is call and handed_over([failed]) is None
 
 
 @pytest.mark.slow

@@ -6,7 +6,9 @@ that name:
 - `disable_call(source, line, call)`: the calls at `line` of the culprit's name (`torch.sigmoid`, `x.cos`,
   `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
 - `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`;
-- `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator.
+- `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator;
+- `set_config(source, module, line)`: `import module` and the assignment `line` after the script's last top-level
+  import (before its code runs, as a config must be).
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
 `diagnose.workarounds` tries each change on a copy of the script.
 """
@@ -97,3 +99,15 @@ def disable_function(source: str, line: int) -> tuple[str, str] | None:
 def unified_patch(before: str, after: str, name: str) -> str:
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=name, tofile=name))
+
+
+def set_config(source: str, module: str, line: str) -> str | None:
+    """`source` with `import module` and `line` inserted after its last top-level import statement."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    last = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return "".join([*lines[:last], f"import {module}\n", f"{line}\n", *lines[last:]])

@@ -21,7 +21,7 @@ from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround)
+                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
 
@@ -317,8 +317,8 @@ def conclude(found: Found) -> None:
 
 def _workaround_steps(found: Found) -> None:
     """The verified workaround first among the next steps, with what it costs; the ones that did not hold after."""
-    verified = [w for w in found.workarounds if w.verified]
-    for w in verified[:1]:
+    chosen = handed_over(found.workarounds)
+    for w in (chosen,) if chosen else ():
         cost = w.cost
         took = (f"; the script's run took {cost.seconds:.1f} s with it" + (
             f" ({cost.all_eager_s:.1f} s with compilation off)" if cost and cost.all_eager_s is not None else "")

@@ -2,7 +2,7 @@
 
 Contract: `hand_over` gives the model's owner workarounds, tried on copies of the script
 (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
-side): repro.py in PyTorch's idiom with a regression test (`diagnose.short_repro`), then the compiler
+side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a regression test (`diagnose.short_repro`), then the compiler
 bisected on the minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form
 is repro.py). `where_to_look` looks up where the installed torch handles the culprit ops, the bisected
 subsystem and a Dynamo failure (`diagnose.where_to_look`), for issue.md's "Where to look".
@@ -10,6 +10,7 @@ subsystem and a Dynamo failure (`diagnose.where_to_look`), for issue.md's "Where
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from pt2doctor.diagnose.reproduce import Failure
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
-from pt2doctor.diagnose.workarounds import find_workarounds
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.workarounds import find_workarounds, try_config
 from pt2doctor.model.diagnosis import FailingStage, SourceRef, Workaround
 
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
@@ -29,16 +31,17 @@ _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITIO
 def hand_over(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_try_workarounds, ctx, found)
+        arounds = side.submit(_try_workarounds, ctx, found, find_workarounds)
         _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
+    _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
     return tuple(found.workarounds)
 
 
-def _try_workarounds(ctx: Context, found: Found) -> None:
+def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found], None]) -> None:
     if ctx.options.workarounds and ctx.options.torchrun is None:  # a job's copy would need torchrun's launch too
         with found.timed("workarounds"):
-            find_workarounds(ctx.runner, found)
+            tries(ctx.runner, found)
 
 
 def _for_maintainers(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> None:

@@ -10,6 +10,10 @@ every diagnose run: the copy runs to the end and its own checks pass. It stops a
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (the stage run already ran the
    script so: that run is the verification, no new run).
+`try_config(runner, found)` is called once `CompilerBisector` has named what it blames (`found.bisection`): where a
+config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass, `fallback_random`,
+`emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
+every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
 Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
 the script's own backend still compiled, and its cost: that run's time against the script's run with
 compilation off (run beside the first candidate when the stage ladder did not make one). `found.workarounds`
@@ -21,12 +25,14 @@ from __future__ import annotations
 from concurrent.futures import Future
 from pathlib import Path
 
-from pt2doctor.analysis.workaround_edits import disable_call, disable_function, pin_backend_in_place, unified_patch
+from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
+                                                 unified_patch)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost
+from pt2doctor.model.diagnosis import (SUBSYSTEM_CONFIG, Attempt, FailingStage, Workaround, WorkaroundCost,
+                                       WorkaroundKind)
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
 
@@ -37,23 +43,43 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
     source = script.read_text()
     off = next((a for a in found.attempts if a.label == "force_eager"), None)
     pending_off = runner.submit(Variant.compilation_off()) if off is None else None
-    for label, change, text in _candidates(found, script, source):
-        runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
-        attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / label, f"workaround-{label}", text)
-        found.attempts.append(attempt)
-        session = copy_runner.sessions.get(attempt.label)
-        kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
+    for kind, change, text in _candidates(found, script, source):
         off = off or _finished(pending_off, found)
-        found.workarounds.append(_workaround(change, unified_patch(source, text, script.name), attempt, off, kept))
-        if attempt.outcome == "pass":
+        if _try(runner, found, kind, change, source, text, off).verified:
             return
     _stage_backend(found, source, script.name, off or _finished(pending_off, found))
 
 
-def _candidates(found: Found, script: Path, source: str) -> list[tuple[str, str, str]]:
-    """(label, change in words, the script changed), narrowest first: the culprit call kept out of the graph,
+def try_config(runner: VariantRunner, found: Found) -> None:
+    """The config that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
+    b = found.bisection
+    config = SUBSYSTEM_CONFIG.get(b.subsystem) if b is not None and b.subsystem else None
+    if config is None or not _applies(found):
+        return
+    source = runner.call.script.resolve().read_text()
+    text = set_config(source, *config)
+    if text is not None:
+        off = next((a for a in found.attempts if a.label == "force_eager"), None)
+        change = f"`{config[1]}` at the top of the script: every graph stays compiled, without what the bisection blamed"
+        _try(runner, found, "config", change, source, text, off)
+
+
+def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
+         off: Attempt | None) -> Workaround:
+    runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
+    attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / kind, f"workaround-{kind}", text)
+    found.attempts.append(attempt)
+    session = copy_runner.sessions.get(attempt.label)
+    kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
+    tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt, off, kept)
+    found.workarounds.append(tried)
+    return tried
+
+
+def _candidates(found: Found, script: Path, source: str) -> list[tuple[WorkaroundKind, str, str]]:
+    """(kind, change in words, the script changed), narrowest first: the culprit call kept out of the graph,
     then the function holding it."""
-    out: list[tuple[str, str, str]] = []
+    out: list[tuple[WorkaroundKind, str, str]] = []
     origin = _culprit_origin(found, script)
     if origin is not None and origin.call:
         text = disable_call(source, origin.line, origin.call)
@@ -100,14 +126,15 @@ def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) ->
     patch = unified_patch(source, pinned, name) if pinned else ""
     change = (f"`torch.compile(..., backend={run.backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
-    found.workarounds.append(_workaround(change, patch, run, off, 0))
+    found.workarounds.append(_workaround("backend", change, patch, run, off, 0))
 
 
-def _workaround(change: str, patch: str, attempt: Attempt, off: Attempt | None, kept: int | None) -> Workaround:
+def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt, off: Attempt | None,
+                kept: int | None) -> Workaround:
     passed = attempt.outcome == "pass"
     cost = WorkaroundCost(attempt.wall_s, off.wall_s if off is not None and off.outcome == "pass" else None)
     return Workaround(change, patch, passed, "the script ran to the end" if passed else f"still fails: {attempt.error}",
-                      cost if passed else None, kept if passed else None)
+                      cost if passed else None, kept if passed else None, kind)
 
 
 def _finished(pending: Future[Attempt] | None, found: Found) -> Attempt | None:

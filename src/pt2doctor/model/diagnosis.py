@@ -54,6 +54,20 @@ SUBSYSTEM_TITLES = {
     "inductor_comprehensive_padding": "comprehensive padding",
     "aot_eager_decomp_partition_cse": "CSE in the partitioner",
 }
+# The config a user sets to turn off what `CompilerBisector` blamed (`diagnose.workarounds` tries it): its module
+# and the assignment. Its subsystems that no config turns off alone (a lowering, a decomposition) are absent.
+SUBSYSTEM_CONFIG: dict[str, tuple[str, str]] = {
+    "inductor_fallback_random": ("torch._inductor.config", "torch._inductor.config.fallback_random = True"),
+    "inductor_emulate_precision_casts": ("torch._inductor.config",
+                                         "torch._inductor.config.emulate_precision_casts = True"),
+    "inductor_layout_optimization": ("torch._inductor.config", "torch._inductor.config.layout_optimization = False"),
+    "inductor_comprehensive_padding": ("torch._inductor.config",
+                                       "torch._inductor.config.comprehensive_padding = False"),
+    "aot_eager_decomp_partition_cse": ("torch._functorch.config", "torch._functorch.config.cse = False"),
+    "joint_graph_passes": ("torch._inductor.config", "torch._inductor.config.pattern_matcher = False"),
+    "post_grad_passes": ("torch._inductor.config", "torch._inductor.config.pattern_matcher = False"),
+    "cudagraphs": ("torch._inductor.config", "torch._inductor.config.triton.cudagraphs = False"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,12 +242,19 @@ class WorkaroundCost:
     what: str = "the whole script's run, interpreter start and compilation included"
 
 
+# What a workaround takes away, narrowest first: one compiler pass or setting (every graph stays compiled), one
+# call, one function, then a simpler backend for every compile.
+WorkaroundKind = Literal["config", "call", "function", "backend"]
+WORKAROUND_KINDS: tuple[WorkaroundKind, ...] = ("config", "call", "function", "backend")
+
+
 @dataclass(frozen=True, slots=True)
 class Workaround:
     """A change to the user's script that makes it run (`diagnose.workarounds`): `change` in words, `patch` a
     unified diff of their file, `verified` when a copy of the script with it ran to the end with its own checks
     passing (`outcome` says how the copy's run ended), `graphs_kept_compiled` how many graphs the script's own
-    backend still compiled in that run (None: not counted)."""
+    backend still compiled in that run (None: not counted). `kind` says how much it takes away, narrowest first
+    (`WORKAROUND_KINDS`)."""
 
     change: str
     patch: str
@@ -241,6 +262,14 @@ class Workaround:
     outcome: str
     cost: WorkaroundCost | None = None
     graphs_kept_compiled: int | None = None
+    kind: WorkaroundKind = "backend"
+
+
+
+def handed_over(workarounds: tuple[Workaround, ...] | list[Workaround]) -> Workaround | None:
+    """The workaround handed over first: the narrowest verified (`WORKAROUND_KINDS`), the first tried among equals."""
+    verified = [w for w in workarounds if w.verified]
+    return min(verified, key=lambda w: WORKAROUND_KINDS.index(w.kind)) if verified else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 
 from pt2doctor.model import Category, Session
-from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage, handed_over
 from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.report.export_issue import export_repro_text, export_stage, export_summary, export_title_tag
 from pt2doctor.model.serialize import dumps, loads
@@ -42,8 +42,8 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
                  inputs: HtmlInputs | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
-    workaround = next((w for w in diagnosis.workarounds if w.verified and w.patch), None)
-    if workaround is not None:  # the user's file changed as the verified workaround changes a copy of it
+    workaround = handed_over(diagnosis.workarounds)
+    if workaround is not None and workaround.patch:  # the user's file changed as the workaround changes a copy
         written.append(_write(out_dir / "workaround.patch", workaround.patch.encode()))
     issue = ""
     # interrupted: what was found so far; flaky: only with a repro that fails some of the time (the rate is told)
@@ -125,7 +125,7 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
-        d=d, verdict=_verdict(d), workaround=next((w for w in d.workarounds if w.verified), None), test_text=_read(d.short.test if d.short else None), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
+        d=d, verdict=_verdict(d), workaround=handed_over(d.workarounds), test_text=_read(d.short.test if d.short else None), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
         summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
