@@ -319,10 +319,7 @@ def _workaround_steps(found: Found) -> None:
     """The verified workaround first among the next steps, with what it costs; the ones that did not hold after."""
     chosen = handed_over(found.workarounds)
     for w in (chosen,) if chosen else ():
-        cost = w.cost
-        took = (f"; the script's run took {cost.seconds:.1f} s with it" + (
-            f" ({cost.all_eager_s:.1f} s with compilation off)" if cost and cost.all_eager_s is not None else "")
-            + " (whole runs, compilation included)") if cost else ""
+        took = f"; what it costs: {w.cost.describe()}" if w.cost else ""
         kept = f"; {w.graphs_kept_compiled} graph(s) stay compiled by your backend" if w.graphs_kept_compiled else ""
         found.next_steps.insert(0, f"Workaround, verified on a copy of your script: {w.change}{kept}{took}. "
                                    "The patch is workaround.patch.")

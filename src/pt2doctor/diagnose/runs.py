@@ -23,14 +23,28 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from pt2doctor.analysis import enrich, verdict_for
 from pt2doctor.analysis.failures import first_message_line, signature
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
 from pt2doctor.model import SCHEMA, Session
 from pt2doctor.model.job import Job
-from pt2doctor.model.child import Hooks, Overrides
+from pt2doctor.model.child import CallTimes, Hooks, Overrides
+from pt2doctor.model.serialize import RecordError, read_record
 from pt2doctor.model.diagnosis import Attempt
+
+
+CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
+
+
+def steady_state_s(run_dir: str | Path) -> float | None:
+    """The compiled regions' steady-state seconds of a timed run (`CallTimes.steady_state_s`); None when it has none."""
+    try:
+        return read_record(Path(run_dir) / CALL_TIMES, CallTimes).steady_state_s()
+    except (OSError, RecordError):  # not timed, or it died before writing them
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +56,7 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)  # set for the child, e.g. CUDA_LAUNCH_BLOCKING
     accuracy_tolerance: float | None = None  # recording: the recorder judges each graph's first call
     run_eagerly: tuple[str, ...] = ()  # recording: compile ids whose graphs run as captured, without their backend
+    timed: bool = False  # each call of every torch.compile'd callable timed, to `CALL_TIMES` in its run directory
 
     @classmethod
     def original(cls, n: int, record: bool = False) -> Variant:
@@ -66,12 +81,13 @@ class Variant:
 
     @classmethod
     def with_backend(cls, backend: str) -> Variant:
-        return cls(backend, backend, Overrides(compile_kwargs={"backend": backend}))
+        return cls(backend, backend, Overrides(compile_kwargs={"backend": backend}), timed=True)
 
     @classmethod
     def compilation_off(cls) -> Variant:
-        # AOTInductor off too: a package runs the exported program eagerly (`capture.child.export_observer`)
-        return cls("force_eager", None, Overrides(stance="force_eager", export_eager=True))
+        # AOTInductor off too: a package runs the exported program eagerly (`capture.child.export_observer`);
+        # its calls timed: what the compiled regions cost with no compiler at all (`diagnose.workarounds`)
+        return cls("force_eager", None, Overrides(stance="force_eager", export_eager=True), timed=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +149,13 @@ class VariantRunner:
 
     def options(self, variant: Variant, unwanted: threading.Event | None = None) -> RunOptions:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
-        hooks = Hooks(overrides=variant.overrides, export_checks=True)  # an exported program's result is judged in the run
+        overrides = variant.overrides
+        if variant.timed:
+            times = str((self._launch_dir(variant.label) / CALL_TIMES).resolve())
+            overrides = msgspec.structs.replace(overrides or Overrides(), time_calls=times)
+        hooks = Hooks(overrides=overrides, export_checks=True)  # an exported program's result is judged in the run
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
-            hooks = Hooks(overrides=variant.overrides, export_checks=True,
+            hooks = Hooks(overrides=overrides, export_checks=True,
                           frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
                           record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
                           record_run_eagerly=variant.run_eagerly)
@@ -218,6 +238,6 @@ def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tu
     copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, {**call.env, "PYTHONPATH": path}),
                                 1, runner.reporter)
     try:
-        return copy_runner.submit(Variant(label)).result(), copy_runner
+        return copy_runner.submit(Variant(label, timed=True)).result(), copy_runner
     finally:
         copy_runner.release()

@@ -28,7 +28,7 @@ from pathlib import Path
 from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
                                                  unified_patch)
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy
+from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import (SUBSYSTEM_CONFIG, Attempt, FailingStage, Workaround, WorkaroundCost,
@@ -132,7 +132,11 @@ def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) ->
 def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt, off: Attempt | None,
                 kept: int | None) -> Workaround:
     passed = attempt.outcome == "pass"
-    cost = WorkaroundCost(attempt.wall_s, off.wall_s if off is not None and off.outcome == "pass" else None)
+    eager = off if off is not None and off.outcome == "pass" else None
+    steady = steady_state_s(attempt.run_dir)
+    note = "" if steady is not None else "no compiled function ran more than once: nothing past compilation to time"
+    cost = WorkaroundCost(attempt.wall_s, eager.wall_s if eager else None, steady_s=steady,
+                          all_eager_steady_s=steady_state_s(eager.run_dir) if eager else None, steady_note=note)
     return Workaround(change, patch, passed, "the script ran to the end" if passed else f"still fails: {attempt.error}",
                       cost if passed else None, kept if passed else None, kind)
 

@@ -38,12 +38,26 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     export_runs_module: bool = False  # each torch.export.export call first runs its module eagerly, on copies
     decompositions_off: bool = False  # ExportedProgram.run_decompositions returns the program it was given
     export_off: bool = False  # torch.export.export returns a stand-in whose module() is the module given, run eagerly
+    time_calls: str | None = None  # a `CallTimes` record of every torch.compile'd callable's calls, written at exit
 
     @property
     def changes_export(self) -> bool:
         """Whether the export observer must be installed to apply these (`capture.child.export_observer`)."""
         return (self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
                 or self.export_off)
+
+
+class CallTimes(msgspec.Struct, frozen=True):
+    """How long each call of each `torch.compile`'d callable took (`Overrides.time_calls`), in seconds, one tuple
+    per callable in the order the script compiled them; on a GPU each call is timed to its kernels' end."""
+
+    calls: tuple[tuple[float, ...], ...] = ()
+
+    def steady_state_s(self) -> float | None:
+        """The compiled regions' time past their first calls (which compile): per callable, the median of its
+        later calls times their number, summed; None when no callable ran twice (nothing steady to time)."""
+        later = [sorted(c[1:]) for c in self.calls if len(c) > 1]
+        return sum(c[len(c) // 2] * len(c) for c in later) if later else None
 
 
 class AccuracyProbeSpec(msgspec.Struct, frozen=True):

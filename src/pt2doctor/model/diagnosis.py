@@ -233,13 +233,31 @@ class ShortForm:
 
 @dataclass(frozen=True, slots=True)
 class WorkaroundCost:
-    """What a workaround costs, measured on runs of the whole script: `seconds` its run took with the
-    workaround, `all_eager_s` with compilation off (None: not run); both include the interpreter's start and
-    compilation (`what` says so): steady-state time of the compiled regions is not measured."""
+    """What a workaround costs. Whole runs: `seconds` the script's run with the workaround, `all_eager_s` with
+    compilation off (None: not run), interpreter start and compilation included (`what`). Steady state: the
+    compiled regions' time past their first calls (`CallTimes.steady_state_s`: the calls of every
+    `torch.compile`'d callable, on a GPU to their kernels' end), `steady_s` with the workaround and
+    `all_eager_steady_s` with compilation off; None, with `steady_note` saying why, where nothing was timed
+    (a compiled callable that ran once has no steady state). Compiled as it is now is not timed: pt2doctor does
+    not change the failing runs it diagnoses."""
 
     seconds: float
     all_eager_s: float | None
     what: str = "the whole script's run, interpreter start and compilation included"
+    steady_s: float | None = None
+    all_eager_steady_s: float | None = None
+    steady_note: str = ""
+
+    def describe(self) -> str:
+        """`compiled regions past their first calls: 3.1 ms with it, 9.8 ms with compilation off; whole runs ...`."""
+        if self.steady_s is None:
+            steady = f"steady state not measured ({self.steady_note})"
+        else:
+            eager = (f", {self.all_eager_steady_s * 1e3:.1f} ms with compilation off"
+                     if self.all_eager_steady_s is not None else "")
+            steady = f"compiled regions past their first calls: {self.steady_s * 1e3:.1f} ms with it{eager}"
+        eager_run = f", {self.all_eager_s:.1f} s with compilation off" if self.all_eager_s is not None else ""
+        return f"{steady}; whole runs ({self.what}): {self.seconds:.1f} s with it{eager_run}"
 
 
 # What a workaround takes away, narrowest first: one compiler pass or setting (every graph stays compiled), one

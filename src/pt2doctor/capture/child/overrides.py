@@ -20,16 +20,23 @@ Contract: `install(spec)` is called once by `capture/child/__main__.py` with the
 - `record_outputs`: a path; the return values of the first `max_calls` calls of every compiled
   callable are summarized to it as JSON lines (`summarize`), so the parent can compare a
   baseline run with a what-if run without importing torch.
+- `time_calls`: a path; each call of every compiled callable is timed (to the end of its kernels on a GPU,
+  which the timer waits for), and the times are written there as a `CallTimes` record when the script exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import random
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.model.child import Overrides
+from pt2doctor.model.child import CallTimes, Overrides
+from pt2doctor.model.serialize import write_record
 
 _CONFIG_KEYS = {"dynamo_config": "dynamo", "inductor_config": "inductor", "compiler_config": "compiler"}
 MAX_CALLS = 32
@@ -51,8 +58,54 @@ def install(spec: Overrides) -> None:
     if spec.seed is not None:
         _seed(spec.seed)
     recorder = _Recorder(spec.record_outputs, spec.max_calls or MAX_CALLS) if spec.record_outputs else None
-    if spec.compile_kwargs or recorder is not None:
-        torch_compat.patch_torch_compile(dict(spec.compile_kwargs), recorder.wrap if recorder is not None else None)
+    timer = _Timer(spec.time_calls) if spec.time_calls else None
+    wraps: list[Callable[[Any], Any]] = [w.wrap for w in (recorder, timer) if w is not None]
+    if spec.compile_kwargs or wraps:
+        torch_compat.patch_torch_compile(dict(spec.compile_kwargs), _chained(wraps) if wraps else None)
+
+
+def _chained(wraps: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def wrap(compiled: Any) -> Any:
+        for one in wraps:
+            compiled = one(compiled)
+        return compiled
+    return wrap
+
+
+class _Timer:
+    """Time each call of every compiled callable; write the times (`CallTimes`) at exit."""
+
+    def __init__(self, path: str) -> None:
+        self._calls: list[list[float]] = []
+        atexit.register(lambda: write_record(Path(path), CallTimes(tuple(tuple(c) for c in self._calls))))
+
+    def wrap(self, compiled: Any) -> Any:
+        import functools
+
+        import torch
+
+        times: list[float] = []
+        self._calls.append(times)
+
+        def synced() -> float:
+            if torch.cuda.is_initialized():
+                torch.cuda.synchronize()
+            return time.perf_counter()
+
+        if isinstance(compiled, torch.nn.Module):
+            started: list[float] = []
+            compiled.register_forward_pre_hook(lambda _mod, _args: started.append(synced()))
+            compiled.register_forward_hook(lambda _mod, _args, _out: times.append(synced() - started.pop()))
+            return compiled
+
+        @functools.wraps(compiled)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = synced()
+            out = compiled(*args, **kwargs)
+            times.append(synced() - start)
+            return out
+
+        return timed
 
 
 def _set_config(module: Any, values: dict[str, Any]) -> None:
