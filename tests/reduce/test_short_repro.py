@@ -10,7 +10,7 @@ import pytest
 
 from pt2doctor.model.minify import BackendKind, BackendSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce.repro import ReproScript
-from pt2doctor.reduce.short_repro import render_short, render_test
+from pt2doctor.reduce.short_repro import at_torch_level, render_short, render_test
 
 SCRIPT = ReproScript(
     stage=Stage.AOT,
@@ -105,3 +105,25 @@ def test_a_size_that_was_symbolic_is_marked_dynamic():
     script = replace(SCRIPT, inputs=(TensorSpec((2, 1), (1, 1), "bool", "cpu", dynamic=(0,)), ScalarSpec(2)))
     text = render_short(script)
     assert text is not None and "torch._dynamo.mark_dynamic(args[0], 0)" in text and "torch.rand((2, 1)) > 0.5," in text
+
+
+def test_aten_ops_with_a_public_torch_function_are_written_as_it_and_nothing_else_changes():
+    text = render_short(replace(SCRIPT, config_lines=(), forward_code=(
+        "def forward(self, x, k):\n"
+        "    iota = torch.ops.prims.iota.default(4, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)\n"
+        "    cumsum = torch.ops.aten.cumsum.default(x, 1, dtype = torch.bfloat16)\n"
+        "    mul = torch.ops.aten.mul.Tensor(cumsum, k)\n"
+        "    view = torch.ops.aten.view.default(mul, [6])\n"
+        "    return (view, iota)\n")))
+    assert text is not None
+    torch_level = at_torch_level(text)
+    assert torch_level is not None
+    assert "torch.cumsum(x, 1, dtype=torch.bfloat16)" in torch_level and "torch.mul(cumsum, k)" in torch_level
+    assert "torch.ops.aten.view.default(mul, [6])" in torch_level  # no torch.view: stays aten
+    assert "torch.ops.prims.iota.default(" in torch_level  # prims stay
+    untouched = [line for line in text.splitlines() if "torch.ops.aten" not in line]
+    assert [line for line in torch_level.splitlines() if "torch.cumsum" not in line and "torch.mul" not in line
+            and "torch.ops.aten" not in line] == untouched
+    assert at_torch_level(torch_level.replace("torch.ops.aten.view.default", "torch.ops.aten._unsafe_view.default")) is None
+    namespace: dict = {}
+    exec(compile(torch_level.replace("backend='inductor'", "backend='eager'"), "repro.py", "exec"), namespace)

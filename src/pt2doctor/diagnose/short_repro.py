@@ -5,7 +5,8 @@ is verified (`found.minify`). The minifier wrote the short form and the test bes
 minimal case (`reduce.short_repro`); here the short form is verified both ways in fresh interpreters, as a
 reduced program is (`reduce.program.verify_program`): as written it fails with the script's failure
 identity (for a wrong result: `assert_close`'s), and with compilation off it passes; the test is run once
-and must fail now. When the short form verifies, it becomes repro.py and the harness form is kept as
+and must fail now. The form with public torch functions for aten ops (`reduce.short_repro.at_torch_level`) is
+tried first, the aten form where it does not reproduce. When the short form verifies, it becomes repro.py and the harness form is kept as
 repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form
 and a note says why. `found.short` records what was handed over.
 """
@@ -19,9 +20,9 @@ from pathlib import Path
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
-from pt2doctor.model.minify import FailureKind, FailureSignature
+from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.reduce.program import ProgramJob, verify_program
-from pt2doctor.reduce.short_repro import MISMATCH
+from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level
 from pt2doctor.processes.fresh import verify
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
@@ -33,21 +34,46 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
     if m is None or not m.verified or m.short_repro is None:
         return
     accuracy = m.signature.kind is FailureKind.ACCURACY
-    short = Path(m.short_repro)
-    job = ProgramJob(short, (), _ASSERT_CLOSE if accuracy else signature, None, out_dir / "short", 0.0, timeout_s,
-                     reason="fallback", type_only=accuracy)
-    with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
-        tested = thread.submit(_verified_test, Path(m.test_repro), timeout_s) if m.test_repro else None
-        runs = verify_program(short, job, force=False)
-        test = tested.result() if tested else None
-    if runs is None or not runs.every_time:
+    target = _ASSERT_CLOSE if accuracy else signature
+    for short, test in _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None):
+        job = ProgramJob(short, (), target, None, out_dir / "short", 0.0, timeout_s, reason="fallback",
+                         type_only=accuracy)
+        with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
+            tested = thread.submit(_verified_test, test, timeout_s) if test else None
+            runs = verify_program(short, job, force=False)
+            verified_test = tested.result() if tested else None
+        if runs is not None and runs.every_time:
+            _hand_over(found, short, verified_test, runs)
+            return
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")
-                           + "): repro.py is the minifier's harness form")
-        return
+                           + ")" + ("" if short.name == "repro_short.py" else ": the aten form is tried next"))
+    found.notes[-1] += ": repro.py is the minifier's harness form"
+
+
+def _forms(short: Path, test: Path | None) -> list[tuple[Path, Path | None]]:
+    """The torch-level form first (`reduce.short_repro.at_torch_level`), where it differs, then the aten form."""
+    torch_level = at_torch_level(short.read_text())
+    if torch_level is None:
+        return [(short, test)]
+    torch_short = short.with_name("repro_short_torch.py")
+    torch_short.write_text(torch_level)
+    torch_test = None
+    if test is not None and (test_text := at_torch_level(test.read_text())) is not None:
+        torch_test = test.with_name("test_repro_torch.py")
+        torch_test.write_text(test_text)
+    return [(torch_short, torch_test), (short, test)]
+
+
+def _hand_over(found: Found, short: Path, test: Path | None, runs: VerifyRuns) -> None:
+    """`short` becomes repro.py (the harness form kept as repro_graph.py), `test` test_repro.py."""
+    m = found.minify
+    assert m is not None
     repro, graph = Path(m.repro_path), Path(m.repro_path).with_name("repro_graph.py")
     os.replace(repro, graph)
     os.replace(short, repro)
+    if test is not None and test.name != "test_repro.py":
+        test = test.replace(test.with_name("test_repro.py"))
     found.minify = replace(m, repro_path=str(graph), short_repro=str(repro))
     found.short = ShortForm(repro=str(repro), graph=str(graph), lines=_lines(repro), runs=runs,
                             test=str(test) if test else None)

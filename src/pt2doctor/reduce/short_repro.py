@@ -10,6 +10,10 @@ for both, `MISMATCH`), and `torch._dynamo.mark_dynamic` where a size was symboli
 accuracy rule, no input factory, no private API. The test is the same check as a
 `torch.testing._internal.common_utils.TestCase` with `run_tests()`.
 
+`at_torch_level(text)` writes a short form's aten ops as the public torch functions of the same name and
+arguments (`torch.ops.aten.cumsum.default(x, 1)` -> `torch.cumsum(x, 1)`), where torch has one; prims and
+private ops stay. It may take another path through the compiler: `diagnose` verifies it before it prefers it.
+
 What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
 recording could not name (defined in the user's script: the harness form carries its source), inputs that
 are views of one storage or autograd's ZeroTensors, a graph with submodules or attributes
@@ -183,3 +187,39 @@ def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+
+
+def at_torch_level(text: str) -> str | None:
+    """`text` with every `torch.ops.aten.NAME.OVERLOAD(...)` call that has a public `torch.NAME` written as that
+    (the arguments as they are); None when no call has one."""
+    import torch
+
+    tree = ast.parse(text)
+    renamed = 0
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _aten_name(node.func)
+        if name is not None and not name.startswith("_") and callable(getattr(torch, name, None)):
+            node.func = ast.Attribute(ast.Name("torch", ast.Load()), name, ast.Load())
+            renamed += 1
+    if not renamed:
+        return None
+    lines = text.splitlines(keepends=True)
+    for node in tree.body:  # only the function's lines change; the docstring and the rest stay as written
+        if isinstance(node, ast.FunctionDef):
+            lines[node.lineno - 1:node.end_lineno] = [ast.unparse(node) + "\n"] + [""] * (
+                (node.end_lineno or node.lineno) - node.lineno)
+    return "".join(lines)
+
+
+def _aten_name(func: ast.expr) -> str | None:
+    """NAME of `torch.ops.aten.NAME.OVERLOAD`."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    parts.reverse()
+    return parts[3] if len(parts) == 5 and parts[:3] == ["torch", "ops", "aten"] else None
