@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 unified_patch)
+                                                 uncompile, unified_patch)
 from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
 
 HERE = Path(__file__).parent
@@ -89,3 +89,12 @@ def test_the_narrowest_change_that_runs_is_handed_over_with_its_cost(diagnosed):
     assert (run.out_dir / "workaround.patch").read_text() == first["patch"]
     assert "**Workaround** (verified" in (run.out_dir / "issue.md").read_text()
     assert d["next_steps"][0].startswith("Workaround, verified on a copy of your script")
+
+
+def test_each_compile_site_can_compile_nothing_alone():
+    sites = uncompile(SOURCE)
+    assert [(site, line) for _, site, line in sites] == [
+        ('torch.compile(head, mode="max-autotune")', 10), ("@torch.compile on `tail`", 13)]
+    first, second = (text for text, _, _ in sites)
+    assert first == SOURCE.replace('torch.compile(head, mode="max-autotune")', "head")
+    assert second == SOURCE.replace("@torch.compile\ndef tail", "def tail")

@@ -8,7 +8,9 @@ that name:
 - `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`;
 - `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator;
 - `set_config(source, module, line)`: `import module` and the assignment `line` after the script's last top-level
-  import (before its code runs, as a config must be).
+  import (before its code runs, as a config must be);
+- `uncompile(source)`: for each `torch.compile` site (a one-line call, a decorator on its own line), the script
+  with that one site compiling nothing (`torch.compile(f, ...)` -> `f`, the decorator removed), and the site.
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
 `diagnose.workarounds` tries each change on a copy of the script.
 """
@@ -111,3 +113,25 @@ def set_config(source: str, module: str, line: str) -> str | None:
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     return "".join([*lines[:last], f"import {module}\n", f"{line}\n", *lines[last:]])
+
+
+def uncompile(source: str) -> list[tuple[str, str, int]]:
+    """Per `torch.compile` site, in source order: (the script with that site compiling nothing, the site's text,
+    its line)."""
+    tree = _tree(source)
+    if tree is None:
+        return []
+    lines = source.splitlines(keepends=True)
+    out: list[tuple[str, str, int]] = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.compile" and node.args
+                and node.lineno == node.end_lineno):
+            out.append((_replaced(source, [(node, _segment(source, node.args[0]))]), _segment(source, node),
+                        node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                text = lines[d.lineno - 1].strip()
+                if d.lineno == d.end_lineno and text == "@" + _segment(source, d) and _segment(source, d).startswith(
+                        "torch.compile") and not _segment(source, d).startswith("torch.compiler"):
+                    out.append(("".join(lines[:d.lineno - 1] + lines[d.lineno:]), f"{text} on `{node.name}`", d.lineno))
+    return sorted(out, key=lambda site: site[2])

@@ -1,7 +1,7 @@
 """Workarounds for the model's owner: changes tried on a copy of the whole program, narrowest first, with cost.
 
 Contract: `find_workarounds(runner, found)` is called once the failing stage is known (a graph stage, or
-Dynamo changing a result). It builds candidates from what the diagnosis found, narrowest first, and tries
+Dynamo: a crash of its own, or a result it changes). It builds candidates from what the diagnosis found, narrowest first, and tries
 each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle of
 every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
 1. the culprit call (the one the minimal graph's culprit op came from) made through
@@ -9,7 +9,9 @@ every diagnose run: the copy runs to the end and its own checks pass. It stops a
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (the stage run already ran the
-   script so: that run is the verification, no new run).
+   script so: that run is the verification, no new run);
+4. where no backend passes (Dynamo itself is at fault), one `torch.compile` site at a time compiling nothing (its
+   first three sites): the code it compiled runs as written, every other site stays compiled.
 `try_config(runner, found)` is called once `CompilerBisector` has named what it blames (`found.bisection`): where a
 config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass, `fallback_random`,
 `emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
@@ -26,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 unified_patch)
+                                                 uncompile, unified_patch)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
@@ -47,7 +49,16 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
         off = off or _finished(pending_off, found)
         if _try(runner, found, kind, change, source, text, off).verified:
             return
-    _stage_backend(found, source, script.name, off or _finished(pending_off, found))
+    off = off or _finished(pending_off, found)
+    if _stage_backend(found, source, script.name, off):
+        return
+    for text, site, line in uncompile(source)[:_MAX_SITES]:
+        change = f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, other compiles stay"
+        if _try(runner, found, "site", change, source, text, off).verified:
+            return
+
+
+_MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
 
 
 def try_config(runner: VariantRunner, found: Found) -> None:
@@ -102,7 +113,7 @@ def _applies(found: Found) -> bool:
         return False
     if found.control is not None and found.control.fails_the_same_way:
         return False
-    return found.stage in GRAPH_STAGES or (found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY)
+    return found.stage in GRAPH_STAGES or found.stage is FailingStage.DYNAMO
 
 
 def _culprit_origin(found: Found, script: Path) -> NodeOrigin | None:
@@ -116,17 +127,18 @@ def _failing_line(found: Found, script: Path) -> int | None:
     return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
 
 
-def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) -> None:
+def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) -> bool:
     """The stage's passing backend for every compile: the stage run was exactly that, so it is the verification."""
     passed = [a for a in found.attempts if a.backend and found.stages.get(a.backend) == "pass"]
     if not passed:
-        return
+        return False
     run = passed[-1]  # the highest rung that passed: the least taken away
     pinned = pin_backend_in_place(source, run.backend) if run.backend else None  # as written, `backend=` added alone
     patch = unified_patch(source, pinned, name) if pinned else ""
     change = (f"`torch.compile(..., backend={run.backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
     found.workarounds.append(_workaround("backend", change, patch, run, off, 0))
+    return True
 
 
 def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt, off: Attempt | None,

@@ -261,9 +261,9 @@ class WorkaroundCost:
 
 
 # What a workaround takes away, narrowest first: one compiler pass or setting (every graph stays compiled), one
-# call, one function, then a simpler backend for every compile.
-WorkaroundKind = Literal["config", "call", "function", "backend"]
-WORKAROUND_KINDS: tuple[WorkaroundKind, ...] = ("config", "call", "function", "backend")
+# call, one function, a simpler backend for every compile, then one `torch.compile` site compiling nothing.
+WorkaroundKind = Literal["config", "call", "function", "backend", "site"]
+WORKAROUND_KINDS: tuple[WorkaroundKind, ...] = ("config", "call", "function", "backend", "site")
 
 
 @dataclass(frozen=True, slots=True)
