@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 uncompile, unified_patch)
+                                                 skip_decompositions, uncompile, unified_patch)
 from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
 
 HERE = Path(__file__).parent
@@ -98,3 +98,9 @@ def test_each_compile_site_can_compile_nothing_alone():
     first, second = (text for text, _, _ in sites)
     assert first == SOURCE.replace('torch.compile(head, mode="max-autotune")', "head")
     assert second == SOURCE.replace("@torch.compile\ndef tail", "def tail")
+
+
+def test_decompositions_are_left_out_where_the_program_calls_them():
+    source = "import torch\nep = torch.export.export(m, (x,))\nep = ep.run_decompositions({})  # as traced\nprint(ep)\n"
+    assert skip_decompositions(source) == source.replace("ep.run_decompositions({})", "ep")
+    assert skip_decompositions("import torch\nep = torch.export.export(m, (x,))\n") is None

@@ -9,6 +9,8 @@ that name:
 - `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator;
 - `set_config(source, module, line)`: `import module` and the assignment `line` after the script's last top-level
   import (before its code runs, as a config must be);
+- `skip_decompositions(source)`: every one-line `X.run_decompositions(...)` call made `X`: the exported program as
+  traced, its ops not decomposed;
 - `uncompile(source)`: for each `torch.compile` site (a one-line call, a decorator on its own line), the script
   with that one site compiling nothing (`torch.compile(f, ...)` -> `f`, the decorator removed), and the site.
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
@@ -135,3 +137,15 @@ def uncompile(source: str) -> list[tuple[str, str, int]]:
                         "torch.compile") and not _segment(source, d).startswith("torch.compiler"):
                     out.append(("".join(lines[:d.lineno - 1] + lines[d.lineno:]), f"{text} on `{node.name}`", d.lineno))
     return sorted(out, key=lambda site: site[2])
+
+
+def skip_decompositions(source: str) -> str | None:
+    """`source` with every one-line `X.run_decompositions(...)` call replaced by `X`."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    edits: list[tuple[ast.expr, str]] = [
+        (n, _segment(source, n.func.value)) for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "run_decompositions"
+        and n.lineno == n.end_lineno]
+    return _replaced(source, edits) if edits else None

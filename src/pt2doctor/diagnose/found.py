@@ -272,7 +272,7 @@ def conclude(found: Found) -> None:
     on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
     found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     _flaky_repro(found)
-    _workaround_steps(found)
+    workaround_steps(found)
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
@@ -315,7 +315,7 @@ def conclude(found: Found) -> None:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
 
 
-def _workaround_steps(found: Found) -> None:
+def workaround_steps(found: Found) -> None:
     """The verified workaround first among the next steps, with what it costs; the ones that did not hold after."""
     chosen = handed_over(found.workarounds)
     for w in (chosen,) if chosen else ():

@@ -24,11 +24,12 @@ from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction
 from pt2doctor.diagnose.export import diagnose_export
-from pt2doctor.diagnose.found import Found, conclude, interrupted
+from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Failure, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
+from pt2doctor.diagnose.workarounds import try_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
 
@@ -38,6 +39,10 @@ __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Failure) -> bool:
     """torch.export or AOTInductor failed: its own steps (`diagnose.export`) conclude."""
     done = diagnose_export(ctx.runner, found, classify.attempt, reproduce.queued, ctx.options, ctx.minify_reporter)
+    if done and ctx.options.workarounds:
+        with found.timed("workarounds"):
+            try_export(ctx.runner, found)
+        workaround_steps(found)
     return STOP if done else False
 
 

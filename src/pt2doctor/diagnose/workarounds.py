@@ -12,6 +12,8 @@ every diagnose run: the copy runs to the end and its own checks pass. It stops a
    script so: that run is the verification, no new run);
 4. where no backend passes (Dynamo itself is at fault), one `torch.compile` site at a time compiling nothing (its
    first three sites): the code it compiled runs as written, every other site stays compiled.
+`try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
+tried without that call (the exported program as traced, kind `call`).
 `try_config(runner, found)` is called once `CompilerBisector` has named what it blames (`found.bisection`): where a
 config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass, `fallback_random`,
 `emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
@@ -28,13 +30,14 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 uncompile, unified_patch)
+                                                 skip_decompositions, uncompile, unified_patch)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import (SUBSYSTEM_CONFIG, Attempt, FailingStage, Workaround, WorkaroundCost,
                                        WorkaroundKind)
+from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
 
@@ -59,6 +62,22 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
 
 
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
+
+
+def try_export(runner: VariantRunner, found: Found) -> None:
+    """The failing export step left out of a copy, where it can be (see the module docstring)."""
+    finding = found.export
+    if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
+        return
+    if found.control is not None and found.control.fails_the_same_way:
+        return
+    source = runner.call.script.resolve().read_text()
+    text = skip_decompositions(source)
+    if text is not None:
+        off = next((a for a in found.attempts if a.label == "force_eager"), None)
+        change = ("every `.run_decompositions(...)` call left out: the exported program runs as traced, its ops not "
+                  "decomposed")
+        _try(runner, found, "call", change, source, text, off)
 
 
 def try_config(runner: VariantRunner, found: Found) -> None:
