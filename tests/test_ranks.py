@@ -112,8 +112,10 @@ def test_graphs_both_ranks_compiled_once_are_compared_by_their_inputs_and_their_
     (sync,) = _changes(doc, "collectives")
     assert sync["subject"].startswith("sync") and (sync["before"], sync["after"]) == ("all_reduce", "none")
     (divergence,) = doc["divergence"]
-    assert "tensors of other sizes" in divergence["consequence"]
-    assert "no longer pair up" in divergence["consequence"]
+    # one consequence, the most likely (rank 1 runs other graphs); the others are kept for the HTML report
+    assert "the graphs that differ issue all_reduce" in divergence["consequence"] and divergence["fix"]
+    assert any("no longer pair up" in m for m in divergence["more"])
+    assert any("tensors of other sizes" in m for m in divergence["more"])
     text = pt2doctor("report", str(out)).stdout
     assert "Graph inputs (tensor metadata):" in text and "Collectives per graph:" in text
 
@@ -190,7 +192,8 @@ def test_a_graph_inductor_estimates_much_slower_on_one_rank_is_a_straggler_and_s
     slow = job(2e6, 6e6)
     (runtime,) = [c for c in slow.comparison.changes if c.kind.value == "runtime_estimate"]
     assert (runtime.before, runtime.after) == ("2 ms", "6 ms") and "uneven shard" in runtime.detail
-    assert "arrives late at every collective" in slow.consequence
+    assert "pairs tensors of other sizes" in slow.consequence  # a hang is likelier than a straggler
+    assert any("arrives late at every collective" in m for m in slow.more)
     (outputs,) = [c for c in slow.comparison.changes if c.kind.value == "collective_outputs"]
     assert (outputs.before, outputs.after) == ("all_gather_into_tensor: f32[8]", "all_gather_into_tensor: f32[16]")
     for close in (job(2e6, 2.4e6), job(0.0, 0.0), job(None, 5e6)):  # noise, CPU's zeros, one rank not logged
@@ -235,7 +238,7 @@ def test_a_collective_schedule_only_one_rank_reorders_and_graphs_run_in_another_
     (order,) = _changes(doc, "execution_order")
     assert order["before"].startswith("first") and order["after"].startswith("second")
     (divergence,) = doc["divergence"]
-    assert "only their waits moved" in divergence["consequence"]
+    assert "only their waits moved" in " ".join([divergence["consequence"], *divergence["more"]])
     text = pt2doctor("report", str(tmp_path / "o")).stdout
     assert "Collective schedule (Inductor):" in text and "Graph execution order:" in text
     # Inductor's runtime estimates were logged for the ranks (LOG_TLPARSE): the collectives' outputs are read

@@ -4,7 +4,8 @@ Contract: `graph_changes(reference, other) -> tuple[Change, ...]` aligns the gra
 function compiled and the n-th compile of it (compile ids shift as soon as one rank compiles one more frame),
 and for each graph that both ranks compiled says where they differ:
 - `GRAPH_INPUTS`: the metadata of its inputs (dtype, shape, strides, device) as Dynamo printed them; the
-  names Dynamo gives symbols (`s77`) are not compared, their places are;
+  names Dynamo gives symbols (`s77`) are not compared, their places are, and a device is compared as "the rank's
+  own" (`cuda:own`: cuda:0 on rank 0 is cuda:1 on rank 1), not by its index;
 - `COLLECTIVES`: the collectives it issues, in order;
 - `CACHE`: whether the compile caches hit or missed for it;
 - `COLLECTIVE_SCHEDULE`: the collective kernels in the order Inductor's scheduler placed them (torch's
@@ -25,7 +26,9 @@ Graphs only one rank compiled are `analysis.compare`'s (a frame, a recompile, a 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from pt2doctor.analysis.compare import place
 from pt2doctor.model import Session
@@ -53,29 +56,38 @@ _CAUSES = {
                                  "for more work there (an uneven shard), or with other kernels (a config or a "
                                  "device that differs)",
 }
+_SHAPES_FIX = ("give every rank the same shapes (pad the short batch or shard, drop_last=True, or "
+               "torch._dynamo.mark_dynamic on the dimension that differs)")
+# what each difference leads to in a job, and its fix: most likely first (the first found is the one said)
 _CONSEQUENCES = {
-    ChangeKind.GRAPH_INPUTS: "collectives in or after the graphs whose inputs differ get tensors of other sizes on "
-                             "different ranks (a hang, or a reduction over mismatched data), and the ranks run "
-                             "differently specialized code",
-    ChangeKind.COLLECTIVES: "the ranks' collectives no longer pair up: a hang in a collective, or values reduced "
-                            "with the wrong peer's",
-    ChangeKind.CACHE: "the rank that compiles from scratch starts later, and every other rank waits for it at the "
-                      "first collective (a straggler, or a collective timeout on a large model)",
-    ChangeKind.COLLECTIVE_SCHEDULE: "the ranks issue the same collectives in another order at run time: each waits "
-                                    "in a different one (a hang), or pairs its tensors with another collective's",
-    ChangeKind.COLLECTIVE_OUTPUTS: "a collective pairs tensors of other sizes across ranks: a hang, or a reduction "
-                                   "over mismatched data",
-    ChangeKind.RUNTIME_ESTIMATE: "the slower rank arrives late at every collective after this graph and the others "
-                                 "wait for it (a straggler); passes that plan by these estimates (reordering, "
-                                 "bucketing) decide otherwise on each rank",
-    ChangeKind.EXECUTION_ORDER: "from there on the ranks' steps differ: collectives in or after those graphs are "
-                                "issued in another order on each rank (a hang, or values reduced with the wrong "
-                                "peer's)",
+    ChangeKind.COLLECTIVES: ("the ranks' collectives no longer pair up: a hang in a collective, or values reduced "
+                             "with the wrong peer's",
+                             "issue the same collectives on every rank: no rank-dependent branch around a "
+                             "collective in compiled code"),
+    ChangeKind.COLLECTIVE_SCHEDULE: ("the ranks issue the same collectives in another order at run time: each waits "
+                                     "in a different one (a hang), or pairs its tensors with another collective's",
+                                     "set the same Inductor config on every rank (the passes that reorder or bucket "
+                                     "collectives)"),
+    ChangeKind.COLLECTIVE_OUTPUTS: ("a collective pairs tensors of other sizes across ranks: a hang, or a reduction "
+                                    "over mismatched data", _SHAPES_FIX),
+    ChangeKind.GRAPH_INPUTS: ("collectives in or after the graphs whose inputs differ get tensors of other sizes on "
+                              "different ranks (a hang, or a reduction over mismatched data), and the ranks run "
+                              "differently specialized code", _SHAPES_FIX),
+    ChangeKind.EXECUTION_ORDER: ("from there on the ranks' steps differ: collectives in or after those graphs are "
+                                 "issued in another order on each rank (a hang, or values reduced with the wrong "
+                                 "peer's)", "no rank-dependent branch between compiled calls"),
+    ChangeKind.CACHE: ("the rank that compiles from scratch starts later, and every other rank waits for it at the "
+                       "first collective (a straggler, or a collective timeout on a large model)",
+                       "give every rank the same compile cache (one TORCHINDUCTOR_CACHE_DIR, the same config and "
+                       "environment), or warm it before the job"),
+    ChangeKind.RUNTIME_ESTIMATE: ("the slower rank arrives late at every collective after this graph and the others "
+                                  "wait for it (a straggler); passes that plan by these estimates (reordering, "
+                                  "bucketing) decide otherwise on each rank", "balance the work across ranks"),
 }
 
 
 def graph_changes(reference: Session, other: Session) -> tuple[Change, ...]:
-    ours, theirs = _graphs(reference.compiles), _graphs(other.compiles)
+    ours, theirs = _graphs(_on_own_device(reference.compiles)), _graphs(_on_own_device(other.compiles))
     changes: list[Change] = []
     for key in (k for k in ours if k in theirs):
         a, b = ours[key], theirs[key]
@@ -110,13 +122,15 @@ def _runs(order: tuple[CompileId, ...], graphs: dict[str, Compile]) -> list[str]
     return [key_of.get(cid, f"graph {cid}") for cid in order]
 
 
-def consequences(changes: Iterable[Change]) -> list[str]:
+def consequences(changes: Iterable[Change]) -> list[tuple[str, str]]:
+    """What `changes` lead to in a job, each with its fix, the most likely first."""
     changes = list(changes)
     kinds = {c.kind for c in changes}
-    found = [text for kind, text in _CONSEQUENCES.items() if kind in kinds]
+    found = [said for kind, said in _CONSEQUENCES.items() if kind in kinds]
     schedules = [c for c in changes if c.kind is ChangeKind.COLLECTIVE_SCHEDULE]
     if schedules and all(_waits_moved_only(c) for c in schedules):
-        found[found.index(_CONSEQUENCES[ChangeKind.COLLECTIVE_SCHEDULE])] = _WAITS_MOVED
+        at = found.index(_CONSEQUENCES[ChangeKind.COLLECTIVE_SCHEDULE])
+        found[at] = (_WAITS_MOVED, found[at][1])
     return found
 
 
@@ -154,6 +168,28 @@ def _graphs(compiles: Iterable[Compile]) -> dict[str, Compile]:
         n = seen[where] = seen.get(where, -1) + 1
         graphs[f"{where} graph {n}"] = c
     return graphs
+
+
+_DEVICE = re.compile(r"\b(cuda|xpu|hpu|mps|mtia|npu|privateuseone):(\d+)\b")
+OWN_DEVICE = "own"  # `cuda:own`: the device this rank runs on, whatever its index
+
+
+def _on_own_device(compiles: Iterable[Compile]) -> list[Compile]:
+    """`compiles` with the rank's own accelerator (the index its graphs' inputs use most, per device type) named
+    `cuda:own`: each rank of a job runs on its own device, so cuda:0 on rank 0 and cuda:1 on rank 1 are the same
+    input; a tensor on another device than the rank's own still shows its index."""
+    compiles = list(compiles)
+    used = Counter(m.groups() for c in compiles for text in c.inputs for m in _DEVICE.finditer(text))
+    own: dict[str, str] = {}
+    for (kind, index), _ in used.most_common():
+        own.setdefault(kind, index)
+    if not own:
+        return compiles
+
+    def named(m: re.Match[str]) -> str:
+        return f"{m[1]}:{OWN_DEVICE}" if own.get(m[1]) == m[2] else m[0]
+
+    return [replace(c, inputs=tuple(_DEVICE.sub(named, text) for text in c.inputs)) for c in compiles]
 
 
 def _inputs(c: Compile) -> str | None:

@@ -18,10 +18,12 @@ import re
 from dataclasses import replace
 
 from pt2doctor.analysis import enrich
+from pt2doctor.analysis.collectives import first_parting, pending
 from pt2doctor.analysis.compare import compare, place
+from pt2doctor.analysis.coverage import compiled_little
 from pt2doctor.analysis.rank_graphs import consequences, graph_changes, parity_gaps
 from pt2doctor.model.compare import ChangeKind, Comparison
-from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession, RankAtTimeout, RankDivergence
+from pt2doctor.model.job import JOB_SCHEMA, CompiledLittle, Job, ProcessSession, RankAtTimeout, RankDivergence
 from pt2doctor.model.session import ExitInfo
 
 _GRAPH_CHANGES = (ChangeKind.GRAPH_BREAK, ChangeKind.RECOMPILE, ChangeKind.FRAME)
@@ -41,11 +43,14 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
                    *(graph_changes(reference.session, other.session) if ranks else ()))
         comparison = Comparison(comparison.before, comparison.after, changes)
         if not comparison.same:
-            found.append(RankDivergence(other.label, comparison, _consequence(reference, other, comparison) if ranks
-                                        else ""))
+            found.append(_divergence(reference, other, comparison) if ranks else RankDivergence(other.label,
+                                                                                                 comparison))
     stopped = tuple(filter(None, map(_at_timeout, processes))) if exit.timed_out else ()
     parity = tuple(gap for p in processes for gap in parity_gaps(p.label, p.session))
-    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes), parity)
+    little = tuple(CompiledLittle(p.label, text) for p in processes
+                   if (text := compiled_little(p.session)) is not None)
+    return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes), parity,
+               little, first_parting(processes))
 
 
 def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:
@@ -58,18 +63,33 @@ def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:
 _FRAME = re.compile(r'File "([^"]+)", line \d+ in (\S+)')  # faulthandler's frame lines, innermost first
 _COLLECTIVES = ("torch/distributed/",)
 _COMPILER = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
+_GRAPH_CODE = ("<eval_with_key>", "/torchinductor_")  # a compiled graph's own code: FX's, Inductor's output code
 
 
 def _at_timeout(process: ProcessSession) -> RankAtTimeout | None:
+    """Where the rank's script thread was, and the collective it had issued and not completed (on NCCL a rank
+    waits for one in `torch.cuda.synchronize()` or `.item()`, not in the collective's call)."""
+    place = _stack_place(process)
+    return replace(place, pending=pending(process.collectives)) if place is not None else None
+
+
+def _stack_place(process: ProcessSession) -> RankAtTimeout | None:
     failure = next((f for f in process.session.failures if f.origin == "timeout"), None)
     if failure is None:
         return None
+    if process.ended_at is not None:  # it wrote its sidecar: it had ended before the others were stopped
+        return RankAtTimeout(process.label, "ended", "before the job was stopped")
     where = failure.user_frames[0] if failure.user_frames else None
     frames = _FRAME.findall(failure.traceback)
     collective = next((fn for file, fn in frames if any(part in file for part in _COLLECTIVES)
                        and fn not in ("wrapper", "_fn")), None)
     if collective is not None:
         return RankAtTimeout(process.label, "collective", collective, where)
+    inner = next((file for file, _ in frames if any(part in file for part in (*_GRAPH_CODE, *_COMPILER))), "")
+    if any(part in inner for part in _GRAPH_CODE):  # a compiled graph runs (Dynamo's frames around it are not a compile)
+        waiting = pending(process.collectives)
+        return RankAtTimeout(process.label, "collective" if waiting else "graph",
+                             f"{waiting.op} (in a compiled graph)" if waiting else "a compiled graph", where)
     compiling = next((f"{fn} ({file.rsplit('torch/', 1)[-1]})" for file, fn in frames
                       if any(part in file for part in _COMPILER)), None)
     if compiling is not None:
@@ -77,26 +97,26 @@ def _at_timeout(process: ProcessSession) -> RankAtTimeout | None:
     return RankAtTimeout(process.label, "user code" if where else "unknown", where.code if where else "", where)
 
 
-def _consequence(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
-    same_graphs = consequences(comparison.changes)
-    compiled = _compiled_otherwise(reference, other, comparison)
-    if not same_graphs:
-        return compiled
-    also = f"In the graphs both compiled: {'; '.join(same_graphs)}."
-    if compiled:
-        return f"{compiled} {also}"
-    return f"{other.label} compiled the same graphs as {reference.label}, differently. {also}"
+def _divergence(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> RankDivergence:
+    """The difference, with the one consequence most likely for what was found and its fix; the others in `more`."""
+    found = [*filter(None, [_compiled_otherwise(reference, other, comparison)]), *consequences(comparison.changes)]
+    if not found:
+        return RankDivergence(other.label, comparison)
+    (consequence, fix), rest = found[0], found[1:]
+    return RankDivergence(other.label, comparison, consequence, fix, tuple(text for text, _ in rest))
 
 
-def _compiled_otherwise(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> str:
+def _compiled_otherwise(reference: ProcessSession, other: ProcessSession,
+                        comparison: Comparison) -> tuple[str, str] | None:
     changed = {c.subject for c in comparison.changes if c.kind in _GRAPH_CHANGES}
     if not changed:
-        return ""
+        return None
     issued = dict.fromkeys(name for p in (reference, other) for c in p.session.compiles
                            if place(c.function, c.file, c.line) in changed for name in c.collectives)
     collectives = (f"the graphs that differ issue {', '.join(issued)}, which {other.label} will call with other "
                    "shapes or in another order than the rest: " if issued else
                    "collectives in or between them no longer line up across ranks: ")
     return (f"{other.label} runs other compiled graphs than {reference.label}: {collectives}a hang in a collective, "
-            "or every rank waiting while this one recompiles. Give every rank the same shapes (pad, or "
-            "torch._dynamo.mark_dynamic) and no rank-dependent branch in compiled code.")
+            "or every rank waiting while this one recompiles",
+            "give every rank the same shapes (pad, or torch._dynamo.mark_dynamic) and no rank-dependent branch in "
+            "compiled code")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
+from pt2doctor.analysis.coverage import compiled_little
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.model import Category, ExitInfo, Session, Verdict
 from pt2doctor.model.export import STEP_TITLES
@@ -83,6 +84,7 @@ def verdict_for(session: Session) -> Verdict:
         why = "the script never called a torch.compile'd function" if session.extras.torch_imported \
             else "the script never imported torch"
         return Verdict(True, f"OK, but nothing was compiled: {why}", code)
+    little = compiled_little(session)
     notes = []
     if session.graph_breaks:
         notes.append(f"{session.graph_break_count} graph break(s)")
@@ -91,4 +93,7 @@ def verdict_for(session: Session) -> Verdict:
     if session.limit_hits:
         notes.append("recompile limit hit")
     tail = f" with {', '.join(notes)}" if notes else ", no graph breaks or recompiles"
+    if little is not None:  # the counts alone read as a success: say first that the program ran (mostly) eagerly
+        counts = f"; compiled {session.graphs} graph(s){tail}" if session.graphs else ""
+        return Verdict(True, f"OK, but {little}{counts}", code)
     return Verdict(True, f"OK: compiled {session.graphs} graph(s) in {session.compile_time_s:.2f} s{tail}", code)

@@ -1,7 +1,7 @@
 """`pt2doctor compare A B` (what changed between two runs) and `pt2doctor check SCRIPT` (a CI gate).
 
 A and B, and check's `--baseline`, are anything `report` reads: a run directory, a session.json, a
-TORCH_TRACE file or directory.
+TORCH_TRACE file or directory; or two jobs' directories (`run --nproc-per-node`), compared rank by rank.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from pt2doctor.analysis.compare import compare, new_since, over_budget
+from pt2doctor.analysis.job_compare import compare_jobs
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.options import SCRIPT_COMMAND, SECONDS, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, load_session, write_html
@@ -19,9 +20,10 @@ from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model import Session
 from pt2doctor.model.compare import Budget
+from pt2doctor.model.job import Job
 from pt2doctor.model.serialize import dumps
-from pt2doctor.report.compare import render_check, render_comparison
-from pt2doctor.report.document import ReportInputError, build_report, save_report
+from pt2doctor.report.compare import render_check, render_comparison, render_job_comparison
+from pt2doctor.report.document import ReportInputError, build_report, read_job_json, save_report, session_json_of
 
 EXIT_DIFFERENT = 1  # compare: the runs differ; check: over budget, or new breaks/recompiles since the baseline
 
@@ -34,7 +36,16 @@ EXIT_DIFFERENT = 1  # compare: the runs differ; check: over budget, or new break
 @click.argument("b", type=click.Path(path_type=Path))
 def compare_command(as_json: bool, a: Path, b: Path) -> int:
     """Compare A with B: frames and graphs, graph breaks, recompiles and their causes, compile time,
-    caches, failures and accuracy verdicts."""
+    caches, failures and accuracy verdicts. Two jobs (`run --nproc-per-node`) are compared rank by rank."""
+    jobs = _job(a), _job(b)
+    if jobs[0] is not None and jobs[1] is not None:
+        by_rank = compare_jobs(jobs[0], jobs[1], (str(a), str(b)))
+        click.echo(dumps(by_rank, pretty=True).decode() if as_json else render_job_comparison(by_rank),
+                   nl=not as_json)
+        return 0 if by_rank.same else EXIT_DIFFERENT
+    if jobs[0] is not None or jobs[1] is not None:
+        raise click.UsageError(f"{a if jobs[0] is not None else b} is a job of several ranks and the other is one "
+                               "process: compare a job with a job (rank by rank), or one rank's run with a run")
     comparison = compare(_load(a), _load(b), (str(a), str(b)))
     click.echo(dumps(comparison, pretty=True).decode() if as_json else render_comparison(comparison), nl=not as_json)
     return 0 if comparison.same else EXIT_DIFFERENT
@@ -83,6 +94,15 @@ def check_command(out_dir: Path | None, timeout: float | None, as_json: bool, st
     if not session.exit.ok:  # the script's own failure comes first: a budget says nothing about a crash
         return report.verdict.exit_code
     return EXIT_DIFFERENT if overruns else 0
+
+
+def _job(path: Path) -> Job | None:
+    """The job a run directory or session.json of `run --nproc-per-node` holds; None for anything else."""
+    saved = session_json_of(path) if path.exists() else None
+    try:
+        return read_job_json(saved) if saved is not None else None
+    except ReportInputError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def _load(path: Path) -> Session:

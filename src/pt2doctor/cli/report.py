@@ -32,8 +32,10 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     saved = session_json_of(path) if path.exists() else None
     job = read_job_json(saved) if saved is not None else None
     several = saved is None and path.is_dir() and len(trace_files(path)) > 1
-    if job is not None or (several and not (html or output is not None)):  # the page shows ranks side by side itself
-        return _report_processes(path, job, as_json, strict)
+    if job is not None:
+        return _report_processes(path, job, as_json, strict, output or (_html_path(path) if html else None))
+    if several and not (html or output is not None):  # the page shows the traces' ranks side by side itself
+        return _report_processes(path, job, as_json, strict, None)
     try:
         with input_errors():
             session = load_session(path, strict=strict)
@@ -47,9 +49,10 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     return 0
 
 
-def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool) -> int:
+def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool, page: Path | None) -> int:
     """A job run with --nproc-per-node, or traces of several processes (the ranks of a job, copied from a
-    cluster): one session per process, side by side, and how each departs from the lowest rank."""
+    cluster): one session per process, side by side, and how each departs from the lowest rank; with `page`,
+    the job's HTML page too."""
     from pt2doctor.analysis.ranks import job_of
     from pt2doctor.capture.trace.trace_import import process_sessions
     from pt2doctor.model.serialize import dumps
@@ -57,6 +60,10 @@ def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool
 
     job = job_of(saved.processes, saved.command, saved.exit) if saved else job_of(process_sessions(path, strict=strict))
     click.echo(dumps(job, pretty=True).decode() if as_json else render_job(job), nl=not as_json)
+    if page is not None:
+        from pt2doctor.report.html_job import write_job_html
+
+        click.echo(f"pt2doctor: wrote {write_job_html(job, page)}", err=True)
     unreadable = any(p.session.trace.unreadable for p in job.processes)
     return EXIT_DATA if strict and unreadable else 0
 

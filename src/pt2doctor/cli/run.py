@@ -23,6 +23,7 @@ from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.child import Hooks
 from pt2doctor.model.serialize import dumps
 from pt2doctor.report.advice import render_cold
+from pt2doctor.report.html_job import write_job_html
 from pt2doctor.report.ranks import render_job
 
 
@@ -48,9 +49,9 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict, torchrun=torchrun)
     if torchrun is not None:
-        if record or cold or html:
-            raise click.UsageError("--record, --cold and --html are for one process, not for a job of several ranks")
-        return _run_job(options, as_json)
+        if record or cold:
+            raise click.UsageError("--record and --cold are for one process, not for a job of several ranks")
+        return _run_job(options, as_json, html)
     options = _cold.with_private_cache(options) if cold else options
     with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))
@@ -80,10 +81,12 @@ def split_torchrun(argv: tuple[str, ...]) -> tuple[tuple[str, ...], Path, tuple[
     return argv[:at], Path(argv[at]), argv[at + 1:]
 
 
-def _run_job(options: RunOptions, as_json: bool) -> int:
+def _run_job(options: RunOptions, as_json: bool, html: bool) -> int:
     with input_errors():
         ran = run_job(options, TerminalReporter(quiet=False))
     job = job_of(ran.processes, ran.command, ran.exit)
     save(job, options.out_dir / "session.json")
     click.echo(dumps(job, pretty=True).decode() if as_json else render_job(job), nl=not as_json)
+    if html:
+        click.echo(f"pt2doctor: wrote {write_job_html(job, options.out_dir / 'report.html')}", err=True)
     return exit_code_of(job.exit)

@@ -3,7 +3,8 @@ workers): one `Session` per process, never merged, and how each rank departs fro
 
 `JOB_SCHEMA` names the version of the document `pt2doctor run --nproc-per-node` writes as session.json
 (and `report --json` prints for a trace of several processes): `{schema, command, exit, processes:
-[{label, rank, pid, session}], divergence, at_timeout}`.
+[{label, rank, pid, session, collectives}], divergence, at_timeout, first_failure, parity, compiled_little,
+parting}`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pt2doctor.model.collectives import CollectiveCall, CollectiveParting, RankCollectives
 from pt2doctor.model.compare import Comparison
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.session import ExitInfo, Session
@@ -25,6 +27,7 @@ class ProcessSession:
     pid: int | None
     session: Session
     ended_at: float | None = None  # when the process ended (time.time()), where its sidecar says
+    collectives: RankCollectives | None = None  # the collectives it issued (torch's Flight Recorder), where recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,9 @@ class RankDivergence:
 
     label: str
     comparison: Comparison
-    consequence: str = ""  # e.g. the collectives this rank's other graphs would issue differently
+    consequence: str = ""  # the most likely thing the difference leads to (the collectives that no longer pair up)
+    fix: str = ""  # what to change for it
+    more: tuple[str, ...] = ()  # the other things it may lead to, less likely (the HTML report lists them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +53,15 @@ class ParityGap:
     detail: str  # what it means and leads to
 
 
-WaitState = Literal["collective", "compiling", "user code", "unknown"]
+@dataclass(frozen=True, slots=True)
+class CompiledLittle:
+    """A process that compiled nothing, or far less than it ran (`analysis.coverage`): it ran eagerly."""
+
+    label: str
+    detail: str  # `nothing was compiled: 4 frame(s) ... DistributedDataParallel's forward graph-breaks (...)`
+
+
+WaitState = Literal["collective", "compiling", "graph", "user code", "ended", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,7 @@ class RankAtTimeout:
     state: WaitState
     detail: str  # the collective (`all_reduce`), the compiler step, or the user's line
     where: SourceLoc | None = None  # the user's innermost line
+    pending: CollectiveCall | None = None  # the collective it had issued and was waiting in, where recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +85,26 @@ class Job:
     at_timeout: tuple[RankAtTimeout, ...] = ()  # a job stopped at --timeout: every rank's place
     first_failure: str | None = None  # the process whose failure ended first (the others' often follow from it)
     parity: tuple[ParityGap, ...] = ()  # graphs whose output code's collectives are not the scheduler's
+    compiled_little: tuple[CompiledLittle, ...] = ()  # processes that ran (mostly) eagerly
+    parting: CollectiveParting | None = None  # the first collective the ranks did not issue alike
+
+
+@dataclass(frozen=True, slots=True)
+class RankChanges:
+    label: str  # `rank 1`
+    comparison: Comparison
+
+
+@dataclass(frozen=True, slots=True)
+class JobComparison:
+    """Two runs of one job (before and after a change), rank by rank (`pt2doctor compare JOB_A JOB_B`)."""
+
+    before: str
+    after: str
+    ranks: tuple[RankChanges, ...]  # one per process both jobs have
+    only_before: tuple[str, ...] = ()  # processes only the first job has
+    only_after: tuple[str, ...] = ()
+
+    @property
+    def same(self) -> bool:
+        return not self.only_before and not self.only_after and all(r.comparison.same for r in self.ranks)

@@ -4,8 +4,9 @@ what changed and what is over budget was decided by `analysis.compare`."""
 from __future__ import annotations
 
 from pt2doctor.model.compare import ChangeKind, Comparison, Direction, Overrun
+from pt2doctor.model.job import JobComparison
 
-_TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind.GRAPH_BREAK: "Graph breaks",
+TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind.GRAPH_BREAK: "Graph breaks",
            ChangeKind.RECOMPILE: "Recompiles", ChangeKind.FRAME: "Compiled frames",
            ChangeKind.COMPILE_TIME: "Compile time", ChangeKind.CACHE: "Caches", ChangeKind.ACCURACY: "Accuracy",
            ChangeKind.GRAPH_INPUTS: "Graph inputs (tensor metadata)", ChangeKind.COLLECTIVES: "Collectives per graph",
@@ -23,10 +24,24 @@ def render_comparison(c: Comparison) -> str:
     return "\n".join(lines + render_changes(c, ("A", "B")))
 
 
+def render_job_comparison(c: JobComparison) -> str:
+    """Per rank: what changed between the two runs of the job."""
+    lines = [f"A: {c.before}", f"B: {c.after}", ""]
+    lines += [f"only in {side}: {label}" for side, labels in (("A", c.only_before), ("B", c.only_after))
+              for label in labels]
+    for rank in c.ranks:
+        if rank.comparison.same:
+            lines.append(f"{rank.label}: no differences in compilation.")
+            continue
+        lines.append(f"{rank.label}:")
+        lines += render_changes(rank.comparison, ("A", "B"), indent="  ")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 def render_changes(c: Comparison, names: tuple[str, str], indent: str = "") -> list[str]:
     """The changes by kind; `names` say the two sides where a change is on one side only."""
     lines = []
-    for kind, title in _TITLES.items():
+    for kind, title in TITLES.items():
         changes = [x for x in c.changes if x.kind is kind]
         if not changes:
             continue

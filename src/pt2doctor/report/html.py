@@ -41,7 +41,7 @@ def embed_json(value: Any) -> Markup:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(_package, "report/templates"),
         autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
@@ -53,17 +53,17 @@ def _environment() -> jinja2.Environment:
 
 
 @functools.cache
-def _asset(name: str) -> Markup:
+def inline_asset(name: str) -> Markup:
     # Our own static CSS/JS, inlined verbatim (never user data), so Markup is correct here.
     return Markup(resources.files(_package).joinpath("report").joinpath("templates").joinpath(name).read_text(encoding="utf-8"))
 
 
 def render_html(report: Report, inputs: HtmlInputs | None = None) -> str:
     data = page_data(report, inputs or HtmlInputs())
-    template = _environment().get_template("report.html.j2")
+    template = environment().get_template("report.html.j2")
     shown = [p for p in PHASES if report.analysis.phase_totals.get(p)] or list(PHASES[:1])  # the run's phases
-    return template.render(page=data, phases=shown, labels=PHASE_LABELS, css=_asset("report.css"),
-                           js=_asset("report.js"))
+    return template.render(page=data, phases=shown, labels=PHASE_LABELS, css=inline_asset("report.css"),
+                           js=inline_asset("report.js"))
 
 
 def write_html_report(report: Report, path: Path, inputs: HtmlInputs) -> Path:
