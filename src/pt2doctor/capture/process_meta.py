@@ -23,7 +23,7 @@ from typing import TypeVar
 from pt2doctor.capture.child.torch_env import cxx_version
 from pt2doctor.capture.trace.session_builder import is_graph_break_failure
 from pt2doctor.model import Category, Compile, CompileId, Environment, ExitInfo, Failure, GraphBreak, SourceLoc
-from pt2doctor.model.child import ChildReport, ExceptionRecord
+from pt2doctor.model.child import MAIN_THREAD_MARK, ChildReport, ExceptionRecord
 from pt2doctor.model.export import EVENTS_FILE
 from pt2doctor.model.export_draft import CHECKS_FILE, DRAFT_FILE
 from pt2doctor.model.serialize import RecordError, read_lines, read_record
@@ -92,6 +92,8 @@ class RunPaths:
             for file in self.trace_dir.glob("*.log"):
                 file.unlink()
         shutil.rmtree(self.graphs_dir, ignore_errors=True)  # the recorder appends to its index
+        for rank in self.root.glob("rank-*"):  # a job's per-rank sidecars, stacks and collective records
+            shutil.rmtree(rank, ignore_errors=True)
 
 
 def is_user_file(path: str) -> bool:
@@ -196,17 +198,28 @@ def _stack_failure(origin: str, exception: str, message: str, paths: RunPaths) -
     user = tuple(f for f in frames if is_user_file(f.file))
     where = user[0] if user else None
     return Failure(category=Category.UNCLASSIFIED, exception=exception, message=message,
-                   file=where.file if where else None, line=where.line if where else None,
-                   origin=origin, user_frames=user, traceback=_read(paths.faulthandler))  # type: ignore[arg-type]
+                   file=where.file if where else None, line=where.line if where else None, origin=origin,  # type: ignore[arg-type]
+                   user_frames=user, traceback=script_thread(_read(paths.faulthandler)))
+
+
+def script_thread(text: str) -> str:
+    """The stack that matters in a faulthandler dump of every thread: the crashing thread's (`Current thread`),
+    else the script's main thread (a dump at the timeout marks none as current, and a compile worker's thread,
+    listed first, would hide where the script waits): by the id the child wrote first, else the last listed
+    (faulthandler lists the newest thread first). The other threads stay in crash-stack.txt."""
+    blocks = [b for b in text.split("\n\n") if "most recent call first" in b]
+    current = next((b for b in blocks if "Current thread" in b), None)
+    if current is not None or not blocks:
+        return current if current is not None else text
+    mark = re.search(re.escape(MAIN_THREAD_MARK) + r"(0x[0-9a-f]+)", text)
+    main = next((b for b in blocks if mark and f"Thread {mark[1]} " in b), None)
+    return main if main is not None else blocks[-1]
 
 
 def crash_frames(paths: RunPaths) -> tuple[SourceLoc, ...]:
-    """Frames of the main thread from faulthandler's dump, innermost first (its own order)."""
-    text = _read(paths.faulthandler)
-    block = text.split("\n\n")
-    current = next((b for b in block if "most recent call first" in b and "Current thread" in b), text)
+    """Frames of the script's thread from faulthandler's dump (`script_thread`), innermost first (its own order)."""
     out = []
-    for line in current.splitlines():
+    for line in script_thread(_read(paths.faulthandler)).splitlines():
         m = _FAULT_FRAME.match(line)
         if m:
             out.append(SourceLoc(m["file"], int(m["line"]), m["fn"], linecache.getline(m["file"], int(m["line"])).strip()))

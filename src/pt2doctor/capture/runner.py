@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from pt2doctor.capture import process_meta, run_lock
+from pt2doctor.capture.collectives import read_rank
 from pt2doctor.capture.trace.session_builder import build_session
 from pt2doctor.capture.trace.trace_reader import TraceCounters, rank_of, read_trace, trace_files
 from pt2doctor.model import SCHEMA, ExitInfo, Extras, Session, TraceStats
@@ -102,7 +103,7 @@ def _run(options: RunOptions, reporter: Reporter) -> Session:
 
 def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
     """The script as a job (torch.distributed.run with `options.torchrun`'s flags): one session per rank,
-    each from its own trace, sidecar and crash stack."""
+    each from its own trace, sidecar and crash stack, with the collectives it issued (`capture.collectives`)."""
     reporter = reporter or SilentReporter()
     check_script(options.script)
     with run_lock.claim(options.out_dir):
@@ -112,7 +113,7 @@ def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
         exit_info = ended[0]
         processes = tuple(ProcessSession(f"rank {r}", r, None, assemble(
             paths.of_rank(r), options, _rank_exit(paths.of_rank(r), exit_info), *ended[1:],
-            trace=_trace_of_rank(paths, r)), _ended_at(paths.of_rank(r))) for r in ranks)
+            trace=_trace_of_rank(paths, r)), _ended_at(paths.of_rank(r)), read_rank(paths.of_rank(r))) for r in ranks)
         job = Job(JOB_SCHEMA, (str(options.script), *options.args), exit_info, processes)
         save(job, paths.session)
         return job

@@ -18,6 +18,10 @@ from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 
 
+# the first line of a crash log: the script's thread id, as faulthandler prints thread ids (`0x00007f...`)
+MAIN_THREAD_MARK = "pt2doctor main thread: "
+
+
 class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True):
     """A what-if configuration the child applies before the script runs (`capture.child.overrides` says
     what each field does). An unknown key is an error: a typo must not pass as "the fix did not help"."""

@@ -17,7 +17,9 @@ import importlib.machinery
 import io
 import os
 import platform
+import struct
 import sys
+import threading
 import time
 import traceback
 import types
@@ -25,7 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pt2doctor.model.child import ChildEnvironment, ChildReport, ChildSpec, ExceptionRecord
+from pt2doctor.capture.child import collective_record
+from pt2doctor.model.child import MAIN_THREAD_MARK, ChildEnvironment, ChildReport, ChildSpec, ExceptionRecord
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.serialize import read_record, write_record
 
@@ -135,10 +138,11 @@ def _crash_log(spec: ChildSpec) -> None:
         return
     stream = open(spec.crash_log, "w")  # noqa: SIM115 - must stay open until the process ends
     faulthandler.enable(file=stream, all_threads=True)
-    if spec.timeout_s and spec.timeout_s > 2:
-        # Dump where the script is just before the parent stops it, so a hang names its line. The parent's
-        # clock started at launch: a launcher in between (torchrun) starts this process seconds later.
-        left = spec.timeout_s - (time.time() - spec.launched_at if spec.launched_at else 0.0)
+    # which of the threads in a dump is the script's (faulthandler marks none as current in a timed dump)
+    stream.write(f"{MAIN_THREAD_MARK}0x{threading.main_thread().ident or 0:0{2 * struct.calcsize('L')}x}\n")
+    stream.flush()
+    left = _time_left(spec)
+    if left is not None:  # dump where the script is just before the parent stops it, so a hang names its line
         faulthandler.dump_traceback_later(max(left - 1.0, 0.5), exit=False, file=stream)
 
 
@@ -156,23 +160,26 @@ def main() -> None:
     started = time.time()
     _install_hooks(spec)
     if _is_rank(spec):
-        _observe_rank()
+        _observe_rank(spec)
     meta = spec.meta
     try:
         _run_as_main(script)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        collective_record.write("at exit")
         if meta:
             _write_meta(meta, code, started)
         raise
     except BaseException as exc:
         _from_script(exc, script)
+        collective_record.write("after the script raised")
         if meta:
             _write_meta(meta, 1, started, _exception_record(exc))
         if isinstance(exc, KeyboardInterrupt):
             raise  # Python's own handling: the exit status of an interrupt
         sys.excepthook(type(exc), exc, exc.__traceback__)  # what Python prints, from the script's first frame
         sys.exit(1)
+    collective_record.write("at exit")
     if meta:
         _write_meta(meta, 0, started)
 
@@ -181,14 +188,26 @@ def _is_rank(spec: ChildSpec) -> bool:
     return spec.per_rank and spec.meta is not None and "RANK" in os.environ
 
 
-def _observe_rank() -> None:
+def _observe_rank(spec: ChildSpec) -> None:
     """What tlparse compares across ranks and torch logs only when asked: Inductor's runtime estimates and
-    output metadata per op (the order the compiled graphs run in is the call counter's, for every run).
-    Logging only: the program computes the same."""
+    output metadata per op (the order the compiled graphs run in is the call counter's, for every run); and
+    the collectives the rank issues (torch's Flight Recorder), written just before the timeout too.
+    Recording only: the program computes the same."""
     from pt2doctor.capture import torch_compat
 
     name, value = torch_compat.RUNTIME_ESTIMATES_ENV
     os.environ.setdefault(name, value)
+    left = _time_left(spec)
+    # before faulthandler's dump (1 s before the stop): the record is written from a thread, and may take longer
+    collective_record.install(Path(spec.meta or ".").parent, max(left - 2.0, 0.5) if left is not None else None)
+
+
+def _time_left(spec: ChildSpec) -> float | None:
+    """Seconds until the parent stops this process at its timeout. The parent's clock started at launch: a
+    launcher in between (torchrun) starts this process seconds later."""
+    if not spec.timeout_s or spec.timeout_s <= 2:
+        return None
+    return spec.timeout_s - (time.time() - spec.launched_at if spec.launched_at else 0.0)
 
 
 def _for_this_process(spec: ChildSpec) -> ChildSpec:

@@ -16,6 +16,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
 - `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
+- `flight_recorder`: the collectives a rank issued (torch's Flight Recorder, NCCL and gloo).
 """
 
 from typing import Any
@@ -76,8 +77,16 @@ from pt2doctor.capture.torch_compat.warm import (
 from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
 from pt2doctor.capture.torch_compat.sources import where_to_look
+from pt2doctor.capture.torch_compat.flight_recorder import BUFFER_SIZE as FLIGHT_RECORDER_SIZE
+from pt2doctor.capture.torch_compat.flight_recorder import DUMP_FILE_ENV as FLIGHT_RECORDER_DUMP_ENV
+from pt2doctor.capture.torch_compat.flight_recorder import ENV as FLIGHT_RECORDER_ENV
+from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recorder_dumps
 
 __all__ = [
+    "FLIGHT_RECORDER_SIZE",
+    "FLIGHT_RECORDER_DUMP_ENV",
+    "FLIGHT_RECORDER_ENV",
+    "flight_recorder_dumps",
     "RUNTIME_ESTIMATES_ENV",
     "node_origin",
     "trace_logger",
