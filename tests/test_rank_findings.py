@@ -97,7 +97,7 @@ def test_the_first_collective_where_the_ranks_part_names_each_ranks_op_sizes_and
     assert parting is not None and parting.seq == 3
     assert [(r.label, r.call.op if r.call else None) for r in parting.calls] == [("rank 0", "all_reduce"),
                                                                                   ("rank 1", "barrier")]
-    assert "different collectives at the same number" in parting.detail
+    assert "pairs these different collectives anyway" in parting.detail and "no rank-dependent branch" in parting.fix
     text = render_job(job)
     assert "The ranks part at collective #3:" in text
     assert "rank 0: all_reduce (Float [1024]) at /job/train.py:10 [started]" in text

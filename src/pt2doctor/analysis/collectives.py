@@ -39,7 +39,7 @@ def _parting(group: str, recorded: list[tuple[str, RankCollectives]]) -> Collect
             continue
         calls = tuple(RankCall(label, calls.get(seq), len(calls), None if seq in calls else _last(calls))
                       for label, calls, _ in by_rank)
-        return CollectiveParting(group, seq, calls, _detail(calls), _FIX)
+        return CollectiveParting(group, seq, calls, *_detail(calls))
     return None
 
 
@@ -47,24 +47,23 @@ def _last(calls: dict[int, CollectiveCall]) -> CollectiveCall | None:
     return calls[max(calls)] if calls else None
 
 
-_FIX = ("make every rank issue the same collectives in the same order, with tensors of the same sizes: no "
-        "rank-dependent branch or loop count around a collective (in eager code or in a compiled function), and "
-        "the same batch shapes on every rank (pad, or drop_last=True)")
+_SAME_COUNT = ("issue the same collectives in the same order on every rank: no rank-dependent branch or loop count "
+               "around a collective, eager or compiled")
 
 
-def _detail(calls: tuple[RankCall, ...]) -> str:
-    issued = [c for c in calls if c.call is not None]
-    ops = {c.call.op for c in issued if c.call is not None}
+def _detail(calls: tuple[RankCall, ...]) -> tuple[str, str]:
+    """What happened at the parting, and its fix."""
+    issued = [c.call for c in calls if c.call is not None]
     if len(issued) < len(calls):
         missing = ", ".join(c.label for c in calls if c.call is None)
-        return (f"{missing} issued no collective at this number (fewer collectives in all): the ranks that did "
-                "wait in it for a peer that never joins (a hang until the collective's timeout)")
-    if len(ops) > 1:
-        return ("the ranks issued different collectives at the same number: the backend pairs them anyway, so they "
-                "hang, fail, or exchange the wrong data; the ranks issued a different number of collectives before "
-                "this point, or in another order")
-    return ("the ranks issued this collective with tensors of other sizes or dtypes: a hang, an error, or a "
-            "reduction over mismatched data")
+        return (f"{missing} issued no collective at this number: the others wait in it for a peer that never joins "
+                "(a hang until the collective's timeout)", _SAME_COUNT)
+    if len({c.op for c in issued}) > 1:
+        return ("the backend pairs these different collectives anyway (a hang, an error, or the wrong data): a rank "
+                "issued more or fewer collectives before this one", _SAME_COUNT)
+    return ("the ranks issued this collective with tensors of other sizes or dtypes (a hang, an error, or a reduction "
+            "over mismatched data)", "give every rank tensors of the same shape here (pad the short batch or shard, "
+            "or drop_last=True)")
 
 
 def pending(record: RankCollectives | None) -> CollectiveCall | None:
