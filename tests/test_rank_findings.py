@@ -137,11 +137,14 @@ def test_a_flight_recorder_dump_becomes_calls_with_the_users_line_and_a_dump_nam
              "state": "scheduled",
              "frames": [{"name": "all_reduce", "filename": torch_file, "line": 2900},
                         {"name": "forward", "filename": "<eval_with_key>.3", "line": 7},
+                        {"name": "step", "filename": script, "line": 11},  # the compiled function, at its first line
                         {"name": "<module>", "filename": script, "line": 21}]}
     p2p = {**entry, "is_p2p": True, "profiling_name": "nccl:send"}
     (call,) = calls_of({"version": "2.10", "entries": [entry, p2p, {"bad": 1}]})
     assert (call.seq, call.group, call.op, call.input_sizes, call.state) == (3, "0", "all_reduce", ((1024,),), "scheduled")
-    assert call.where == SourceLoc(script, 21, "<module>") and call.compiled
+    assert call.where == SourceLoc(script, 21, "<module>") and call.compiled and call.graph == "step (train.py:11)"
+    (done,) = calls_of({"entries": [{**entry, "retired": True}]})  # finished: gloo's entries stay `scheduled`
+    assert done.state == "completed"
     rank = RunPaths(tmp_path / "rank-1")
     rank.root.mkdir()
     (rank.root / f"{NCCL_DUMP_PREFIX}1").write_bytes(pickle.dumps({"entries": [entry]}))

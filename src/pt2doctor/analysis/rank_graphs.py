@@ -122,15 +122,15 @@ def _runs(order: tuple[CompileId, ...], graphs: dict[str, Compile]) -> list[str]
     return [key_of.get(cid, f"graph {cid}") for cid in order]
 
 
-def consequences(changes: Iterable[Change]) -> list[tuple[str, str]]:
-    """What `changes` lead to in a job, each with its fix, the most likely first."""
+def consequences(changes: Iterable[Change]) -> list[tuple[ChangeKind, str, str]]:
+    """What `changes` lead to in a job (the kind of change, the consequence, its fix), the most likely first."""
     changes = list(changes)
     kinds = {c.kind for c in changes}
-    found = [said for kind, said in _CONSEQUENCES.items() if kind in kinds]
+    found = [(kind, *said) for kind, said in _CONSEQUENCES.items() if kind in kinds]
     schedules = [c for c in changes if c.kind is ChangeKind.COLLECTIVE_SCHEDULE]
     if schedules and all(_waits_moved_only(c) for c in schedules):
-        at = found.index(_CONSEQUENCES[ChangeKind.COLLECTIVE_SCHEDULE])
-        found[at] = (_WAITS_MOVED, found[at][1])
+        found = [(kind, _WAITS_MOVED if kind is ChangeKind.COLLECTIVE_SCHEDULE else text, fix)
+                 for kind, text, fix in found]
     return found
 
 

@@ -88,8 +88,10 @@ def _stack_place(process: ProcessSession) -> RankAtTimeout | None:
     inner = next((file for file, _ in frames if any(part in file for part in (*_GRAPH_CODE, *_COMPILER))), "")
     if any(part in inner for part in _GRAPH_CODE):  # a compiled graph runs (Dynamo's frames around it are not a compile)
         waiting = pending(process.collectives)
+        # the compiled function's own frame stands at its first line: its caller says where it ran
+        called = failure.user_frames[1] if len(failure.user_frames) > 1 else where
         return RankAtTimeout(process.label, "collective" if waiting else "graph",
-                             f"{waiting.op} (in a compiled graph)" if waiting else "a compiled graph", where)
+                             f"{waiting.op} (in a compiled graph)" if waiting else "a compiled graph", called)
     compiling = next((f"{fn} ({file.rsplit('torch/', 1)[-1]})" for file, fn in frames
                       if any(part in file for part in _COMPILER)), None)
     if compiling is not None:
@@ -99,7 +101,11 @@ def _stack_place(process: ProcessSession) -> RankAtTimeout | None:
 
 def _divergence(reference: ProcessSession, other: ProcessSession, comparison: Comparison) -> RankDivergence:
     """The difference, with the one consequence most likely for what was found and its fix; the others in `more`."""
-    found = [*filter(None, [_compiled_otherwise(reference, other, comparison)]), *consequences(comparison.changes)]
+    said = consequences(comparison.changes)
+    # other collectives in a graph both compiled is the likeliest hang; then other graphs compiled; then the rest
+    found = [*((text, fix) for kind, text, fix in said if kind is ChangeKind.COLLECTIVES),
+             *filter(None, [_compiled_otherwise(reference, other, comparison)]),
+             *((text, fix) for kind, text, fix in said if kind is not ChangeKind.COLLECTIVES)]
     if not found:
         return RankDivergence(other.label, comparison)
     (consequence, fix), rest = found[0], found[1:]

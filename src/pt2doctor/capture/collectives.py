@@ -2,7 +2,7 @@
 
 Contract: `calls_of(dump) -> tuple[CollectiveCall, ...]` takes the dict torch's Flight Recorder dumps
 (`{"version", "pg_config", "entries": [...]}`, the format torch's own `fr_trace` analyser reads: each entry with
-`collective_seq_id`, `profiling_name` (`gloo:all_reduce`), `input_sizes`, `input_dtypes`, `state`,
+`collective_seq_id`, `profiling_name` (`gloo:all_reduce`), `input_sizes`, `input_dtypes`, `state` and `retired`,
 `process_group` (name, description), `is_p2p` and the Python `frames` that issued it, innermost first), keeps the
 collectives (not point-to-point sends), and names the user's innermost line. It never raises for a field missing
 or of another shape (the format has versions): such an entry is skipped. `read_rank(paths)` is what a rank left:
@@ -40,18 +40,29 @@ def _call(entry: dict[str, Any]) -> CollectiveCall | None:
     if entry.get("is_p2p") or not isinstance(seq, int) or not isinstance(name, str) or seq <= 0:
         return None
     group = entry.get("process_group")
-    frames = [f for f in entry.get("frames") or () if isinstance(f, dict)]
-    files = [str(f.get("filename", "")) for f in frames]
-    user = next((f for f in frames if is_user_file(str(f.get("filename", "")))), None)
-    where = SourceLoc(str(user.get("filename")), int(user.get("line") or 0), str(user.get("name", ""))) if user else None
+    frames = [SourceLoc(str(f.get("filename", "")), int(f.get("line") or 0), str(f.get("name", "")))
+              for f in entry.get("frames") or () if isinstance(f, dict)]
+    compiled = any(part in f.file for f in frames for part in _COMPILED)
+    where, graph = _issued_by(frames) if compiled else (next((f for f in frames if is_user_file(f.file)), None), "")
     return CollectiveCall(
         seq=seq, group=str(group[0]) if isinstance(group, (list, tuple)) and group else str(entry.get("pg_id", "")),
         op=name.split(":", 1)[-1], input_sizes=_sizes(entry.get("input_sizes")),
         dtypes=tuple(str(d) for d in entry.get("input_dtypes") or ()),
-        state=_STATES.get(str(entry.get("state")), "scheduled"), where=where,
-        compiled=any(part in f for f in files for part in _COMPILED),
+        # a finished call is `retired`; gloo's entries stay `scheduled` to the end (torch 2.13: no event to query)
+        state="completed" if entry.get("retired") is True else _STATES.get(str(entry.get("state")), "scheduled"),
+        where=where, compiled=compiled, graph=graph,
         issued_at=created / 1e9 if isinstance(created := entry.get("time_created_ns"), int) and created > 0 else None,
     )
+
+
+def _issued_by(frames: list[SourceLoc]) -> tuple[SourceLoc | None, str]:
+    """For a call from a compiled graph: where the compiled function was called, and the function (`step
+    (train.py:11)`). Its own frame, the innermost user frame, stands at its first line, not at the collective."""
+    user = [f for f in frames if is_user_file(f.file)]
+    if not user:
+        return None, ""
+    function = f"{user[0].function} ({user[0].file.rsplit('/', 1)[-1]}:{user[0].line})"
+    return (user[1] if len(user) > 1 else user[0]), function
 
 
 def _sizes(value: object) -> tuple[tuple[int, ...], ...]:

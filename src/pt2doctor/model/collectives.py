@@ -28,8 +28,9 @@ class CollectiveCall:
     input_sizes: tuple[tuple[int, ...], ...] = ()
     dtypes: tuple[str, ...] = ()  # the inputs' dtypes (`Float`)
     state: CallState = "completed"
-    where: SourceLoc | None = None  # the user's innermost line on the stack that issued it
+    where: SourceLoc | None = None  # the user's innermost line that issued it (for a compiled graph: its call)
     compiled: bool = False  # issued by a compiled graph (a Dynamo/FX frame on its stack)
+    graph: str = ""  # the compiled function that issued it, `step (train.py:11)`
     issued_at: float | None = None  # when (time.time()), as the recorder stamped it
 
     @property

@@ -71,7 +71,7 @@ def describe_call(call: CollectiveCall) -> str:
     tensors = ", ".join(f"{d} {list(s)}" for d, s in zip(call.dtypes, call.input_sizes)) or \
         ", ".join(str(list(s)) for s in call.input_sizes)
     where = f" at {call.where.file}:{call.where.line}" if call.where else ""
-    compiled = ", from a compiled graph" if call.compiled else ""
+    compiled = f", in compiled {call.graph}" if call.graph else ", from a compiled graph" if call.compiled else ""
     return f"{call.op}{f' ({tensors})' if tensors else ''}{where}{compiled} [{call.state}]"
 
 
