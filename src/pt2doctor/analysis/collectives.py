@@ -66,6 +66,15 @@ def _detail(calls: tuple[RankCall, ...]) -> tuple[str, str]:
             "or drop_last=True)")
 
 
+def unrecorded(processes: Iterable[ProcessSession]) -> tuple[str, ...]:
+    """The ranks that left no record of their collectives where others did (a rank that died of a signal: gloo
+    aborts one that receives a collective of another size), so the sequences cannot be compared there."""
+    processes = list(processes)
+    if not any(p.collectives is not None for p in processes):
+        return ()
+    return tuple(p.label for p in processes if p.collectives is None)
+
+
 def pending(record: RankCollectives | None) -> CollectiveCall | None:
     """The first collective the rank issued and had not completed when it was recorded."""
     if record is None:

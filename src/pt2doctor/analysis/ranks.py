@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 
 from pt2doctor.analysis import enrich
-from pt2doctor.analysis.collectives import first_parting, pending
+from pt2doctor.analysis.collectives import first_parting, pending, unrecorded
 from pt2doctor.analysis.compare import compare, place
 from pt2doctor.analysis.coverage import compiled_little
 from pt2doctor.analysis.rank_graphs import consequences, graph_changes, parity_gaps
@@ -50,7 +50,7 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
     little = tuple(CompiledLittle(p.label, text) for p in processes
                    if (text := compiled_little(p.session)) is not None)
     return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes), parity,
-               little, first_parting(processes))
+               little, first_parting(processes), unrecorded(processes))
 
 
 def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:

@@ -216,6 +216,17 @@ def script_thread(text: str) -> str:
     return main if main is not None else blocks[-1]
 
 
+# faulthandler's first line for each fatal signal it handles
+_FATAL = {"Aborted": signal.SIGABRT, "Segmentation fault": signal.SIGSEGV, "Bus error": signal.SIGBUS,
+          "Floating-point exception": signal.SIGFPE, "Illegal instruction": signal.SIGILL}
+
+
+def fatal_signal(paths: RunPaths) -> int | None:
+    """The signal a process died of, where faulthandler wrote `Fatal Python error: Aborted` (or another)."""
+    text = _read(paths.faulthandler)
+    return next((int(sig) for name, sig in _FATAL.items() if f"Fatal Python error: {name}" in text), None)
+
+
 def crash_frames(paths: RunPaths) -> tuple[SourceLoc, ...]:
     """Frames of the script's thread from faulthandler's dump (`script_thread`), innermost first (its own order)."""
     out = []

@@ -139,10 +139,16 @@ def _ranks_with_sidecar(paths: process_meta.RunPaths) -> set[int]:
 
 
 def _rank_exit(paths: process_meta.RunPaths, job_exit: ExitInfo) -> ExitInfo:
-    """How one rank ended: its own exit code when it lived to write it, else as the job ended (stopped at
-    the timeout, interrupted, or killed with the others when one rank failed)."""
+    """How one rank ended: its own exit code when it lived to write it, the signal it died of where its crash
+    stack names one, else as the job ended (stopped at the timeout, interrupted, or killed with the others
+    when one rank failed)."""
     meta = process_meta.read_meta(paths)
-    return ExitInfo(code=meta.exit_code) if meta is not None and not job_exit.timed_out else job_exit
+    if meta is not None and not job_exit.timed_out:
+        return ExitInfo(code=meta.exit_code)
+    # a rank that died of a signal (gloo aborts a rank that receives a collective of another size) says so in
+    # its crash stack; torchrun's own status is the job's
+    died = process_meta.fatal_signal(paths) if meta is None else None
+    return ExitInfo(code=None, signal=died) if died is not None and not job_exit.timed_out else job_exit
 
 
 def _ended_at(paths: process_meta.RunPaths) -> float | None:

@@ -22,6 +22,9 @@ def render_job(job: Job) -> str:
                   f"{f', {f.file}:{f.line}' if f.file else ''}); diagnose that one.", ""]
     if job.parting is not None:
         lines += [*render_parting(job.parting), ""]
+    if job.unrecorded:
+        lines += [f"{', '.join(job.unrecorded)} left no record of its collectives (it died before writing it): where "
+                  "the ranks' collectives part is not known.", ""]
     if job.at_timeout:
         lines += _at_timeout(job), ""
     for gap in job.parity:
