@@ -44,6 +44,13 @@ def compiled_little(session: Session) -> str | None:
             f"ran eagerly{why}")
 
 
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    return cut[:cut.rfind(" ")].rstrip(" ,;:`") + "…" if " " in cut else cut + "…"
+
+
 def _graph(c: Compile) -> bool:
     return c.status == "ok" and (c.ops or 0) > 0
 
@@ -52,11 +59,12 @@ def _why(ids: set[CompileId], breaks: Iterable[GraphBreak], compiles: list[Compi
     ours = sorted((b for b in breaks if ids.intersection(b.compile_ids)), key=lambda b: -b.count)
     if ours:
         b = ours[0]
-        wrapper = next((what for part, what in _WRAPPERS.items()
-                        if any(part in f for f in (b.file, *(s.file for s in b.user_stack)))), None)
-        place = f"{b.file.rsplit('/', 1)[-1]}:{b.line}"
-        reason = (b.reason.splitlines() or [""])[0][:200]
-        lead = wrapper or "they graph-break"
+        frames = [(b.file, b.line), *((f.file, f.line) for f in b.user_stack)]
+        wrapper = next(((what, file, line) for part, what in _WRAPPERS.items() for file, line in frames
+                        if part in file), None)
+        lead, file, line = wrapper or ("they graph-break", b.file, b.line)
+        place = f"{file.rsplit('/', 1)[-1]}:{line}"
+        reason = _clip((b.reason.splitlines() or [""])[0], 120)
         return f": {lead} ({reason}, at {place}{f'; {len(ours)} break(s) in all' if len(ours) > 1 else ''})"
     failed = next((c for c in compiles if c.status != "ok"), None)
     if failed is not None:
