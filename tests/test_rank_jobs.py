@@ -43,6 +43,7 @@ def test_a_rank_with_a_shorter_batch_once_recompiles_and_nothing_else_differs(tm
         # torch.compile(DDP(model)) on torch 2.13 (and 2.11, issue #28): 4 frames, 0 graphs on every rank
         assert {n["label"] for n in doc["compiled_little"]} == {"rank 0", "rank 1"}
         assert all("DistributedDataParallel's forward graph-breaks" in n["detail"] for n in doc["compiled_little"])
+        assert "neither ran a compiled graph" in divergence["consequence"]  # no compiled collective to mis-pair
     assert all(len(p["collectives"]["calls"]) > 0 for p in doc["processes"])
 
 

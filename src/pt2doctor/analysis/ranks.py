@@ -117,6 +117,10 @@ def _compiled_otherwise(reference: ProcessSession, other: ProcessSession,
     changed = {c.subject for c in comparison.changes if c.kind in _GRAPH_CHANGES}
     if not changed:
         return None
+    if not (reference.session.graphs or other.session.graphs):  # both ran eagerly: no graph issues a collective
+        return (f"{other.label} compiles what {reference.label} does not, though neither ran a compiled graph: the "
+                "other ranks wait for it at the next collective while it compiles (a straggler)",
+                "give every rank the same shapes (pad, or torch._dynamo.mark_dynamic)")
     issued = dict.fromkeys(name for p in (reference, other) for c in p.session.compiles
                            if place(c.function, c.file, c.line) in changed for name in c.collectives)
     collectives = (f"the graphs that differ issue {', '.join(issued)}, which {other.label} will call with other "
