@@ -16,6 +16,7 @@ import msgspec
 
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
+from pt2doctor.model.runtime import KernelCheckSpec
 
 
 # the first line of a crash log: the script's thread id, as faulthandler prints thread ids (`0x00007f...`)
@@ -82,6 +83,7 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
     draft_export: bool = False  # each torch.export.export call is also draft-exported, on copies (`explain`)
     export_checks: bool = False  # exported programs the script makes or runs are judged (`capture.child.export_checks`)
+    kernel_check: KernelCheckSpec | None = None  # every Inductor kernel checked as it runs (`capture.child.kernel_check`)
 
 
 class ChildSpec(msgspec.Struct, frozen=True):

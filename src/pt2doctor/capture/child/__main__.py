@@ -118,6 +118,10 @@ def _install_hooks(spec: ChildSpec) -> None:
 
         graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
                                every_aot_graph=hooks.record_every_aot_graph, run_eagerly=hooks.record_run_eagerly)
+    if hooks.kernel_check is not None:  # after the recorder: it names each kernel's graph by the recorder's id
+        from pt2doctor.capture.child import kernel_check
+
+        kernel_check.install(hooks.kernel_check)
     if hooks.frame_record_dir:
         from pt2doctor.capture.child import frame_recorder
 

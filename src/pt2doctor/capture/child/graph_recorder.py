@@ -254,6 +254,11 @@ def graph_copy(gm: Any) -> Any:
     return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
 
 
+def last_after_aot_graph() -> str | None:
+    """The id of the after-AOT graph the installed recorder saved last (the one Inductor compiles now)."""
+    return _installed.last_aot if _installed is not None else None
+
+
 def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]) -> None:
     """The accuracy probe (`capture.child.accuracy_probe`) judged the graph of `compile_id` wrong on
     `inputs`: where a recorder is installed, they are kept as its own accuracy failure's are."""
@@ -261,8 +266,6 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
     graph_id = recorder.dynamo_by_compile_id.get(compile_id) if recorder is not None else None
     if graph_id is not None:
         recorder.fail_accuracy(graph_id, tolerance, inputs)  # type: ignore[union-attr]
-
-
 
 
 def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot_graph: bool = False,

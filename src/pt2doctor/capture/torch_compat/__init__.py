@@ -14,6 +14,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
+- `kernels`: runtime triage: Inductor's debug config, each kernel's fused FX nodes, the output code's kernels;
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
 - `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
 - `flight_recorder`: the collectives a rank issued (torch's Flight Recorder, NCCL and gloo).
@@ -81,6 +82,13 @@ from pt2doctor.capture.torch_compat.flight_recorder import BUFFER_SIZE as FLIGHT
 from pt2doctor.capture.torch_compat.flight_recorder import DUMP_FILE_ENV as FLIGHT_RECORDER_DUMP_ENV
 from pt2doctor.capture.torch_compat.flight_recorder import ENV as FLIGHT_RECORDER_ENV
 from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recorder_dumps
+from pt2doctor.capture.torch_compat.kernels import (
+    kernel_debug_config,
+    kernel_nodes,
+    output_code_namespace,
+    replace_call,
+    is_triton_launcher,
+)
 
 __all__ = [
     "FLIGHT_RECORDER_SIZE",
@@ -151,6 +159,11 @@ __all__ = [
     "is_operator",
     "mutates_an_argument",
     "where_to_look",
+    "kernel_debug_config",
+    "kernel_nodes",
+    "output_code_namespace",
+    "replace_call",
+    "is_triton_launcher",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:

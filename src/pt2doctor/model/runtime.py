@@ -1,0 +1,174 @@
+"""Runtime triage's records: what the kernel checker saw in the child, and what `diagnose` concluded.
+
+Contract: the kernel checker (`capture.child.kernel_check`) appends, with the codec, one
+`CompiledKernels` line per graph Inductor compiled (`RUN_DIR/kernels/compiled.jsonl`: each kernel
+and the FX nodes fused into it, with their provenance) and one `KernelEvent` per kernel that went
+wrong (`RUN_DIR/kernels/events.jsonl`), and keeps the kernel in flight in a memory-mapped marker
+(`RUN_DIR/kernels/inflight`: `g0003 2 cpp_fused_div_elu_0 run`, `... done` once it returned), so a
+process that dies of a signal still names it. `KernelCheckSpec` is the child spec's part (`Hooks`).
+`RuntimeTriage` is the diagnosis's account (`diagnose.runtime_triage`), `NeedsCompiler` the stage
+comparison's (`diagnose.stage_signatures`). Torch-free.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from pt2doctor.model.minify import NodeOrigin
+from pt2doctor.model.serialize import read_lines
+
+KERNELS_DIR = "kernels"
+MARKER_SIZE = 256
+
+EagerVerdict = Literal["finite", "nonfinite", "unknown"]
+
+
+class KernelCheckSpec(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Check every Inductor kernel's outputs as the program runs; `clone_budget_bytes` caps the copies of a
+    graph's inputs kept for the eager comparison (past it, the comparison is skipped and said so)."""
+
+    out: str
+    clone_budget_bytes: int = 1 << 30
+    sync: bool = False  # CUDA: synchronize after every kernel (its error is raised by its own launch)
+
+
+class FusedKernel(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One kernel of a compiled graph: its name in Inductor's output code and the FX nodes fused into it
+    (the after-AOT graph's names, as Inductor's provenance tracking gives them), with their provenance."""
+
+    name: str
+    nodes: tuple[str, ...] = ()
+    origins: tuple[NodeOrigin, ...] = ()
+
+
+class CompiledKernels(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The kernels of one graph Inductor compiled (`graph`: the recorder's id of its after-AOT graph)."""
+
+    graph: str
+    kernels: tuple[FusedKernel, ...] = ()
+    instrumented: bool = True  # False: the output code's kernels could not be wrapped (see `note`)
+    note: str = ""
+
+
+class BadTensor(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A kernel argument that holds new non-finite values after the kernel ran."""
+
+    arg: int
+    shape: tuple[int, ...]
+    dtype: str
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+
+
+class IndexRange(msgspec.Struct, frozen=True):
+    """An indexing node's index values against the size they index (eager, on the same inputs)."""
+
+    node: str
+    op: str
+    low: int
+    high: int
+    size: int
+
+    @property
+    def out_of_range(self) -> bool:
+        return self.low < -self.size or self.high >= self.size
+
+
+class IndexCheck(msgspec.Struct, frozen=True):
+    """A graph's indexing nodes whose index is a graph input, on its first call (`kernels/ranges.jsonl`)."""
+
+    graph: str
+    ranges: tuple[IndexRange, ...]
+
+
+class KernelEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A kernel that went wrong: `nonfinite` (an argument holds new NaN/Inf after it ran; `eager` says whether
+    the graph run op by op gives non-finite values at its nodes too) or `raised` (its launch or the sync after
+    it raised `error`). `call` counts the graph's calls, `ordinal` the kernel's launches within that call."""
+
+    graph: str
+    kernel: str
+    kind: Literal["nonfinite", "raised"]
+    call: int = 1
+    ordinal: int = 0
+    bad: tuple[BadTensor, ...] = ()
+    inputs_finite: bool | None = None
+    eager: EagerVerdict = "unknown"
+    error: str = ""
+    index_ranges: tuple[IndexRange, ...] = ()
+
+
+def read_compiled(run_dir: Path) -> list[CompiledKernels]:
+    return read_lines(run_dir / KERNELS_DIR / "compiled.jsonl", CompiledKernels)
+
+
+def read_events(run_dir: Path) -> list[KernelEvent]:
+    return read_lines(run_dir / KERNELS_DIR / "events.jsonl", KernelEvent)
+
+
+def read_index_checks(run_dir: Path) -> list[IndexCheck]:
+    return read_lines(run_dir / KERNELS_DIR / "ranges.jsonl", IndexCheck)
+
+
+def read_inflight(run_dir: Path) -> str:
+    path = run_dir / KERNELS_DIR / "inflight"
+    return path.read_bytes().decode(errors="replace").strip() if path.exists() else ""
+
+
+class FaultKind(str, Enum):
+    """What kind of fault the first bad kernel made, as `analysis.runtime_faults` tells it."""
+
+    OUT_OF_BOUNDS = "out_of_bounds"  # an index past the size it indexes
+    NAN_FROM_FINITE = "nan_from_finite"  # NaN out of finite inputs, where eager has none
+    OVERFLOW = "overflow"  # Inf where eager stays finite
+    MEMORY_CORRUPTION = "memory_corruption"  # the heap found corrupted after the kernel returned
+    BAD_ACCESS = "bad_access"  # the process died inside the kernel (a segfault, an illegal address)
+    DEVICE_ERROR = "device_error"  # the kernel's launch or sync raised (a device-side assert, a CUDA error)
+
+
+class KernelFault(msgspec.Struct, frozen=True):
+    """The first kernel that went wrong (`analysis.runtime_faults`): in recorded graph `graph`, the FX nodes
+    fused into it, their ops, the user's calls and lines they came from, and the fault in plain words."""
+
+    graph: str
+    kernel: str
+    nodes: tuple[str, ...]
+    ops: tuple[str, ...]
+    sources: tuple[NodeOrigin, ...]
+    kind: FaultKind
+    words: str
+
+
+class RuntimeTriage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The deterministic re-run with every kernel checked: the first kernel that went wrong (`fault`, None
+    when no kernel is to blame); `sanitizer` what compute-sanitizer said (or why it did not run); `seconds`
+    the triage took against `budget_s` (`out_of_time`: the budget ran out, what was found is kept)."""
+
+    fault: KernelFault | None = None
+    sanitizer: str = ""
+    seconds: float = 0.0
+    budget_s: float = 0.0
+    out_of_time: bool = False
+    run: str = ""  # the run's label (its directory under runs/)
+    notes: tuple[str, ...] = ()
+
+
+class NeedsCompiler(msgspec.Struct, frozen=True):
+    """The program cannot run without the compiler: the runs without it (`uncompiled`: backend or
+    `force_eager`, and how it failed) end otherwise than the compiled run (`compiled`), for want of a
+    resource the compiled program does not need (memory: the unfused reference materializes what the
+    kernel never does)."""
+
+    compiled: str
+    uncompiled: tuple[tuple[str, str], ...]
+    resource: str
+
+    def describe(self) -> str:
+        runs = "; ".join(f"{label}: {sig}" for label, sig in self.uncompiled)
+        return (f"the program cannot run without the compiler ({self.resource}: {runs}), while compiled it fails "
+                f"with {self.compiled}: the compiled program is diagnosed")
