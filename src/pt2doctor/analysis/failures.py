@@ -237,3 +237,18 @@ def dynamo_raise_site(traceback: str) -> SourceRef | None:
         if at >= 0 and (at == 0 or file[at - 1] == "/") and not file.endswith(_DYNAMO_RAISERS):
             return SourceRef("where Dynamo raised it", file[at:], int(line), function)
     return None
+
+
+# a run that failed for want of a resource, not for what it computes: (pattern of its signature, the words)
+_RESOURCE_SHORTAGES = (
+    (re.compile(r"OutOfMemoryError|out of memory|can't allocate memory|CUBLAS_STATUS_ALLOC_FAILED|MemoryError", re.I),
+     "out of memory"),
+    (re.compile(r"^SIGKILL\b"), "killed by SIGKILL (the out-of-memory killer, most likely)"),
+)
+
+
+def resource_shortage(signature: str) -> str | None:
+    """What a failure's signature (`signature`) says the run ran out of, or None when it did not fail for want of
+    memory: a program that runs out of memory without the compiler may still run compiled (fusion keeps
+    intermediates out of memory), so such a failure is not the compiled program's."""
+    return next((words for pattern, words in _RESOURCE_SHORTAGES if pattern.search(signature)), None)

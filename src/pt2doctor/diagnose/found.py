@@ -24,6 +24,7 @@ from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control
                                       ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.export import ExportFinding
+from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 
 
 @dataclass
@@ -62,6 +63,8 @@ class Found:
     workarounds: list[Workaround] = field(default_factory=list)  # tried on copies, narrowest first (`diagnose.workarounds`)
     where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
+    runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)
+    needs_compiler: NeedsCompiler | None = None  # the program cannot run uncompiled (`diagnose.stage_signatures`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -104,7 +107,8 @@ class Found:
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
-            workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look),
+            workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look), runtime=self.runtime,
+            needs_compiler=self.needs_compiler,
         )
 
     def culprit_ops(self) -> tuple[str, ...]:

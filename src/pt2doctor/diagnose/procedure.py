@@ -28,6 +28,8 @@ from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_st
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Failure, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
+from pt2doctor.diagnose.runtime_triage import runtime_triage, triages
+from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
 from pt2doctor.diagnose.workarounds import try_export
 from pt2doctor.model import Category, SourceLoc
@@ -56,8 +58,10 @@ STEPS: tuple[Step, ...] = (
     Step("classify", classify),
     Step("export", _export),
     Step("side_runs", narrow.side_runs),
+    Step("runtime_triage", runtime_triage, when=triages),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early),
     Step("stages", narrow.stages, "finding the failing stage"),
+    Step("needs_compiler", compare_stage_signatures),
     Step("control", narrow.control, when=narrow.has_control),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
          "off", when=narrow.at_dynamo),

@@ -34,6 +34,7 @@ from pt2doctor.model.job import Job
 from pt2doctor.model.child import CallTimes, Hooks, Overrides
 from pt2doctor.model.serialize import RecordError, read_record
 from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.runtime import KernelCheckSpec
 
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
@@ -57,6 +58,8 @@ class Variant:
     accuracy_tolerance: float | None = None  # recording: the recorder judges each graph's first call
     run_eagerly: tuple[str, ...] = ()  # recording: compile ids whose graphs run as captured, without their backend
     timed: bool = False  # each call of every torch.compile'd callable timed, to `CALL_TIMES` in its run directory
+    kernel_check: KernelCheckSpec | None = None  # recording: every Inductor kernel checked as it runs
+    timeout_s: float | None = None  # this run's own limit (a budget), else the script call's
 
     @classmethod
     def original(cls, n: int, record: bool = False) -> Variant:
@@ -67,6 +70,16 @@ class Variant:
         """The original, recorded, with CUDA's kernel launches synchronous: a kernel's error is raised
         by the call that launched it, inside the compiled graph that did."""
         return cls("cuda-launch-blocking", record=True, env={"CUDA_LAUNCH_BLOCKING": "1"})
+
+    @classmethod
+    def kernels_checked(cls, out_dir: Path, cuda: bool, budget_s: float) -> Variant:
+        """The original, recorded, made deterministic (no caching allocator, launches blocking, a sync after
+        every kernel on CUDA) with every Inductor kernel checked as it runs (`capture.child.kernel_check`),
+        stopped after `budget_s`: runtime triage's run (`diagnose.runtime_triage`)."""
+        env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"} if cuda else {}
+        label = "kernels-checked"
+        return cls(label, record=True, env=env, kernel_check=KernelCheckSpec(str(out_dir / "runs" / label), sync=cuda),
+                   timeout_s=budget_s)
 
     @classmethod
     def accuracy_check(cls, tolerance: float) -> Variant:
@@ -158,10 +171,10 @@ class VariantRunner:
             hooks = Hooks(overrides=overrides, export_checks=True,
                           frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
                           record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
-                          record_run_eagerly=variant.run_eagerly)
+                          record_run_eagerly=variant.run_eagerly, kernel_check=variant.kernel_check)
         return RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self._launch_dir(variant.label),
-            timeout_s=self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
+            timeout_s=variant.timeout_s or self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
             env={**self.call.env, **variant.env}, echo=False, label=variant.label,
             cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
         )

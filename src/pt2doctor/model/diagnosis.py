@@ -16,6 +16,7 @@ from typing import Literal
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin, VerifyRuns
+from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.session import Category, Environment
 
 SCHEMA = "pt2doctor.diagnosis/1"
@@ -330,6 +331,8 @@ class Diagnosis:
     short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
     workarounds: tuple[Workaround, ...] = ()  # tried on copies of the script, narrowest first; the first verified one leads
     where_to_look: tuple[SourceRef, ...] = ()  # PyTorch's source for what was found (installed torch)
+    runtime: RuntimeTriage | None = None  # runtime triage: the first kernel that faulted or made NaN/Inf
+    needs_compiler: NeedsCompiler | None = None  # the runs without the compiler fail otherwise, out of memory
     schema: str = SCHEMA
 
     @property

@@ -1,0 +1,148 @@
+"""Which kernel went wrong first in a checked run, and what kind of fault it made, in plain words.
+
+Contract: `first_bad_kernel(compiled, events, index_checks, inflight, ended_by)` is a pure function of
+what the kernel checker wrote (`model.runtime`) and how the run ended (`ended_by`: a signal's name, or
+an error's `Type: message`, or "" when it passed): a `KernelFault`, or None when no kernel is to blame.
+The rules, first that applies:
+1. a kernel whose launch (or the sync after it) raised: a device error; an out-of-bounds index when
+   one of its indexing nodes' index values fall outside the size they index;
+2. the first kernel that made NaN/Inf where the same ops run eagerly do not (or eager could not be
+   run): NaN from finite inputs, NaN eager does not make, or an overflow eager avoids;
+3. the process died of a signal with a kernel in flight (the marker says `run`): a bad access in it
+   (out of bounds when an input index of its graph is out of range); with none in flight, after a
+   kernel returned, and of SIGABRT (glibc's heap checks): memory corruption by the kernel that ran last.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pt2doctor.model.minify import source_calls
+from pt2doctor.model.runtime import (BadTensor, CompiledKernels, FaultKind, FusedKernel, IndexCheck, IndexRange,
+                                     KernelEvent, KernelFault)
+
+# what makes NaN out of finite values, by op: the words for a kernel that fuses it
+_NAN_MAKERS = {"div": "0/0 or inf/inf", "log": "log of a negative number", "log2": "log of a negative number",
+               "log10": "log of a negative number", "log1p": "log1p below -1", "sqrt": "sqrt of a negative number",
+               "rsqrt": "rsqrt of a negative number", "pow": "a negative base to a fractional power",
+               "acos": "acos outside [-1, 1]", "asin": "asin outside [-1, 1]", "sub": "inf - inf",
+               "add": "inf + (-inf)", "mul": "0 * inf", "fmod": "fmod by 0", "remainder": "remainder by 0",
+               "var": "a variance of too few elements", "exp": "exp overflowing to inf, then inf - inf or 0 * inf"}
+_OVERFLOW_MAKERS = ("exp", "pow", "mul", "sum", "cumsum", "prod", "add", "matmul", "mm", "bmm", "square")
+_LOW_PRECISION = ("float16", "bfloat16")
+_HEAP_SIGNALS = ("SIGABRT",)
+
+
+def first_bad_kernel(compiled: Sequence[CompiledKernels], events: Sequence[KernelEvent],
+                     index_checks: Sequence[IndexCheck], inflight: str, ended_by: str) -> KernelFault | None:
+    kernels = {(c.graph, k.name): k for c in compiled for k in c.kernels}
+    raised = next((e for e in events if e.kind == "raised"), None)
+    if raised is not None:
+        kernel = kernels.get((raised.graph, raised.kernel))
+        return _fault(raised.graph, kernel, raised.kernel,
+                      *_raised_kind(raised, [*raised.index_ranges, *_input_ranges(index_checks, raised.graph, kernel)]))
+    own = next((e for e in events if e.kind == "nonfinite" and e.eager != "nonfinite"), None)
+    if own is not None:
+        kernel = kernels.get((own.graph, own.kernel))
+        return _fault(own.graph, kernel, own.kernel, *_nonfinite_kind(own, _ops(kernel)))
+    parts = inflight.split()
+    if len(parts) != 4 or not ended_by.startswith("SIG"):
+        return None
+    graph, _, name, state = parts
+    kernel = kernels.get((graph, name))
+    if state == "run":
+        ranges = [r for r in _input_ranges(index_checks, graph, kernel) if r.out_of_range]
+        if ranges:
+            return _fault(graph, kernel, name, FaultKind.OUT_OF_BOUNDS,
+                          f"the process died of {ended_by} inside kernel {name}; " + _ranges_words(ranges))
+        return _fault(graph, kernel, name, FaultKind.BAD_ACCESS,
+                      f"the process died of {ended_by} inside kernel {name}: it read or wrote memory it does not own "
+                      "(an address outside its buffers)")
+    if ended_by in _HEAP_SIGNALS:
+        return _fault(graph, kernel, name, FaultKind.MEMORY_CORRUPTION,
+                      f"the process died of {ended_by} after kernel {name} returned, with no kernel running: the "
+                      "C library found its heap corrupted, most likely by the kernel that ran last writing past "
+                      "the end of a buffer")
+    return None
+
+
+def _fault(graph: str, kernel: FusedKernel | None, name: str, kind: FaultKind, words: str) -> KernelFault:
+    return KernelFault(graph, name, kernel.nodes if kernel else (), _ops(kernel),
+                       source_calls(kernel.origins) if kernel else (), kind, words)
+
+
+def _ops(kernel: FusedKernel | None) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(o.op for o in kernel.origins if o.op)) if kernel else ()
+
+
+def _packet(op: str) -> str:
+    """`aten.div.Tensor` -> `div`."""
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] in ("aten", "prims") else parts[-1]
+
+
+def _input_ranges(index_checks: Sequence[IndexCheck], graph: str, kernel: FusedKernel | None) -> list[IndexRange]:
+    """The ranges of `graph`'s input indices (its first call) at `kernel`'s nodes (all of them, kernel unknown)."""
+    return [r for c in index_checks if c.graph == graph for r in c.ranges if kernel is None or r.node in kernel.nodes]
+
+
+def _raised_kind(event: KernelEvent, ranges: Sequence[IndexRange]) -> tuple[FaultKind, str]:
+    bad = list({(r.node, r.low, r.high): r for r in ranges if r.out_of_range}.values())
+    if bad:
+        return FaultKind.OUT_OF_BOUNDS, f"kernel {event.kernel} raised {event.error}; " + _ranges_words(bad)
+    return FaultKind.DEVICE_ERROR, (f"kernel {event.kernel} raised {event.error} (with launches blocking and a sync "
+                                    "after each kernel, so it is this kernel's own error)")
+
+
+def _ranges_words(ranges: Sequence[IndexRange]) -> str:
+    said = "; ".join(f"{r.op} ({r.node}) is given indices from {r.low} to {r.high} into a dimension of size {r.size}"
+                     for r in ranges)
+    return f"an index out of bounds: {said}"
+
+
+def _nonfinite_kind(event: KernelEvent, ops: Sequence[str]) -> tuple[FaultKind, str]:
+    out = _said(event.bad)
+    eager = ("where the same ops run eagerly on the same inputs give none" if event.eager == "finite" else
+             "(the graph could not be run eagerly beside it to compare)")
+    packets = [_packet(op) for op in ops]
+    if any(b.nan for b in event.bad):
+        makers = [f"{op} ({_NAN_MAKERS[p]})" for op, p in zip(ops, packets) if p in _NAN_MAKERS]
+        which = f"; of its ops, these can make NaN: {', '.join(makers)}" if makers else ""
+        if event.inputs_finite:
+            return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN from finite inputs ({out}), {eager}{which}"
+        return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN ({out}) {eager}{which}"
+    low = any(b.dtype in _LOW_PRECISION for b in event.bad)
+    makers = [op for op, p in zip(ops, packets) if p in _OVERFLOW_MAKERS]
+    precision = (" eager computes these ops in float32 and rounds once; the kernel keeps the low-precision type "
+                 "in between" if low else "")
+    which = f"; of its ops, these can overflow: {', '.join(makers)}" if makers else ""
+    return FaultKind.OVERFLOW, (f"kernel {event.kernel} overflowed to Inf ({out}) {eager}: an overflow eager "
+                                f"avoids{';' + precision if precision else ''}{which}")
+
+
+def _said(bad: Sequence[BadTensor]) -> str:
+    return "; ".join(f"{b.nan} NaN, {b.posinf + b.neginf} Inf in argument {b.arg}, {b.dtype}{list(b.shape)}"
+                     for b in bad)
+
+
+_SANITIZER_ACCESS = re.compile(r"Invalid (__\w+__ )?(read|write|atomic)\w* of size (\d+) bytes?", re.I)
+_SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>]*)", re.M)
+_SANITIZER_NEAR = re.compile(r"is ([\d,]+) bytes (before|after) the nearest allocation at \S+ of size ([\d,]+) bytes")
+_SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+
+
+def sanitizer_finding(output: str) -> str:
+    """compute-sanitizer memcheck's first error in plain words: the kernel, the access and its size, where it
+    fell against the nearest allocation; or that it found none."""
+    access = _SANITIZER_ACCESS.search(output)
+    if access is None:
+        summary = _SANITIZER_SUMMARY.search(output)
+        errors = summary.group(1) if summary else "no"
+        return f"compute-sanitizer (memcheck) reported {errors} memory error(s)" + (
+            "" if summary else " (no summary line: it may not have run to the end)")
+    at = _SANITIZER_AT.search(output, access.end())
+    near = _SANITIZER_NEAR.search(output, access.end())
+    kernel = f" in kernel {at.group(1)}" if at else ""
+    where = (f", {near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes" if near else "")
+    return f"compute-sanitizer (memcheck): an invalid {access.group(2).lower()} of {access.group(3)} bytes{kernel}{where}"

@@ -1,0 +1,142 @@
+"""Runtime triage: the first kernel that faults or makes NaN/Inf, its fused ops, the user's line, the fault.
+
+Contract: `triage_runtime(options, runner, found, failed, on_cuda)` runs when the script's Inductor-compiled
+code crashed as it ran (a signal, a CUDA kernel error) or gave a wrong result with NaN/Inf in it
+(`wanted`); otherwise it does nothing. It makes one more run of the script (`Variant.kernels_checked`):
+deterministic (no caching allocator, launches blocking and a sync after each kernel on CUDA; on CPU a
+kernel runs synchronously anyway), every kernel checked as it runs (`capture.child.kernel_check`), within a
+budget (`budget_s`): when it runs out the run is stopped and what its records hold is kept (`out_of_time`).
+It names the first bad kernel (`analysis.runtime_faults`) with the FX nodes fused into it, the user's lines
+and the fault in plain words, and sets `found.runtime`; on CUDA, compute-sanitizer's memcheck is run
+when the machine has it (`sanitizer`), and its absence is said. Progress goes to the runner's reporter.
+It never raises for what the script does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pt2doctor.analysis.failures import asynchronous_cuda_error
+from pt2doctor.analysis.runtime_faults import first_bad_kernel, sanitizer_finding
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.model import Category, Session
+from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.runtime import RuntimeTriage, read_compiled, read_events, read_index_checks, read_inflight
+from pt2doctor.model.serialize import RecordError
+
+if TYPE_CHECKING:
+    from pt2doctor.diagnose.reproduce import Failure
+    from pt2doctor.diagnose.step import Context
+
+# a wrong result whose bad values are NaN or Inf (the script's own check says so, or its assert reads so)
+_NONFINITE = re.compile(r"\b(nan|inf|isnan|isinf|isfinite)\b", re.I)
+_MIN_BUDGET_S = 60.0
+_BUDGET_FACTOR = 4.0  # the checked run copies inputs and runs graphs eagerly beside them: slower than the original
+_SANITIZER_DIRS = ("/usr/local/cuda/bin",)
+
+
+def wanted(found: Found) -> bool:
+    """Inductor's code crashed as it ran, or the result was wrong with NaN/Inf in it."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
+    if found.original_backend != "inductor":
+        return False
+    if found.category is Category.RUNTIME_CRASH or (failure is not None and asynchronous_cuda_error(failure)):
+        return True
+    text = "\n".join((failure.message, failure.traceback)) if failure else ""
+    return found.category in (Category.ACCURACY, Category.USER_ERROR) and bool(_NONFINITE.search(text))
+
+
+def budget_s(options: DiagnoseOptions, failed: Attempt) -> float:
+    budget = max(_MIN_BUDGET_S, _BUDGET_FACTOR * failed.wall_s)
+    return min(budget, options.timeout_s) if options.timeout_s else budget
+
+
+def triages(ctx: Context, found: Found) -> bool:
+    return wanted(found)
+
+
+def runtime_triage(ctx: Context, found: Found, classify: Failure) -> RuntimeTriage | None:
+    """The step (`diagnose.procedure`): the failing run of `classify` is the one triaged."""
+    triage_runtime(ctx.options, ctx.runner, found, classify.attempt, classify.on_cuda)
+    return found.runtime
+
+
+def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found, failed: Attempt, on_cuda: bool) -> None:
+    if not wanted(found):
+        return
+    budget = budget_s(options, failed)
+    where = "CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda else "C++ kernels"
+    runner.reporter.status(f"runtime triage: re-running with every kernel checked for faults and NaN/Inf ({where}; "
+                           f"budget {budget:.0f} s)")
+    started = time.monotonic()
+    with found.timed("runtime_triage"):
+        checked = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget)).result()
+        found.attempts.append(checked)
+        triage = _conclude(runner.run_dir(checked.label), runner.sessions.get(checked.label), checked, budget, started)
+        if on_cuda and triage.fault is not None:
+            triage = _with_sanitizer(options, triage, budget)
+        elif on_cuda:
+            triage = _replace(triage, sanitizer="not run: no kernel was found at fault")
+    found.runtime = triage
+    said = triage.fault.words if triage.fault else "no kernel was found at fault"
+    runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
+
+
+def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: float, started: float) -> RuntimeTriage:
+    notes: list[str] = []
+    try:
+        compiled, events, checks = read_compiled(run_dir), read_events(run_dir), read_index_checks(run_dir)
+    except RecordError as exc:
+        compiled, events, checks = [], [], []
+        notes.append(f"the kernel checker's records are damaged: {exc}")
+    out_of_time = bool(session and session.exit.timed_out)
+    ended_by = (checked.signature or "") if checked.outcome == "fail" else ""
+    fault = first_bad_kernel(compiled, events, checks, read_inflight(run_dir), ended_by)
+    if out_of_time:
+        notes.append(f"the checked run reached its budget ({budget:.0f} s) and was stopped: what it found by then is kept")
+    if not compiled:
+        notes.append("no graph was compiled by Inductor in the checked run")
+    notes += [f"graph {c.graph}: its kernels were not checked ({c.note})" for c in compiled if not c.instrumented]
+    if fault is None and any(e.kind == "nonfinite" for e in events):
+        first = next(e for e in events if e.kind == "nonfinite")
+        notes.append(f"kernel {first.kernel} (graph {first.graph}) made NaN/Inf, but the same ops run eagerly do too: "
+                     "the non-finite values are the program's own, not the compiler's")
+    if checked.outcome == "pass":
+        notes.append("the checked run passed (the deterministic re-run does not fail)")
+    return RuntimeTriage(fault=fault, seconds=round(time.monotonic() - started, 3), budget_s=budget,
+                         out_of_time=out_of_time, run=checked.label, notes=tuple(notes))
+
+
+def _replace(triage: RuntimeTriage, **changes: object) -> RuntimeTriage:
+    import msgspec
+
+    return msgspec.structs.replace(triage, **changes)
+
+
+def sanitizer_path() -> str | None:
+    return shutil.which("compute-sanitizer") or next(
+        (str(Path(d) / "compute-sanitizer") for d in _SANITIZER_DIRS if (Path(d) / "compute-sanitizer").exists()), None)
+
+
+def _with_sanitizer(options: DiagnoseOptions, triage: RuntimeTriage, budget: float) -> RuntimeTriage:
+    """compute-sanitizer's memcheck on the script (an illegal access: the kernel, the access, its size)."""
+    tool = sanitizer_path()
+    if tool is None:
+        return _replace(triage, sanitizer="compute-sanitizer is not installed here (not on PATH nor in "
+                                          "/usr/local/cuda/bin): the kernel is named by the checked run alone")
+    command = [tool, "--tool", "memcheck", "--print-limit", "4", sys.executable, str(options.script), *options.args]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=budget, cwd=options.script.parent,
+                              env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
+    except subprocess.TimeoutExpired:
+        return _replace(triage, sanitizer=f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
+    return _replace(triage, sanitizer=sanitizer_finding(proc.stdout + proc.stderr))

@@ -1,0 +1,49 @@
+"""A different failure is not the same failure: when the program cannot run without the compiler.
+
+Contract: `needs_the_compiler(found, compiled)` is called once the stage ladder has run
+(`diagnose.procedure`, step 3). It compares the failure signature of every stage run with the compiled
+run's (`compiled`, the failure being diagnosed). When every reference run below the original backend
+that failed did so otherwise, for want of a resource (`analysis.failures.resource_shortage`: out of
+memory, killed), while the compiled run fails for what it computes, the lower rungs could not run the
+program at all: they say nothing about where its failure is. Then `found.needs_compiler` says so, the
+blame goes to the original backend's own stage, and the diagnosis goes on with the compiled program
+(runtime triage, minifying its Inductor graph) instead of concluding `user_error`. Returns whether it
+did. No runs, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pt2doctor.analysis.failures import resource_shortage
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.stages import ladder
+from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.runtime import NeedsCompiler
+
+if TYPE_CHECKING:
+    from pt2doctor.diagnose.reproduce import Failure
+    from pt2doctor.diagnose.step import Context
+
+
+def compare_stage_signatures(ctx: Context, found: Found, classify: Failure) -> bool:
+    """The step (`diagnose.procedure`, right after the stage ladder): the failing run of `classify` is compared."""
+    return needs_the_compiler(found, classify.attempt)
+
+
+def needs_the_compiler(found: Found, compiled: Attempt) -> bool:
+    rungs = ladder(found.original_backend)
+    below = {backend for backend, _ in rungs[:-1]}
+    failed = [a for a in found.attempts if a.backend in below and a.outcome == "fail" and a.label != compiled.label]
+    if not failed or not compiled.signature or resource_shortage(compiled.signature):
+        return False
+    shortages = [resource_shortage(a.signature or "") for a in failed]
+    if any(a.signature == compiled.signature for a in failed) or not all(shortages):
+        return False
+    found.needs_compiler = NeedsCompiler(compiled.signature, tuple((a.label, a.signature or a.error) for a in failed),
+                                         shortages[0] or "")
+    found.notes.append(found.needs_compiler.describe())
+    top, stage = rungs[-1]
+    found.stage = stage
+    found.stages = {backend: ("fail" if backend == top else found.stages.get(backend, "skipped")) for backend, _ in rungs}
+    return True
