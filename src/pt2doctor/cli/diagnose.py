@@ -127,6 +127,15 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(table)
     if d.user_frames:
         console.print("where: " + ", ".join(str(f) for f in d.user_frames[:3]), markup=False)
+    fault = d.runtime.fault if d.runtime else None
+    if fault is not None:
+        console.print(f"first bad kernel: {fault.kernel} (graph {fault.graph}, {fault.kind.value}): {fault.words}",
+                      markup=False)
+        console.print(f"  fused ops: {', '.join(fault.ops) or '-'}", markup=False)
+        for origin in fault.sources:
+            console.print(f"  from {origin.describe()}", markup=False)
+    if d.runtime and d.runtime.sanitizer:
+        console.print(f"  {d.runtime.sanitizer}", markup=False)
     if d.bisection:
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
     for ref in d.where_to_look:
