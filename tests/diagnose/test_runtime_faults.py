@@ -1,0 +1,133 @@
+"""Runtime triage's rules on hand-built records: which kernel is the first bad one, what kind of fault it made
+(`analysis.runtime_faults`), compute-sanitizer's words, and when the program cannot run without the compiler
+(`diagnose.stage_signatures`). No torch: the records are what the kernel checker writes."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.failures import resource_shortage
+from pt2doctor.analysis.runtime_faults import first_bad_kernel, sanitizer_finding
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.stage_signatures import needs_the_compiler
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import Attempt, FailingStage
+from pt2doctor.model.minify import NodeOrigin
+from pt2doctor.model.runtime import (BadTensor, CompiledKernels, FaultKind, FusedKernel, IndexCheck, IndexRange,
+                                     KernelEvent)
+
+SQRT = NodeOrigin(op="aten.sqrt.default", call="torch.sqrt", file="/home/u/train.py", line=12,
+                  code="y = torch.sqrt(-(x * x))")
+NEG = NodeOrigin(op="aten.neg.default", call="operator.neg", file="/home/u/train.py", line=12,
+                 code="y = torch.sqrt(-(x * x))")
+GATHER = NodeOrigin(op="aten.index.Tensor", call="operator.getitem", file="/home/u/train.py", line=7, code="x[i]")
+COMPILED = [CompiledKernels("g0001", (
+    FusedKernel("cpp_fused_add_0", ("add",), (NodeOrigin(op="aten.add.Tensor"),)),
+    FusedKernel("cpp_fused_neg_sqrt_1", ("neg", "sqrt"), (NEG, SQRT)),
+    FusedKernel("triton_poi_fused_index_relu_2", ("index", "relu"), (GATHER,)),
+))]
+
+
+def _nan(kernel: str, eager: str = "finite", inputs_finite: bool = True, dtype: str = "float16") -> KernelEvent:
+    return KernelEvent("g0001", kernel, "nonfinite", bad=(BadTensor(1, (64,), dtype, nan=64),),
+                       inputs_finite=inputs_finite, eager=eager)  # type: ignore[arg-type]
+
+
+def test_nan_from_finite_inputs_names_the_kernel_its_ops_and_the_users_line():
+    fault = first_bad_kernel(COMPILED, [_nan("cpp_fused_neg_sqrt_1")], [], "", "AssertionError: NaN")
+    assert fault is not None and fault.kernel == "cpp_fused_neg_sqrt_1" and fault.graph == "g0001"
+    assert fault.kind is FaultKind.NAN_FROM_FINITE
+    assert fault.nodes == ("neg", "sqrt") and fault.ops == ("aten.neg.default", "aten.sqrt.default")
+    assert "from finite inputs" in fault.words and "sqrt of a negative number" in fault.words
+    assert [(s.call, s.line) for s in fault.sources] == [("operator.neg", 12), ("torch.sqrt", 12)]
+
+
+def test_nan_that_eager_makes_too_is_not_the_kernels():
+    events = [_nan("cpp_fused_add_0", eager="nonfinite"), _nan("cpp_fused_neg_sqrt_1")]
+    fault = first_bad_kernel(COMPILED, events, [], "", "")
+    assert fault is not None and fault.kernel == "cpp_fused_neg_sqrt_1"
+    assert first_bad_kernel(COMPILED, events[:1], [], "", "") is None
+
+
+def test_inf_where_eager_is_finite_is_an_overflow_eager_avoids():
+    event = KernelEvent("g0001", "cpp_fused_add_0", "nonfinite", bad=(BadTensor(0, (4,), "float16", posinf=4),),
+                        inputs_finite=True, eager="finite")
+    fault = first_bad_kernel(COMPILED, [event], [], "", "")
+    assert fault is not None and fault.kind is FaultKind.OVERFLOW
+    assert "overflow eager avoids" in fault.words and "float32" in fault.words
+
+
+def test_a_kernel_that_raised_with_an_index_out_of_range_is_out_of_bounds():
+    raised = KernelEvent("g0001", "triton_poi_fused_index_relu_2", "raised",
+                         error="AcceleratorError: CUDA error: device-side assert triggered")
+    checks = [IndexCheck("g0001", (IndexRange("index", "aten.index.Tensor", 0, 12, 10),))]
+    fault = first_bad_kernel(COMPILED, [raised], checks, "g0001 1 triton_poi_fused_index_relu_2 run", "")
+    assert fault is not None and fault.kind is FaultKind.OUT_OF_BOUNDS
+    assert "indices from 0 to 12 into a dimension of size 10" in fault.words
+    in_range = [IndexCheck("g0001", (IndexRange("index", "aten.index.Tensor", 0, 9, 10),))]
+    fault = first_bad_kernel(COMPILED, [raised], in_range, "", "")
+    assert fault is not None and fault.kind is FaultKind.DEVICE_ERROR and "device-side assert" in fault.words
+
+
+def test_a_process_that_died_inside_a_kernel_names_it():
+    fault = first_bad_kernel(COMPILED, [], [], "g0001 3 cpp_fused_neg_sqrt_1 run", "SIGSEGV")
+    assert fault is not None and fault.kernel == "cpp_fused_neg_sqrt_1" and fault.kind is FaultKind.BAD_ACCESS
+    assert "SIGSEGV inside kernel cpp_fused_neg_sqrt_1" in fault.words
+
+
+def test_an_abort_after_a_kernel_returned_is_memory_corruption_by_that_kernel():
+    fault = first_bad_kernel(COMPILED, [], [], "g0001 1 cpp_fused_add_0 done", "SIGABRT")
+    assert fault is not None and fault.kernel == "cpp_fused_add_0" and fault.kind is FaultKind.MEMORY_CORRUPTION
+    assert first_bad_kernel(COMPILED, [], [], "g0001 1 cpp_fused_add_0 done", "RuntimeError: boom") is None
+
+
+def test_compute_sanitizers_first_error_in_words():
+    output = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at triton_poi_fused_index_relu_2+0x1b0
+=========     by thread (12,0,0) in block (0,0,0)
+=========     Address 0x7f3c0000a030 is out of bounds
+=========     and is 8 bytes after the nearest allocation at 0x7f3c0000a000 of size 40 bytes
+========= ERROR SUMMARY: 1 error
+"""
+    said = sanitizer_finding(output)
+    assert "invalid read of 4 bytes in kernel triton_poi_fused_index_relu_2" in said
+    assert "8 bytes after an allocation of 40 bytes" in said
+    assert "reported 0 memory error" in sanitizer_finding("========= ERROR SUMMARY: 0 errors\n")
+
+
+def _attempt(label: str, backend: str | None, signature: str | None) -> Attempt:
+    return Attempt(label, backend, "fail" if signature else "pass", signature, Category.RUNTIME_CRASH, 1, 1.0, "",
+                   error=signature or "")
+
+
+OOM = "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate <n> bytes"
+COMPILED_FAILURE = "AssertionError: NaN in the compiled result"
+
+
+def _found_after_the_ladder(eager_signature: str | None) -> tuple[Found, Attempt]:
+    compiled = _attempt("original-1", None, COMPILED_FAILURE)
+    found = Found(command=("x.py",), original_backend="inductor", stage=FailingStage.DYNAMO,
+                  stages={"eager": "fail", "aot_eager": "skipped", "aot_eager_decomp_partition": "skipped",
+                          "inductor": "skipped"})
+    found.attempts = [compiled, _attempt("original-2", None, COMPILED_FAILURE), _attempt("eager", "eager", eager_signature)]
+    return found, compiled
+
+
+def test_runs_that_fail_only_for_want_of_memory_leave_the_compiled_program_diagnosed():
+    found, compiled = _found_after_the_ladder(OOM)
+    assert needs_the_compiler(found, compiled)
+    assert found.stage is FailingStage.INDUCTOR and found.stages["inductor"] == "fail"
+    assert found.needs_compiler is not None and found.needs_compiler.resource == "out of memory"
+    assert any("cannot run without the compiler" in note for note in found.notes)
+
+
+def test_the_same_failure_or_another_bug_below_is_not_a_missing_resource():
+    for signature in (COMPILED_FAILURE, "TypeError: unsupported operand"):
+        found, compiled = _found_after_the_ladder(signature)
+        assert not needs_the_compiler(found, compiled)
+        assert found.stage is FailingStage.DYNAMO and found.needs_compiler is None
+
+
+def test_resource_shortage_words():
+    assert resource_shortage("OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB") == "out of memory"
+    assert resource_shortage("SIGKILL").startswith("killed")
+    assert resource_shortage("RuntimeError: CUDA error: an illegal memory access was encountered") is None
