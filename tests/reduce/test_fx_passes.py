@@ -92,3 +92,18 @@ def test_isolate_ops_asks_views_after_ops_that_compute_equally_rarely():
                                jobs=1)
     isolate_ops(problem)
     assert asked == [("aten.relu.default",), ("aten.permute.default",)]  # graph order is the other way
+
+
+def test_only_nodes_cuts_the_graph_down_to_a_kernels_nodes_with_what_they_read_as_inputs():
+    """runtime triage's starting point: the first bad kernel's fused nodes, alone."""
+    from pt2doctor.reduce.fx_passes import only_nodes
+
+    gm = _chain(["sin", "cos", "relu"])
+    case = initial_case(make_base(gm, SPECS))
+    names = [n.name for n in case.call_nodes]
+    relu = next(n for n in names if n.startswith("relu"))
+    add = names[names.index(relu) + 1]  # the add fused with it
+    start = only_nodes(case, [relu, add])
+    assert start is not None and start.ops == ("torch.relu", "operator.add")
+    assert len(start.inputs) == 2  # the cos-add's value it reads, and y
+    assert only_nodes(case, ["not_a_node"]) is None

@@ -5,7 +5,8 @@ none; it never raises for what the minifier meets (a Ctrl-C in the minifier is r
 so far is kept). The graph is the recording's choice (`reduce.fx_load.load_failing`; for a wrong result
 the graph `diagnose.wrong_graph` found wrong); when an after-AOT graph does not fail alone (the failure
 needs what AOTAutograd or the backend does around it), the Dynamo graph it came from is minified with
-the script's own backend instead, and a note says so.
+the script's own backend instead, and a note says so. When runtime triage named the first bad kernel
+of that graph, its fused nodes are the minifier's first candidate (`MinifyOptions.start_nodes`).
 """
 
 from __future__ import annotations
@@ -84,8 +85,10 @@ def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, mini
     stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
     if simpler and stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
         context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
+    fault = found.runtime.fault if found.runtime else None
+    start = fault.nodes if fault is not None and fault.graph == recorded.graph_id else ()  # the first bad kernel's
     minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s,
-                                   expected=expected, graph_name=recorded.graph_id)
+                                   expected=expected, graph_name=recorded.graph_id, start_nodes=start)
     return minify_case(recorded.case, context, minify_options, minify_reporter).result
 
 

@@ -6,7 +6,8 @@ Contract: `minify_case(initial, context, options, reporter)`
    runs once in the pool and its failure is the target. A known target is confirmed by the first
    candidate that fails with it in isolation (`isolate_ops` runs first); when none does, the
    initial graph runs once, and a different failure there is `CannotReproduce`;
-2. reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
+2. tries the graph cut down to `options.start_nodes` first (the first bad kernel's fused nodes), then
+   reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
    best so far (`MinifyResult.stopped_early` says why);
 3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
    when the recording knew them) and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
@@ -29,7 +30,7 @@ from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, Te
 from pt2doctor.model.serialize import dumps
 from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_calls, op_name
-from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops
+from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops, only_nodes
 from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
 from pt2doctor.processes.pool import RunResult, WorkerPool
@@ -50,6 +51,7 @@ class MinifyOptions:
     expected: FailureSignature | None = None
     graph_name: str = "graph"
     verify: bool = True
+    start_nodes: tuple[str, ...] = ()  # try these nodes alone first (the first bad kernel's, `diagnose.runtime_triage`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, 
         )
         stopped = None
         try:
+            _start_from(problem, options.start_nodes)
             _confirm(problem, workers.pool, context, target, known=known is not None)
             best = reduce(problem, FX_PASSES)
         except ReductionStopped as stop:
@@ -108,6 +111,15 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, 
     finally:
         if owned:
             workers.close()
+
+
+def _start_from(problem: ReductionProblem[FxCase], nodes: tuple[str, ...]) -> None:
+    """The graph cut down to `nodes` (the kernel that went wrong) is the first candidate: when it fails the same
+    way, the passes start from it rather than from the whole graph."""
+    start = only_nodes(problem.initial, nodes) if nodes else None
+    if start is not None:
+        problem.pass_name = "kernel_nodes"
+        problem.consider(start)
 
 
 def _confirm(problem: ReductionProblem[FxCase], pool: WorkerPool, context: ReproContext, target: FailureSignature,

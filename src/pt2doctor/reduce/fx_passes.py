@@ -44,6 +44,19 @@ def _alone(case: FxCase, name: str) -> FxCase:
     return build_case(case.base, case.cuts | frozenset(_feeds(case, node)), [name])
 
 
+def only_nodes(case: FxCase, names: Sequence[str]) -> FxCase | None:
+    """The graph computing only the call nodes `names` (a kernel's fused nodes, `diagnose.runtime_triage`), every
+    value they read from outside them made a new input, all of them returned; None when none of them is here."""
+    wanted = set(names)
+    keep = [n for n in case.call_nodes if n.name in wanted]
+    if not keep:
+        return None
+    cuts = {cut for node in keep for feed in node.all_input_nodes
+            if feed.name not in wanted and feed.op not in ("placeholder", "get_attr")
+            for cut in ([feed.name] if feed.name in case.base.specs else _feeds(case, feed))}
+    return build_case(case.base, case.cuts | frozenset(cuts), [n.name for n in keep])
+
+
 def _feeds(case: FxCase, node: object) -> list[str]:
     feeds: list[str] = []
     for feed in node.all_input_nodes:  # type: ignore[attr-defined]

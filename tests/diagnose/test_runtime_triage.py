@@ -1,0 +1,93 @@
+"""Runtime triage end to end, real Inductor: the first kernel that faults or makes NaN/Inf, its fused ops, the
+user's line and the fault's kind (`diagnose.runtime_triage`); and a program that cannot run without the
+compiler (`diagnose.stage_signatures`). CPU cases compile with Inductor (slow); the `gpu` cases need a CUDA
+device (Triton kernels: a NaN only compiled, an index out of range that trips a device-side assert)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent / "scripts"
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+QUICK = ("--no-bisect", "--no-workarounds")
+NO_MINIFY = ("--no-minify", "--no-bisect", "--no-workarounds")
+
+
+def _fault(d: dict) -> dict:
+    assert d["runtime"] is not None and d["runtime"]["fault"] is not None, d["notes"]
+    return d["runtime"]["fault"]
+
+
+def _from_line(fault: dict, script: str, line: int) -> bool:
+    return any(s["file"].endswith(script) and s["line"] == line for s in fault["sources"])
+
+
+@pytest.mark.slow
+def test_a_cpp_kernel_that_makes_nan_only_compiled_is_named_with_its_ops_and_line(diagnosed):
+    run, d = diagnosed(HERE / "nan_only_compiled.py", options=NO_MINIFY)
+    fault = _fault(d)
+    assert fault["kind"] == "nan_from_finite" and fault["kernel"].startswith("cpp_")
+    assert {"aten.neg.default", "aten.sqrt.default"} <= set(fault["ops"])
+    assert _from_line(fault, "nan_only_compiled.py", 17)
+    assert "from finite inputs" in fault["words"] and "sqrt of a negative number" in fault["words"]
+    assert d["runtime"]["seconds"] <= d["runtime"]["budget_s"]
+    issue = (run.out_dir / "issue.md").read_text()
+    assert "The first kernel that goes wrong" in issue and fault["kernel"] in issue
+    assert "first bad kernel: " + fault["kernel"] in run.stderr
+
+
+@pytest.mark.slow
+def test_the_real_elu_subnormal_nan_bug_is_tied_to_its_kernel_and_minified_from_it(diagnosed):
+    """pytorch/pytorch#189801: compiled F.elu rounds subnormal negatives to 0, so x/0 is NaN instead of -inf."""
+    run, d = diagnosed(REALBUGS / "elu_subnormal_div_zero_nan.py", options=QUICK)
+    fault = _fault(d)
+    assert fault["kind"] == "nan_from_finite" and fault["kernel"].startswith("cpp_")
+    assert "aten.div.Tensor" in fault["ops"]
+    assert _from_line(fault, "elu_subnormal_div_zero_nan.py", 16)
+    assert "0/0" in fault["words"]
+
+
+@pytest.mark.slow
+def test_a_segfault_in_a_compiled_cpu_kernel_names_the_kernel_in_flight(diagnosed):
+    """pytorch/pytorch#190856: jacfwd(jacfwd(f)) with trace(t) * eye(n), compiled, dies of SIGSEGV."""
+    run, d = diagnosed(REALBUGS / "jacfwd_trace_eye_segfault.py", options=NO_MINIFY)
+    assert d["category"] == "runtime_crash"
+    fault = _fault(d)
+    assert fault["kind"] in ("bad_access", "out_of_bounds", "memory_corruption")
+    assert fault["kernel"].startswith("cpp_") and fault["ops"]
+    assert "SIG" in fault["words"]
+
+
+@pytest.mark.slow
+def test_a_program_that_runs_out_of_memory_uncompiled_is_diagnosed_compiled(diagnosed):
+    """Eager needs a 4 TB intermediate the fused kernel never makes: not user_error, the compiled program is."""
+    run, d = diagnosed(HERE / "oom_uncompiled_nan_compiled.py", options=NO_MINIFY)
+    assert d["category"] != "user_error" and d["stage"] == "inductor"
+    assert d["needs_compiler"]["resource"] == "out of memory"
+    assert any("cannot run without the compiler" in note for note in d["notes"])
+    fault = _fault(d)
+    assert fault["kind"] == "nan_from_finite" and "aten.sqrt.default" in fault["ops"]
+    assert "cannot run without the compiler" in (run.out_dir / "issue.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_a_triton_kernel_that_makes_nan_only_compiled_is_named_with_its_ops_and_line(diagnosed):
+    run, d = diagnosed(HERE / "nan_only_compiled.py", "cuda", options=NO_MINIFY)
+    fault = _fault(d)
+    assert fault["kind"] == "nan_from_finite" and fault["kernel"].startswith("triton_")
+    assert "aten.sqrt.default" in fault["ops"] and _from_line(fault, "nan_only_compiled.py", 17)
+    assert d["environment"]["gpu"]
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_an_index_out_of_range_in_a_triton_kernel_is_out_of_bounds_with_its_range(diagnosed):
+    run, d = diagnosed(HERE / "gpu_index_out_of_range.py", options=NO_MINIFY)
+    fault = _fault(d)
+    assert fault["kind"] == "out_of_bounds" and fault["kernel"].startswith("triton_")
+    assert "aten.index.Tensor" in fault["ops"] and _from_line(fault, "gpu_index_out_of_range.py", 11)
+    assert "indices from 0 to 12 into a dimension of size 10" in fault["words"]
+    assert d["runtime"]["sanitizer"]  # what compute-sanitizer found, or that it is not installed
