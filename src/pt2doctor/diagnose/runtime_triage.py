@@ -87,7 +87,12 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
         elif on_cuda:
             triage = _replace(triage, sanitizer="not run: no kernel was found at fault")
     found.runtime = triage
-    said = triage.fault.words if triage.fault else "no kernel was found at fault"
+    fault = triage.fault
+    if fault is not None:
+        lines = "; ".join(o.describe() for o in fault.sources) or "lines unknown"
+        found.next_steps.append(f"The first kernel that goes wrong is {fault.kernel} (graph {fault.graph}), fusing "
+                                f"{', '.join(fault.ops) or 'unknown ops'} from {lines}: {fault.words}.")
+    said = fault.words if fault else "no kernel was found at fault"
     runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
 
 

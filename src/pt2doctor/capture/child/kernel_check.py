@@ -79,12 +79,13 @@ class KernelChecker:
         from pt2doctor.capture.child.graph_recorder import graph_copy, last_after_aot_graph
 
         eager = graph_copy(gm)  # Inductor's passes rewrite gm in place
+        known = torch_compat.kernel_provenance_keys()
         compiled = original(gm, example_inputs, *args, **kwargs)
         graph_id = last_after_aot_graph()
         if graph_id is None:
             self.unnamed += 1
             graph_id = f"k{self.unnamed:04d}"
-        graph = _Graph(graph_id, eager, torch_compat.kernel_nodes())
+        graph = _Graph(graph_id, eager, torch_compat.kernel_nodes(since=known))
         namespace = torch_compat.output_code_namespace(compiled)
         wrapped = [name for name in graph.kernels if namespace is not None and name in namespace]
         for name in wrapped:

@@ -85,6 +85,7 @@ from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recor
 from pt2doctor.capture.torch_compat.kernels import (
     kernel_debug_config,
     kernel_nodes,
+    kernel_provenance_keys,
     output_code_namespace,
     replace_call,
     is_triton_launcher,
@@ -161,6 +162,7 @@ __all__ = [
     "where_to_look",
     "kernel_debug_config",
     "kernel_nodes",
+    "kernel_provenance_keys",
     "output_code_namespace",
     "replace_call",
     "is_triton_launcher",

@@ -46,13 +46,24 @@ def kernel_debug_config(cuda: bool) -> Callable[[], None]:
     return restore
 
 
-def kernel_nodes() -> dict[str, tuple[str, ...]]:
-    """{kernel name: the post-grad FX node names fused into it} of the graph being compiled now (inside
-    `_compile_fx_inner`); extern kernels (`extern_kernels.mm`) included."""
+def kernel_provenance_keys() -> frozenset[str]:
+    """The kernels provenance tracking knows now (`<kernel>:<handle>`): what `kernel_nodes(since=)` leaves out.
+    Kernel names restart at `_0` in every graph, and a backward graph compiled lazily, outside `compile_fx`'s
+    reset, adds to the same dict: the handles, unique within it, tell one graph's kernels from another's."""
+    from torch._inductor import debug
+
+    return frozenset(debug._inductor_triton_kernel_to_post_grad_node_info)
+
+
+def kernel_nodes(since: frozenset[str] = frozenset()) -> dict[str, tuple[str, ...]]:
+    """{kernel name: the post-grad FX node names fused into it} of the kernels code-generated since the keys
+    `since` (`kernel_provenance_keys()` before `_compile_fx_inner`); extern kernels (`extern_kernels.mm`) too."""
     from torch._inductor import debug
 
     found: dict[str, list[str]] = {}
     for key, nodes in dict(debug._inductor_triton_kernel_to_post_grad_node_info).items():
+        if key in since:
+            continue
         name = str(key).rsplit(":", 1)[0]
         found.setdefault(name, []).extend(n for n in nodes if n not in found.get(name, ()))
     return {name: tuple(nodes) for name, nodes in found.items()}
