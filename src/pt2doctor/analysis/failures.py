@@ -241,7 +241,8 @@ def dynamo_raise_site(traceback: str) -> SourceRef | None:
 
 # a run that failed for want of a resource, not for what it computes: (pattern of its signature, the words)
 _RESOURCE_SHORTAGES = (
-    (re.compile(r"OutOfMemoryError|out of memory|can't allocate memory|CUBLAS_STATUS_ALLOC_FAILED|MemoryError", re.I),
+    (re.compile(r"OutOfMemoryError|out of memory|not enough memory|can't allocate memory|CUBLAS_STATUS_ALLOC_FAILED|"
+                r"MemoryError", re.I),
      "out of memory"),
     (re.compile(r"^SIGKILL\b"), "killed by SIGKILL (the out-of-memory killer, most likely)"),
 )
