@@ -85,6 +85,14 @@ class KernelChecker:
         if graph_id is None:
             self.unnamed += 1
             graph_id = f"k{self.unnamed:04d}"
+        try:
+            self._instrument(graph_id, eager, known, compiled)
+        except Exception as exc:  # the program runs on unchecked: the parent reads why
+            append_line(self.compiled, CompiledKernels(graph_id, instrumented=False,
+                                                       note=f"the kernel checker failed: {type(exc).__name__}: {exc}"))
+        return compiled
+
+    def _instrument(self, graph_id: str, eager: Any, known: frozenset[str], compiled: Any) -> None:
         graph = _Graph(graph_id, eager, torch_compat.kernel_nodes(since=known))
         namespace = torch_compat.output_code_namespace(compiled)
         wrapped = [name for name in graph.kernels if namespace is not None and name in namespace]
@@ -98,15 +106,14 @@ class KernelChecker:
                                                      for n in nodes if n in graph.nodes))
                       for name, nodes in graph.kernels.items())
         append_line(self.compiled, CompiledKernels(graph_id, fused, instrumented=bool(wrapped), note=note))
-        return compiled
 
     def _graph_call(self, graph: _Graph, call: Callable[..., Any]) -> Callable[..., Any]:
         def run(inputs: list[Any]) -> Any:
             graph.calls += 1
-            copies = None if self.done else _copies(inputs, self.spec.clone_budget_bytes)
+            copies = None if self.done else _quietly(_copies, inputs, self.spec.clone_budget_bytes)
             graph.call = _Call(graph.calls, copies)
             if graph.calls == 1:
-                self._first_call_ranges(graph, inputs)
+                _quietly(self._first_call_ranges, graph, inputs)
             try:
                 return call(inputs)
             finally:
@@ -127,18 +134,18 @@ class KernelChecker:
             call = graph.call
             number, ordinal = (call.number, _next(call)) if call else (0, 0)
             self.mark(f"{graph.id} {number} {name} run")
-            before = None if self.done else _nonfinite(args)
+            before = None if self.done else _quietly(_nonfinite, args)
             try:
                 result = run(*args, **kwargs)
                 if self.spec.sync:
                     _synchronize()
             except Exception as exc:
                 if not self.done:
-                    self._raised(graph, name, number, ordinal, exc)
+                    _quietly(self._raised, graph, name, number, ordinal, exc)
                 raise
             self.mark(f"{graph.id} {number} {name} done")
             if before is not None:
-                self._judge(graph, name, number, ordinal, args, before)
+                _quietly(self._judge, graph, name, number, ordinal, args, before)
             return result
 
         if torch_compat.is_triton_launcher(kernel):
@@ -198,6 +205,15 @@ class _Launcher:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
+
+
+def _quietly(check: Callable[..., Any], *args: Any) -> Any:
+    """A check that fails (an argument it cannot read, a device in a broken state) checks nothing: it never
+    changes what the program does."""
+    try:
+        return check(*args)
+    except Exception:
+        return None
 
 
 def _next(call: _Call) -> int:
