@@ -28,7 +28,15 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
         "repro verified in a fresh interpreter": d.repro_verified if d.repro else None,
         "repro runs": str(d.repro_runs) if d.repro and d.repro_runs else None,
         "where": ", ".join(str(f) for f in d.user_frames[:3]) or None,
+        "needs the compiler": d.needs_compiler.describe() if d.needs_compiler else None,
     }
+    fault = d.runtime.fault if d.runtime else None
+    if fault is not None:
+        section["first bad kernel"] = f"{fault.kernel} (graph {fault.graph}, {fault.kind.value}): {fault.words}"
+        section["its fused ops"] = list(fault.ops)
+        section["its ops came from"] = [o.describe() for o in fault.sources] or None
+    if d.runtime is not None:
+        section["compute-sanitizer"] = d.runtime.sanitizer or None
     if d.stages:
         section["stage table"] = [{"backend": b, "result": r} for b, r in d.stages.items()]
     section["runs"] = [
