@@ -47,7 +47,7 @@ _SANITIZER_DIRS = ("/usr/local/cuda/bin",)
 def wanted(found: Found) -> bool:
     """Inductor's code crashed as it ran, or the result was wrong with NaN/Inf in it."""
     failure = found.session.failures[0] if found.session and found.session.failures else None
-    if found.original_backend != "inductor":
+    if found.original_backend != "inductor" or found.torchrun is not None:  # a job's ranks would share one record
         return False
     if found.category is Category.RUNTIME_CRASH or (failure is not None and asynchronous_cuda_error(failure)):
         return True
