@@ -26,9 +26,10 @@ from pt2doctor.model.runtime import (BadTensor, CompiledKernels, FaultKind, Fuse
 _NAN_MAKERS = {"div": "0/0 or inf/inf", "log": "log of a negative number", "log2": "log of a negative number",
                "log10": "log of a negative number", "log1p": "log1p below -1", "sqrt": "sqrt of a negative number",
                "rsqrt": "rsqrt of a negative number", "pow": "a negative base to a fractional power",
-               "acos": "acos outside [-1, 1]", "asin": "asin outside [-1, 1]", "sub": "inf - inf",
-               "add": "inf + (-inf)", "mul": "0 * inf", "fmod": "fmod by 0", "remainder": "remainder by 0",
-               "var": "a variance of too few elements", "exp": "exp overflowing to inf, then inf - inf or 0 * inf"}
+               "acos": "acos outside [-1, 1]", "asin": "asin outside [-1, 1]", "fmod": "fmod by 0",
+               "remainder": "remainder by 0", "var": "a variance of too few elements"}
+# these make NaN only from an Inf, which finite inputs reach through an overflow inside the kernel
+_NAN_FROM_INF = {"sub": "inf - inf", "add": "inf + (-inf)", "mul": "0 * inf", "exp": "exp overflowing to inf"}
 _OVERFLOW_MAKERS = ("exp", "pow", "mul", "sum", "cumsum", "prod", "add", "matmul", "mm", "bmm", "square")
 _LOW_PRECISION = ("float16", "bfloat16")
 _HEAP_SIGNALS = ("SIGABRT",)
@@ -107,7 +108,8 @@ def _nonfinite_kind(event: KernelEvent, ops: Sequence[str]) -> tuple[FaultKind, 
              "(the graph could not be run eagerly beside it to compare)")
     packets = [_packet(op) for op in ops]
     if any(b.nan for b in event.bad):
-        makers = [f"{op} ({_NAN_MAKERS[p]})" for op, p in zip(ops, packets) if p in _NAN_MAKERS]
+        makers = [f"{op} ({_NAN_MAKERS[p]})" for op, p in zip(ops, packets) if p in _NAN_MAKERS] or [
+            f"{op} ({_NAN_FROM_INF[p]})" for op, p in zip(ops, packets) if p in _NAN_FROM_INF]
         which = f"; of its ops, these can make NaN: {', '.join(makers)}" if makers else ""
         if event.inputs_finite:
             return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN from finite inputs ({out}), {eager}{which}"

@@ -15,7 +15,8 @@ The kernels: Inductor's Python wrapper module binds each kernel to a module glob
 (`cpp_fused_div_elu_0 = async_compile.cpp_pybinding(...)`, a callable; `triton_poi_fused_0 =
 async_compile.triton(...)`, a `CachingAutotuner` launched through `.run(...)`) that its `call(args)`
 looks up at call time; `CompiledFxGraph.current_callable` is that `call` (or a closure around it,
-`align_inputs_from_check_idxs`), whose `__globals__` is the module's namespace.
+`align_inputs_from_check_idxs`; with graph partitions the bound method `runner.call`), whose `__globals__`
+is the module's namespace, where `call` is bound to it (the module deletes its `async_compile` once loaded).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def output_code_namespace(compiled: Any) -> dict[str, Any] | None:
             continue
         seen.add(id(fn))
         namespace = getattr(fn, "__globals__", None)
-        if isinstance(namespace, dict) and "async_compile" in namespace and callable(namespace.get("call")):
+        if isinstance(namespace, dict) and namespace.get("call") == fn:  # the module's own `call` (or `runner.call`)
             return namespace
         cells = getattr(fn, "__closure__", None) or ()
         todo += [getattr(fn, "__wrapped__", None), *(_contents(c) for c in cells if callable(_contents(c)))]
