@@ -131,3 +131,11 @@ def test_resource_shortage_words():
     assert resource_shortage("OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB") == "out of memory"
     assert resource_shortage("SIGKILL").startswith("killed")
     assert resource_shortage("RuntimeError: CUDA error: an illegal memory access was encountered") is None
+
+
+def test_a_segfault_in_a_kernel_given_a_tensor_without_memory_says_so():
+    null = KernelEvent("g0001", "cpp_fused_neg_sqrt_1", "null_data",
+                       error="argument 1 (float32[3, 3]) has data pointer 0 (a ZeroTensor, which has no memory)")
+    fault = first_bad_kernel(COMPILED, [null], [], "g0001 1 cpp_fused_neg_sqrt_1 run", "SIGSEGV")
+    assert fault is not None and fault.kind is FaultKind.BAD_ACCESS
+    assert "data pointer 0 (a ZeroTensor" in fault.words and "null pointer" in fault.words

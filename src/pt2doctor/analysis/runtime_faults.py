@@ -9,7 +9,8 @@ The rules, first that applies:
 2. the first kernel that made NaN/Inf where the same ops run eagerly do not (or eager could not be
    run): NaN from finite inputs, NaN eager does not make, or an overflow eager avoids;
 3. the process died of a signal with a kernel in flight (the marker says `run`): a bad access in it
-   (out of bounds when an input index of its graph is out of range); with none in flight, after a
+   (out of bounds when an input index of its graph is out of range; through a null pointer when one of
+   its tensor arguments had no memory, a ZeroTensor); with none in flight, after a
    kernel returned, and of SIGABRT (glibc's heap checks): memory corruption by the kernel that ran last.
 """
 
@@ -57,9 +58,11 @@ def first_bad_kernel(compiled: Sequence[CompiledKernels], events: Sequence[Kerne
         if ranges:
             return _fault(graph, kernel, name, FaultKind.OUT_OF_BOUNDS,
                           f"the process died of {ended_by} inside kernel {name}; " + _ranges_words(ranges))
+        null = next((e for e in events if e.kind == "null_data" and (e.graph, e.kernel) == (graph, name)), None)
+        why = (f": its {null.error}, and the kernel reads through that null pointer" if null else
+               ": it read or wrote memory it does not own (an address outside its buffers)")
         return _fault(graph, kernel, name, FaultKind.BAD_ACCESS,
-                      f"the process died of {ended_by} inside kernel {name}: it read or wrote memory it does not own "
-                      "(an address outside its buffers)")
+                      f"the process died of {ended_by} inside kernel {name}{why}")
     if ended_by in _HEAP_SIGNALS:
         return _fault(graph, kernel, name, FaultKind.MEMORY_CORRUPTION,
                       f"the process died of {ended_by} after kernel {name} returned, with no kernel running: the "

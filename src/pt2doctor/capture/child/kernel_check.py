@@ -135,6 +135,8 @@ class KernelChecker:
         def launch(run: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             call = graph.call
             number, ordinal = (call.number, _next(call)) if call else (0, 0)
+            if not self.done:
+                _quietly(self._null_data, graph, name, number, ordinal, args)
             self.mark(f"{graph.id} {number} {name} run")
             before = None if self.done else _quietly(_nonfinite, args)
             try:
@@ -153,6 +155,17 @@ class KernelChecker:
         if torch_compat.is_triton_launcher(kernel):
             return _Launcher(kernel, launch)
         return lambda *args, **kwargs: launch(kernel, args, kwargs)
+
+    def _null_data(self, graph: _Graph, name: str, number: int, ordinal: int, args: Sequence[Any]) -> None:
+        """A tensor argument with elements and no memory (data pointer 0): said before the launch, which may die."""
+        import torch
+
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and a.numel() > 0 and a.data_ptr() == 0:
+                what = f"argument {i} ({str(a.dtype).removeprefix('torch.')}{list(a.shape)}) has data pointer 0" + (
+                    " (a ZeroTensor, which has no memory)" if torch_compat.is_zero_tensor(a) else "")
+                append_line(self.events, KernelEvent(graph.id, name, "null_data", number, ordinal, error=what))
+                return
 
     def _raised(self, graph: _Graph, name: str, number: int, ordinal: int, exc: BaseException) -> None:
         self.done = True
