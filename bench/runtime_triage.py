@@ -4,6 +4,7 @@ Cases (planted and real; CPU by default, `--cuda` for the Triton ones):
 - nan_only_compiled: a float16 kernel that makes NaN only compiled (tests/diagnose/scripts);
 - elu_subnormal_div_zero_nan: pytorch/pytorch#189801, NaN instead of -inf (tests/realbugs);
 - jacfwd_trace_eye_segfault: pytorch/pytorch#190856, SIGSEGV in compiled code (tests/realbugs);
+- tiled_reduction_tail_heap_overflow: pytorch/pytorch#196681, SIGABRT from glibc's heap checks (not every run);
 - oom_uncompiled_nan_compiled: runs out of memory uncompiled, NaN compiled (tests/diagnose/scripts);
 - with `--cuda`: nan_only_compiled on CUDA, gpu_index_out_of_range (a Triton device-side assert).
 "Named right": the fault's kind is the expected one and its ops include the expected ones.
@@ -35,6 +36,8 @@ CASES = {
                                    ("aten.div.Tensor",)),
     "jacfwd_trace_eye_segfault": (REALBUGS / "jacfwd_trace_eye_segfault.py", (), False,
                                   ("bad_access", "out_of_bounds", "memory_corruption"), ()),
+    "tiled_reduction_tail_heap_overflow": (REALBUGS / "tiled_reduction_tail_heap_overflow.py", (), False,
+                                           ("memory_corruption",), ("aten.bmm.default",)),
     "oom_uncompiled_nan_compiled": (SCRIPTS / "oom_uncompiled_nan_compiled.py", (), False, ("nan_from_finite",),
                                     ("aten.sqrt.default",)),
     "nan_only_compiled_cuda": (SCRIPTS / "nan_only_compiled.py", ("cuda",), True, ("nan_from_finite",),
