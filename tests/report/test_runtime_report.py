@@ -28,7 +28,7 @@ def test_issue_md_names_the_kernel_its_nodes_and_the_users_line():
     issue = render_issue(DIAGNOSIS, None)
     assert "**The first kernel that goes wrong:** `cpp_fused_add_neg_sqrt_0` (graph g0001, nan from finite)" in issue
     assert "mul, neg, sqrt, add" in issue and "torch.sqrt at nan.py:17 (y = torch.sqrt(-(x * x)))" in issue
-    assert "The program cannot run without the compiler" in issue and "out of memory" in issue
+    assert "**Without the compiler:** the program cannot run without the compiler (out of memory" in issue
 
 
 def test_the_html_data_shows_the_same_kernel():

@@ -107,22 +107,22 @@ def _ranges_words(ranges: Sequence[IndexRange]) -> str:
 
 def _nonfinite_kind(event: KernelEvent, ops: Sequence[str]) -> tuple[FaultKind, str]:
     out = _said(event.bad)
-    eager = ("where the same ops run eagerly on the same inputs give none" if event.eager == "finite" else
-             "(the graph could not be run eagerly beside it to compare)")
+    eager = (", where the same ops run eagerly on the same inputs give none" if event.eager == "finite" else
+             " (the graph could not be run eagerly beside it to compare)")
     packets = [_packet(op) for op in ops]
     if any(b.nan for b in event.bad):
         makers = [f"{op} ({_NAN_MAKERS[p]})" for op, p in zip(ops, packets) if p in _NAN_MAKERS] or [
             f"{op} ({_NAN_FROM_INF[p]})" for op, p in zip(ops, packets) if p in _NAN_FROM_INF]
         which = f"; of its ops, these can make NaN: {', '.join(makers)}" if makers else ""
         if event.inputs_finite:
-            return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN from finite inputs ({out}), {eager}{which}"
-        return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN ({out}) {eager}{which}"
+            return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN from finite inputs ({out}){eager}{which}"
+        return FaultKind.NAN_FROM_FINITE, f"kernel {event.kernel} made NaN ({out}){eager}{which}"
     low = any(b.dtype in _LOW_PRECISION for b in event.bad)
     makers = [op for op, p in zip(ops, packets) if p in _OVERFLOW_MAKERS]
     precision = (" eager computes these ops in float32 and rounds once; the kernel keeps the low-precision type "
                  "in between" if low else "")
     which = f"; of its ops, these can overflow: {', '.join(makers)}" if makers else ""
-    return FaultKind.OVERFLOW, (f"kernel {event.kernel} overflowed to Inf ({out}) {eager}: an overflow eager "
+    return FaultKind.OVERFLOW, (f"kernel {event.kernel} overflowed to Inf ({out}){eager}: an overflow eager "
                                 f"avoids{';' + precision if precision else ''}{which}")
 
 

@@ -1,6 +1,8 @@
 """Runtime triage: the first kernel that faults or makes NaN/Inf, its fused ops, the user's line, the fault.
 
-Contract: `triage_runtime(options, runner, found, failed, on_cuda)` runs when the script's Inductor-compiled
+Contract: the step `runtime_triage` (when `triages`; `diagnose.procedure`, right after the side runs start,
+so the minifier can start from its kernel) calls `triage_runtime(options, runner, found, failed, on_cuda)`,
+which runs when the script's Inductor-compiled
 code crashed as it ran (a signal, a CUDA kernel error) or gave a wrong result with NaN/Inf in it
 (`wanted`); otherwise it does nothing. It makes one more run of the script (`Variant.kernels_checked`):
 deterministic (no caching allocator, launches blocking and a sync after each kernel on CUDA; on CPU a
@@ -89,9 +91,10 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
     found.runtime = triage
     fault = triage.fault
     if fault is not None:
-        lines = "; ".join(o.describe() for o in fault.sources) or "lines unknown"
+        lines = ", ".join(dict.fromkeys(f"{Path(o.file).name}:{o.line}" for o in fault.sources if o.file))
         found.next_steps.append(f"The first kernel that goes wrong is {fault.kernel} (graph {fault.graph}), fusing "
-                                f"{', '.join(fault.ops) or 'unknown ops'} from {lines}: {fault.words}.")
+                                f"{', '.join(fault.ops) or 'unknown ops'} from {lines or 'lines unknown'}: "
+                                f"{fault.words}.")
     said = fault.words if fault else "no kernel was found at fault"
     runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
 
