@@ -136,20 +136,57 @@ def test_capture_has_no_place_to_word_a_guard_failure() -> None:
     assert {_package(m) for m in users} <= {"analysis"}, users
 
 
-def _private_torch(path: Path) -> Iterator[tuple[str, int]]:
-    """`torch._x` reached in code (imports and attribute chains; strings and docstrings do not count)."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("torch._"):
-            yield node.module, node.lineno
+def _is_private_torch(dotted: str) -> bool:
+    """`torch._x` or a private module at any depth (`torch.utils._pytree`, `torch.fx._symbolic_trace`); an op's
+    handle under `torch.ops` (`torch.ops.aten._to_copy`) is the operator's public name, not a private API."""
+    parts = dotted.split(".")
+    return parts[0] == "torch" and parts[1:2] != ["ops"] and any(
+        p.startswith("_") and not p.startswith("__") for p in parts[1:])
+
+
+def _dotted(node: ast.expr) -> str | None:
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(names)]) if isinstance(node, ast.Name) else None
+
+
+def _private_torch(source: str) -> Iterator[tuple[str, int]]:
+    """Private torch reached in code (imports and attribute chains; strings and docstrings do not count)."""
+    tree = ast.parse(source)
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # report a chain once, whole
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            yield from ((n, node.lineno) for n in names if _is_private_torch(n))
         elif isinstance(node, ast.Import):
-            yield from ((a.name, node.lineno) for a in node.names if a.name.startswith("torch._"))
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
-                and isinstance(node.value, ast.Name) and node.value.id == "torch":
-            yield f"torch.{node.attr}", node.lineno
+            yield from ((a.name, node.lineno) for a in node.names if _is_private_torch(a.name))
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            dotted = _dotted(node)
+            if dotted is not None and _is_private_torch(dotted):
+                yield dotted, node.lineno
+
+
+@pytest.mark.parametrize("source", [
+    "import torch._dynamo", "import torch.utils._pytree as pytree", "from torch.utils._pytree import tree_map",
+    "from torch.utils import _pytree", "from torch._inductor import config", "torch._dynamo.reset()",
+    "x = torch.utils._pytree.tree_leaves(y)", "torch.fx._symbolic_trace.wrap(f)",
+])
+def test_the_private_torch_rule_sees_nested_modules(source: str) -> None:
+    assert list(_private_torch(source)), source
+
+
+@pytest.mark.parametrize("source", [
+    "import torch.utils.checkpoint", "from torch.export import Dim", "torch.ops.aten._to_copy.default",
+    "torch.compile(f)", "x.__class__", "'torch._dynamo' in text",
+])
+def test_the_private_torch_rule_passes_public_torch(source: str) -> None:
+    assert not list(_private_torch(source)), source
 
 
 def test_private_torch_apis_only_behind_torch_compat() -> None:
     wrong = [f"{path.relative_to(PACKAGE)}:{line} {name}" for path in MODULES.values()
              if not str(path.relative_to(PACKAGE)).startswith(PRIVATE_TORCH_ALLOWED)
-             for name, line in _private_torch(path)]
+             for name, line in _private_torch(path.read_text())]
     assert not wrong, "use capture/torch_compat for these: " + ", ".join(wrong)

@@ -294,9 +294,7 @@ def _is_tensor(value: Any) -> bool:
 
 
 def _flatten(value: Any) -> list[Any]:
-    import torch.utils._pytree as pytree
-
-    return pytree.tree_leaves(value)
+    return torch_compat.tree_leaves(value)
 
 
 def _one_line(exc: BaseException) -> str:

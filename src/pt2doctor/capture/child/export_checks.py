@@ -144,12 +144,10 @@ def _interface_change(before: compat.ProgramInterface, after: compat.ProgramInte
 def _run(module: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     """(tensor outputs, the tensor inputs after the call) of `module` on copies, the RNG state kept; or
     `_Raised` when it raises (a guard that rejects the inputs)."""
-    import torch.utils._pytree as pytree
-
-    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+    leaves, spec = torch_compat.tree_flatten((tuple(args), dict(kwargs or {})))
     with torch_compat.kept_state():
         copies = torch_compat.copy_inputs(leaves)
-        call_args, call_kwargs = pytree.tree_unflatten(copies, spec)
+        call_args, call_kwargs = torch_compat.tree_unflatten(copies, spec)
         try:
             out = module(*call_args, **call_kwargs)
         except Exception as exc:
@@ -160,17 +158,15 @@ def _run(module: Callable[..., Any], args: Any, kwargs: Any) -> Any:
 def _input_kinds(args: Any, kwargs: Any) -> str:
     """The shapes and dtypes of a call's tensor inputs: a package is judged once per kind of input."""
     import torch
-    import torch.utils._pytree as pytree
 
-    return ";".join(f"{tuple(t.shape)}:{t.dtype}" for t in pytree.tree_leaves((args, kwargs))
+    return ";".join(f"{tuple(t.shape)}:{t.dtype}" for t in torch_compat.tree_leaves((args, kwargs))
                     if isinstance(t, torch.Tensor))
 
 
 def _tensors(value: Any) -> list[Any]:
     import torch
-    import torch.utils._pytree as pytree
 
-    return [t.detach() for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+    return [t.detach() for t in torch_compat.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
 def _key(path: Any) -> str:

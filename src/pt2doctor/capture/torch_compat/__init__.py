@@ -18,6 +18,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
 - `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
 - `flight_recorder`: the collectives a rank issued (torch's Flight Recorder, NCCL and gloo).
+- `pytree`: flattening nested containers of tensors as torch does (the accuracy probe, the export checks).
 """
 
 from typing import Any
@@ -90,6 +91,7 @@ from pt2doctor.capture.torch_compat.kernels import (
     replace_call,
     is_triton_launcher,
 )
+from pt2doctor.capture.torch_compat.pytree import tree_flatten, tree_leaves, tree_unflatten
 
 __all__ = [
     "FLIGHT_RECORDER_SIZE",
@@ -166,6 +168,9 @@ __all__ = [
     "output_code_namespace",
     "replace_call",
     "is_triton_launcher",
+    "tree_flatten",
+    "tree_leaves",
+    "tree_unflatten",
 ]
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
