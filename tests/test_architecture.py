@@ -190,3 +190,24 @@ def test_private_torch_apis_only_behind_torch_compat() -> None:
              if not str(path.relative_to(PACKAGE)).startswith(PRIVATE_TORCH_ALLOWED)
              for name, line in _private_torch(path.read_text())]
     assert not wrong, "use capture/torch_compat for these: " + ", ".join(wrong)
+
+
+def _public_types(path: Path) -> Iterator[str]:
+    """The module's public classes and type aliases (`Name = Other`, `Name = Callable[...]`)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (t.id for t in node.targets if isinstance(t, ast.Name) and t.id[:1].isupper()
+                        and not t.id.isupper())
+
+
+def test_no_two_public_types_share_a_name() -> None:
+    """A name means one thing: `Outcome` is the oracle's answer (`reduce.core`), a what-if trial's is
+    `TrialOutcome`; `Reporter` takes status lines (`capture.runner`), the reducer's `ProgressReporter` counts."""
+    where: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        for name in _public_types(path):
+            where.setdefault(name, []).append(module)
+    twice = {name: modules for name, modules in where.items() if len(modules) > 1}
+    assert not twice, twice

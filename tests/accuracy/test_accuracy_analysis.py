@@ -5,7 +5,7 @@ from __future__ import annotations
 from pt2doctor.analysis.accuracy import EXIT_MISMATCH, explain, headline, needs_rng_recheck
 from pt2doctor.analysis.verdict import verdict_for
 from pt2doctor.model import SCHEMA, Category, ExitInfo, Session
-from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy
+from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy, NonBugCause
 from pt2doctor.model.serialize import convert, to_builtins
 from pt2doctor.report.accuracy import render_accuracy
 
@@ -30,7 +30,7 @@ def test_rng_recheck_only_for_failing_graphs_with_random_ops():
 
 def test_random_failure_explained_when_fallback_random_passes():
     (result,) = explain([_fail(random_ops=("torch.rand",))], [GraphAccuracy("0/0", "pass")])
-    assert result.explained and Cause.RANDOM in result.causes and result.recheck.verdict == "pass"
+    assert result.explained and NonBugCause.RANDOM in result.causes and result.recheck.verdict == "pass"
     assert _exit_code(0, [result]) == 0
 
 
@@ -43,7 +43,7 @@ def test_random_failure_that_persists_is_real_and_takes_the_clean_localization()
 
 def test_reduced_precision_is_called_out_but_never_excuses():
     (result,) = explain([_fail(reduced_precision=("bfloat16",))])
-    assert Cause.REDUCED_PRECISION in result.causes and result.real_failure
+    assert NonBugCause.REDUCED_PRECISION in result.causes and result.real_failure
 
 
 def test_nondeterminism_explains_when_run_to_run_noise_is_as_large():
@@ -78,7 +78,7 @@ def test_fallback_random_is_inductors_config_so_other_backends_are_not_rechecked
     user = _fail(random_ops=("torch.rand",), backend="my_backend")
     assert not needs_rng_recheck([user])
     (result,) = explain([user], [GraphAccuracy("0/0", "pass")])
-    assert result.recheck is None and result.real_failure and result.causes == (Cause.RANDOM,)
+    assert result.recheck is None and result.real_failure and result.causes == (NonBugCause.RANDOM,)
     text = render_accuracy([result])
     assert "compiled may draw different numbers" in text and "fallback_random" not in text
     assert "fallback_random = True to make compiled draw like eager" in render_accuracy(

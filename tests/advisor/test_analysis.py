@@ -6,7 +6,7 @@ import json
 
 from pt2doctor.analysis.cookbook import action_items
 from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
-from pt2doctor.analysis.whatif import Outcome, Trial, judge, outputs_equal, propose_trials
+from pt2doctor.analysis.whatif import Trial, TrialOutcome, judge, outputs_equal, propose_trials
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, Compile, CompileId, ExitInfo, GraphBreak, Recompile, Session
 
@@ -75,9 +75,9 @@ def test_trials_proposed_for_item_breaks_and_size_recompiles() -> None:
 def test_judge_refutes_when_outputs_differ_even_if_breaks_go_down() -> None:
     trial = Trial("item", "c", "{}", "graph_breaks", "b")
     before = _session(graph_breaks=(_break(1, 1, 1),))
-    assert judge(trial, before, _session(), True).outcome is Outcome.VERIFIED
-    assert judge(trial, before, _session(), False).outcome is Outcome.REFUTED
-    assert judge(trial, before, before, True).outcome is Outcome.REFUTED
+    assert judge(trial, before, _session(), True).outcome is TrialOutcome.VERIFIED
+    assert judge(trial, before, _session(), False).outcome is TrialOutcome.REFUTED
+    assert judge(trial, before, before, True).outcome is TrialOutcome.REFUTED
 
 
 def test_outputs_equal_is_close_not_exact() -> None:

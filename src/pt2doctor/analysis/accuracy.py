@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pt2doctor.model.accuracy import Cause, GraphAccuracy, Recheck
+from pt2doctor.model.accuracy import GraphAccuracy, NonBugCause, Recheck
 from pt2doctor.model.session import Compile
 
 FALLBACK_RANDOM: dict[str, Any] = {"inductor_config": {"fallback_random": True}}
@@ -43,9 +43,9 @@ def explain(results: Sequence[GraphAccuracy], recheck: Sequence[GraphAccuracy] =
 
 def explain_one(result: GraphAccuracy, again: GraphAccuracy | None) -> GraphAccuracy:
     failed = result.verdict == "fail"
-    causes = [c for c, present in ((Cause.RANDOM, failed and bool(result.random_ops)),
-                                   (Cause.REDUCED_PRECISION, bool(result.reduced_precision)),
-                                   (Cause.NONDETERMINISM, result.deterministic is False)) if present]
+    causes = [c for c, present in ((NonBugCause.RANDOM, failed and bool(result.random_ops)),
+                                   (NonBugCause.REDUCED_PRECISION, bool(result.reduced_precision)),
+                                   (NonBugCause.NONDETERMINISM, result.deterministic is False)) if present]
     recheck = Recheck(FALLBACK_RANDOM, again.verdict) if again is not None else None
     noisy = result.deterministic is False and (result.run_to_run_max_abs or 0.0) >= _NOISE_SHARE * (result.max_abs_err or 0.0)
     explained = failed and ((recheck is not None and recheck.verdict == "pass") or noisy)

@@ -24,7 +24,7 @@ from pt2doctor.model import Session, SourceLoc
 from pt2doctor.model.export import TRACE_STEPS, ExportEvent, Phase
 from pt2doctor.model.export_draft import DraftIssue, DraftIssueKind, ExportCheck, failed_checks
 
-Kind = DraftIssueKind
+_Kind = DraftIssueKind
 _DIM_HINT = re.compile(r"DimHint\(AUTO, ([^)]*)\)")  # how torch prints Dim.AUTO(min=.., max=..)
 
 
@@ -86,8 +86,8 @@ def find_export_issues(session: Session, read: Callable[[str], str | None] = _re
             notes.append(f"export call {call}: draft_export gave no report: {draft.error.splitlines()[0]}")
         violation = _violation(session.export_steps, draft.index)
         issues = list(draft.issues)
-        if violation is not None and not any(i.kind is Kind.GUARD_ADDED for i in issues):
-            issues.append(DraftIssue(Kind.CONSTRAINT_VIOLATION))
+        if violation is not None and not any(i.kind is _Kind.GUARD_ADDED for i in issues):
+            issues.append(DraftIssue(_Kind.CONSTRAINT_VIOLATION))
         for issue in issues:
             found = _issue(issue, call, violation, read)
             key = (found.kind, found.where.file if found.where else "", found.where.line if found.where else 0, found.op)
@@ -189,6 +189,6 @@ def _proposals(candidates: list[tuple[str, tuple[Edit, ...]]], where: SourceLoc 
 
 
 _FIXES: dict[DraftIssueKind, Fixer] = {
-    Kind.DATA_DEPENDENT: _data_dependent, Kind.GUARD_ADDED: _guard, Kind.CONSTRAINT_VIOLATION: _violation_only,
-    Kind.MISSING_FAKE_KERNEL: _missing_fake, Kind.MISMATCHED_FAKE_KERNEL: _mismatched_fake,
+    _Kind.DATA_DEPENDENT: _data_dependent, _Kind.GUARD_ADDED: _guard, _Kind.CONSTRAINT_VIOLATION: _violation_only,
+    _Kind.MISSING_FAKE_KERNEL: _missing_fake, _Kind.MISMATCHED_FAKE_KERNEL: _mismatched_fake,
 }

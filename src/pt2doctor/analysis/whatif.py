@@ -25,7 +25,9 @@ Target = Literal["graph_breaks", "recompiles"]
 _RTOL, _ATOL = 1e-3, 1e-4
 
 
-class Outcome(str, Enum):
+class TrialOutcome(str, Enum):
+    """What a trial did: its change lowered the count it targets without breaking the script or its results."""
+
     VERIFIED = "verified"
     REFUTED = "refuted"
 
@@ -58,7 +60,7 @@ class TrialResult:
     before: Measure
     after: Measure
     outputs_equal: bool | None
-    outcome: Outcome
+    outcome: TrialOutcome
     why: str
     run_dir: str | None = None
 
@@ -146,13 +148,13 @@ def judge(trial: Trial, before: Session, after: Session, equal: bool | None, run
     b, a = measure(before), measure(after)
     what = _counts(trial.target, b, a)
     if not a.ok and b.ok:
-        outcome, why = Outcome.REFUTED, "the script failed under this change"
+        outcome, why = TrialOutcome.REFUTED, "the script failed under this change"
     elif equal is False:
-        outcome, why = Outcome.REFUTED, "the compiled functions returned different values"
+        outcome, why = TrialOutcome.REFUTED, "the compiled functions returned different values"
     elif a.of(trial.target) < b.of(trial.target):
-        outcome, why = Outcome.VERIFIED, what
+        outcome, why = TrialOutcome.VERIFIED, what
     else:
-        outcome, why = Outcome.REFUTED, f"did not go down: {what}"
+        outcome, why = TrialOutcome.REFUTED, f"did not go down: {what}"
     return TrialResult(trial, b, a, equal, outcome, why, run_dir)
 
 

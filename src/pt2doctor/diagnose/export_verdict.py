@@ -19,29 +19,29 @@ from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding, ExportFix,
                                     ExportStep, Phase, TRACE_STEPS)
 
-Kind = ExportFailureKind
+_Kind = ExportFailureKind
 
 _RULES: tuple[tuple[ExportFailureKind, re.Pattern[str]], ...] = (
-    (Kind.CONSTRAINT_VIOLATION, re.compile(r"Constraints violated|ConstraintViolation")),
-    (Kind.DATA_DEPENDENT, re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
-    (Kind.UNSUPPORTED, re.compile(r"torch\._dynamo\.exc\.(Unsupported|UserError)|UnsupportedOperatorException")),
+    (_Kind.CONSTRAINT_VIOLATION, re.compile(r"Constraints violated|ConstraintViolation")),
+    (_Kind.DATA_DEPENDENT, re.compile(r"GuardOnDataDependentSymNode|data-dependent", re.I)),
+    (_Kind.UNSUPPORTED, re.compile(r"torch\._dynamo\.exc\.(Unsupported|UserError)|UnsupportedOperatorException")),
 )
 # export's check of the inputs against the dynamic_shapes spec, which follows the module's forward signature
 _SPEC_STRUCTURE = re.compile(r"Detected mismatch between the structure of `\w+` and `dynamic_shapes`")
-_AOTI_KINDS = {ExportStep.AOTI_COMPILE: Kind.AOTI_COMPILE, ExportStep.AOTI_LOAD: Kind.AOTI_LOAD,
-               ExportStep.AOTI_RUN: Kind.AOTI_RUNTIME}
+_AOTI_KINDS = {ExportStep.AOTI_COMPILE: _Kind.AOTI_COMPILE, ExportStep.AOTI_LOAD: _Kind.AOTI_LOAD,
+               ExportStep.AOTI_RUN: _Kind.AOTI_RUNTIME}
 
 CATEGORIES = {
-    Kind.DATA_DEPENDENT: Category.GRAPH_BREAK,  # the program cannot be captured whole, as under fullgraph=True
-    Kind.UNSUPPORTED: Category.GRAPH_BREAK,
-    Kind.INVALID_SPEC: Category.USER_ERROR,
-    Kind.CONSTRAINT_VIOLATION: Category.USER_ERROR,  # the script's dynamic_shapes spec is wrong
-    Kind.EXPORT_INTERNAL: Category.DYNAMO_INTERNAL,
-    Kind.USER_CODE: Category.USER_ERROR,
-    Kind.AOTI_COMPILE: Category.KERNEL_FAILURE,
-    Kind.AOTI_LOAD: Category.BACKEND_FAILURE,
-    Kind.AOTI_RUNTIME: Category.KERNEL_FAILURE,
-    Kind.WRONG_RESULT: Category.ACCURACY,
+    _Kind.DATA_DEPENDENT: Category.GRAPH_BREAK,  # the program cannot be captured whole, as under fullgraph=True
+    _Kind.UNSUPPORTED: Category.GRAPH_BREAK,
+    _Kind.INVALID_SPEC: Category.USER_ERROR,
+    _Kind.CONSTRAINT_VIOLATION: Category.USER_ERROR,  # the script's dynamic_shapes spec is wrong
+    _Kind.EXPORT_INTERNAL: Category.DYNAMO_INTERNAL,
+    _Kind.USER_CODE: Category.USER_ERROR,
+    _Kind.AOTI_COMPILE: Category.KERNEL_FAILURE,
+    _Kind.AOTI_LOAD: Category.BACKEND_FAILURE,
+    _Kind.AOTI_RUNTIME: Category.KERNEL_FAILURE,
+    _Kind.WRONG_RESULT: Category.ACCURACY,
 }
 
 
@@ -49,22 +49,22 @@ def failure_kind(event: ExportEvent | None, in_torch: bool = False) -> ExportFai
     """`event`: the step the run ended in (None: every step passed and the program's check failed after);
     `in_torch`: the error was raised inside torch's own code (a builtin type such as RuntimeError too)."""
     if event is None:
-        return Kind.WRONG_RESULT
+        return _Kind.WRONG_RESULT
     if event.step in _AOTI_KINDS:
         return _AOTI_KINDS[event.step]
     text = f"{event.error_type}\n{event.message}"
     if _SPEC_STRUCTURE.search(event.message):
         # the spec was checked against the module's signature: the script's own module's, its spec is wrong;
         # a module torch made (torch.export.unflatten's), torch's signature does not stand for the inputs
-        return Kind.EXPORT_INTERNAL if event.module.startswith("torch.") else Kind.INVALID_SPEC
-    fallback = Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") or in_torch else Kind.USER_CODE
+        return _Kind.EXPORT_INTERNAL if event.module.startswith("torch.") else _Kind.INVALID_SPEC
+    fallback = _Kind.EXPORT_INTERNAL if event.error_type.startswith("torch.") or in_torch else _Kind.USER_CODE
     return next((kind for kind, rule in _RULES if rule.search(text)), fallback)
 
 
 def category_of(kind: ExportFailureKind, event: ExportEvent | None) -> Category:
-    if kind is Kind.AOTI_RUNTIME and event is not None and event.phase is Phase.STARTED:
+    if kind is _Kind.AOTI_RUNTIME and event is not None and event.phase is Phase.STARTED:
         return Category.RUNTIME_CRASH  # the process died inside the package's call
-    if kind is Kind.EXPORT_INTERNAL and event is not None and event.step is ExportStep.RUN_DECOMPOSITIONS:
+    if kind is _Kind.EXPORT_INTERNAL and event is not None and event.step is ExportStep.RUN_DECOMPOSITIONS:
         return Category.BACKEND_FAILURE  # AOTAutograd's functionalization and decompositions, as under compile
     return CATEGORIES[kind]
 
@@ -149,7 +149,7 @@ def _unsupported(finding: ExportFinding) -> list[str]:
 
 
 def _internal(finding: ExportFinding) -> list[str]:
-    if finding.kind is Kind.USER_CODE:
+    if finding.kind is _Kind.USER_CODE:
         return [f"The program raised it while being traced{_at(finding)}: fix it there.", *_other_mode(finding)]
     return [f"torch.export itself failed in {STEP_TITLES[finding.step] if finding.step else 'export'}: file it "
             "with issue.md.", *_other_mode(finding)]
@@ -176,6 +176,6 @@ def _wrong_result(finding: ExportFinding) -> list[str]:
             "The bug is in torch.export, not in the program: file it with issue.md."]
 
 
-_STEPS = {Kind.DATA_DEPENDENT: _data_dependent, Kind.CONSTRAINT_VIOLATION: _constraint,
-          Kind.UNSUPPORTED: _unsupported, Kind.INVALID_SPEC: _invalid_spec, Kind.EXPORT_INTERNAL: _internal, Kind.USER_CODE: _internal, Kind.AOTI_COMPILE: _aoti,
-          Kind.AOTI_LOAD: _aoti, Kind.AOTI_RUNTIME: _aoti, Kind.WRONG_RESULT: _wrong_result}
+_STEPS = {_Kind.DATA_DEPENDENT: _data_dependent, _Kind.CONSTRAINT_VIOLATION: _constraint,
+          _Kind.UNSUPPORTED: _unsupported, _Kind.INVALID_SPEC: _invalid_spec, _Kind.EXPORT_INTERNAL: _internal, _Kind.USER_CODE: _internal, _Kind.AOTI_COMPILE: _aoti,
+          _Kind.AOTI_LOAD: _aoti, _Kind.AOTI_RUNTIME: _aoti, _Kind.WRONG_RESULT: _wrong_result}

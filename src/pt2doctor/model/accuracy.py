@@ -24,7 +24,7 @@ from pt2doctor.model.minify import MinifyResult, Stage
 AccuracyVerdict = Literal["pass", "fail", "error"]
 
 
-class Cause(str, Enum):
+class NonBugCause(str, Enum):
     """A known reason for a difference that is not a compiler bug."""
 
     RANDOM = "random"  # ops that draw: compiled may draw differently (Inductor: unless fallback_random)
@@ -106,7 +106,7 @@ class GraphAccuracy:
     reduced_precision: tuple[str, ...] = ()
     deterministic: bool | None = None
     run_to_run_max_abs: float | None = None
-    causes: tuple[Cause, ...] = ()
+    causes: tuple[NonBugCause, ...] = ()
     explained: bool = False  # every difference is accounted for by a known non-bug
     recheck: Recheck | None = None
     minified: MinifySummary | None = None

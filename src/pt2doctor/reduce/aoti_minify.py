@@ -33,14 +33,14 @@ from pt2doctor.model.export import ExportRecording
 from pt2doctor.model.minify import BackendKind, BackendSpec, InputSpec, Stage
 from pt2doctor.model.serialize import read_record
 from pt2doctor.reduce import saved_values
-from pt2doctor.reduce.core import Reporter
+from pt2doctor.reduce.core import ProgressReporter
 from pt2doctor.reduce.fx_case import FxCase, initial_case, make_base
 from pt2doctor.reduce.fx_minify import MinifyOptions, MinifyOutcome, minify_case
 from pt2doctor.reduce.oracle import ReproContext
 
 
 def minify_program(kept: Path, options: MinifyOptions, *, accuracy: bool = False,
-                   reporter: Reporter | None = None) -> MinifyOutcome:
+                   reporter: ProgressReporter | None = None) -> MinifyOutcome:
     recording = read_record(kept / "recording.json", ExportRecording)
     if recording.error:
         raise ValueError(recording.error)

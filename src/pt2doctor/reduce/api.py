@@ -29,7 +29,7 @@ from pt2doctor.capture.child.backend_source import callable_backend_spec
 from pt2doctor.capture.child.graph_inputs import input_specs
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import saved_values
-from pt2doctor.reduce.core import Reporter
+from pt2doctor.reduce.core import ProgressReporter
 from pt2doctor.reduce.fx_case import initial_case, make_base
 from pt2doctor.reduce.fx_minify import MinifyOptions, MinifyOutcome, minify_case
 from pt2doctor.reduce.oracle import ReproContext
@@ -46,7 +46,7 @@ def minify(
     jobs: int | None = None,
     timeout_s: float = 120.0,
     out_dir: Path | str | None = None,
-    reporter: Reporter | None = None,
+    reporter: ProgressReporter | None = None,
     save_values: bool | None = None,
 ) -> MinifyOutcome:
     given = [s for s in inputs if isinstance(s, (TensorSpec, ScalarSpec))]

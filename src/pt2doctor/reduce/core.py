@@ -46,13 +46,13 @@ Oracle = Callable[[Sequence[T]], Sequence[Outcome]]
 Pass = Callable[["ReductionProblem[T]"], None]
 
 
-class Reporter(Protocol):
+class ProgressReporter(Protocol):
     """Progress sink; the CLI hands in a rich one, tests and the API a silent one."""
 
     def progress(self, pass_name: str, size: int, queries: int, cache_hits: int) -> None: ...
 
 
-class SilentReporter:
+class SilentProgress:
     def progress(self, pass_name: str, size: int, queries: int, cache_hits: int) -> None:
         return None
 
@@ -93,7 +93,7 @@ class ReductionProblem(Generic[T]):
         sort_key: Callable[[T], tuple[int, ...]],
         size: Callable[[T], int] | None = None,
         jobs: int = 1,
-        reporter: Reporter | None = None,
+        reporter: ProgressReporter | None = None,
         deadline_s: float | None = None,
     ) -> None:
         self.initial = initial
@@ -103,7 +103,7 @@ class ReductionProblem(Generic[T]):
         self.sort_key = sort_key
         self.size = size or (lambda c: sort_key(c)[0])
         self.jobs = max(1, jobs)
-        self.reporter = reporter or SilentReporter()
+        self.reporter = reporter or SilentProgress()
         self.stats = Stats()
         self.pass_name = "initial"
         self._cache: dict[Hashable, Outcome] = {key(initial): Outcome.FAILS_SAME}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
 from pt2doctor.model.serialize import dumps
-from pt2doctor.reduce.core import ReductionProblem, ReductionStopped, Reporter, reduce
+from pt2doctor.reduce.core import ProgressReporter, ReductionProblem, ReductionStopped, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_calls, op_name
 from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops, only_nodes
 from pt2doctor.reduce.input_needs import probe_input_needs
@@ -83,8 +83,8 @@ def _known_target(context: ReproContext, options: MinifyOptions) -> FailureSigna
     return options.expected or (accuracy_signature() if context.accuracy else None)
 
 
-def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions, reporter: Reporter | None = None,
-                *, workers: Workers | None = None) -> MinifyOutcome:
+def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions,
+                reporter: ProgressReporter | None = None, *, workers: Workers | None = None) -> MinifyOutcome:
     """Reduce `initial`; `workers` (from `start_workers`) are used and left open when given."""
     started = time.monotonic()
     owned = workers is None

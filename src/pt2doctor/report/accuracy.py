@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pt2doctor.analysis.accuracy import FALLBACK_RANDOM_LINE, headline
-from pt2doctor.model.accuracy import Cause, DivergentNode, Errors, GraphAccuracy, MinifySummary
+from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy, MinifySummary, NonBugCause
 
 _CAUSE_TEXT = {
-    Cause.RANDOM: "random ops in the graph ({ops}): compiled may draw different numbers from eager",
-    Cause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x eager's error",
-    Cause.NONDETERMINISM: "nondeterminism: two compiled runs on the same inputs differ by up to {run_to_run}",
+    NonBugCause.RANDOM: "random ops in the graph ({ops}): compiled may draw different numbers from eager",
+    NonBugCause.REDUCED_PRECISION: "reduced precision ({notes}): PyTorch's rule allows bf16/fp16 3x eager's error",
+    NonBugCause.NONDETERMINISM: "nondeterminism: two compiled runs on the same inputs differ by up to {run_to_run}",
 }
 
 
@@ -48,7 +48,7 @@ def _graph(r: GraphAccuracy) -> list[str]:
         lines.append("  top divergent nodes by max abs error:")
         lines += [f"    {_node(n)}" for n in r.top_divergent]
     lines += [f"  note: {_cause(r, c)}" for c in r.causes]
-    if Cause.RANDOM in r.causes and r.inductor:
+    if NonBugCause.RANDOM in r.causes and r.inductor:
         lines.append(f"        set {FALLBACK_RANDOM_LINE} to make compiled draw like eager")
     if r.recheck is not None:
         lines.append(f"  re-checked with {FALLBACK_RANDOM_LINE}: {r.recheck.verdict}")
@@ -80,7 +80,7 @@ def _node(n: DivergentNode) -> str:
     return f"{n.op:28} {n.node:12} {shape:20} {where:24} max abs err {_num(n.max_abs_err)}"
 
 
-def _cause(r: GraphAccuracy, cause: Cause) -> str:
+def _cause(r: GraphAccuracy, cause: NonBugCause) -> str:
     return _CAUSE_TEXT[cause].format(ops=", ".join(r.random_ops), notes=", ".join(r.reduced_precision),
                                      run_to_run=_num(r.run_to_run_max_abs))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pt2doctor.analysis.whatif_cold import ColdWarm
 from pt2doctor.analysis.cookbook import ActionItem
-from pt2doctor.analysis.whatif import Outcome, TrialResult
+from pt2doctor.analysis.whatif import TrialOutcome, TrialResult
 from pt2doctor.model import RecompileChain, RecompileStep
 from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 
@@ -67,7 +67,7 @@ def render_trials(results: list[TrialResult]) -> str:
         return "What-if: no configuration change applies to this run.\n"
     out = ["What-if (each change tried on the unchanged script):", ""]
     for r in results:
-        mark = "VERIFIED" if r.outcome is Outcome.VERIFIED else "REFUTED "
+        mark = "VERIFIED" if r.outcome is TrialOutcome.VERIFIED else "REFUTED "
         b, a = r.before, r.after
         equal = {True: "equal", False: "DIFFERENT", None: "not compared"}[r.outputs_equal]
         out.append(f"[{mark}] {r.trial.change}")
