@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pt2doctor.analysis.accuracy import EXIT_MISMATCH, explain, headline, needs_rng_recheck
+from pt2doctor.analysis.accuracy import explain, headline, needs_rng_recheck
 from pt2doctor.analysis.verdict import verdict_for
 from pt2doctor.model import SCHEMA, Category, ExitInfo, Session
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy, NonBugCause
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.serialize import convert, to_builtins
 from pt2doctor.report.accuracy import render_accuracy
 
@@ -38,7 +39,7 @@ def test_random_failure_that_persists_is_real_and_takes_the_clean_localization()
     clean = DivergentNode("mul", "torch.mul", "/x/train.py", 20)
     (result,) = explain([_fail(random_ops=("torch.rand",))], [_fail(first_divergent=clean)])
     assert result.real_failure and result.first_divergent == clean
-    assert _exit_code(0, [result]) == EXIT_MISMATCH
+    assert _exit_code(0, [result]) == ExitCode.MISMATCH
 
 
 def test_reduced_precision_is_called_out_but_never_excuses():
@@ -58,7 +59,7 @@ def test_script_failure_wins_the_exit_code():
 
 def test_unexplained_failure_is_the_runs_verdict():
     verdict = verdict_for(Session(SCHEMA, "2.13.0", ("t.py",), ExitInfo(0), accuracy=(_fail(),)))
-    assert not verdict.ok and verdict.category is Category.ACCURACY and verdict.exit_code == EXIT_MISMATCH
+    assert not verdict.ok and verdict.category is Category.ACCURACY and verdict.exit_code == ExitCode.MISMATCH
     assert verdict.headline.startswith("FAILED (accuracy): 1 graph(s): 0 pass, 1 FAIL")
 
 

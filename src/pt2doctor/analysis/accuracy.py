@@ -10,7 +10,7 @@ Contract: pure functions over `GraphAccuracy` values (no torch, no I/O).
   a failure (a graph that passes drew alike). Reduced precision is called out but never excuses a
   failure: PyTorch's rule already allows bf16/fp16 a 3x larger RMSE.
 - `headline(results)`: one line; `analysis.verdict` makes a graph failing without explanation the
-  run's verdict (category `accuracy`, exit code `EXIT_MISMATCH`) unless the script itself failed.
+  run's verdict (category `accuracy`, exit code `ExitCode.MISMATCH`) unless the script itself failed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pt2doctor.model.session import Compile
 
 FALLBACK_RANDOM: dict[str, Any] = {"inductor_config": {"fallback_random": True}}
 FALLBACK_RANDOM_LINE = "torch._inductor.config.fallback_random = True"
-EXIT_MISMATCH = 1
 _NOISE_SHARE = 0.5  # run-to-run difference at least half the compiled-vs-eager one: noise, not a bug
 
 

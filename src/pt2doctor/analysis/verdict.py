@@ -3,24 +3,19 @@
 Exit codes (docs/reference/exit-codes.md): 0 the script succeeded; the script's own code when it exited
 non-zero; 128+N when it died of signal N; 124 on timeout; 130 when interrupted. pt2doctor's own
 usage errors exit 64 and an unreadable input under --strict exits 65. After `pt2doctor accuracy`, a
-script that succeeded but has a graph with unexplained wrong results exits 1 (`EXIT_MISMATCH`).
+script that succeeded but has a graph with unexplained wrong results exits 1 (`ExitCode.MISMATCH`).
+The codes are `model.exit_codes.ExitCode`.
 """
 
 from __future__ import annotations
 
-from pt2doctor.analysis.accuracy import EXIT_MISMATCH
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.analysis.coverage import compiled_little
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.model import Category, ExitInfo, Session, Verdict
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import STEP_TITLES
 from pt2doctor.model.export_draft import failed_checks
-
-EXIT_TIMEOUT = 124
-EXIT_INTERRUPTED = 130
-EXIT_USAGE = 64
-EXIT_DATA = 65
-
 
 def clip(text: str, limit: int) -> str:
     """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut."""
@@ -38,9 +33,9 @@ def exit_code(session: Session) -> int:
 def exit_code_of(e: ExitInfo) -> int:
     """The status pt2doctor exits with for a process (or a whole job) that ended as `e` did."""
     if e.timed_out:
-        return EXIT_TIMEOUT
+        return ExitCode.TIMEOUT
     if e.interrupted:
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if e.signal:
         return 128 + e.signal
     return e.code if e.code is not None else 0
@@ -72,7 +67,7 @@ def verdict_for(session: Session) -> Verdict:
         return Verdict(False, f"FAILED: the script exited with code {code}", code, None)
     if any(r.real_failure for r in session.accuracy):  # `pt2doctor accuracy` found wrong results
         text = accuracy_headline(session.accuracy).removeprefix("accuracy: ")
-        return Verdict(False, f"FAILED ({Category.ACCURACY.value}): {text}", EXIT_MISMATCH, Category.ACCURACY)
+        return Verdict(False, f"FAILED ({Category.ACCURACY.value}): {text}", ExitCode.MISMATCH, Category.ACCURACY)
     if not session.compiles:
         if session.extras.source == "trace":  # a trace alone: what the script did is not known
             parts = ["Dynamo started one"] if session.graph_breaks else []

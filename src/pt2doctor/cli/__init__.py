@@ -1,6 +1,6 @@
 """The `pt2doctor` command: parsing and dispatch only; one small module per subcommand.
 
-Exit codes are documented in `analysis/verdict.py` and docs/reference/exit-codes.md. Usage errors exit 64 (not click's
+Exit codes are `model.exit_codes.ExitCode`, documented in docs/reference/exit-codes.md. Usage errors exit 64 (not click's
 2, which a script may well use itself); pt2doctor never ends in a traceback: an internal error is
 reported in one line, with the run directory kept, and exits 70.
 """
@@ -15,10 +15,8 @@ from typing import NoReturn
 
 import click
 
-from pt2doctor.analysis.verdict import EXIT_USAGE
 from pt2doctor.capture import bytecode_cache
-
-EXIT_INTERNAL = 70
+from pt2doctor.model.exit_codes import ExitCode
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,21 +51,21 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="pt2doctor", standalone_mode=False)
     except click.exceptions.Abort:
-        code = 130
+        code = ExitCode.INTERRUPTED
     except click.UsageError as exc:
         exc.show()
-        code = EXIT_USAGE
+        code = ExitCode.USAGE
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
     except KeyboardInterrupt:
-        code = 130
+        code = ExitCode.INTERRUPTED
     except SystemExit as exc:  # a command's own sys.exit(status)
         code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
     except Exception as exc:  # the tool itself never dies with a traceback
         click.echo(f"pt2doctor: internal error: {type(exc).__name__}: {exc}", err=True)
-        code = EXIT_INTERNAL
-    _exit(code if isinstance(code, int) else 0)
+        code = ExitCode.INTERNAL
+    _exit(int(code) if isinstance(code, int) else ExitCode.OK)
 
 
 def _exit(code: int) -> NoReturn:

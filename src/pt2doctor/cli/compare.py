@@ -20,12 +20,11 @@ from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model import Session
 from pt2doctor.model.compare import Budget
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.job import Job
 from pt2doctor.model.serialize import dumps
 from pt2doctor.report.compare import render_check, render_comparison, render_job_comparison
 from pt2doctor.report.document import ReportInputError, build_report, read_job_json, save_report, session_json_of
-
-EXIT_DIFFERENT = 1  # compare: the runs differ; check: over budget, or new breaks/recompiles since the baseline
 
 
 @click.command("compare", short_help="What changed between two runs (or two ranks).",
@@ -48,7 +47,7 @@ def compare_command(as_json: bool, a: Path, b: Path) -> int:
                                "process: compare a job with a job (rank by rank), or one rank's run with a run")
     comparison = compare(_load(a), _load(b), (str(a), str(b)))
     click.echo(dumps(comparison, pretty=True).decode() if as_json else render_comparison(comparison), nl=not as_json)
-    return 0 if comparison.same else EXIT_DIFFERENT
+    return ExitCode.OK if comparison.same else ExitCode.DIFFERENT
 
 
 @click.command("check", context_settings=SCRIPT_COMMAND, short_help="Run SCRIPT and fail when it is over budget.",
@@ -93,7 +92,7 @@ def check_command(out_dir: Path | None, timeout: float | None, as_json: bool, st
         click.echo(render_check(overruns, against), nl=False)
     if not session.exit.ok:  # the script's own failure comes first: a budget says nothing about a crash
         return report.verdict.exit_code
-    return EXIT_DIFFERENT if overruns else 0
+    return ExitCode.DIFFERENT if overruns else ExitCode.OK
 
 
 def _job(path: Path) -> Job | None:

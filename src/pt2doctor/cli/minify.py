@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from pt2doctor.analysis.verdict import EXIT_DATA, EXIT_INTERRUPTED
 from pt2doctor.cli.options import SECONDS, OutDir, jobs_option, tolerance_option
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.serialize import dumps
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
 
 
 class DamagedRun(click.ClickException):
-    exit_code = EXIT_DATA
+    exit_code = ExitCode.DATA
 
 
 @click.command("minify", short_help="Minify RUN_DIR's failing graph to repro.py.",
@@ -112,7 +112,7 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
                 console.print("The run failed with a CUDA kernel error, which CUDA reports after the graph that launched "
                               "it has returned. Record it with launches synchronous (`CUDA_LAUNCH_BLOCKING=1 pt2doctor "
                               "run --record SCRIPT`), or let `pt2doctor diagnose SCRIPT` do it.")
-            sys.exit(3)
+            sys.exit(ExitCode.NOTHING_FAILED)
     result = outcome.result
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
     if result.verify_runs is not None:
@@ -126,8 +126,8 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
         click.echo(dumps(result, pretty=True).decode())
     if result.stopped_early == "interrupted":
         console.print("interrupted: the repro is the smallest graph found so far, not a minimal one")
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(0 if result.verified else 1)
+        sys.exit(ExitCode.INTERRUPTED)
+    sys.exit(ExitCode.OK if result.verified else ExitCode.UNVERIFIED)
 
 
 def _recorded_session(run_dir: Path) -> Session | None:

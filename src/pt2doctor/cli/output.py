@@ -10,11 +10,11 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.analysis.verdict import EXIT_DATA
 from pt2doctor.capture.run_lock import DirectoryBusy
 from pt2doctor.capture.runner import ScriptError
 from pt2doctor.capture.trace.trace_reader import TraceError
 from pt2doctor.model import Session
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.report.document import (Report, ReportInputError, build_report, read_session_json, save_report,
                                        session_json_of, to_json_bytes)
 from pt2doctor.report.terminal import render_terminal
@@ -67,13 +67,13 @@ def write_html(report: Report, path: Path) -> Path:
 
 
 class UnreadableTrace(click.ClickException):
-    exit_code = EXIT_DATA
+    exit_code = ExitCode.DATA
 
 
 @contextmanager
 def input_errors() -> Iterator[None]:
     """A script that cannot be run (missing, not Python) is a usage error (exit 64); a trace that
-    cannot be read under --strict exits 65 (EXIT_DATA), whichever command read it."""
+    cannot be read under --strict exits 65 (`ExitCode.DATA`), whichever command read it."""
     try:
         yield
     except (ScriptError, DirectoryBusy) as exc:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.analysis.verdict import EXIT_DATA
 from pt2doctor.cli.output import emit, input_errors, load_session, write_html
 from pt2doctor.capture.trace.trace_reader import trace_files
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.job import Job
 from pt2doctor.report.document import ReportInputError, read_job_json, session_json_of
 
@@ -45,8 +45,8 @@ def report_command(as_json: bool, strict: bool, html: bool, output: Path | None,
     if html or output is not None:
         click.echo(f"pt2doctor: wrote {write_html(report, output or _html_path(path))}", err=True)
     if strict and session.trace.unreadable:
-        return EXIT_DATA
-    return 0
+        return ExitCode.DATA
+    return ExitCode.OK
 
 
 def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool, page: Path | None) -> int:
@@ -65,7 +65,7 @@ def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool
 
         click.echo(f"pt2doctor: wrote {write_job_html(job, page)}", err=True)
     unreadable = any(p.session.trace.unreadable for p in job.processes)
-    return EXIT_DATA if strict and unreadable else 0
+    return ExitCode.DATA if strict and unreadable else ExitCode.OK
 
 
 def _html_path(path: Path) -> Path:

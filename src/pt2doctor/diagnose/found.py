@@ -23,6 +23,7 @@ from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
                                       ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over)
 from pt2doctor.model.minify import MinifyResult, source_calls
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 
@@ -122,12 +123,12 @@ class Found:
 
 def _exit_code(found: Found) -> int:
     if found.interrupted:
-        return 130
+        return ExitCode.INTERRUPTED
     if found.category is None:
-        return 0
+        return ExitCode.OK
     if found.flaky:
-        return 3
-    return 2 if found.category is Category.USER_ERROR else 1
+        return ExitCode.FLAKY
+    return ExitCode.USER_ERROR if found.category is Category.USER_ERROR else ExitCode.FOUND
 
 
 def success(found: Found) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from pt2doctor.capture.child import collective_record
 from pt2doctor.model.child import MAIN_THREAD_MARK, ChildEnvironment, ChildReport, ChildSpec, ExceptionRecord
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.serialize import read_record, write_record
 
@@ -153,7 +154,7 @@ def _crash_log(spec: ChildSpec) -> None:
 def main() -> None:
     if len(sys.argv) < 4 or sys.argv[1] != "--spec":
         sys.stderr.write("usage: python -m pt2doctor.capture.child --spec SPEC SCRIPT [ARGS...]\n")
-        sys.exit(64)
+        sys.exit(ExitCode.USAGE)
     spec = _for_this_process(read_record(Path(sys.argv[2]), ChildSpec))
     script = os.path.abspath(sys.argv[3])
     _crash_log(spec)
@@ -182,7 +183,7 @@ def main() -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise  # Python's own handling: the exit status of an interrupt
         sys.excepthook(type(exc), exc, exc.__traceback__)  # what Python prints, from the script's first frame
-        sys.exit(1)
+        sys.exit(1)  # as `python SCRIPT` exits on an uncaught exception: the script's status, not ours
     collective_record.write("at exit")
     if meta:
         _write_meta(meta, 0, started)

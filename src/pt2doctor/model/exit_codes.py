@@ -1,0 +1,29 @@
+"""Every status a `pt2doctor` command exits with that is pt2doctor's own: the one table
+(docs/reference/exit-codes.md says which command uses which, and why).
+
+Contract: `ExitCode` is an `IntEnum`, so a member is the integer the process exits with. Where two commands
+give one number different meanings, each meaning has its name (an alias of the same value), so the code
+that exits says which it means: `ExitCode.FLAKY` in `diagnose`, `ExitCode.NOTHING_FAILED` in `minify`.
+A command that runs a script otherwise mirrors the script's own status (`analysis.verdict.exit_code_of`:
+its code, 128+N for signal N), which has no member here.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FOUND = 1  # diagnose: a compiler failure diagnosed (the bundle is written)
+    MISMATCH = 1  # accuracy: a graph's results are wrong with nothing known to explain it
+    DIFFERENT = 1  # compare: the runs differ; check: over budget, or new breaks/recompiles since the baseline
+    UNVERIFIED = 1  # minify: a repro was written but could not be verified
+    USER_ERROR = 2  # diagnose: the script itself is at fault (it fails with compilation off too)
+    FLAKY = 3  # diagnose: the runs of the unchanged script (or of repro.py) did not fail the same way
+    NOTHING_FAILED = 3  # minify: nothing failed in the recording, or the graph does not fail alone
+    USAGE = 64  # a usage error, before any script runs (not click's 2, which a script may well use itself)
+    DATA = 65  # an input that cannot be read: a damaged recording, or unreadable trace lines under --strict
+    INTERNAL = 70  # an internal error of pt2doctor, reported in one line
+    TIMEOUT = 124  # the script (or job) was stopped at --timeout, as coreutils' `timeout` exits
+    INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT (128 + 2)
