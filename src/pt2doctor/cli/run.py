@@ -7,7 +7,6 @@ minifier's users and tests, read here once and handed to the child in its spec.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pt2doctor.cli.output import emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.child import Hooks
 from pt2doctor.model.serialize import dumps
+from pt2doctor.model.settings import settings
 from pt2doctor.report.advice import render_cold
 from pt2doctor.report.html_job import write_job_html
 from pt2doctor.report.ranks import render_job
@@ -43,8 +43,7 @@ def run_command(out_dir: Path | None, timeout: float | None, as_json: bool, stri
                 html: bool, nproc_per_node: int | None,
                 script: Path, args: tuple[str, ...]) -> int:
     """Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation."""
-    tolerance = os.environ.get("PT2DOCTOR_RECORD_ACCURACY")
-    hooks = Hooks(record_accuracy_tolerance=float(tolerance) if tolerance else None)
+    hooks = Hooks(record_accuracy_tolerance=settings().record_accuracy)
     torchrun, script, args = torchrun_of(nproc_per_node, script, args)
     options = RunOptions(script=script, args=args, out_dir=out_dir or default_out_dir(script), timeout_s=timeout,
                          record_graphs=record, hooks=hooks, stdout_to_stderr=as_json, strict=strict, torchrun=torchrun)

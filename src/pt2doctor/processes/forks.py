@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes.dispatch import Dispatcher, run_guarded
 from pt2doctor.processes.protocol import Answer, MessageReader, RunJob, encode, ended
+from pt2doctor.model.settings import settings
 
 
 @dataclass
@@ -33,7 +34,7 @@ def _fork(job: RunJob) -> tuple[int, _Child]:
 
     def body() -> int:
         os.close(read_fd)
-        if not os.environ.get("PT2DOCTOR_MINIFY_DEBUG"):
+        if not settings().minify_debug:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)

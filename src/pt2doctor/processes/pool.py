@@ -26,6 +26,7 @@ from pt2doctor.processes.servers import MAX_SERVERS
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
 from pt2doctor.processes.zygote import serve_forked
+from pt2doctor.model.settings import settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,7 @@ class WorkerPool:
         self._on_ready = on_ready
         self.timeout_s = timeout_s
         self.repro_file = repro_file  # each candidate's `__file__`: where the repro will be written
-        debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
+        debug = settings().minify_debug
         self._proc: subprocess.Popen[bytes] | None = None
         if fork:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)

@@ -15,7 +15,8 @@ Contract:
   only its candidate with it and is replaced at once. A server whose candidate failed exits after
   answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert poisons
   the context), so no candidate runs in a damaged process.
-- A server not warm within `WARM_UP_TIMEOUT_S` is given up on; with none left, queries are
+- A server not warm within `PT2DOCTOR_SERVER_WARM_UP_TIMEOUT` seconds (`model.settings`, default 600) is
+  given up on; with none left, queries are
   answered `error` with the reason.
 - `gpu_device_visible()` lets a parent choose servers before it imports torch.
 """
@@ -34,15 +35,13 @@ from pt2doctor.processes.group import kill_group
 from pt2doctor.processes.dispatch import Dispatcher, run_guarded, warm_up
 from pt2doctor.processes.protocol import (Answer, MessageReader, Quit, Ready, RunJob, StartFailed, ended,
                                           send)
+from pt2doctor.model.settings import settings
 
 
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
 # minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA
 # contexts are created one after another) outlast the work; each also holds GPU memory.
 MAX_SERVERS = 8
-# A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
-# GPU ends the minification with its reason instead of leaving every query waiting.
-WARM_UP_TIMEOUT_S = float(os.environ.get("PT2DOCTOR_SERVER_WARM_UP_TIMEOUT", 600))
 
 
 @dataclass(eq=False)
@@ -51,7 +50,13 @@ class _Server:
     reader: MessageReader = field(default_factory=MessageReader)
     ready: bool = False
     job: tuple[int, float] | None = None  # (job id, deadline)
-    warm_deadline: float = field(default_factory=lambda: time.monotonic() + WARM_UP_TIMEOUT_S)
+    # A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
+    # GPU ends the minification with its reason instead of leaving every query waiting.
+    warm_up_s: float = field(default_factory=lambda: settings().server_warm_up_timeout_s)
+    warm_deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.warm_deadline = time.monotonic() + self.warm_up_s
 
     @property
     def deadline(self) -> float | None:
@@ -72,7 +77,7 @@ class Servers(Dispatcher):
             self._start()
 
     def _start(self) -> None:
-        debug = bool(os.environ.get("PT2DOCTOR_MINIFY_DEBUG"))
+        debug = settings().minify_debug
         proc = subprocess.Popen(
             [sys.executable, "-m", "pt2doctor.processes.servers"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
@@ -120,7 +125,7 @@ class Servers(Dispatcher):
         now = time.monotonic()
         for server in list(self.servers):
             if not server.ready and server.warm_deadline <= now:
-                self.warm_failures.append(f"a worker did not warm up in {WARM_UP_TIMEOUT_S:g} s")
+                self.warm_failures.append(f"a worker did not warm up in {server.warm_up_s:g} s")
                 self._retire(server, replace=False)
             elif server.job is not None and server.job[1] <= now:
                 job_id = server.job[0]

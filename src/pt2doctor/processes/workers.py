@@ -12,12 +12,11 @@ zygote as a new interpreter instead: forking a process with threads or a CUDA co
 Where the machine shows a GPU, candidates run in warm servers (`processes.zygote`), and their zygote
 is started at once as a new interpreter that never imports torch, so the servers' warm-up (torch,
 CUDA, Triton: the critical path there) starts before the parent's own `import torch`.
-`PT2DOCTOR_MINIFY_SERVERS=1` asks for servers anyway (where forking misbehaves; the tests).
+`PT2DOCTOR_MINIFY_SERVERS=1` (`model.settings`) asks for servers anyway (where forking misbehaves; the tests).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pt2doctor.capture import torch_compat
 from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.processes.servers import gpu_device_visible
 from pt2doctor.processes.fresh import FreshInterpreter
+from pt2doctor.model.settings import settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class Workers:
 
 def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True) -> Workers:
     verifier = FreshInterpreter(out_dir) if verify else None
-    servers = gpu_device_visible() or os.environ.get("PT2DOCTOR_MINIFY_SERVERS") == "1"
+    servers = gpu_device_visible() or settings().minify_servers
     fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
