@@ -11,7 +11,7 @@ against eager. One run of it (not timed) prepares both minifiers' inputs:
              writes (the check torch's tests make); final nodes: the call nodes of the exported program
              that repro loads.
 - pt2doctor: what the diagnose child keeps of the first `aoti_compile_and_package` (the exported program
-             and config, the package's inputs: `capture.child.export_record.ExportRecorder`); timed:
+             and config, the package's inputs: `export.capture.record.ExportRecorder`); timed:
              `reduce.aoti_minify.minify_program` in a fresh interpreter (warm forked workers, one per
              query, and the verification of repro.py in a fresh interpreter included).
 The two run alternately, in turns (which one goes first alternates too). The load average is written
@@ -57,7 +57,7 @@ torch.manual_seed(0)
 model, x = Mlp({depth}), torch.randn(8, 16)
 ep = torch.export.export(model, (x,))
 if {keep!r}:  # what pt2doctor's diagnose child keeps of this run
-    from pt2doctor.capture.child.export_record import ExportRecorder
+    from pt2doctor.export.capture.record import ExportRecorder
     from pt2doctor.model.export import ExportStep
 
     recorder = ExportRecorder({keep!r})

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pt2doctor.capture.child.export_record import ExportRecorder
+from pt2doctor.export.capture.record import ExportRecorder
 from pt2doctor.model.export import RECORDING_DIR, ExportStep
 from pt2doctor.model.minify import Stage, TensorSpec
 from pt2doctor.reduce.aoti_minify import minify_program

@@ -1,4 +1,4 @@
-"""Exported programs judged inside the run (`capture.child.export_checks`): a `run_decompositions` result
+"""Exported programs judged inside the run (`export.capture.checks`): a `run_decompositions` result
 against the program it decomposed, an AOTInductor package's first call against the exported program run
 eagerly, on copies; and what `diagnose` concludes from a wrong one without a run with compilation off."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture.runner import RunOptions, run_script
-from pt2doctor.diagnose.export_verdict import failure_kind
+from pt2doctor.export.diagnose.verdict import failure_kind
 from pt2doctor.model import Session
 from pt2doctor.model.child import Hooks
 from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportStep, Phase

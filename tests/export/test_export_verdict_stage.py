@@ -4,7 +4,7 @@ raises itself (a builtin type from torch's own code) is torch's, not the user's.
 from __future__ import annotations
 
 from pt2doctor.analysis.failures import raised_in_torch
-from pt2doctor.diagnose.export_verdict import STEP_STAGES, category_of, failure_kind
+from pt2doctor.export.diagnose.verdict import STEP_STAGES, category_of, failure_kind
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportStep, Phase

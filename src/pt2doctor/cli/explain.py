@@ -10,14 +10,14 @@ from typing import Any
 import click
 
 from pt2doctor.analysis.cookbook import action_items
-from pt2doctor.analysis.export_issues import ExportIssues, find_export_issues
+from pt2doctor.export.analysis.issues import ExportIssues, find_export_issues
 from pt2doctor.cli.advisor import advisor_options, run_advisor
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.child import Hooks
 from pt2doctor.report.advice import render_actions
 from pt2doctor.report.document import Report
-from pt2doctor.report.export_advice import render_export_issues
+from pt2doctor.export.report.advice import render_export_issues
 from pt2doctor.workflows.export_fixes import verify_export_fixes
 
 

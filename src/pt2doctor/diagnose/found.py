@@ -55,7 +55,7 @@ class Found:
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
-    export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`diagnose.export`)
+    export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`export.diagnose.steps`)
     torchrun: tuple[str, ...] | None = None  # the script runs as a job, through torchrun with these flags
     rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
     ranks: int | None = None  # a job: how many ranks ran

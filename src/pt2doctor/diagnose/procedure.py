@@ -23,7 +23,7 @@ from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction
-from pt2doctor.diagnose.export import diagnose_export
+from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Failure, Reproduced, classify, recorded_backend_spec, reproduce
@@ -39,7 +39,7 @@ __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 
 def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Failure) -> bool:
-    """torch.export or AOTInductor failed: its own steps (`diagnose.export`) conclude."""
+    """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
     done = diagnose_export(ctx.runner, found, classify.attempt, reproduce.queued, ctx.options, ctx.minify_reporter)
     if done and ctx.options.workarounds:
         with found.timed("workarounds"):

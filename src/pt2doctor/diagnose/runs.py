@@ -98,7 +98,7 @@ class Variant:
 
     @classmethod
     def compilation_off(cls) -> Variant:
-        # AOTInductor off too: a package runs the exported program eagerly (`capture.child.export_observer`);
+        # AOTInductor off too: a package runs the exported program eagerly (`export.capture.observer`);
         # its calls timed: what the compiled regions cost with no compiler at all (`diagnose.workarounds`)
         return cls("force_eager", None, Overrides(stance="force_eager", export_eager=True), timed=True)
 

@@ -47,7 +47,7 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
 
     @property
     def changes_export(self) -> bool:
-        """Whether the export observer must be installed to apply these (`capture.child.export_observer`)."""
+        """Whether the export observer must be installed to apply these (`export.capture.observer`)."""
         return (self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
                 or self.export_off)
 
@@ -82,7 +82,7 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
     record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
     draft_export: bool = False  # each torch.export.export call is also draft-exported, on copies (`explain`)
-    export_checks: bool = False  # exported programs the script makes or runs are judged (`capture.child.export_checks`)
+    export_checks: bool = False  # exported programs the script makes or runs are judged (`export.capture.checks`)
     kernel_check: KernelCheckSpec | None = None  # every Inductor kernel checked as it runs (`capture.child.kernel_check`)
 
 
@@ -98,7 +98,7 @@ class ChildSpec(msgspec.Struct, frozen=True):
     timeout_s: float | None = None
     record_dir: str | None = None
     count_calls: bool = False
-    export_log: str | None = None  # the export observer's `ExportEvent` lines (`capture.child.export_observer`)
+    export_log: str | None = None  # the export observer's `ExportEvent` lines (`export.capture.observer`)
     draft_log: str | None = None  # its `DraftReport` lines, when the hooks ask for draft_export
     checks_log: str | None = None  # its `ExportCheck` lines, when the hooks ask for export checks
     hooks: Hooks = Hooks()

@@ -1,7 +1,7 @@
 """torch.export and AOTInductor: the steps a script goes through, what the child saw of them, and what
 `diagnose` concluded about a failure in one of them.
 
-Contract: torch-free values. The child (`capture.child.export_observer`) appends one `ExportEvent` per
+Contract: torch-free values. The child (`export.capture.observer`) appends one `ExportEvent` per
 line to `export.jsonl` in the run directory: a `STARTED` line before a step runs and a `PASSED` or
 `FAILED` line after it, flushed at once, so a step that kills the process (a segfaulting package) is
 the one left `STARTED`. `failing_step(events)` reads that log back: the step the run ended in, if any.

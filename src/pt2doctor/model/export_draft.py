@@ -3,14 +3,14 @@ of the exported programs the script ran.
 
 Contract: torch-free values written by the child as JSON lines, read back into the `Session`.
 - `DraftReport` (`draft-export.jsonl`, one line per `torch.export.export` call of an `explain` run):
-  draft_export run on copies of the same module and inputs (`capture.child.export_draft`), every issue
+  draft_export run on copies of the same module and inputs (`export.capture.draft`), every issue
   it reported (`DraftIssue`: data-dependent errors, guards it added for a constraint violation,
   missing or mismatched fake kernels), each with the user's frames; `index` is the call's
   `ExportEvent.index`; `error`: why draft_export gave no report.
 - `ExportCheck` (`export-checks.jsonl`): a program the script produced or ran, judged on copies of its
   inputs by the accuracy rule against the program it came from: a `run_decompositions` result against
   the exported program, an AOTInductor package's first call with each input shape against the exported
-  program run eagerly (`capture.child.export_checks`). `verdict` "fail" names what differs in `detail`.
+  program run eagerly (`export.capture.checks`). `verdict` "fail" names what differs in `detail`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ description and exits 1 when the program fails. `check()`:
   on `sys.path`, as `python SCRIPT ARGS` would;
 - installs the run's `Overrides` (`capture.child.overrides`, the mechanism `diagnose`'s variants use: a
   backend forced onto every `torch.compile`, or `set_stance("force_eager")` for compilation off; and
-  through `capture.child.export_observer` those that change torch.export's steps);
+  through `export.capture.observer` those that change torch.export's steps);
 - runs the source as a fresh `__main__` module whose `__file__` is `run.file`, with the source in
   `linecache` under that name (tracebacks and `inspect` see the candidate, not the file on disk);
 - turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is.
@@ -61,7 +61,7 @@ def check():
     overrides = loads(OVERRIDES, Overrides)
     install(overrides)
     if overrides.changes_export:
-        from pt2doctor.capture.child import export_observer
+        from pt2doctor.export.capture import observer as export_observer
 
         export_observer.install(None, overrides)
     linecache.cache[FILE] = (len(SOURCE), None, SOURCE.splitlines(True), FILE)

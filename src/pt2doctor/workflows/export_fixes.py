@@ -1,7 +1,7 @@
 """`explain --try-fixes` on a script that exports: the proposed fixes, tried together in one copy.
 
 Contract: `verify_export_fixes(found, session, timeout_s, reporter)` takes the first fix of every issue
-that changes the script file itself (`analysis.export_issues`: edits from `analysis.export_fixes`, the
+that changes the script file itself (`export.analysis.issues`: edits from `export.analysis.fixes`, the
 ones `diagnose` verifies one at a time), writes them all into a copy under `<run>/export-fix/`
 (never the user's file), runs the copy once as `explain` runs a script (draft_export beside each export
 call; the script's directory first on `PYTHONPATH`, so its imports resolve as before) and returns
@@ -16,8 +16,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from pt2doctor.analysis.export_fixes import apply_edits
-from pt2doctor.analysis.export_issues import ExportIssue, ExportIssues, find_export_issues, issue_key
+from pt2doctor.export.analysis.fixes import apply_edits
+from pt2doctor.export.analysis.issues import ExportIssue, ExportIssues, find_export_issues, issue_key
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
 from pt2doctor.model.child import Hooks

@@ -128,7 +128,7 @@ def _install_hooks(spec: ChildSpec) -> None:
 
         frame_recorder.install(Path(hooks.frame_record_dir))
     if spec.export_log or spec.draft_log or spec.checks_log or (hooks.overrides and hooks.overrides.changes_export):
-        from pt2doctor.capture.child import export_observer
+        from pt2doctor.export.capture import observer as export_observer
 
         export_observer.install(spec.export_log, hooks.overrides, record_dir=spec.record_dir,
                                 draft_log=spec.draft_log, checks_log=spec.checks_log)

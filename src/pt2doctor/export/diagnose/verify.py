@@ -1,7 +1,7 @@
 """Fixes for an export tracing failure, each verified by exporting a copy of the script with it.
 
 Contract: `verified_fixes(runner, found, kind, failed, line)` takes the source changes of
-`analysis.export_fixes` (the one place they are written) for a
+`export.analysis.fixes` (the one place they are written) for a
 data-dependent guard (`torch._check(COND)` or `torch._check(not (COND))` before the `if`/`while` at
 the user's line, then the branch rewritten as one `torch.cond`; a branch on a tensor's truth value gets
 the `torch.cond` only, as `torch._check` takes no tensor) or a constraint violation (the `Dim` definitions torch suggests, in place of the
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pt2doctor.analysis.export_fixes import (Edit, apply_edits, cond_candidates, dim_candidates, guard_candidates,
+from pt2doctor.export.analysis.fixes import (Edit, apply_edits, cond_candidates, dim_candidates, guard_candidates,
                                              is_tensor_truth)
 from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.found import Found

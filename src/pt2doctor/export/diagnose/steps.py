@@ -14,14 +14,14 @@ the kinds apart, concludes `found` (`Found.export`) and returns True:
   one run with export off (`Overrides.export_off`); when it passes, the exported program computes
   otherwise than the module it came from (an accuracy failure of the tracing step), else the
   torch.compile procedure goes on (the failure is not export's);
-- a tracing step failed: the kind from the error (`export_verdict.failure_kind`), one run with the
+- a tracing step failed: the kind from the error (`verdict.failure_kind`), one run with the
   other tracing mode (strict <-> non-strict), and for a data-dependent guard or a constraint violation
-  the fixes that a copy of the script verifies (`export_fix`);
+  the fixes that a copy of the script verifies (`verify`);
 - an AOTInductor step failed, or the script's own check failed after the package ran: one run with
   compilation off, AOTInductor included (the package replaced by the exported program run eagerly).
   When that run fails too, it is the script's bug (`user_error`); else AOTInductor's, and the recorded
-  exported program becomes a standalone repro.py, verified in a fresh interpreter (`export_repro`);
-  with `options` (minifying on), its graph is then minified, AOTInductor the oracle (`export_minify`).
+  exported program becomes a standalone repro.py, verified in a fresh interpreter (`repro`);
+  with `options` (minifying on), its graph is then minified, AOTInductor the oracle (`minify`).
 With minifying on, a failure that has no verified repro by then (a tracing or decomposition failure, a
 wrong result no recorded call shows) gets the user's program reduced, the failing step the oracle
 (`diagnose.program`, `reduce.program`): it must still fail in that step and pass with it turned off.
@@ -36,11 +36,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths, records
-from pt2doctor.diagnose.export_fix import verified_fixes
-from pt2doctor.diagnose.export_minify import minify_export
+from pt2doctor.export.diagnose.verify import verified_fixes
+from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
-from pt2doctor.diagnose.export_repro import export_repro
-from pt2doctor.diagnose.export_verdict import category_of, conclude_export, failure_kind, user_line
+from pt2doctor.export.diagnose.repro import export_repro
+from pt2doctor.export.diagnose.verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.diagnose.control import ControlKind, start_control
 from pt2doctor.diagnose.found import Found, environment_fails, program_steps, user_error
 from pt2doctor.diagnose.program import reduce_the_program
@@ -126,7 +126,7 @@ _TORCHS = (ExportFailureKind.EXPORT_INTERNAL, ExportFailureKind.WRONG_RESULT, Ex
 
 
 def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:
-    """A program the script derived was judged wrong in the run itself (`capture.child.export_checks`): no
+    """A program the script derived was judged wrong in the run itself (`export.capture.checks`): no
     run with compilation off is needed, the reference ran beside it on copies of the same inputs."""
     finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=_judged(check))
     conclude_export(found, finding, Category.ACCURACY)

@@ -1,7 +1,7 @@
 """A standalone repro of an AOTInductor failure: the recorded exported program, compiled, loaded and run.
 
 Contract: `export_repro(run_dir, out_dir, step, error, timeout_s)` reads what the recorded run kept
-(`model.export.ExportRecording`, `capture.child.export_record`), copies `program.pt2` (and `inputs.pt`
+(`model.export.ExportRecording`, `export.capture.record`), copies `program.pt2` (and `inputs.pt`
 when the package was called) next to `out_dir/repro.py`, writes the repro (the compiler config the
 script had set, `aoti_compile_and_package` with the same `inductor_configs`, `aoti_load_package`, and
 the package's result checked against the exported program run eagerly, `ep.module()`) and runs it in a

@@ -7,8 +7,8 @@ check), `cond_candidates` (a two-way branch rewritten as one `torch.cond`), `dim
 "Suggested fixes" for a constraint violation, in place of the script's `Dim` definitions).
 `is_tensor_truth(message)`: the guard is on a tensor's truth value, which only `torch.cond` keeps.
 `apply_edits` writes them into the source. `diagnose` verifies them by running a copy of the script
-(`diagnose.export_fix`); `explain` proposes them for every issue draft_export reports
-(`analysis.export_issues`).
+(`export.diagnose.verify`); `explain` proposes them for every issue draft_export reports
+(`export.analysis.issues`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Contract: `find_export_issues(session, read=...) -> ExportIssues` reads `session
 violation's message carries torch's suggested `Dim`s) and `session.export_checks`. Issues are
 deduplicated across export calls by kind, user line and op (the same line in a loop of exports is one
 issue, with every call it came from), most occurrences first. The fix of each issue is the first
-candidate of `analysis.export_fixes` that fits (the one rule `diagnose` verifies), proposed, not run:
+candidate of `export.analysis.fixes` that fits (the one rule `diagnose` verifies), proposed, not run:
 a data-dependent `if`/`while` gets `torch._check` of the branch the example inputs took (a tensor's
 truth value gets `torch.cond`); guards added for a constraint violation get torch's suggested `Dim`s;
 a custom op gets a fake kernel. `read` reads a user file (the fixes are edits of its text).
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.analysis.export_fixes import Edit, cond_candidates, dim_candidates, guard_candidates, is_tensor_truth
+from pt2doctor.export.analysis.fixes import Edit, cond_candidates, dim_candidates, guard_candidates, is_tensor_truth
 from pt2doctor.model import Session, SourceLoc
 from pt2doctor.model.export import TRACE_STEPS, ExportEvent, Phase
 from pt2doctor.model.export_draft import DraftIssue, DraftIssueKind, ExportCheck, failed_checks

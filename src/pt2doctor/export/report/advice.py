@@ -1,12 +1,12 @@
 """Plain text of `explain`'s torch.export part: the issues draft_export reported and the exported programs
-judged wrong in the run (`analysis.export_issues`).
+judged wrong in the run (`export.analysis.issues`).
 
 Contract: `render_export_issues(found) -> str`, pure; empty when the script exported nothing.
 """
 
 from __future__ import annotations
 
-from pt2doctor.analysis.export_issues import ExportFixProposal, ExportIssue, ExportIssues
+from pt2doctor.export.analysis.issues import ExportFixProposal, ExportIssue, ExportIssues
 from pt2doctor.model.export import STEP_TITLES
 from pt2doctor.model.export_draft import DraftIssueKind
 

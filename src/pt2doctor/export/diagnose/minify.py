@@ -1,9 +1,9 @@
 """Minify an AOTInductor failure in `diagnose`: the recorded exported program's graph, AOTInductor the oracle.
 
-Contract: `minify_export(options, run_dir, found, finding)` is called by `diagnose.export` once an
+Contract: `minify_export(options, run_dir, found, finding)` is called by `export.diagnose.steps` once an
 AOTInductor failure is AOTInductor's (the exported program run eagerly passes) and the whole program's
 repro is written. It reduces the graph the failing run kept (`reduce.aoti_minify`; the kept program
-and inputs, `capture.child.export_record`), a wrong result under the accuracy rule, and sets
+and inputs, `export.capture.record`), a wrong result under the accuracy rule, and sets
 `found.minify`: its verified `repro.py` is the diagnosis' repro. The whole program's repro moves to
 `repro_program.py` beside it (the finding says so); it stays `repro.py` when nothing was minified.
 A minifier failure is a note: the diagnosis so far stands.

@@ -1,0 +1,1 @@
+"""The export side of analysis: pure functions, no runs (see `pt2doctor.export`)."""

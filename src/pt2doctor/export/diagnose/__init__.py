@@ -1,0 +1,1 @@
+"""diagnose's export branch (see `pt2doctor.export`)."""

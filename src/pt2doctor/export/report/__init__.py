@@ -1,0 +1,1 @@
+"""The export side of report: renderers only (see `pt2doctor.export`)."""
