@@ -90,11 +90,11 @@ def test_explain_json_lists_the_export_issues(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_try_fixes_verifies_the_fixes_together_in_one_copy_and_leaves_the_script_alone(tmp_path: Path) -> None:
-    from pt2doctor.workflows.export_fixes import verify_export_fixes
+    from pt2doctor.export.diagnose.verify import verify_issue_fixes
 
     before = (SCRIPTS / "bad_dim.py").read_text()
     session = _session(tmp_path, "bad_dim.py")
-    (issue,) = verify_export_fixes(find_export_issues(session), session, 300).issues
+    (issue,) = verify_issue_fixes(find_export_issues(session), session, 300).issues
     fix = issue.fixes[0]
     assert (fix.text, fix.verified) == ("b = Dim('b', min=5, max=64)", True), fix.outcome
     assert issue.fixes[1].verified is None  # only the first fix of an issue is tried

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pt2doctor.export.analysis.fixes import apply_edits, cond_candidates, dim_candidates, guard_candidates
+from pt2doctor.export.diagnose.repro import render_repro
 from pt2doctor.export.diagnose.verdict import category_of, failure_kind
 from pt2doctor.model import Category
-from pt2doctor.export.diagnose.repro import render_repro
 from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportRecording, ExportStep, Phase
 
 Kind = ExportFailureKind

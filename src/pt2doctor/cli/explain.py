@@ -1,7 +1,7 @@
 """`pt2doctor explain SCRIPT`: the deduplicated graph-break action list, most impact first; for a script that
 exports, every issue torch.export's draft_export reports (each export call is draft-exported too, on
 copies) and every exported program judged wrong in the run; `--try-fixes` tries the export fixes together
-in a copy of the script (`workflows.export_fixes`)."""
+in a copy of the script (`export.diagnose.verify`)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from typing import Any
 import click
 
 from pt2doctor.analysis.cookbook import action_items
-from pt2doctor.export.analysis.issues import ExportIssues, find_export_issues
 from pt2doctor.cli.advisor import advisor_options, run_advisor
 from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND
 from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.export.analysis.issues import ExportIssues, find_export_issues
+from pt2doctor.export.report.advice import render_export_issues
 from pt2doctor.model.child import Hooks
 from pt2doctor.report.advice import render_actions
 from pt2doctor.report.document import Report
-from pt2doctor.export.report.advice import render_export_issues
-from pt2doctor.workflows.export_fixes import verify_export_fixes
 
 
 @click.command("explain", context_settings=SCRIPT_COMMAND, short_help="Which lines break the graphs or the export, "
@@ -33,7 +32,9 @@ def explain_command(**kw: Any) -> int:
         if id(report) not in found:
             issues = find_export_issues(report.session)
             if kw["try_fixes"] and issues.issues:
-                issues = verify_export_fixes(issues, report.session, kw["timeout"], TerminalReporter(quiet=False))
+                from pt2doctor.export.diagnose.verify import verify_issue_fixes
+
+                issues = verify_issue_fixes(issues, report.session, kw["timeout"], TerminalReporter(quiet=False))
             found[id(report)] = issues
         return found[id(report)]
 

@@ -16,7 +16,6 @@ stops what is still running.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -29,6 +28,7 @@ from pt2doctor.analysis import enrich, verdict_for
 from pt2doctor.analysis.failures import first_message_line, signature
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
+from pt2doctor.capture.script_copy import copy_env, write_copy
 from pt2doctor.model import SCHEMA, Session
 from pt2doctor.model.job import Job
 from pt2doctor.model.child import CallTimes, Hooks, Overrides
@@ -244,11 +244,8 @@ def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tu
     first on PYTHONPATH, so its imports resolve as before, its argv and environment. Returns the run and the
     runner that made it (its `sessions` and `run_dir`)."""
     call = runner.call
-    folder.mkdir(parents=True, exist_ok=True)
-    copy = folder / call.script.name
-    copy.write_text(text)
-    path = os.pathsep.join(p for p in (str(call.script.resolve().parent), os.environ.get("PYTHONPATH", "")) if p)
-    copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, {**call.env, "PYTHONPATH": path}),
+    copy = write_copy(call.script, folder, text)
+    copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, copy_env(call.script, call.env)),
                                 1, runner.reporter)
     try:
         return copy_runner.submit(Variant(label, timed=True)).result(), copy_runner

@@ -6,7 +6,11 @@ its negation: the fact the branch relies on, asserted where torch.export records
 check), `cond_candidates` (a two-way branch rewritten as one `torch.cond`), `dim_candidates` (torch's
 "Suggested fixes" for a constraint violation, in place of the script's `Dim` definitions).
 `is_tensor_truth(message)`: the guard is on a tensor's truth value, which only `torch.cond` keeps.
-`apply_edits` writes them into the source. `diagnose` verifies them by running a copy of the script
+The one rule of which candidates a failure gets, in which order, is `data_dependent_candidates` (a
+tensor's truth value: the `torch.cond` only, as `torch._check` takes no tensor; else `torch._check` of the
+branch the example inputs took, or of both when that is unknown, then the `torch.cond`) and
+`failure_candidates` (by the failure's kind). `apply_edits` writes them into the source. `diagnose`
+verifies them one at a time, `explain --try-fixes` the first of every issue together
 (`export.diagnose.verify`); `explain` proposes them for every issue draft_export reports
 (`export.analysis.issues`).
 """
@@ -17,6 +21,8 @@ import ast
 import functools
 import re
 from dataclasses import dataclass
+
+from pt2doctor.model.export import ExportFailureKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,28 @@ _TENSOR_TRUTH = re.compile(r"data-dependent expression Eq\(u\d+, 1\)|Data-depend
 def is_tensor_truth(message: str) -> bool:
     """`message`: torch's error, or draft_export's expression (`Eq(u0, 1)`)."""
     return _TENSOR_TRUTH.search(message) is not None
+
+
+def data_dependent_candidates(source: str, line: int, message: str,
+                              took: bool | None = None) -> list[tuple[str, tuple[Edit, ...]]]:
+    """The changes for a data-dependent guard at `line` (`message`: torch's error or draft_export's
+    expression), most likely first. `took`: the branch the example inputs took (None: unknown, both are
+    candidates, the condition first)."""
+    branch = cond_candidates(source, line)
+    if is_tensor_truth(message):
+        return branch
+    checks = guard_candidates(source, line)
+    return (checks if took is None else checks[:1] if took else checks[1:]) + branch
+
+
+def failure_candidates(kind: ExportFailureKind, source: str, line: int | None,
+                       message: str) -> list[tuple[str, tuple[Edit, ...]]]:
+    """The changes for a failed export call of the kind `kind` (`line`: the user's line in `source`)."""
+    if kind is ExportFailureKind.DATA_DEPENDENT and line is not None:
+        return data_dependent_candidates(source, line, message)
+    if kind is ExportFailureKind.CONSTRAINT_VIOLATION:
+        return dim_candidates(source, message)
+    return []
 
 
 def _statement_at(source: str, line: int) -> ast.stmt | None:

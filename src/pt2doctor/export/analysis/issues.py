@@ -6,10 +6,10 @@ Contract: `find_export_issues(session, read=...) -> ExportIssues` reads `session
 violation's message carries torch's suggested `Dim`s) and `session.export_checks`. Issues are
 deduplicated across export calls by kind, user line and op (the same line in a loop of exports is one
 issue, with every call it came from), most occurrences first. The fix of each issue is the first
-candidate of `export.analysis.fixes` that fits (the one rule `diagnose` verifies), proposed, not run:
-a data-dependent `if`/`while` gets `torch._check` of the branch the example inputs took (a tensor's
-truth value gets `torch.cond`); guards added for a constraint violation get torch's suggested `Dim`s;
-a custom op gets a fake kernel. `read` reads a user file (the fixes are edits of its text).
+candidate of `export.analysis.fixes` that fits (`data_dependent_candidates`: the one rule `diagnose`
+verifies), proposed, not run: a data-dependent `if`/`while` gets `torch._check` of the branch the example
+inputs took (a tensor's truth value gets `torch.cond`); guards added for a constraint violation get
+torch's suggested `Dim`s; a custom op gets a fake kernel. `read` reads a user file (the fixes are edits of its text).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pt2doctor.export.analysis.fixes import Edit, cond_candidates, dim_candidates, guard_candidates, is_tensor_truth
+from pt2doctor.export.analysis.fixes import Edit, data_dependent_candidates, dim_candidates, is_tensor_truth
 from pt2doctor.model import Session, SourceLoc
 from pt2doctor.model.export import TRACE_STEPS, ExportEvent, Phase
 from pt2doctor.model.export_draft import DraftIssue, DraftIssueKind, ExportCheck, failed_checks
@@ -32,7 +32,7 @@ _DIM_HINT = re.compile(r"DimHint\(AUTO, ([^)]*)\)")  # how torch prints Dim.AUTO
 class ExportFixProposal:
     """`text` at `at` (replacing `replaces` lines from it; 0: inserted before it), or in words (`at` None).
     `edits`: the change to the file of `at`; `verified`: None when not tried (`explain --try-fixes` tries
-    them, `workflows.export_fixes`), else whether draft_export of a copy with it no longer reports the issue."""
+    them, `export.diagnose.verify`), else whether draft_export of a copy with it no longer reports the issue."""
 
     text: str
     at: SourceLoc | None = None
@@ -125,12 +125,11 @@ def _data_dependent(issue: DraftIssue, where: SourceLoc | None, source: str | No
              f"the example inputs made it {issue.result or 'one value'} and export specialized on that")
     if where is None or source is None:
         return [ExportFixProposal(f"torch._check({issue.expr}) on the user's values, before the line that needs it")], cause
-    branch = _proposals(cond_candidates(source, where.line), where, source)
+    # assert the branch the example took
+    fixes = _proposals(data_dependent_candidates(source, where.line, issue.expr, issue.result != "False"), where,
+                       source)
     if is_tensor_truth(issue.expr):
-        return branch, cause + "; it is a tensor's truth value: only torch.cond keeps both outcomes"
-    checks = guard_candidates(source, where.line)
-    taken = checks[:1] if issue.result != "False" else checks[1:]  # assert the branch the example took
-    fixes = _proposals(taken, where, source) + branch
+        return fixes, cause + "; it is a tensor's truth value: only torch.cond keeps both outcomes"
     return fixes or [ExportFixProposal(f"torch._check(...) the fact this line relies on (`{issue.expr}`, "
                                        f"where {'; '.join(issue.names) or 'u* are values read from tensors'})")], cause
 

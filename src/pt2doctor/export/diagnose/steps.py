@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths, records
-from pt2doctor.export.diagnose.verify import verified_fixes
+from pt2doctor.export.diagnose.verify import verify_failure_fixes
 from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.export.diagnose.repro import export_repro
@@ -148,7 +148,7 @@ def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Exp
     runner.reporter.status(f"{failed.step.value} failed ({kind.value}): trying strict={not strict}")
     other = _other_mode(runner, found, not strict) if failed.step in TRACE_STEPS else None
     line = user_line(found.session.failures[0] if found.session and found.session.failures else None)
-    fixes = verified_fixes(runner, found, kind, failed, line)
+    fixes = verify_failure_fixes(runner, found, kind, failed, line)
     finding = ExportFinding(entry, failed.step, kind, line, fixes, other_mode_passes=other)
     conclude_export(found, finding, category_of(kind, failed))
 
