@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
+
+import msgspec
 
 from pt2doctor.analysis.cookbook import action_items
 from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
 from pt2doctor.analysis.whatif import Trial, TrialOutcome, judge, outputs_equal, propose_trials
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, Compile, CompileId, ExitInfo, GraphBreak, Recompile, Session
+from pt2doctor.model.outputs import (DictSummary, FloatSummary, OutputRecord, PySummary, SeqSummary, TensorSummary,
+                                     number)
+from pt2doctor.model.serialize import append_line, read_lines
 
 
 def _session(**kw) -> Session:
@@ -81,8 +88,20 @@ def test_judge_refutes_when_outputs_differ_even_if_breaks_go_down() -> None:
 
 
 def test_outputs_equal_is_close_not_exact() -> None:
-    def rec(v: float) -> list[dict]:
-        return [{"fn": 0, "call": 0, "value": {"tensor": "torch.float32", "shape": [1], "values": [v]}}]
+    def rec(v: float) -> list[OutputRecord]:
+        return [OutputRecord(0, 0, TensorSummary("torch.float32", (1,), (number(v),)))]
     assert outputs_equal(rec(1.0), rec(1.0 + 1e-7)) is True
     assert outputs_equal(rec(1.0), rec(2.0)) is False
     assert outputs_equal([], rec(1.0)) is None
+
+
+def test_outputs_survive_the_child_to_parent_record_nan_and_infinity_included(tmp_path: Path) -> None:
+    value = SeqSummary((TensorSummary("torch.float32", (3,), tuple(map(number, (1.0, math.nan, -math.inf)))),
+                        FloatSummary(number(math.inf)), PySummary("nan"), DictSummary({"k": PySummary(None)})))
+    with open(tmp_path / "outputs.jsonl", "w") as handle:  # as the child writes it (capture.child.overrides)
+        append_line(handle, OutputRecord(0, 0, value))
+    (read,) = read_lines(tmp_path / "outputs.jsonl", OutputRecord)  # as the parent reads it (workflows.whatif)
+    assert read == OutputRecord(0, 0, value) and outputs_equal([read], [OutputRecord(0, 0, value)]) is True
+    other = msgspec.structs.replace(value, items=(value.items[0], FloatSummary(number(math.nan)), *value.items[2:]))
+    assert outputs_equal([read], [OutputRecord(0, 0, other)]) is False  # an infinity is not a NaN
+    assert outputs_equal([read], [OutputRecord(0, 0, FloatSummary(number(math.nan)))]) is False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
@@ -20,6 +21,8 @@ from typing import Any, Literal
 from pt2doctor.analysis.cookbook import advice_for
 from pt2doctor.analysis.recompiles import Cause, cause_of, pretty_function, recompile_chains
 from pt2doctor.model import GuardFailure, GuardKind, Session
+from pt2doctor.model.outputs import (DictSummary, FloatSummary, Number, OutputRecord, SeqSummary, TensorSummary,
+                                     ValueSummary, as_float)
 
 Target = Literal["graph_breaks", "recompiles"]
 _RTOL, _ATOL = 1e-3, 1e-4
@@ -165,31 +168,30 @@ def _counts(target: Target, b: Measure, a: Measure) -> str:
     return f"recompiles {b.recompiles} -> {a.recompiles}, limit hits {b.limit_hits} -> {a.limit_hits}"
 
 
-def outputs_equal(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> bool | None:
+def outputs_equal(before: Sequence[OutputRecord], after: Sequence[OutputRecord]) -> bool | None:
     """Compare two runs' recorded outputs, matched by (compiled callable, call number)."""
     if not before or not after:
         return None
-    a = {(r["fn"], r["call"]): r["value"] for r in before}
-    b = {(r["fn"], r["call"]): r["value"] for r in after}
+    a = {(r.fn, r.call): r.value for r in before}
+    b = {(r.fn, r.call): r.value for r in after}
     return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
 
 
-def _same(x: Any, y: Any) -> bool:
-    if not isinstance(x, dict) or not isinstance(y, dict) or x.keys() != y.keys():
-        return x == y
-    if "tensor" in x:
-        return x["tensor"] == y["tensor"] and x["shape"] == y["shape"] and len(x["values"]) == len(y["values"]) \
-            and all(_close(p, q) for p, q in zip(x["values"], y["values"]))
-    if "seq" in x:
-        return len(x["seq"]) == len(y["seq"]) and all(_same(p, q) for p, q in zip(x["seq"], y["seq"]))
-    if "dict" in x:
-        return x["dict"].keys() == y["dict"].keys() and all(_same(x["dict"][k], y["dict"][k]) for k in x["dict"])
-    if "py" in x and isinstance(x["py"], float) and isinstance(y["py"], float):
-        return _close(x["py"], y["py"])
+def _same(x: ValueSummary, y: ValueSummary) -> bool:
+    if isinstance(x, TensorSummary) and isinstance(y, TensorSummary):
+        return x.dtype == y.dtype and x.shape == y.shape and len(x.values) == len(y.values) \
+            and all(_close(p, q) for p, q in zip(x.values, y.values))
+    if isinstance(x, SeqSummary) and isinstance(y, SeqSummary):
+        return len(x.items) == len(y.items) and all(_same(p, q) for p, q in zip(x.items, y.items))
+    if isinstance(x, DictSummary) and isinstance(y, DictSummary):
+        return x.items.keys() == y.items.keys() and all(_same(x.items[k], y.items[k]) for k in x.items)
+    if isinstance(x, FloatSummary) and isinstance(y, FloatSummary):
+        return _close(x.value, y.value)
     return x == y
 
 
-def _close(p: float, q: float) -> bool:
-    if isinstance(p, float) and isinstance(q, float) and (math.isnan(p) or math.isnan(q)):
-        return math.isnan(p) and math.isnan(q)
-    return p == q or abs(p - q) <= _ATOL + _RTOL * abs(q)
+def _close(p: Number, q: Number) -> bool:
+    a, b = as_float(p), as_float(q)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or abs(a - b) <= _ATOL + _RTOL * abs(b)

@@ -10,18 +10,17 @@ written by the child), not on stdout: stdout often prints timings or progress th
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
 import msgspec
 
 from pt2doctor.analysis.whatif import Trial, TrialResult, judge, outputs_equal
+from pt2doctor.capture.process_meta import records
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
 from pt2doctor.model import Session
 from pt2doctor.model.child import Overrides
+from pt2doctor.model.outputs import OutputRecord
 from pt2doctor.model.serialize import loads
 
 OUTPUTS = "outputs.jsonl"
@@ -39,11 +38,9 @@ def baseline_options(options: RunOptions) -> RunOptions:
     return _with_overrides(options, Overrides(), options.out_dir)
 
 
-def read_outputs(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / OUTPUTS
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def read_outputs(run_dir: Path) -> list[OutputRecord]:
+    """The outputs the child recorded (none when it recorded none, or died writing one)."""
+    return records(run_dir / OUTPUTS, OutputRecord)
 
 
 def try_fixes(baseline: Session, options: RunOptions, trials: list[Trial],

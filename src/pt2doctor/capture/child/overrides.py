@@ -18,8 +18,8 @@ Contract: `install(spec)` is called once by `capture/child/__main__.py` with the
   off, the user-error check of `diagnose`).
 - `seed`: seed `random`, `torch` (and NumPy when importable) so two runs draw the same inputs.
 - `record_outputs`: a path; the return values of the first `max_calls` calls of every compiled
-  callable are summarized to it as JSON lines (`summarize`), so the parent can compare a
-  baseline run with a what-if run without importing torch.
+  callable are summarized to it, one `model.outputs.OutputRecord` a line (`summarize`), so the parent
+  can compare a baseline run with a what-if run without importing torch.
 - `time_calls`: a path; each call of every compiled callable is timed (to the end of its kernels on a GPU,
   which the timer waits for), and the times are written there as a `CallTimes` record when the script exits.
 """
@@ -27,7 +27,6 @@ Contract: `install(spec)` is called once by `capture/child/__main__.py` with the
 from __future__ import annotations
 
 import atexit
-import json
 import random
 import time
 from collections.abc import Callable
@@ -36,7 +35,9 @@ from typing import Any
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.model.child import CallTimes, Overrides
-from pt2doctor.model.serialize import write_record
+from pt2doctor.model.outputs import (DictSummary, FloatSummary, OtherSummary, OutputRecord, PySummary, SeqSummary,
+                                     TensorSummary, ValueSummary, number)
+from pt2doctor.model.serialize import append_line, write_record
 
 _CONFIG_KEYS = {"dynamo_config": "dynamo", "inductor_config": "inductor", "compiler_config": "compiler"}
 MAX_CALLS = 32
@@ -168,25 +169,27 @@ class _Recorder:
 
     def _write(self, index: int, call: int, out: Any) -> None:
         with open(self._path, "a") as handle:
-            handle.write(json.dumps({"fn": index, "call": call, "value": summarize(out)}) + "\n")
+            append_line(handle, OutputRecord(index, call, summarize(out)))
 
 
 _MAX_VALUES = 4096
 
 
-def summarize(value: Any) -> Any:
-    """A JSON-able summary of a return value: tensors as dtype, shape and their first values."""
+def summarize(value: Any) -> ValueSummary:
+    """A return value's summary: tensors as dtype, shape and their first values."""
     import torch
 
     if isinstance(value, torch.Tensor):
         flat = value.detach().reshape(-1)[:_MAX_VALUES]
         values = flat.to(torch.float64 if not flat.is_complex() else torch.complex128).cpu()
         numbers = values.abs().tolist() if values.is_complex() else values.tolist()
-        return {"tensor": str(value.dtype), "shape": list(value.shape), "values": numbers}
+        return TensorSummary(str(value.dtype), tuple(value.shape), tuple(number(n) for n in numbers))
     if isinstance(value, dict):
-        return {"dict": {str(k): summarize(v) for k, v in value.items()}}
+        return DictSummary({str(k): summarize(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return {"seq": [summarize(v) for v in value]}
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return {"py": value}
-    return {"other": type(value).__name__}
+        return SeqSummary(tuple(summarize(v) for v in value))
+    if isinstance(value, float):
+        return FloatSummary(number(value))
+    if isinstance(value, (bool, int, str)) or value is None:
+        return PySummary(value)
+    return OtherSummary(type(value).__name__)
