@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pt2doctor.capture.input_values import load_values
 from pt2doctor.reduce.fx_load import NothingToMinify, load_compile, load_failing
 
 X = torch.linspace(-100.0, 100.0, 24).reshape(6, 4)  # as in large_values.py
@@ -59,7 +60,7 @@ def test_a_bug_on_the_real_values_is_minified_to_a_repro_that_reads_them(large_v
 def test_the_recorder_keeps_the_inputs_of_the_graph_the_probe_blamed(large_values):
     (failure,) = _failures(large_values.out_dir)
     assert (failure["graph"], failure["phase"], failure["tolerance"]) == ("g0000", "accuracy", 1e-4)
-    values = torch.load(large_values.out_dir / "graphs" / failure["values"], weights_only=True)
+    values = load_values(large_values.out_dir / "graphs" / failure["values"])
     assert torch.equal(values[0], X) and torch.equal(values[1], IDX)
 
 

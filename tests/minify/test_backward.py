@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pt2doctor.capture.input_values import load_values
 from pt2doctor.capture.child.graph_recorder import record_script
 from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec
 from pt2doctor.model.recording import read_failures, read_index
@@ -144,5 +145,5 @@ def test_a_boxed_backward_call_is_judged_and_kept_on_the_inputs_it_was_given(tmp
     recorder.close()
     [failure] = read_failures(tmp_path / "graphs")
     assert (failure.graph, failure.phase, failure.values) == ("g0002", "accuracy", "g0002.failed.inputs.pt")
-    kept = torch.load(tmp_path / "graphs" / "g0002.failed.inputs.pt", weights_only=True)
+    kept = load_values(tmp_path / "graphs" / "g0002.failed.inputs.pt")
     assert torch.equal(kept[0], x) and torch.equal(kept[1], g)

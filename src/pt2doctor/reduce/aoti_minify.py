@@ -67,7 +67,7 @@ def program_case(program: Any, call: tuple[tuple[Any, ...], dict[str, Any]] | No
         values = torch_compat.program_inputs(program, *call)
     specs: list[InputSpec] = input_specs(gm, values)
     if call is not None and saved_values.values_matter(values, accuracy):
-        specs = saved_values.save_values(values, specs, out_dir)
+        specs = saved_values.save_repro_inputs(values, specs, out_dir)
     base = make_base(gm, specs)
     if base is None:
         raise ValueError("the exported program's graph does not run on its recorded inputs")

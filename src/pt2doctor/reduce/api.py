@@ -54,7 +54,7 @@ def minify(
     context = check if isinstance(check, ReproContext) else _context(gm, check, accuracy, tolerance, config_lines)
     out = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="pt2doctor-minify-"))
     if save_values if save_values is not None else saved_values.values_matter(inputs, context.accuracy):
-        specs = saved_values.save_values(inputs, specs, out)
+        specs = saved_values.save_repro_inputs(inputs, specs, out)
     base = make_base(gm, specs)
     if base is None:
         raise ValueError("the graph does not run on inputs with this metadata")

@@ -45,6 +45,7 @@ import msgspec
 import torch
 import torch.fx
 
+from pt2doctor.capture.input_values import load_values
 from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
     DEFAULT_TOLERANCE,
@@ -53,7 +54,7 @@ from pt2doctor.model.minify import (
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index, values_files
 from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, op_name
 from pt2doctor.reduce.oracle import ReproContext
-from pt2doctor.reduce.saved_values import save_values, with_node_values
+from pt2doctor.reduce.saved_values import save_repro_inputs, with_node_values
 from pt2doctor.model.signature import from_description
 
 
@@ -210,12 +211,12 @@ def _recorded_values(graphs: Path, entries: Entries, failures: list[GraphFailure
     """The real input values the recorder kept for `entry`'s graph, by input index (see the contract)."""
     own = _values_file(graphs, entry, failures)
     if own:
-        return torch.load(graphs / own, weights_only=True)
+        return load_values(graphs / own)
     parent = entries.get(entry.parent or "")
     name = parent and entry.aot_kind != "backward" and _values_file(graphs, parent, failures)
     if not parent or not name:
         return {}
-    values = torch.load(graphs / name, weights_only=True)
+    values = load_values(graphs / name)
     return {at: values[i] for at, i in _aot_positions(parent.inputs, entry.inputs).items() if i in values}
 
 
@@ -263,7 +264,7 @@ def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Ten
     gm = load_graph_module(graphs, entry)
     specs = list(entry.inputs)
     if values and out_dir is not None:
-        specs = save_values([values.get(i) for i in range(len(specs))], specs, out_dir)
+        specs = save_repro_inputs([values.get(i) for i in range(len(specs))], specs, out_dir)
     base = make_base(gm, specs, origins_by_node(gm, entry.origins))
     if base is None:
         raise NothingToMinify(f"graph {entry.id} does not run on inputs with its recorded metadata")

@@ -2,13 +2,14 @@
 
 Contract: `values_matter(inputs, accuracy)` says when real values are worth saving: a wrong-result
 check, or integer/bool tensors (indices, masks), whose random stand-ins (zeros) would hide the bug.
-`save_values(inputs, specs, out)` writes the real tensors among `inputs` (fakes and non-tensors are
-skipped, so a list with holes is fine) to `out/repro_inputs.pt` as CPU copies (`torch.save` of a
-dict) and returns `specs` with `saved` naming each one's entry (`arg<index>`); `reduce.repro`
-renders those inputs as `saved_input(name, ...)`, which reads the file with
-`torch.load(weights_only=True)`. Both ways into the minifier save through here, so the file has
-one format: the API (`reduce.api`, values the caller passed) and a recorded run (`reduce.fx_load`,
-values `capture.child.graph_recorder` kept).
+`save_repro_inputs(inputs, specs, out)` writes the real tensors among `inputs` (fakes and non-tensors are
+skipped, so a list with holes is fine) to `out/repro_inputs.pt` as CPU copies, views of one storage as
+that storage (`storage<g>`), in the one format of saved values (`capture.input_values.save_values`, which
+the recorder writes too), and returns `specs` with `saved` naming each one's entry (`arg<index>`);
+`reduce.repro` renders those inputs as `saved_input(name, ...)`, which reads the file with
+`torch.load(weights_only=True)`. Both ways into the minifier save through here: the API (`reduce.api`,
+values the caller passed) and a recorded run (`reduce.fx_load`, values `capture.child.graph_recorder`
+kept, read with `capture.input_values.load_values`).
 `with_node_values(base, out)` adds, for a wrong result, the value eager computes at each node (from
 the saved inputs), so a node cut into an input carries it (`node:<name>` entries, the file read
 memory-mapped); `keep_only(out, names)` leaves the final repro only the entries it reads. The file is
@@ -26,7 +27,7 @@ import msgspec
 import torch
 import torch.fx
 
-from pt2doctor.capture.child.graph_inputs import has_values, is_index
+from pt2doctor.capture.input_values import has_values, is_index, save_values, write_values
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
 from pt2doctor.reduce.fx_case import CALL_OPS, FxBase, effect_calls, module_root
 from pt2doctor.reduce.repro import storage_extent, storage_groups
@@ -40,21 +41,20 @@ def values_matter(inputs: Sequence[Any], accuracy: bool) -> bool:
     return bool(real) and (accuracy or any(is_index(v) for v in real))
 
 
-def save_values(inputs: Sequence[Any], specs: Sequence[InputSpec], out: Path) -> list[InputSpec]:
+def save_repro_inputs(inputs: Sequence[Any], specs: Sequence[InputSpec], out: Path) -> list[InputSpec]:
     """Write the real tensor inputs to `out/repro_inputs.pt`; their specs name their entries."""
-    values, named = {}, list(specs)
-    for index, (value, spec) in enumerate(zip(inputs, specs)):
-        if has_values(value) and isinstance(spec, TensorSpec) and spec.storage is None:
-            values[f"arg{index}"] = value.detach().cpu().clone()
-            named[index] = msgspec.structs.replace(spec, saved=f"arg{index}")
+    alone = [value if isinstance(spec, TensorSpec) and spec.storage is None else None
+             for value, spec in zip(inputs, specs)]
+    storages, in_storage = {}, {}
     for group, members in storage_groups(specs).items():
         known = [(i, inputs[i]) for i, spec in enumerate(specs) if spec in members and has_values(inputs[i])]
         if len(known) == sum(1 for spec in specs if isinstance(spec, TensorSpec) and spec.storage == group):
-            values[f"storage{group}"] = _storage_of([(specs[i], value) for i, value in known])
-            for i, _ in known:
-                named[i] = msgspec.structs.replace(specs[i], saved=f"storage{group}")
-    _write(values, out / FILE_NAME)
-    return named
+            storages[f"storage{group}"] = _storage_of([(specs[i], value) for i, value in known])
+            in_storage.update({i: f"storage{group}" for i, _ in known})
+    named = {**in_storage, **save_values(alone, out / FILE_NAME, extra=storages)}
+    if not (out / FILE_NAME).is_file():
+        return list(specs)  # it could not be written: every input stays a random stand-in
+    return [msgspec.structs.replace(spec, saved=named[i]) if i in named else spec for i, spec in enumerate(specs)]
 
 
 def _storage_of(views: list[tuple[Any, torch.Tensor]]) -> torch.Tensor:
@@ -65,14 +65,6 @@ def _storage_of(views: list[tuple[Any, torch.Tensor]]) -> torch.Tensor:
     for spec, value in views:
         flat.as_strided(spec.shape, spec.stride, spec.offset).copy_(value.detach().cpu())
     return flat
-
-
-def _write(values: dict[str, torch.Tensor], path: Path) -> None:
-    """Replace the file whole: a process reading it memory-mapped (a worker, this one) keeps the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    torch.save(values, partial)
-    partial.replace(path)
 
 
 # What the values of a graph's nodes may take in `repro_inputs.pt`: each candidate reads the file (memory-mapped).
@@ -106,7 +98,7 @@ def with_node_values(base: FxBase, out: Path, budget: int = NODE_VALUES_BUDGET) 
     specs = dict(base.specs)
     for name in values:
         specs[name] = msgspec.structs.replace(specs[name], saved=f"node:{name}")
-    _write({**saved, **{f"node:{name}": value for name, value in values.items()}}, path)
+    write_values({**saved, **{f"node:{name}": value for name, value in values.items()}}, path)
     return dataclasses.replace(base, specs=specs)
 
 
@@ -118,7 +110,7 @@ def keep_only(out: Path, names: Iterable[str]) -> None:
     saved = torch.load(path, weights_only=True, mmap=True)
     kept = {name: saved[name] for name in names if name in saved}
     if len(kept) < len(saved):
-        _write(kept, path)
+        write_values(kept, path)
 
 
 _UNKNOWN = object()

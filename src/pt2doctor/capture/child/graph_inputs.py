@@ -1,65 +1,22 @@
-"""A recorded graph's inputs: their metadata (`input_specs`) and the values worth keeping (`save_values`).
+"""A recorded graph's inputs: their metadata (`input_specs`); their values are saved by `capture.input_values`.
 
 Contract: `input_specs(gm, example_inputs)` gives one `TensorSpec`/`ScalarSpec` per input, dims that
 are SymInts in the graph's placeholders marked dynamic, an integer tensor's recorded min and max
 (`bounds`), its storage offset, whether it is a leaf (autograd) and whether it is a ZeroTensor, and
 which inputs are views of one storage (`storage`: the first such input's index);
-`save_values(inputs, path, budget)` saves the tensor inputs that have values (`has_values`; only indices and masks, `is_index`, when asked),
-within a byte budget, and never raises. `has_values`/`is_index` are the one test of what can be
-saved and what matters, here and in `reduce.saved_values`.
+`has_values`/`is_index` (`capture.input_values`) are the one test of what can be saved and what matters.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.capture.input_values import has_values, is_index
 from pt2doctor.model.minify import InputSpec, ScalarSpec, TensorSpec
-
-
-def is_index(value: Any) -> bool:
-    """An integer or bool tensor (indices, masks): its values matter, and random stand-ins (zeros) hide bugs."""
-    return not (value.is_floating_point() or value.is_complex())
-
-
-def has_values(value: Any) -> bool:
-    """A plain dense tensor with data: not a subclass (fake tensors are one; `torch.load(weights_only=True)`
-    reads none back), sparse, on `meta` or a ZeroTensor (no storage; `TensorSpec.zero` rebuilds it).
-    The one test of what can be saved, here and in `reduce.saved_values`."""
-    import torch
-
-    return (type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided and not value.is_meta
-            and not torch_compat.is_zero_tensor(value))
-
-
-def save_values(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
-    """Save the tensor inputs that have values (with `indices_only`, the integer/bool ones), in
-    input order while they fit in `budget` bytes, to `path`; its name, or None when none was saved.
-    Never raises: values that cannot be read (a CUDA context a kernel's error has poisoned) are
-    simply not kept, and the failure is recorded without them. The file appears whole or not at all
-    (written beside it, then renamed), and a save that fails removes nothing but its own part."""
-    import torch
-
-    values = {}
-    partial = path.with_name(path.name + ".part")
-    try:
-        for index, value in enumerate(inputs):
-            if has_values(value) and (is_index(value) or not indices_only) and value.nbytes <= budget:
-                values[index] = value.detach().cpu().clone()
-                budget -= value.nbytes
-        if not values:
-            return None
-        torch.save(values, partial)
-        os.replace(partial, path)
-    except Exception:
-        partial.unlink(missing_ok=True)
-        return None
-    return path.name
 
 
 def input_specs(gm: Any, example_inputs: Any) -> list[InputSpec]:

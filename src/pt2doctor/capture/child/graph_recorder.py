@@ -11,9 +11,9 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
   torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
 - `g0003.constants.pt`: get_attr tensors (torch.save; submodules' under dotted names), only when
   there are any. Tensors only, so `torch.load(weights_only=True)` reads them back.
-- `g0003.inputs.pt`, `g0003.call.inputs.pt`, `g0003.failed.inputs.pt`: real input values (torch.save
-  of `{input index: CPU tensor}`), only where they matter (below), one file per moment they were
-  kept (`model.recording.values_files`), each written whole or not at all.
+- `g0003.inputs.pt`, `g0003.call.inputs.pt`, `g0003.failed.inputs.pt`: real input values (the one format of
+  `capture.input_values`: `{"arg<i>": CPU tensor}`), only where they matter (below), one file per moment
+  they were kept (`model.recording.values_files`), each written whole or not at all.
 - `failures.jsonl`: one `GraphFailure` per failure: graph, phase (`compile`, `run`, `accuracy`),
   `Type: first line` (an accuracy failure also has its tolerance; one whose inputs were saved, `values`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running; when
@@ -85,7 +85,8 @@ from typing import Any
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
-from pt2doctor.capture.child.graph_inputs import input_specs, save_values
+from pt2doctor.capture.child.graph_inputs import input_specs
+from pt2doctor.capture.input_values import save_values
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
 from pt2doctor.model.minify import (
@@ -131,7 +132,7 @@ class GraphRecorder:
         that kills the process leaves no failure record, and so no values, behind)."""
         if self.keep_call_inputs and graph_id not in self.called:
             self.called.add(graph_id)
-            save_values(inputs, self.dir / values_files(graph_id)[1], FAILURE_VALUES_BYTES)
+            _save(inputs, self.dir / values_files(graph_id)[1], FAILURE_VALUES_BYTES)
         self.mark(f"{graph_id} run")
 
     def ran(self, graph_id: str) -> None:
@@ -164,7 +165,7 @@ class GraphRecorder:
         values = None
         if inputs and graph not in self.failed_with_values:
             self.failed_with_values.add(graph)
-            values = save_values(inputs, self.dir / values_files(graph)[2], FAILURE_VALUES_BYTES)
+            values = _save(inputs, self.dir / values_files(graph)[2], FAILURE_VALUES_BYTES)
         append_line(self.failures, GraphFailure(graph, phase, description, tolerance, values))
 
     def save(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
@@ -179,7 +180,7 @@ class GraphRecorder:
             nodes=sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
             constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
             submodules=self._save_submodules(gm, graph_id),
-            values=save_values(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
+            values=_save(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
             origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes if n.op.startswith("call_")),
         )
         append_line(self.index, entry)
@@ -392,3 +393,8 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     )
     (run_dir / "output.txt").write_bytes(proc.stdout or b"")
     return proc.returncode
+
+
+def _save(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:
+    """The file's name (a record names it), or None when nothing was saved."""
+    return path.name if save_values(inputs, path, budget=budget, indices_only=indices_only) else None
