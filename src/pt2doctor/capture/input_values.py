@@ -51,7 +51,8 @@ def save_values(inputs: Sequence[Any], path: Path, *, budget: int | None = None,
     values: dict[str, Any] = {}
     try:
         for index, value in enumerate(inputs):
-            if has_values(value) and (is_index(value) or not indices_only) and (budget is None or value.nbytes <= budget):
+            fits = budget is None or (has_values(value) and value.nbytes <= budget)
+            if has_values(value) and (is_index(value) or not indices_only) and fits:
                 values[entry(index)] = value.detach().cpu().clone()
                 budget = None if budget is None else budget - value.nbytes
         if not values and not extra:

@@ -1,7 +1,7 @@
 """The `pt2doctor` command: parsing and dispatch only; one small module per subcommand.
 
-Exit codes are `model.exit_codes.ExitCode`, documented in docs/reference/exit-codes.md. Usage errors exit 64 (not click's
-2, which a script may well use itself); pt2doctor never ends in a traceback: an internal error is
+Exit codes are `model.exit_codes.ExitCode`, documented in docs/reference/exit-codes.md. Usage errors exit 64
+(not click's 2, which a script may well use itself); pt2doctor never ends in a traceback: an internal error is
 reported in one line, with the run directory kept, and exits 70.
 """
 
