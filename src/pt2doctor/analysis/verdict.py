@@ -38,7 +38,7 @@ def exit_code_of(e: ExitInfo) -> int:
         return ExitCode.INTERRUPTED
     if e.signal:
         return 128 + e.signal
-    return e.code if e.code is not None else 0
+    return e.code if e.code is not None else ExitCode.OK
 
 
 def verdict_for(session: Session) -> Verdict:

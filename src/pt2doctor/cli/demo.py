@@ -13,6 +13,7 @@ from pt2doctor.cli.options import OutDir
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.output import emit
 from pt2doctor.cli.progress import TerminalReporter
+from pt2doctor.model.exit_codes import ExitCode
 
 EXAMPLES = (
     ("toy_example.py", "graph breaks: print() and a data-dependent `if`"),
@@ -35,7 +36,7 @@ def demo_command(out_dir: Path | None) -> int:
         emit(session, as_json=False, save_to=root / Path(name).stem / "session.json")
     _diagnose_demo(root)
     click.secho(f"\nDemo runs kept in {root}", dim=True)
-    return 0
+    return ExitCode.OK
 
 
 def _diagnose_demo(root: Path) -> None:

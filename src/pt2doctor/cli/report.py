@@ -95,4 +95,4 @@ def _report_diagnosis(path: Path, as_json: bool, html: bool, output: Path | None
 
         page = write_diagnosis_html(diagnosis, session, output or path / "report.html", collect_html_inputs(session))
         click.echo(f"pt2doctor: wrote {page}", err=True)
-    return 0
+    return ExitCode.OK
