@@ -17,7 +17,7 @@ from pathlib import Path
 from pt2doctor.bisect.driver import bisect_repro
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.narrowing import SideRuns
-from pt2doctor.diagnose.reproduce import Failure
+from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
@@ -28,7 +28,7 @@ from pt2doctor.model.diagnosis import FailingStage, SourceRef, Workaround
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
 
-def hand_over(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> tuple[Workaround, ...]:
+def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
         arounds = side.submit(_try_workarounds, ctx, found, find_workarounds)
@@ -44,7 +44,7 @@ def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner,
             tries(ctx.runner, found)
 
 
-def _for_maintainers(ctx: Context, found: Found, classify: Failure, side_runs: SideRuns) -> None:
+def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> None:
     if not (found.minify and found.minify.verified):
         return
     options, reporter = ctx.options, ctx.reporter
@@ -63,6 +63,6 @@ def _for_maintainers(ctx: Context, found: Found, classify: Failure, side_runs: S
     reporter.status(f"bisection: {found.bisection.describe()}")
 
 
-def where_to_look(ctx: Context, found: Found, classify: Failure) -> tuple[SourceRef, ...]:
+def where_to_look(ctx: Context, found: Found, classify: Classified) -> tuple[SourceRef, ...]:
     look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
     return tuple(found.where_to_look)

@@ -23,7 +23,7 @@ from pathlib import Path
 from pt2doctor.bisect.driver import PendingBisection
 from pt2doctor.diagnose.control import ControlKind, ControlRun, start_control
 from pt2doctor.diagnose.found import Found, environment_fails, refine_category, user_error, where
-from pt2doctor.diagnose.reproduce import Failure, Reproduced
+from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.runs import Variant
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
@@ -53,7 +53,7 @@ class SideRuns:
             self.bisector.cancel()
 
 
-def side_runs(ctx: Context, found: Found, classify: Failure) -> SideRuns:
+def side_runs(ctx: Context, found: Found, classify: Classified) -> SideRuns:
     options, inductor = ctx.options, found.original_backend == "inductor"
     device = "cuda" if classify.on_cuda else "cpu"
     # Inductor failing: would a one-op program fail the same way here? (runs while the stage runs go on)
@@ -66,7 +66,7 @@ def side_runs(ctx: Context, found: Found, classify: Failure) -> SideRuns:
     return SideRuns(control, bisector, early)
 
 
-def stages(ctx: Context, found: Found, reproduce: Reproduced, classify: Failure) -> FailingStage | None:
+def stages(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> FailingStage | None:
     """Climb the ladder up to the first run that fails; the original run is the top rung (it failed)."""
     started, a1 = time.monotonic(), classify.attempt
     rungs, queued = ladder(found.original_backend), reproduce.queued
@@ -139,7 +139,7 @@ def replays(ctx: Context, found: Found) -> bool:
     return found.stage is FailingStage.DYNAMO and found.category is not Category.RECOMPILATION  # a limit hit has no frame
 
 
-def replay(ctx: Context, found: Found, classify: Failure) -> str | None:
+def replay(ctx: Context, found: Found, classify: Classified) -> str | None:
     """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter (`found.replay_verified`)."""
     try:
         return _replay(ctx, found, ctx.runner.run_dir(classify.attempt.label), classify.attempt.signature or "")

@@ -26,7 +26,7 @@ from pt2doctor.diagnose import reduction
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
-from pt2doctor.diagnose.reproduce import Failure, Reproduced, classify, recorded_backend_spec, reproduce
+from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.runtime_triage import runtime_triage, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
@@ -38,7 +38,7 @@ from pt2doctor.model.diagnosis import Diagnosis
 __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 
-def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Failure) -> bool:
+def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> bool:
     """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
     done = diagnose_export(ctx.runner, found, classify.attempt, reproduce.queued, ctx.options, ctx.minify_reporter)
     if done and ctx.options.workarounds:

@@ -8,7 +8,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.program import reduce_the_program
-from pt2doctor.diagnose.reproduce import Failure
+from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
 from pt2doctor.model.diagnosis import FailingStage
@@ -19,7 +19,7 @@ def minifies_early(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
     return side_runs.early
 
 
-def minify_early(ctx: Context, found: Found, classify: Failure) -> MinifyResult | None:
+def minify_early(ctx: Context, found: Found, classify: Classified) -> MinifyResult | None:
     """A recorded graph failed in the backend: minified now, while the stage runs go on."""
     minify_graph(ctx.options, ctx.runner, ctx.runner.run_dir(classify.attempt.label), found, ctx.reporter,
                  ctx.minify_reporter)
@@ -30,7 +30,7 @@ def minifies_now(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
     return found.stage in GRAPH_STAGES and ctx.options.minify and not side_runs.early
 
 
-def minify(ctx: Context, found: Found, classify: Failure) -> MinifyResult | None:
+def minify(ctx: Context, found: Found, classify: Classified) -> MinifyResult | None:
     return minify_early(ctx, found, classify)
 
 
@@ -38,7 +38,7 @@ def reduces_the_program(ctx: Context, found: Found) -> bool:
     return ctx.options.minify and found.stage is not None and not (found.minify and found.minify.verified)
 
 
-def program_reduction(ctx: Context, found: Found, classify: Failure) -> bool:
+def program_reduction(ctx: Context, found: Found, classify: Classified) -> bool:
     """The program, with the stage's own backend forced (the simplest that fails), judged by that run's failure."""
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),

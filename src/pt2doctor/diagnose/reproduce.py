@@ -6,7 +6,7 @@ concludes (`STOP`) when both pass (nothing to diagnose) or the failure does not 
 (flaky), and otherwise returns `Reproduced`. `classify` takes the failure the first run ended with:
 its category (`analysis.failures`), a CUDA kernel error tied to the compiled graph that launched it
 (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the failure), the rank of a job
-that failed first, and the backend and device the recording saw (`Failure`).
+that failed first, and the backend and device the recording saw (`Classified`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Reproduced:
 
 
 @dataclass(frozen=True)
-class Failure:
+class Classified:
     """The failure diagnosed from here on: `attempt`, the run that stands for it (its recording is minified,
     its frames say where), the backend its failing graph was compiled with, and whether any recorded graph
     ran on a CUDA device."""
@@ -73,14 +73,14 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     return Reproduced(a1, a2, queued)
 
 
-def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Failure:
+def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     a1, a2 = reproduce.first, reproduce.second
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(ctx.runner, found, a1)
     name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
-    return Failure(a1, spec, on_cuda)
+    return Classified(a1, spec, on_cuda)
 
 
 def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: Attempt,

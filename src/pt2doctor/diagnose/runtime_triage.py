@@ -36,7 +36,7 @@ from pt2doctor.model.runtime import RuntimeTriage, read_compiled, read_events, r
 from pt2doctor.model.serialize import RecordError
 
 if TYPE_CHECKING:
-    from pt2doctor.diagnose.reproduce import Failure
+    from pt2doctor.diagnose.reproduce import Classified
     from pt2doctor.diagnose.step import Context
 
 # a wrong result whose bad values are NaN or Inf (the script's own check says so, or its assert reads so)
@@ -66,7 +66,7 @@ def triages(ctx: Context, found: Found) -> bool:
     return wanted(found)
 
 
-def runtime_triage(ctx: Context, found: Found, classify: Failure) -> RuntimeTriage | None:
+def runtime_triage(ctx: Context, found: Found, classify: Classified) -> RuntimeTriage | None:
     """The step (`diagnose.procedure`): the failing run of `classify` is the one triaged."""
     triage_runtime(ctx.options, ctx.runner, found, classify.attempt, classify.on_cuda)
     return found.runtime

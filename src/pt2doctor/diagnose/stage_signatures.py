@@ -22,11 +22,11 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.runtime import NeedsCompiler
 
 if TYPE_CHECKING:
-    from pt2doctor.diagnose.reproduce import Failure
+    from pt2doctor.diagnose.reproduce import Classified
     from pt2doctor.diagnose.step import Context
 
 
-def compare_stage_signatures(ctx: Context, found: Found, classify: Failure) -> bool:
+def compare_stage_signatures(ctx: Context, found: Found, classify: Classified) -> bool:
     """The step (`diagnose.procedure`, right after the stage ladder): the failing run of `classify` is compared."""
     return needs_the_compiler(found, classify.attempt)
 
