@@ -41,7 +41,7 @@ def compare_command(as_json: bool, a: Path, b: Path) -> int:
         by_rank = compare_jobs(jobs[0], jobs[1], (str(a), str(b)))
         click.echo(dumps(by_rank, pretty=True).decode() if as_json else render_job_comparison(by_rank),
                    nl=not as_json)
-        return 0 if by_rank.same else EXIT_DIFFERENT
+        return ExitCode.OK if by_rank.same else ExitCode.DIFFERENT
     if jobs[0] is not None or jobs[1] is not None:
         raise click.UsageError(f"{a if jobs[0] is not None else b} is a job of several ranks and the other is one "
                                "process: compare a job with a job (rank by rank), or one rank's run with a run")
