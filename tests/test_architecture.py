@@ -20,12 +20,13 @@ ALLOWED: dict[str, set[str]] = {
     "processes": {"model", "capture"},
     "reduce": {"model", "capture", "processes"},
     "report": {"model", "analysis"},
-    "diagnose": {"model", "capture", "analysis", "processes", "reduce", "bisect"},
+    "diagnose": {"model", "capture", "analysis", "processes", "reduce", "bisect", "versions"},
     "bisect": {"model", "capture", "analysis", "processes", "reduce"},
     "workflows": {"model", "capture", "analysis", "processes", "reduce"},
+    "versions": {"model", "capture", "analysis", "processes"},
     "api": {"model", "capture", "analysis", "reduce", "report", "workflows"},
     "cli": {"model", "capture", "analysis", "processes", "reduce", "report", "diagnose", "bisect", "api",
-            "workflows"},
+            "workflows", "versions"},
     "examples": set(),
     "export": set(),  # the package's own __init__: its contract, nothing else
 }

@@ -34,9 +34,10 @@ def _register() -> None:
     from pt2doctor.cli.recompiles import recompiles_command
     from pt2doctor.cli.report import report_command
     from pt2doctor.cli.run import run_command
+    from pt2doctor.cli.versions import versions_command
 
     for command in (run_command, report_command, demo_command, recompiles_command, explain_command,
-                    accuracy_command, diagnose_command, compare_command, check_command):
+                    accuracy_command, diagnose_command, compare_command, check_command, versions_command):
         cli.add_command(command)
     try:
         from pt2doctor.cli.minify import minify_command

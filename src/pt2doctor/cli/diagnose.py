@@ -22,7 +22,9 @@ from pt2doctor.cli.options import (SCRIPT_COMMAND, SECONDS, jobs_option, out_opt
                                    script_arguments)
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir, torchrun_of
+from pt2doctor.cli.versions import print_versions, settings_of, versions_options
 from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S, DEFAULT_PROGRAM_PATIENCE
+from pt2doctor.versions.options import VersionsSettings
 
 
 class _MinifyStatus(MinifyProgress):
@@ -61,11 +63,17 @@ class _MinifyStatus(MinifyProgress):
 @click.option("--program-patience", type=click.IntRange(min=0), default=DEFAULT_PROGRAM_PATIENCE, show_default=True,
               help="Stop reducing the program after this many checks in a row kept nothing (0: at the budget only).")
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
+@click.option("--versions", "versions", is_flag=True,
+              help="Also run the verified repro under other torch releases (each in a cached environment of its "
+                   "own): which release fixes it (offered first as a workaround), which one broke it.")
+@versions_options
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
               help="Run SCRIPT as a job of N ranks through torchrun (standalone) and diagnose the rank that fails first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
                      no_bisect: bool, no_workarounds: bool, program_budget: float, program_patience: int, as_json: bool,
+                     versions: bool, releases: tuple[str, ...], versions_cache: Path | None,
+                     torch_envs: tuple[tuple[str, Path], ...], versions_budget: float, min_free_gb: float,
                      nproc_per_node: int | None, script: Path, args: tuple[str, ...]) -> int:
     """Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue bundle."""
     from pt2doctor.model.serialize import dumps
@@ -78,7 +86,9 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
                               function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
                               workarounds=not no_workarounds, program_budget_s=program_budget,
-                              program_patience=program_patience or None, torchrun=torchrun)
+                              program_patience=program_patience or None, torchrun=torchrun,
+                              versions=settings_of(releases, versions_cache, torch_envs, versions_budget, min_free_gb)
+                              if versions else None)
     if as_json:
         click.echo(dumps(diagnosis, pretty=True).decode())
     return diagnosis.exit_code
@@ -88,7 +98,8 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
                   bisect: bool = True, workarounds: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
                   program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
-                  torchrun: tuple[str, ...] | None = None):  # type: ignore[no-untyped-def]
+                  torchrun: tuple[str, ...] | None = None,
+                  versions: VersionsSettings | None = None):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
@@ -97,7 +108,8 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
                               jobs=max(1, jobs), minify=minify, bisect=bisect, workarounds=workarounds,
-                              program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun)
+                              program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun,
+                              versions=versions)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
@@ -154,6 +166,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         for change in (p.changes if p and d.repro == p.repro_path else ()):
             console.print(f"  un-guarded change between compiled calls: {change.statement} (writes {change.path})",
                           markup=False)
+    if d.versions is not None:
+        print_versions(console, d.versions)
     for note in d.notes:
         console.print(f"note: {note}", style="dim", markup=False)
     for step in d.next_steps:

@@ -21,11 +21,13 @@ from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over)
+                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over,
+                                      verified_upgrade)
 from pt2doctor.model.minify import MinifyResult, source_calls
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
+from pt2doctor.model.versions import VersionsResult
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Found:
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
     runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)
     needs_compiler: NeedsCompiler | None = None  # the program cannot run uncompiled (`diagnose.stage_signatures`)
+    versions: VersionsResult | None = None  # repro.py under other torch releases (`diagnose.upgrade`)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -109,7 +112,7 @@ class Found:
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
             workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look), runtime=self.runtime,
-            needs_compiler=self.needs_compiler,
+            needs_compiler=self.needs_compiler, versions=self.versions,
         )
 
     def culprit_ops(self) -> tuple[str, ...]:
@@ -321,16 +324,22 @@ def conclude(found: Found) -> None:
 
 
 def workaround_steps(found: Found) -> None:
-    """The verified workaround first among the next steps, with what it costs; the ones that did not hold after."""
-    chosen = handed_over(found.workarounds)
-    for w in (chosen,) if chosen else ():
-        took = f"; what it costs: {w.cost.describe()}" if w.cost else ""
-        kept = f"; {w.graphs_kept_compiled} graph(s) stay compiled by your backend" if w.graphs_kept_compiled else ""
-        found.next_steps.insert(0, f"Workaround, verified on a copy of your script: {w.change}{kept}{took}. "
-                                   "The patch is workaround.patch.")
+    """The verified workarounds first among the next steps: an upgrade of torch (verified on the repro), then the
+    change to the script handed over (`handed_over`), with what it costs; the ones that did not hold after."""
+    shown = [w for w in (verified_upgrade(found.workarounds), handed_over(found.workarounds)) if w is not None]
+    for w in reversed(shown):
+        found.next_steps.insert(0, _verified_step(w))
     for w in found.workarounds:
         if not w.verified:
             found.notes.append(f"workaround tried and not kept: {w.change}: {w.outcome}")
+
+
+def _verified_step(w: Workaround) -> str:
+    if w.verified_on == "repro":
+        return f"Workaround, verified on the repro (not on your whole program): {w.change}; {w.outcome}."
+    took = f"; what it costs: {w.cost.describe()}" if w.cost else ""
+    kept = f"; {w.graphs_kept_compiled} graph(s) stay compiled by your backend" if w.graphs_kept_compiled else ""
+    return f"Workaround, verified on a copy of your script: {w.change}{kept}{took}. The patch is workaround.patch."
 
 
 def environment_fails(found: Found, control: Control) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.versions.options import VersionsSettings
 
 DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
 # The program reducer stops after this many checks in a row kept nothing: on the real-bug corpus the longest
@@ -33,6 +34,7 @@ class DiagnoseOptions:
     bisect: bool = True
     workarounds: bool = True  # try workarounds on copies of the script (`diagnose.workarounds`)
     torchrun: tuple[str, ...] | None = None  # run the script as a job through torchrun, with these flags
+    versions: VersionsSettings | None = None  # run the verified repro under other torch releases (`diagnose.upgrade`)
 
     def __post_init__(self) -> None:
         # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves

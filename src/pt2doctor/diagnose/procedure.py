@@ -22,7 +22,7 @@ from typing import Any
 from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
-from pt2doctor.diagnose import reduction
+from pt2doctor.diagnose import reduction, upgrade
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
@@ -70,6 +70,7 @@ STEPS: tuple[Step, ...] = (
     Step("minify", reduction.minify, when=reduction.minifies_now),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program),
     Step("hand_over", over.hand_over),
+    Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted),
     Step("where_to_look", over.where_to_look),
     Step("conclude", _conclude),
 )

@@ -18,6 +18,7 @@ from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin, VerifyRuns
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.session import Category, Environment
+from pt2doctor.model.versions import VersionsResult
 
 SCHEMA = "pt2doctor.diagnosis/1"
 
@@ -263,7 +264,8 @@ class WorkaroundCost:
 
 # What a workaround takes away, narrowest first: one compiler pass or setting (every graph stays compiled), one
 # call, one function, a simpler backend for every compile, then one `torch.compile` site compiling nothing.
-WorkaroundKind = Literal["config", "call", "function", "backend", "site"]
+# `upgrade`: a newer torch release, verified on the repro only (`verified_upgrade`); not a change to the script.
+WorkaroundKind = Literal["config", "call", "function", "backend", "site", "upgrade"]
 WORKAROUND_KINDS: tuple[WorkaroundKind, ...] = ("config", "call", "function", "backend", "site")
 
 
@@ -273,7 +275,9 @@ class Workaround:
     unified diff of their file, `verified` when a copy of the script with it ran to the end with its own checks
     passing (`outcome` says how the copy's run ended), `graphs_kept_compiled` how many graphs the script's own
     backend still compiled in that run (None: not counted). `kind` says how much it takes away, narrowest first
-    (`WORKAROUND_KINDS`)."""
+    (`WORKAROUND_KINDS`). `verified_on` says what it was verified on: a copy of the whole `script`, or only the
+    `repro`: an upgrade of torch (kind `upgrade`, `diagnose.upgrade`), which changes no line of the script:
+    repro.py passes under the newer release."""
 
     change: str
     patch: str
@@ -282,13 +286,19 @@ class Workaround:
     cost: WorkaroundCost | None = None
     graphs_kept_compiled: int | None = None
     kind: WorkaroundKind = "backend"
-
+    verified_on: Literal["script", "repro"] = "script"
 
 
 def handed_over(workarounds: tuple[Workaround, ...] | list[Workaround]) -> Workaround | None:
-    """The workaround handed over first: the narrowest verified (`WORKAROUND_KINDS`), the first tried among equals."""
-    verified = [w for w in workarounds if w.verified]
+    """The change to the script handed over first: the narrowest verified (`WORKAROUND_KINDS`), the first tried
+    among equals. An upgrade of torch is no change to the script: `verified_upgrade` hands it over, before."""
+    verified = [w for w in workarounds if w.verified and w.verified_on == "script"]
     return min(verified, key=lambda w: WORKAROUND_KINDS.index(w.kind)) if verified else None
+
+
+def verified_upgrade(workarounds: tuple[Workaround, ...] | list[Workaround]) -> Workaround | None:
+    """The upgrade of torch that made repro.py pass (`diagnose --versions`), handed over first."""
+    return next((w for w in workarounds if w.verified and w.verified_on == "repro"), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +343,7 @@ class Diagnosis:
     where_to_look: tuple[SourceRef, ...] = ()  # PyTorch's source for what was found (installed torch)
     runtime: RuntimeTriage | None = None  # runtime triage: the first kernel that faulted or made NaN/Inf
     needs_compiler: NeedsCompiler | None = None  # the runs without the compiler fail otherwise, out of memory
+    versions: VersionsResult | None = None  # repro.py under other torch releases (`diagnose --versions`)
     schema: str = SCHEMA
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis
+from pt2doctor.report.versions import conclusions, release_rows
 
 
 def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") -> dict[str, Any]:
@@ -44,6 +45,9 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
          "seconds": a.wall_s}
         for a in d.attempts
     ]
+    if d.versions is not None:
+        section["torch releases (repro.py under each)"] = release_rows(d.versions)
+        section["what the torch releases say"] = [{"finding": line} for line in conclusions(d.versions)] or None
     section["next steps"] = [{"step": s} for s in d.next_steps] or None
     section["notes"] = [{"note": n} for n in d.notes] or None
     section["step times (s)"] = dict(d.timings)

@@ -21,9 +21,10 @@ from pathlib import Path
 import jinja2
 
 from pt2doctor.model import Category, Session
-from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage, handed_over
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage, handed_over, verified_upgrade
 from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.export.report.issue import export_repro_text, export_stage, export_summary, export_title_tag
+from pt2doctor.report.versions import versions_markdown
 from pt2doctor.model.serialize import dumps, loads
 
 _STAGE_TAGS = {FailingStage.DYNAMO: "dynamo", FailingStage.AOT_AUTOGRAD: "aotautograd",
@@ -125,7 +126,8 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     repro_text = _repro_text(d)
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
-        d=d, verdict=_verdict(d), workaround=handed_over(d.workarounds), test_text=_read(d.short.test if d.short else None), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
+        d=d, verdict=_verdict(d), workaround=handed_over(d.workarounds), upgrade=verified_upgrade(d.workarounds),
+        releases=versions_markdown(d.versions) if d.versions else "", test_text=_read(d.short.test if d.short else None), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
         summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",

@@ -1,0 +1,71 @@
+"""`diagnose --versions`: the verified repro under other torch releases, and the upgrade that fixes it.
+
+Contract: the step `versions` (`wanted` when `--versions` was given) runs after the hand-over step, once the
+repro is verified and the workarounds on copies of the script were tried (it needs repro.py as it is handed
+over); `check_versions(options, found, reporter)` is its work. With `options.versions` unset,
+or no verified repro, it does nothing (a note says why when it was asked for). Otherwise it runs the
+search (`versions.search.search_versions`, its logs in `out_dir/versions/`) and keeps its result in
+`found.versions`; when a newer release fixes it, "upgrade torch to X" goes first among the workarounds,
+verified on the repro only (`Workaround.verified_on == "repro"`): repro.py passed there, the whole program
+was not run under it. A regression is said in the notes, with the last release where the repro passed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pt2doctor.capture.runner import Reporter
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.step import Context
+from pt2doctor.model.diagnosis import Workaround
+from pt2doctor.model.versions import VersionsResult
+
+
+def wanted(ctx: Context, found: Found) -> bool:
+    return ctx.options.versions is not None
+
+
+def versions(ctx: Context, found: Found, hand_over: tuple[Workaround, ...]) -> VersionsResult | None:
+    """The step (after the hand-over: repro.py as handed over, the workarounds tried)."""
+    check_versions(ctx.options, found, ctx.reporter)
+    return found.versions
+
+
+def check_versions(options: DiagnoseOptions, found: Found, reporter: Reporter) -> None:
+    if options.versions is None:
+        return
+    repro = _verified_repro(found)
+    if repro is None:
+        found.notes.append("--versions: no verified repro.py to run under other torch releases")
+        return
+    from pt2doctor.versions.search import search_versions
+
+    found.versions = search_versions(repro, options.versions, options.out_dir / "versions", reporter)
+    upgrade = upgrade_workaround(found.versions)
+    if upgrade is not None:
+        found.workarounds.insert(0, upgrade)
+    if found.versions.regressed is not None:
+        r = found.versions.regressed
+        between = "" if r.exact else " (releases between them were not run)"
+        found.notes.append(f"regressed in torch {r.after}: repro.py passes under torch {r.before} and fails the same "
+                           f"way under {r.after}{between}")
+
+
+def upgrade_workaround(result: VersionsResult) -> Workaround | None:
+    """"Upgrade torch to X" where release X is the first after the user's where the repro passes."""
+    if result.fixed is None:
+        return None
+    run = result.run_of(result.fixed.after)
+    build = f" ({run.torch}, {run.build} build)" if run is not None and run.torch else ""
+    return Workaround(change=f"upgrade torch to {result.fixed.after}", patch="", verified=True,
+                      outcome=f"repro.py passes under torch {result.fixed.after}{build}, run twice in an environment of "
+                              "its own; your whole program was not run under it", verified_on="repro")
+
+
+def _verified_repro(found: Found) -> Path | None:
+    """repro.py as handed over (the short form, else the chosen repro), when it verified."""
+    chosen = found.chosen_repro()
+    if chosen is None or not chosen.verified:
+        return None
+    return Path(found.short.repro if found.short is not None and chosen is found.minify else chosen.repro_path)

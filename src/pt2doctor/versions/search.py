@@ -1,0 +1,150 @@
+"""The search: a repro run under the user's torch, then under other releases until the answer is known.
+
+Contract: `search_versions(repro, settings, out_dir, reporter) -> VersionsResult` never raises for what
+the repro or pip does, and never installs anything into the user's environment:
+1. `python repro.py` under the user's own interpreter (as they would run it) gives the target: its failure
+   signature (`analysis.run_signature`). A repro that passes there ends the search (nothing to look for).
+2. pip lists the releases (`versions.torch_envs.list_releases`); the list searched is the user's release up to
+   the newest, or the ones asked for (`analysis.versions.search_list`).
+3. Release by release, in `analysis.versions.next_release`'s order: an environment (cached, pre-made with
+   `--torch-env`, or installed now), then the repro in it, judged against the target; a run that passes
+   is run once more, and counts as passing only when both did (a flaky repro is no fix). The search stops
+   when the order says it is done, or at the budget or low disk (`stopped` says which).
+4. `analysis.versions.conclude` names the release that fixed it and the one that broke it.
+Each release's logs (pip's output, the repro's) are in `out_dir/<release>/`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import msgspec
+
+from pt2doctor.analysis.run_signature import run_signature, uncaught_exception
+from pt2doctor.analysis.versions import (build_note, build_of, conclude, next_release, outcome_of, public, requirement,
+                                         search_list)
+from pt2doctor.processes.program_run import run_program, this_interpreter
+from pt2doctor.capture.runner import Reporter, SilentReporter
+from pt2doctor.versions.torch_envs import (CannotRun, Limits, ListingError, OutOfBudget, ensure_env, given_env,
+                                          isolated_environ, list_releases, probe)
+from pt2doctor.model.versions import OUTCOME_WORDS, ReleaseOutcome, ReleaseRun, TorchProbe, VersionsResult
+from pt2doctor.versions.options import VersionsSettings
+
+_GB = 1024 ** 3
+
+
+def search_versions(repro: Path, settings: VersionsSettings, out_dir: Path,
+                    reporter: Reporter | None = None) -> VersionsResult:
+    reporter = reporter or SilentReporter()
+    started = time.monotonic()
+    repro = repro.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        mine = probe(this_interpreter(), out_dir / "yours" / "probe", isolated=False)
+    except CannotRun as exc:
+        return VersionsResult(str(repro), "", "", stopped=str(exc))
+    user = public(mine.version)
+    reporter.status(f"torch {user} (yours): python {repro.name}")
+    baseline = _run(this_interpreter(), repro, settings, out_dir / "yours", None)
+    target = baseline[0]
+    first = _release_run(user, mine, baseline, "", None, target or "")
+    if target is None:
+        return VersionsResult(str(repro), "", user, (user,), (first,), stopped=(
+            f"python {repro.name} passes under your torch {mine.version}: there is no failure to look for"),
+            time_s=_since(started))
+    result = _search(repro, settings, out_dir, reporter, mine, first, target)
+    return msgspec.structs.replace(result, time_s=_since(started))
+
+
+def _search(repro: Path, settings: VersionsSettings, out_dir: Path, reporter: Reporter, mine: TorchProbe,
+            first: ReleaseRun, target: str) -> VersionsResult:
+    notes: list[str] = []
+    try:
+        available = list_releases(out_dir / "pip")
+    except ListingError as exc:
+        available = ()
+        notes.append(str(exc))
+    releases = search_list(available, mine.version, settings.releases)
+    limits = Limits(None if settings.budget_s is None else time.monotonic() + settings.budget_s,
+                    int(settings.min_free_gb * _GB))
+    given = {public(v): p for v, p in settings.torch_envs}
+    tried = {first.release: first}
+    stopped = ""
+    while (release := next_release(releases, {r: run.outcome for r, run in tried.items()})) is not None:
+        reporter.status(f"torch {release}: " + ("your environment " + str(given[release]) if release in given
+                                               else requirement(release, mine.version, available)))
+        try:
+            tried[release] = _try(release, repro, settings, out_dir / release, reporter, limits, given.get(release),
+                                  requirement(release, mine.version, available), target)
+        except OutOfBudget as exc:
+            tried[release] = ReleaseRun(release, ReleaseOutcome.CANNOT_RUN, why=str(exc))
+            stopped = f"stopped before the search ended: {exc}"
+            break
+        reporter.status(f"torch {release}: {_said(tried[release])}")
+    runs = tuple(tried[r] for r in sorted(tried, key=lambda r: releases.index(r) if r in releases else -1))
+    fixed, regressed = conclude(releases, runs, first.release)
+    notes += [n for n in (build_note(first.build, r) for r in runs) if n]
+    return VersionsResult(str(repro), target, first.release, releases, runs, fixed, regressed, stopped, tuple(notes))
+
+
+def _try(release: str, repro: Path, settings: VersionsSettings, logs: Path, reporter: Reporter, limits: Limits,
+         given: Path | None, wanted: str, target: str) -> ReleaseRun:
+    """The repro under one release; CANNOT_RUN with pip's or the probe's words when it could not run."""
+    install_s: float | None = None
+    try:
+        if given is not None:
+            python = given_env(given)
+            found = probe(python, logs / "probe")
+            if public(found.version) != release:
+                raise CannotRun(f"--torch-env {release}={given} holds torch {found.version}")
+        else:
+            python, env, made = ensure_env(settings.cache_dir, release, wanted, limits, reporter, logs)
+            found = TorchProbe(env.torch, env.cuda, "", "")
+            install_s = env.install_s if made else None
+    except CannotRun as exc:
+        return ReleaseRun(release, ReleaseOutcome.CANNOT_RUN, why=str(exc))
+    env_dir = str(Path(python).parent.parent)
+    return _release_run(release, found, _run(python, repro, settings, logs, isolated_environ()), env_dir, install_s,
+                        target)
+
+
+def _run(python: str, repro: Path, settings: VersionsSettings, logs: Path, env: dict[str, str] | None
+         ) -> tuple[str | None, str, float]:
+    """(signature, the error in the run's words, seconds) of `python repro.py`; a pass is run once more."""
+    total = 0.0
+    for attempt in (1, 2):
+        ran = run_program((python, repro.name), cwd=repro.parent, logs=logs / f"run-{attempt}",
+                          timeout_s=settings.run_timeout_s, env=env)
+        total += ran.wall_s
+        signature = "timeout" if ran.stopped else run_signature(ran.returncode or 0, ran.stdout, ran.stderr)
+        if signature is not None:
+            said = "" if attempt == 1 else "passed once, then failed: "
+            return signature, said + (signature if ran.stopped else _error(ran.stderr) or signature), round(total, 3)
+    return None, "", round(total / 2, 3)
+
+
+def _release_run(release: str, found: TorchProbe, ran: tuple[str | None, str, float], env: str,
+                 install_s: float | None, target: str) -> ReleaseRun:
+    signature, error, seconds = ran
+    outcome = outcome_of(signature, target)
+    return ReleaseRun(release, outcome, found.version, build_of(found.cuda), signature or "",
+                      error if outcome is ReleaseOutcome.FAILS_OTHER else "", install_s, seconds, env)
+
+
+def _error(stderr: str) -> str:
+    raised = uncaught_exception(stderr)
+    if raised is None:
+        return ""
+    exception, message, _ = raised
+    first = next((line for line in message.splitlines() if line.strip()), "")
+    return f"{exception.rsplit('.', 1)[-1]}: {first}"[:300]
+
+
+def _said(run: ReleaseRun) -> str:
+    detail = run.why or (run.signature if run.outcome is not ReleaseOutcome.PASSES else "")
+    return OUTCOME_WORDS[run.outcome] + (f" ({detail})" if detail else "")
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 1)
