@@ -74,3 +74,12 @@ def test_the_cli_clears_the_cache_it_is_given_and_refuses_a_malformed_environmen
     script.write_text("")
     bad = pt2doctor("versions", "--torch-env", "2.14.1", str(script))
     assert bad.code == 64 and "VERSION=PATH" in bad.stderr
+
+
+def test_a_repro_that_passes_under_your_torch_ends_the_search_at_once(tmp_path):
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\nprint(torch.ones(2).sum().item())\n")
+    run = pt2doctor("versions", "--out", str(tmp_path / "out"), "--versions-cache", str(tmp_path / "cache"),
+                    str(script))
+    assert run.code == 2 and "passes under your torch" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "cache").exists()  # nothing listed, nothing installed

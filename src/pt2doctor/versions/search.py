@@ -72,6 +72,9 @@ def _search(repro: Path, settings: VersionsSettings, out_dir: Path, reporter: Re
     tried = {first.release: first}
     stopped = ""
     while (release := next_release(releases, {r: run.outcome for r, run in tried.items()})) is not None:
+        if limits.out_of_time():
+            stopped = f"stopped before the search ended: {limits.out_of_time()} (torch {release} was next)"
+            break
         reporter.status(f"torch {release}: " + ("your environment " + str(given[release]) if release in given
                                                else requirement(release, mine.version, available)))
         try:

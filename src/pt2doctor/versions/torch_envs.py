@@ -64,11 +64,15 @@ class Limits:
     min_free_bytes: int
 
     def check(self, cache: Path) -> str:
-        """Why the search must stop now, or empty."""
+        """Why an install must stop now (the disk under `cache`, the time), or empty."""
         free = shutil.disk_usage(_existing(cache)).free
         if free < self.min_free_bytes:
             return (f"the free disk under {cache} is {free / _GB:.1f} GB, below the {self.min_free_bytes / _GB:.1f} GB "
                     "kept free (--min-free-gb)")
+        return self.out_of_time()
+
+    def out_of_time(self) -> str:
+        """Why the search must stop now (its time ran out), or empty."""
         if self.deadline is not None and time.monotonic() > self.deadline:
             return "the time budget ran out (--versions-budget)"
         return ""
