@@ -23,7 +23,7 @@ from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.versions import ReleaseOutcome, VersionsResult
 from pt2doctor.report.versions import COLUMNS, conclusions, release_rows
-from pt2doctor.versions.options import DEFAULT_BUDGET_S, DEFAULT_MIN_FREE_GB, VersionsSettings
+from pt2doctor.versions.options import DEFAULT_BUDGET_S, DEFAULT_MIN_FREE_GB, DEFAULT_RUN_TIMEOUT_S, VersionsSettings
 
 EXIT_NOTHING_FAILS = 2
 _COLORS = {"fails the same way": "red", "passes": "green", "fails otherwise": "yellow", "cannot run": "dim"}
@@ -75,7 +75,8 @@ def settings_of(releases: tuple[str, ...], versions_cache: Path | None, torch_en
                epilog="Exit status: 0 the search ran (versions.json says what it found), 2 REPRO passes under your "
                       "own torch, 64 usage error, 70 internal error of pt2doctor, 130 Ctrl-C.")
 @out_option("Where to write versions.json and the logs of each release's install and runs.")
-@click.option("--timeout", type=SECONDS, default=None, help="Stop one run of the repro after this many seconds.")
+@click.option("--timeout", type=SECONDS, default=None,
+              help=f"Stop one run of the repro after this many seconds (default {DEFAULT_RUN_TIMEOUT_S:.0f}).")
 @versions_options
 @click.option("--clear-cache", is_flag=True, help="Remove every cached torch environment, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print versions.json to stdout.")
