@@ -12,7 +12,7 @@ import pytest
 from clihelp import pt2doctor
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.capture.torch_envs import (ENV_RECORD, CannotRun, Limits, OutOfBudget, _refuse_user_prefix, clear_cache,
+from pt2doctor.versions.torch_envs import (ENV_RECORD, CannotRun, Limits, OutOfBudget, _refuse_user_prefix, clear_cache,
                                           ensure_env, given_env)
 from pt2doctor.model.serialize import write_record
 from pt2doctor.model.versions import TorchEnv

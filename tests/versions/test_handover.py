@@ -50,6 +50,12 @@ def test_the_fixing_release_is_offered_first_verified_on_the_repro_and_said_so()
     assert "2.14.1+cu130" in first and second.startswith("Workaround, verified on a copy of your script")
 
 
+def test_the_upgrade_says_how_to_run_the_whole_program_under_that_release():
+    upgrade = upgrade_workaround(_result(), ("train.py", "--lr", "1e-3"))
+    assert upgrade is not None and upgrade.verified_on == "repro" and "was not run under it" in upgrade.outcome
+    assert "`pt2doctor versions --releases 2.14.1 train.py --lr 1e-3`" in upgrade.outcome
+
+
 def test_no_upgrade_is_offered_when_no_newer_release_passes():
     runs = (RUNS[0], ReleaseRun("2.14.1", ReleaseOutcome.FAILS_SAME, signature=TARGET))
     result = VersionsResult("repro.py", TARGET, "2.13.0", RELEASES, runs, *conclude(RELEASES, runs, "2.13.0"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from clihelp import pt2doctor
 
-from pt2doctor.capture.torch_envs import default_cache_dir, list_releases
+from pt2doctor.versions.torch_envs import default_cache_dir, list_releases
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"
 FIXED_IN_2141 = REALBUGS / "bartlett_window_cummin_lowering.py"  # passes on 2.14.1 (bench/results/versions-...)

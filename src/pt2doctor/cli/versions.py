@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pt2doctor.versions.torch_envs import clear_cache, default_cache_dir
-from pt2doctor.cli.options import POSITIVE, SECONDS, out_option
+from pt2doctor.cli.options import POSITIVE, SCRIPT_COMMAND, SECONDS, out_option
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.versions import ReleaseOutcome, VersionsResult
@@ -71,7 +71,8 @@ def settings_of(releases: tuple[str, ...], versions_cache: Path | None, torch_en
                             run_timeout_s=timeout or base.run_timeout_s, torch_envs=torch_envs)
 
 
-@click.command("versions", short_help="Which torch release fixes a repro, and which one broke it.",
+@click.command("versions", context_settings=SCRIPT_COMMAND,
+               short_help="Which torch release fixes a repro, and which one broke it.",
                epilog="Exit status: 0 the search ran (versions.json says what it found), 2 REPRO passes under your "
                       "own torch, 64 usage error, 70 internal error of pt2doctor, 130 Ctrl-C.")
 @out_option("Where to write versions.json and the logs of each release's install and runs.")
@@ -81,11 +82,13 @@ def settings_of(releases: tuple[str, ...], versions_cache: Path | None, torch_en
 @click.option("--clear-cache", is_flag=True, help="Remove every cached torch environment, then exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print versions.json to stdout.")
 @click.argument("repro", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def versions_command(out_dir: Path | None, timeout: float | None, releases: tuple[str, ...],
                      versions_cache: Path | None, torch_envs: tuple[tuple[str, Path], ...], versions_budget: float,
-                     min_free_gb: float, clear_cache: bool, as_json: bool, repro: Path | None) -> int:
-    """Run REPRO (a script that fails now: `diagnose`'s repro.py) under other torch releases, each in a cached
-    environment of its own, and say which release fixes it and which one broke it."""
+                     min_free_gb: float, clear_cache: bool, as_json: bool, repro: Path | None,
+                     args: tuple[str, ...]) -> int:
+    """Run REPRO [ARGS] (a script that fails now: `diagnose`'s repro.py, or your whole program) under other torch
+    releases, each in a cached environment of its own, and say which release fixes it and which one broke it."""
     from pt2doctor.model.serialize import dumps, write_record
     from pt2doctor.versions.search import search_versions
 
@@ -96,7 +99,7 @@ def versions_command(out_dir: Path | None, timeout: float | None, releases: tupl
     if repro is None:
         raise click.UsageError("name the REPRO to run (or --clear-cache)")
     out = (out_dir or default_out_dir(repro, "versions")).absolute()
-    result = search_versions(repro, settings, out, TerminalReporter())
+    result = search_versions(repro, settings, out, TerminalReporter(), args)
     write_record(out / "versions.json", result)
     if as_json:
         click.echo(dumps(result, pretty=True).decode())

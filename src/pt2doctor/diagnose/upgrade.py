@@ -12,6 +12,7 @@ was not run under it. A regression is said in the notes, with the last release w
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from pt2doctor.capture.runner import Reporter
@@ -42,7 +43,7 @@ def check_versions(options: DiagnoseOptions, found: Found, reporter: Reporter) -
     from pt2doctor.versions.search import search_versions
 
     found.versions = search_versions(repro, options.versions, options.out_dir / "versions", reporter)
-    upgrade = upgrade_workaround(found.versions)
+    upgrade = upgrade_workaround(found.versions, found.command)
     if upgrade is not None:
         found.workarounds.insert(0, upgrade)
     if found.versions.regressed is not None:
@@ -52,15 +53,19 @@ def check_versions(options: DiagnoseOptions, found: Found, reporter: Reporter) -
                            f"way under {r.after}{between}")
 
 
-def upgrade_workaround(result: VersionsResult) -> Workaround | None:
-    """"Upgrade torch to X" where release X is the first after the user's where the repro passes."""
+def upgrade_workaround(result: VersionsResult, command: tuple[str, ...] = ()) -> Workaround | None:
+    """"Upgrade torch to X" where release X is the first after the user's where the repro passes; `command`
+    (the script and its argv) is named in the command that runs the whole program under X, when asked."""
     if result.fixed is None:
         return None
-    run = result.run_of(result.fixed.after)
+    release = result.fixed.after
+    run = result.run_of(release)
     build = f" ({run.torch}, {run.build} build)" if run is not None and run.torch else ""
-    return Workaround(change=f"upgrade torch to {result.fixed.after}", patch="", verified=True,
-                      outcome=f"repro.py passes under torch {result.fixed.after}{build}, run twice in an environment of "
-                              "its own; your whole program was not run under it", verified_on="repro")
+    whole = (f" (`pt2doctor versions --releases {release} {shlex.join(command)}` runs it there, in the same cached "
+             "environment)") if command else ""
+    return Workaround(change=f"upgrade torch to {release}", patch="", verified=True,
+                      outcome=f"repro.py passes under torch {release}{build}, run twice in an environment of its own; "
+                              f"your whole program was not run under it{whole}", verified_on="repro")
 
 
 def _verified_repro(found: Found) -> Path | None:

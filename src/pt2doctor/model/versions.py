@@ -74,6 +74,7 @@ class VersionsResult(msgspec.Struct, frozen=True):
     stopped: str = ""
     notes: tuple[str, ...] = ()
     time_s: float = 0.0
+    args: tuple[str, ...] = ()  # the repro's own argv (a whole program run as `pt2doctor versions SCRIPT ARGS`)
 
     def run_of(self, release: str) -> ReleaseRun | None:
         return next((r for r in self.runs if r.release == release), None)

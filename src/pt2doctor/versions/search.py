@@ -17,6 +17,7 @@ Each release's logs (pip's output, the repro's) are in `out_dir/<release>/`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -34,11 +35,12 @@ from pt2doctor.versions.options import VersionsSettings
 _GB = 1024 ** 3
 
 
-def search_versions(repro: Path, settings: VersionsSettings, out_dir: Path,
-                    reporter: Reporter | None = None) -> VersionsResult:
+def search_versions(repro: Path, settings: VersionsSettings, out_dir: Path, reporter: Reporter | None = None,
+                    args: tuple[str, ...] = ()) -> VersionsResult:
     reporter = reporter or SilentReporter()
     started = time.monotonic()
-    repro = repro.resolve()
+    run = _Repro(repro.resolve(), args, settings.run_timeout_s)
+    repro = run.path
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         mine = probe(this_interpreter(), out_dir / "yours" / "probe", isolated=False)
@@ -46,18 +48,18 @@ def search_versions(repro: Path, settings: VersionsSettings, out_dir: Path,
         return VersionsResult(str(repro), "", "", stopped=str(exc))
     user = public(mine.version)
     reporter.status(f"torch {user} (yours): python {repro.name}")
-    baseline = _run(this_interpreter(), repro, settings, out_dir / "yours", None)
+    baseline = _run(this_interpreter(), run, out_dir / "yours", None)
     target = baseline[0]
     first = _release_run(user, mine, baseline, "", None, target or "")
     if target is None:
-        return VersionsResult(str(repro), "", user, (user,), (first,), stopped=(
+        return VersionsResult(str(repro), "", user, (user,), (first,), args=args, stopped=(
             f"python {repro.name} passes under your torch {mine.version}: there is no failure to look for"),
             time_s=_since(started))
-    result = _search(repro, settings, out_dir, reporter, mine, first, target)
+    result = _search(run, settings, out_dir, reporter, mine, first, target)
     return msgspec.structs.replace(result, time_s=_since(started))
 
 
-def _search(repro: Path, settings: VersionsSettings, out_dir: Path, reporter: Reporter, mine: TorchProbe,
+def _search(repro: _Repro, settings: VersionsSettings, out_dir: Path, reporter: Reporter, mine: TorchProbe,
             first: ReleaseRun, target: str) -> VersionsResult:
     notes: list[str] = []
     try:
@@ -88,10 +90,11 @@ def _search(repro: Path, settings: VersionsSettings, out_dir: Path, reporter: Re
     runs = tuple(tried[r] for r in sorted(tried, key=lambda r: releases.index(r) if r in releases else -1))
     fixed, regressed = conclude(releases, runs, first.release)
     notes += [n for n in (build_note(first.build, r) for r in runs) if n]
-    return VersionsResult(str(repro), target, first.release, releases, runs, fixed, regressed, stopped, tuple(notes))
+    return VersionsResult(str(repro.path), target, first.release, releases, runs, fixed, regressed, stopped,
+                          tuple(notes), args=repro.args)
 
 
-def _try(release: str, repro: Path, settings: VersionsSettings, logs: Path, reporter: Reporter, limits: Limits,
+def _try(release: str, repro: _Repro, settings: VersionsSettings, logs: Path, reporter: Reporter, limits: Limits,
          given: Path | None, wanted: str, target: str) -> ReleaseRun:
     """The repro under one release; CANNOT_RUN with pip's or the probe's words when it could not run."""
     install_s: float | None = None
@@ -108,17 +111,25 @@ def _try(release: str, repro: Path, settings: VersionsSettings, logs: Path, repo
     except CannotRun as exc:
         return ReleaseRun(release, ReleaseOutcome.CANNOT_RUN, why=str(exc))
     env_dir = str(Path(python).parent.parent)
-    return _release_run(release, found, _run(python, repro, settings, logs, isolated_environ()), env_dir, install_s,
+    return _release_run(release, found, _run(python, repro, logs, isolated_environ()), env_dir, install_s,
                         target)
 
 
-def _run(python: str, repro: Path, settings: VersionsSettings, logs: Path, env: dict[str, str] | None
-         ) -> tuple[str | None, str, float]:
+@dataclass(frozen=True, slots=True)
+class _Repro:
+    """What is run under each release: `python PATH ARGS...` in PATH's directory, stopped after `timeout_s`."""
+
+    path: Path
+    args: tuple[str, ...]
+    timeout_s: float
+
+
+def _run(python: str, repro: _Repro, logs: Path, env: dict[str, str] | None) -> tuple[str | None, str, float]:
     """(signature, the error in the run's words, seconds) of `python repro.py`; a pass is run once more."""
     total = 0.0
     for attempt in (1, 2):
-        ran = run_program((python, repro.name), cwd=repro.parent, logs=logs / f"run-{attempt}",
-                          timeout_s=settings.run_timeout_s, env=env)
+        ran = run_program((python, repro.path.name, *repro.args), cwd=repro.path.parent, logs=logs / f"run-{attempt}",
+                          timeout_s=repro.timeout_s, env=env)
         total += ran.wall_s
         signature = "timeout" if ran.stopped else run_signature(ran.returncode or 0, ran.stdout, ran.stderr)
         if signature is not None:

@@ -44,6 +44,7 @@ _PROBE = ("import json, sys, torch; print(json.dumps({'version': torch.__version
           "'file': torch.__file__, 'prefix': sys.prefix}))")
 _PROGRESS = re.compile(r"^(Collecting|Downloading|Processing|Installing collected|Successfully installed)")
 _GB = 1024 ** 3
+_EVERY_S = 15.0
 
 
 class CannotRun(Exception):
@@ -200,11 +201,15 @@ def _pip_environ() -> dict[str, str]:
 
 
 class _PipWatch:
-    """pip's progress lines to the reporter; stops it when the disk or the budget runs low."""
+    """pip's progress lines to the reporter, and every `_EVERY_S` how much the disk filled since the install
+    began (downloads and files written: pip prints no progress of its own when its output is a file); stops
+    it when the disk or the budget runs low."""
 
     def __init__(self, release: str, where: Path, limits: Limits, reporter: Reporter) -> None:
         self.release, self.where, self.limits, self.reporter = release, where, limits, reporter
         self.seen = 0
+        self.free_at_start = shutil.disk_usage(_existing(where)).free
+        self.said = time.monotonic()
 
     def __call__(self, stdout: str) -> str:
         lines = stdout.splitlines()
@@ -212,6 +217,10 @@ class _PipWatch:
             if _PROGRESS.match(line.strip()):
                 self.reporter.status(f"torch {self.release}: {_short(line.strip())}")
         self.seen = len(lines)
+        if time.monotonic() - self.said > _EVERY_S:
+            self.said = time.monotonic()
+            written = max(0, self.free_at_start - shutil.disk_usage(_existing(self.where)).free)
+            self.reporter.status(f"torch {self.release}: pip is working, {written / _GB:.1f} GB written so far")
         return self.limits.check(self.where)
 
 
