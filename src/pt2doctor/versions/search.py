@@ -49,7 +49,7 @@ def search_versions(repro: Path, settings: VersionsSettings, out_dir: Path, repo
     user = public(mine.version)
     reporter.status(f"torch {user} (yours): python {repro.name}")
     baseline = _run(this_interpreter(), run, out_dir / "yours", None)
-    target = baseline[0]
+    target = baseline.signature
     first = _release_run(user, mine, baseline, "", None, target or "")
     if target is None:
         return VersionsResult(str(repro), "", user, (user,), (first,), args=args, stopped=(
@@ -124,26 +124,43 @@ class _Repro:
     timeout_s: float
 
 
-def _run(python: str, repro: _Repro, logs: Path, env: dict[str, str] | None) -> tuple[str | None, str, float]:
-    """(signature, the error in the run's words, seconds) of `python repro.py`; a pass is run once more."""
-    total = 0.0
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """How `python repro.py` ended under one release: its signature (None: it passed), the error in its own
+    words, the mean seconds of its runs, and whether it passed once before it failed (flaky)."""
+
+    signature: str | None
+    error: str
+    seconds: float
+    flaky: bool = False
+
+
+def _run(python: str, repro: _Repro, logs: Path, env: dict[str, str] | None) -> _Ran:
+    """`python repro.py` under `python`; a run that passes is run once more, and passes only if both did."""
+    times: list[float] = []
     for attempt in (1, 2):
         ran = run_program((python, repro.path.name, *repro.args), cwd=repro.path.parent, logs=logs / f"run-{attempt}",
                           timeout_s=repro.timeout_s, env=env)
-        total += ran.wall_s
+        times.append(ran.wall_s)
         signature = "timeout" if ran.stopped else run_signature(ran.returncode or 0, ran.stdout, ran.stderr)
         if signature is not None:
-            said = "" if attempt == 1 else "passed once, then failed: "
-            return signature, said + (signature if ran.stopped else _error(ran.stderr) or signature), round(total, 3)
-    return None, "", round(total / 2, 3)
+            error = signature if ran.stopped else _error(ran.stderr) or signature
+            return _Ran(signature, error, _mean(times), flaky=attempt == 2)
+    return _Ran(None, "", _mean(times))
 
 
-def _release_run(release: str, found: TorchProbe, ran: tuple[str | None, str, float], env: str,
-                 install_s: float | None, target: str) -> ReleaseRun:
-    signature, error, seconds = ran
-    outcome = outcome_of(signature, target)
-    return ReleaseRun(release, outcome, found.version, build_of(found.cuda), signature or "",
-                      error if outcome is ReleaseOutcome.FAILS_OTHER else "", install_s, seconds, env)
+def _release_run(release: str, found: TorchProbe, ran: _Ran, env: str, install_s: float | None,
+                 target: str) -> ReleaseRun:
+    outcome = outcome_of(ran.signature, target)
+    why = ran.error if outcome is ReleaseOutcome.FAILS_OTHER else ""
+    if ran.flaky:
+        why = "passed once, then failed" + (f": {why}" if why else " the same way")
+    return ReleaseRun(release, outcome, found.version, build_of(found.cuda), ran.signature or "", why, install_s,
+                      ran.seconds, env)
+
+
+def _mean(times: list[float]) -> float:
+    return round(sum(times) / len(times), 3)
 
 
 def _error(stderr: str) -> str:
