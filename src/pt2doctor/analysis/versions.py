@@ -146,9 +146,9 @@ def build_of(cuda: str | None) -> str:
 
 
 def build_note(user_build: str, run: ReleaseRun) -> str | None:
-    """A word when a release ran as another build than the user's (pip's index had no build like theirs)."""
+    """A word when a release ran as another build than the user's (the index lists no build like theirs)."""
     if not run.build or run.build == user_build or run.outcome is ReleaseOutcome.CANNOT_RUN:
         return None
     runs_here = "; it runs on the CPU too" if user_build == "cpu" else ""
-    return (f"torch {run.release}: your index has no {user_build} build of it, so pip installed its {run.build} "
-            f"build ({run.torch}){runs_here}")
+    return (f"torch {run.release} ran as its {run.build} build ({run.torch}), yours is a {user_build} build (pip "
+            f"installs the build your index lists){runs_here}")

@@ -121,7 +121,8 @@ def _clear(console: Console, cache: Path) -> int:
 
 def print_versions(console: Console, result: VersionsResult) -> None:
     """The releases' table and what it says (`diagnose` prints it too)."""
-    table = Table(title="torch releases: python repro.py under each", show_header=True, header_style="bold")
+    table = Table(title=f"torch releases: python {Path(result.repro).name} under each", show_header=True,
+                  header_style="bold")
     for column in COLUMNS:
         table.add_column(column, overflow="fold")
     for row in release_rows(result):

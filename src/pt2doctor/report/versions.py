@@ -8,6 +8,8 @@ boundaries were drawn by `analysis.versions.conclude`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pt2doctor.model.versions import OUTCOME_WORDS, Boundary, ReleaseOutcome, ReleaseRun, VersionsResult
 
 COLUMNS = ("torch", "build", "outcome", "detail", "install s", "run s")
@@ -35,7 +37,7 @@ def _install(run: ReleaseRun, yours: bool) -> str:
 def conclusions(result: VersionsResult) -> list[str]:
     out: list[str] = []
     if result.fixed is not None:
-        out.append(f"fixed in torch {result.fixed.after}: repro.py passes there and fails under "
+        out.append(f"fixed in torch {result.fixed.after}: {_name(result)} passes there and fails under "
                    f"{result.fixed.before}{_between(result.fixed)}; upgrading torch is the fix (verified on the repro)")
     newest = _newest_run(result)
     if result.fixed is None and newest is not None and newest.release != result.user_release:
@@ -47,6 +49,10 @@ def conclusions(result: VersionsResult) -> list[str]:
     if result.stopped:
         out.append(result.stopped)
     return out + list(result.notes)
+
+
+def _name(result: VersionsResult) -> str:
+    return Path(result.repro).name or "the repro"
 
 
 def _between(boundary: Boundary) -> str:
