@@ -230,7 +230,8 @@ def _pip_result(ran: Finished, requirement: str) -> None:
     if ran.returncode == 0:
         return
     errors = [line.strip() for line in ran.stderr.splitlines() if line.startswith("ERROR:")]
-    constraint = [line.strip() for line in ran.stderr.splitlines() if "(constraint)" in line]
+    # pip explains a conflict on stdout ("The user requested (constraint) torch<=2.14.1"), the error on stderr
+    constraint = [line.strip() for line in (ran.stdout + ran.stderr).splitlines() if "(constraint)" in line]
     why = (errors[0] if errors else _last_line(ran.stderr)).split(" (from versions:")[0].removeprefix("ERROR: ")
     raise CannotRun(f"pip could not install {requirement}: {why}" + (f" ({constraint[0]})" if constraint else ""))
 
