@@ -12,8 +12,9 @@ import pytest
 from clihelp import pt2doctor
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.versions.torch_envs import (ENV_RECORD, CannotRun, Limits, OutOfBudget, _refuse_user_prefix, clear_cache,
-                                          ensure_env, given_env)
+from pt2doctor.processes.program_run import Finished
+from pt2doctor.versions.torch_envs import (ENV_RECORD, CannotRun, Limits, OutOfBudget, _pip_result, _refuse_user_prefix,
+                                          clear_cache, ensure_env, given_env)
 from pt2doctor.model.serialize import write_record
 from pt2doctor.model.versions import TorchEnv
 
@@ -83,3 +84,15 @@ def test_a_repro_that_passes_under_your_torch_ends_the_search_at_once(tmp_path):
                     str(script))
     assert run.code == 2 and "passes under your torch" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "cache").exists()  # nothing listed, nothing installed
+
+
+def test_pips_own_words_say_why_a_release_cannot_be_installed():
+    """pip's real output (this machine, 2026-11-26) for a release a pip constraint excludes."""
+    fixtures = Path(__file__).parents[1] / "fixtures" / "versions"
+    ran = Finished(1, (fixtures / "pip-install-2.15.0.stdout.txt").read_text(),
+                   (fixtures / "pip-install-2.15.0.stderr.txt").read_text(), 6.0)
+    with pytest.raises(CannotRun) as raised:
+        _pip_result(ran, "torch==2.15.0")
+    assert str(raised.value) == ("pip could not install torch==2.15.0: Cannot install torch==2.15.0 because these "
+                                 "package versions have conflicting dependencies. (The user requested (constraint) "
+                                 "torch<=2.14.1)")
