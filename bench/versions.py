@@ -100,7 +100,8 @@ def main() -> None:
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.only.split(",") if n]
-    scripts = [p for p in sorted(CORPUS.glob("*.py")) if not names or p.stem in names]
+    scripts = [p for p in sorted(CORPUS.glob("*.py"))
+               if not p.name.startswith(("test_", "_")) and (not names or p.stem in names)]
     rows: list[tuple[str, dict | None, float, int]] = []
     docs: list[dict | None] = []
     releases: list[str] = []
