@@ -21,11 +21,11 @@ from pt2doctor.versions.torch_envs import clear_cache, default_cache_dir
 from pt2doctor.cli.options import POSITIVE, SCRIPT_COMMAND, SECONDS, out_option
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
+from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.versions import ReleaseOutcome, VersionsResult
 from pt2doctor.report.versions import COLUMNS, conclusions, release_rows
 from pt2doctor.versions.options import DEFAULT_BUDGET_S, DEFAULT_MIN_FREE_GB, DEFAULT_RUN_TIMEOUT_S, VersionsSettings
 
-EXIT_NOTHING_FAILS = 2
 _COLORS = {"fails the same way": "red", "passes": "green", "fails otherwise": "yellow", "cannot run": "dim"}
 
 
@@ -105,7 +105,7 @@ def versions_command(out_dir: Path | None, timeout: float | None, releases: tupl
         click.echo(dumps(result, pretty=True).decode())
     print_versions(console, result)
     console.print(f"wrote {out / 'versions.json'}", markup=False)
-    return EXIT_NOTHING_FAILS if _passes_under_yours(result) else 0
+    return ExitCode.REPRO_PASSES if _passes_under_yours(result) else ExitCode.OK
 
 
 def _passes_under_yours(result: VersionsResult) -> bool:
@@ -116,7 +116,7 @@ def _passes_under_yours(result: VersionsResult) -> bool:
 def _clear(console: Console, cache: Path) -> int:
     freed = clear_cache(cache, lambda p: console.print(f"removing {p}", markup=False))
     console.print(f"cleared {cache}: {freed / 1024 ** 3:.1f} GB freed", markup=False)
-    return 0
+    return ExitCode.OK
 
 
 def print_versions(console: Console, result: VersionsResult) -> None:

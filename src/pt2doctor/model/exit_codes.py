@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     DIFFERENT = 1  # compare: the runs differ; check: over budget, or new breaks/recompiles since the baseline
     UNVERIFIED = 1  # minify: a repro was written but could not be verified
     USER_ERROR = 2  # diagnose: the script itself is at fault (it fails with compilation off too)
+    REPRO_PASSES = 2  # versions: the repro passes under the user's own torch (there is no failure to look for)
     FLAKY = 3  # diagnose: the runs of the unchanged script (or of repro.py) did not fail the same way
     NOTHING_FAILED = 3  # minify: nothing failed in the recording, or the graph does not fail alone
     USAGE = 64  # a usage error, before any script runs (not click's 2, which a script may well use itself)
