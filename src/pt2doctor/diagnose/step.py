@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pt2doctor.capture.runner import Reporter
@@ -71,10 +71,6 @@ def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(inspect.signature(fn).parameters)[2:]
 
 
-class _Closes(Protocol):
-    def close(self) -> None: ...
-
-
 def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, Any]:
     """Run `steps` in order (see the module's contract); the results by step name."""
     names = [s.name for s in steps]
@@ -97,13 +93,9 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
     finally:
         for result in results.values():
             if callable(getattr(result, "close", None)):
-                _close(result)
+                result.close()
     return results
 
 
 def _call(fn: Callable[..., Any], ctx: Context, found: Found, earlier: dict[str, Any]) -> Any:
     return fn(ctx, found, **{name: earlier[name] for name in _parameters(fn)})
-
-
-def _close(result: _Closes) -> None:
-    result.close()

@@ -46,7 +46,7 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
         return
     script = runner.call.script.resolve()
     source = script.read_text()
-    off = next((a for a in found.attempts if a.label == "force_eager"), None)
+    off = _compilation_off(found)
     pending_off = runner.submit(Variant.compilation_off()) if off is None else None
     for kind, change, text in _candidates(found, script, source):
         off = off or _finished(pending_off, found)
@@ -74,7 +74,7 @@ def try_export(runner: VariantRunner, found: Found) -> None:
     source = runner.call.script.resolve().read_text()
     text = skip_decompositions(source)
     if text is not None:
-        off = next((a for a in found.attempts if a.label == "force_eager"), None)
+        off = _compilation_off(found)
         change = ("every `.run_decompositions(...)` call left out: the exported program runs as traced, its ops not "
                   "decomposed")
         _try(runner, found, "call", change, source, text, off)
@@ -89,7 +89,7 @@ def try_config(runner: VariantRunner, found: Found) -> None:
     source = runner.call.script.resolve().read_text()
     text = set_config(source, *config)
     if text is not None:
-        off = next((a for a in found.attempts if a.label == "force_eager"), None)
+        off = _compilation_off(found)
         change = f"`{config[1]}` at the top of the script: every graph stays compiled, without what the bisection blamed"
         _try(runner, found, "config", change, source, text, off)
 
@@ -124,6 +124,12 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         out.append(("function", f"`@torch.compiler.disable` on `{function}` ({script.name}:{line}): Dynamo runs that "
                                 "function as written, the rest stays compiled", text))
     return out
+
+
+def _compilation_off(found: Found) -> Attempt | None:
+    """The run with compilation off, where the procedure made one already."""
+    label = Variant.compilation_off().label
+    return next((a for a in found.attempts if a.label == label), None)
 
 
 def _applies(found: Found) -> bool:
