@@ -42,7 +42,8 @@ def run(script: str, backend: str, timeout: float, pg_timeout: float | None) -> 
     hang = min(stamps) if stamps else None
     ended_by = "pt2doctor --timeout" if pg_timeout is None else f"the job's own ({pg_timeout:g} s)"
     named = (f"#{parting['seq']}: " + "; ".join(f"{r['label']} {r['call']['op'] if r['call'] else 'nothing'}"
-                                               for r in parting["calls"])) if parting else "not found"
+                                               for r in parting["calls"])) if parting else (
+        f"no record: {', '.join(doc['unrecorded'])}" if doc.get("unrecorded") else "not found (the records agree)")
     return (f"| {script} | {ended_by} | {proc.returncode} | {named} | {ended - started:.1f} | "
             f"{f'{ended - hang:.1f}' if hang else '-'} |")
 

@@ -111,6 +111,21 @@ def test_the_first_collective_where_the_ranks_part_names_each_ranks_op_sizes_and
     assert job_of((_rank(0, calls=(_call(1), _call(2))), _rank(1, calls=(_call(1), _call(2))))).parting is None
 
 
+def test_a_hung_job_whose_ranks_left_no_record_says_so_instead_of_finding_no_parting():
+    from pt2doctor.report.html_job import render_job_html
+    from pt2doctor.report.ranks import render_job
+
+    stopped = ExitInfo(code=None, timed_out=True)
+    hung = job_of((_rank(0), _rank(1)), exit=stopped)  # neither rank's record was written before it was stopped
+    assert hung.parting is None and hung.unrecorded == ("rank 0", "rank 1")
+    words = "rank 0, rank 1 left no record of the collectives it issued (stopped at the timeout before it was written)"
+    assert words in render_job(hung) and words in render_job_html(hung)
+    # a job that ended by itself and recorded nothing issued no collective to record: nothing to say
+    assert job_of((_rank(0), _rank(1))).unrecorded == ()
+    one_left = job_of((_rank(0, calls=(_call(1),)), _rank(1)))
+    assert one_left.unrecorded == ("rank 1",) and "it died before writing it" in render_job(one_left)
+
+
 def test_a_rank_at_the_timeout_names_the_collective_it_had_not_completed():
     from pt2doctor.analysis.ranks import job_of as analyse
     from pt2doctor.model.session import Category, Failure

@@ -66,13 +66,14 @@ def _detail(calls: tuple[RankCall, ...]) -> tuple[str, str]:
             "or drop_last=True)")
 
 
-def unrecorded(processes: Iterable[ProcessSession]) -> tuple[str, ...]:
+def unrecorded(processes: Iterable[ProcessSession], hung: bool = False) -> tuple[str, ...]:
     """The ranks that left no record of their collectives where others did (a rank that died of a signal: gloo
-    aborts one that receives a collective of another size), so the sequences cannot be compared there."""
-    processes = list(processes)
-    if not any(p.collectives is not None for p in processes):
+    aborts one that receives a collective of another size), or, in a job that `hung` (stopped at a timeout),
+    every rank without one: there the record is what names the parting, and its absence must be said."""
+    ranks = [p for p in processes if p.rank is not None]
+    if len(ranks) < 2 or not (hung or any(p.collectives is not None for p in ranks)):
         return ()
-    return tuple(p.label for p in processes if p.collectives is None)
+    return tuple(p.label for p in ranks if p.collectives is None)
 
 
 def pending(record: RankCollectives | None) -> CollectiveCall | None:

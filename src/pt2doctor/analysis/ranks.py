@@ -50,7 +50,7 @@ def job_of(processes: tuple[ProcessSession, ...], command: tuple[str, ...] = (),
     little = tuple(CompiledLittle(p.label, text) for p in processes
                    if (text := compiled_little(p.session)) is not None)
     return Job(JOB_SCHEMA, command, exit, processes, tuple(found), stopped, _first_failure(processes), parity,
-               little, first_parting(processes), unrecorded(processes))
+               little, first_parting(processes), unrecorded(processes, hung=exit.timed_out))
 
 
 def _first_failure(processes: tuple[ProcessSession, ...]) -> str | None:

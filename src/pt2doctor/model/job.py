@@ -87,7 +87,7 @@ class Job:
     parity: tuple[ParityGap, ...] = ()  # graphs whose output code's collectives are not the scheduler's
     compiled_little: tuple[CompiledLittle, ...] = ()  # processes that ran (mostly) eagerly
     parting: CollectiveParting | None = None  # the first collective the ranks did not issue alike
-    unrecorded: tuple[str, ...] = ()  # ranks that left no record of their collectives where others did
+    unrecorded: tuple[str, ...] = ()  # ranks without a record of their collectives where others had one, or in a hang
 
 
 @dataclass(frozen=True, slots=True)

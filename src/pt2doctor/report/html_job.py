@@ -15,7 +15,7 @@ from pt2doctor.model.collectives import CollectiveCall
 from pt2doctor.model.job import Job
 from pt2doctor.report.compare import TITLES
 from pt2doctor.report.html import environment, inline_asset
-from pt2doctor.report.ranks import describe_call, render_parting, sentence
+from pt2doctor.report.ranks import describe_call, render_parting, sentence, unrecorded_text
 
 LANE_WIDTH = 960  # px of the time axis
 AROUND = 12  # collectives shown before the parting (all of them when there are few)
@@ -33,7 +33,8 @@ class _Bar:
 def render_job_html(job: Job) -> str:
     template = environment().get_template("job.html.j2")
     return template.render(job=job, lanes=_lanes(job), sequence=_sequence(job), titles=TITLES,
-                           parting=render_parting(job.parting) if job.parting else [], css=inline_asset("report.css"),
+                           parting=render_parting(job.parting) if job.parting else [],
+                           unrecorded=unrecorded_text(job) if job.unrecorded else None, css=inline_asset("report.css"),
                            describe=describe_call, sentence=sentence, width=LANE_WIDTH)
 
 

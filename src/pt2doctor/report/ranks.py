@@ -23,14 +23,19 @@ def render_job(job: Job) -> str:
     if job.parting is not None:
         lines += [*render_parting(job.parting), ""]
     if job.unrecorded:
-        lines += [f"{', '.join(job.unrecorded)} left no record of its collectives (it died before writing it): where "
-                  "the ranks' collectives part is not known.", ""]
+        lines += [unrecorded_text(job), ""]
     if job.at_timeout:
         lines += _at_timeout(job), ""
     for gap in job.parity:
         lines += [f"{gap.label}: {gap.graph}: the scheduler placed {', '.join(gap.scheduled)}; the output code calls "
                   f"{', '.join(gap.in_code)}", f"  {gap.detail}", ""]
     return "\n".join(lines + _divergence(job)) + "\n"
+
+
+def unrecorded_text(job: Job) -> str:
+    why = "stopped at the timeout before it was written" if job.exit.timed_out else "it died before writing it"
+    return (f"{', '.join(job.unrecorded)} left no record of the collectives it issued ({why}): where the ranks' "
+            "collectives part is not known.")
 
 
 def _table(job: Job) -> list[str]:
