@@ -33,6 +33,9 @@ ALLOWED: dict[str, set[str]] = {
 # Feature packages that keep the pipeline's layers inside them: `export/capture/` is the export side of
 # `capture/` and keeps its rules (it may import what capture may, the export side of those, and capture).
 NESTED = {"export"}
+# How a child process starts (`processes.launch`, `processes.group`: stdlib only): any layer may start one,
+# the user's script under capture included, and no other module starts a process itself.
+LAUNCH = {"pt2doctor.processes.launch", "pt2doctor.processes.group"}
 # Source that becomes a standalone repro or runs inside a fresh interpreter as plain torch.
 PRIVATE_TORCH_ALLOWED = ("capture/torch_compat/", "reduce/repro_templates/")
 
@@ -52,8 +55,10 @@ def _imports(path: Path) -> Iterator[tuple[str, int]]:
     """Every module of ours `path` imports, at any depth (lazy imports count: they are dependencies too)."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            yield from ((n, node.lineno) for n in names if n in MODULES)
+            # `from pkg import mod` depends on `mod` (and on `pkg`'s __init__ only for a name defined there)
+            names = {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                     for a in node.names}
+            yield from ((n, node.lineno) for n in sorted(names) if n in MODULES)
         elif isinstance(node, ast.Import):
             yield from ((a.name, node.lineno) for a in node.names if a.name in MODULES)
 
@@ -82,8 +87,32 @@ def test_imports_go_down_the_pipeline(module: str) -> None:
         return
     layer = _layer(own)
     wrong = [f"{target} (line {line})" for target, line in _imports(MODULES[module])
-             if _layer(_package(target)) not in ALLOWED[layer] | {layer}]
+             if _layer(_package(target)) not in ALLOWED[layer] | {layer} and target not in LAUNCH]
     assert not wrong, f"{module} ({own}) may import only {sorted(ALLOWED[layer])}: {wrong}"
+
+
+def test_starting_a_process_needs_nothing_of_ours() -> None:
+    for module in LAUNCH:
+        assert {target for target, _ in _imports(MODULES[module])} <= LAUNCH, module
+
+
+_STARTS_A_PROCESS = {"subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+                     "subprocess.check_output", "subprocess.getoutput", "os.fork", "os.forkpty", "os.system",
+                     "os.popen", "os.posix_spawn", "os.posix_spawnp", "os.spawnv", "os.spawnve",
+                     "multiprocessing.Process", "multiprocessing.Pool"}
+
+
+def test_every_child_process_starts_in_processes() -> None:
+    """`processes/` starts every child (its own process group, killed whole at a timeout); elsewhere a
+    process is started through it, never with subprocess or os.fork directly."""
+    wrong = []
+    for module, path in MODULES.items():
+        if _package(module) == "processes":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and _dotted(node.func) in _STARTS_A_PROCESS:
+                wrong.append(f"{module}:{node.lineno} {_dotted(node.func)}")
+    assert not wrong, f"start these through pt2doctor.processes (launch.start / launch.run): {wrong}"
 
 
 def test_every_package_has_a_layer() -> None:

@@ -14,11 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pt2doctor.processes import group as process_group
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection, BisectJob
 from pt2doctor.model.serialize import RecordError, dumps, read_record
+from pt2doctor.processes import group as process_group
+from pt2doctor.processes import launch
 
 
 class PendingBisection:
@@ -31,9 +32,8 @@ class PendingBisection:
         out_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(out_dir / "bisect.log", "wb")
         env = with_package_path(worker_env())
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
-            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self._proc = launch.start([sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
+                                  stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env)
 
     def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int = 2,
             timeout_s: float = 600.0) -> Bisection:

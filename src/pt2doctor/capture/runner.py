@@ -36,9 +36,9 @@ from pt2doctor.model.export import ExportEvent
 from pt2doctor.model.export_draft import DraftReport, ExportCheck
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession
 from pt2doctor.model.serialize import dumps, write_record
+from pt2doctor.processes import launch
 
 _STDERR_TAIL = 64 * 1024
-_GRACE_S = 5.0
 _POLL_S = 0.25  # how soon a run that is no longer wanted is stopped
 
 
@@ -200,7 +200,7 @@ def stop_all(first: signal.Signals = signal.SIGINT) -> None:
         live = list(_LIVE)
         _STOPPED.update(proc.pid for proc in live)
     for proc in live:
-        _stop(proc, first)
+        launch.stop(proc, first)
 
 
 def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
@@ -209,14 +209,14 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     # stdout goes to the terminal as it is, or to our stderr (our stdout holds JSON) and is kept in stdout.txt
     # too: merged into the stream of the script's warnings, what it printed could no longer be told apart
     stdout = subprocess.PIPE if options.echo and options.stdout_to_stderr else kept
-    proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=subprocess.PIPE, start_new_session=True)
+    proc = launch.start(command, env=env, stdout=stdout, stderr=subprocess.PIPE)
     with _LIVE_LOCK:
         _LIVE.add(proc)
         unwanted = options.cancelled is not None and options.cancelled.is_set()  # set before stop_all ran
         if unwanted:
             _STOPPED.add(proc.pid)
     if unwanted:
-        _stop(proc, signal.SIGTERM)
+        launch.stop(proc, signal.SIGTERM)
     tail = _Tail(echo)
     pumps = [threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)]
     if stdout is subprocess.PIPE:
@@ -227,16 +227,16 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     try:
         timed_out = not _wait(proc, options)
         if timed_out:
-            _stop(proc, signal.SIGTERM)
+            launch.stop(proc, signal.SIGTERM)
     except KeyboardInterrupt:
         interrupted = True
-        _stop(proc, signal.SIGINT)
+        launch.stop(proc, signal.SIGINT)
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
             interrupted = interrupted or proc.pid in _STOPPED
     for pump in pumps:
-        pump.join(timeout=_GRACE_S)
+        pump.join(timeout=launch.GRACE_S)
     for handle in (kept, echo):
         if handle is not None and handle is not sys.stderr.buffer:
             handle.close()
@@ -259,26 +259,8 @@ def _wait(proc: subprocess.Popen[bytes], options: RunOptions) -> bool:
             if options.cancelled is not None and options.cancelled.is_set():
                 with _LIVE_LOCK:
                     _STOPPED.add(proc.pid)
-                _stop(proc, signal.SIGTERM)
+                launch.stop(proc, signal.SIGTERM)
                 return True
-
-
-def _stop(proc: subprocess.Popen[bytes], first: signal.Signals) -> None:
-    """Ask the child's process group to stop, then make sure it did (a hung compile ignores SIGTERM)."""
-    for sig in (first, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=_GRACE_S)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-        except KeyboardInterrupt:
-            continue
-    if proc.returncode is None:
-        proc.wait()
 
 
 class _Tail:

@@ -10,7 +10,6 @@ crash, a torch that moved its registries) an empty result whose `note` says why.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,18 +17,19 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import SourceLookup, SourceLookupResult
 from pt2doctor.model.serialize import RecordError, dumps, loads, read_record, write_record
+from pt2doctor.processes import launch
 
 
 def look_up(request: SourceLookup, timeout_s: float = 120.0) -> SourceLookupResult:
     out = Path(request.out)
     out.unlink(missing_ok=True)
     try:
-        proc = subprocess.run([sys.executable, "-m", __spec__.name, dumps(request).decode()], capture_output=True,
-                              text=True, timeout=timeout_s, env=with_package_path(worker_env()))
-    except subprocess.TimeoutExpired:
-        return SourceLookupResult(note=f"the source look-up stopped after {timeout_s:.0f}s")
+        proc = launch.run([sys.executable, "-m", __spec__.name, dumps(request).decode()], timeout_s=timeout_s,
+                          env=with_package_path(worker_env()))
     except OSError as exc:
         return SourceLookupResult(note=f"the source look-up did not start: {exc}")
+    if proc.timed_out:
+        return SourceLookupResult(note=f"the source look-up stopped after {timeout_s:.0f}s")
     try:
         return read_record(out, SourceLookupResult)
     except (OSError, RecordError):

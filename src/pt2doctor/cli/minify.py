@@ -52,7 +52,8 @@ def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeou
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 
     if script is not None:  # a negative status: the signal the run died of
-        died_of_signal = record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None) < 0
+        status = record_script(script, run_dir, accuracy_tolerance=tolerance if accuracy else None)
+        died_of_signal = status is not None and status < 0
     else:  # a run recorded by `pt2doctor run --record`: its session says how it ended
         session = _recorded_session(run_dir)
         died_of_signal = session is not None and session.exit.signal is not None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from pt2doctor.model import Category, Session
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.runtime import RuntimeTriage, read_compiled, read_events, read_index_checks, read_inflight
 from pt2doctor.model.serialize import RecordError
+from pt2doctor.processes import launch
 
 if TYPE_CHECKING:
     from pt2doctor.diagnose.reproduce import Classified
@@ -143,8 +143,10 @@ def _with_sanitizer(options: DiagnoseOptions, triage: RuntimeTriage, budget: flo
                                           "/usr/local/cuda/bin): the kernel is named by the checked run alone")
     command = [tool, "--tool", "memcheck", "--print-limit", "4", sys.executable, str(options.script), *options.args]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=budget, cwd=options.script.parent,
-                              env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
-    except subprocess.TimeoutExpired:
+        ran = launch.run(command, timeout_s=budget, cwd=options.script.parent,
+                         env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
+    except OSError as exc:
+        return _replace(triage, sanitizer=f"compute-sanitizer did not start: {exc}")
+    if ran.timed_out:
         return _replace(triage, sanitizer=f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
-    return _replace(triage, sanitizer=sanitizer_finding(proc.stdout + proc.stderr))
+    return _replace(triage, sanitizer=sanitizer_finding(ran.output))

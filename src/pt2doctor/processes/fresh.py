@@ -41,7 +41,8 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature, VerifyRuns
 from pt2doctor.model.signature import from_exit
-from pt2doctor.processes import group as process_group
+from pt2doctor.processes import launch
+from pt2doctor.processes.launch import Ran
 
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
 _BOOT_TEMPLATE = """\
@@ -108,11 +109,10 @@ class FreshInterpreter:
     def __init__(self, cwd: Path) -> None:
         Path(cwd).mkdir(parents=True, exist_ok=True)
         self.cwd = Path(cwd)
-        self._proc: subprocess.Popen[str] | None = subprocess.Popen(
+        # its own process group: a Ctrl-C meant for the reduction must not kill the verifier
+        self._proc: subprocess.Popen[str] | None = launch.start(
             [sys.executable, "-c", _boot()], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=worker_env(),
-            start_new_session=True,  # a Ctrl-C meant for the reduction must not kill the verifier
-        )
+            stderr=subprocess.PIPE, text=True, env=worker_env())
 
     def prewarm(self) -> None:
         """Import Inductor and run its CPU probe now, while waiting (see the module docstring)."""
@@ -155,35 +155,10 @@ class FreshInterpreter:
             self._proc = None
 
 
-@dataclass(frozen=True, slots=True)
-class FileRun:
-    """How `python FILE` ended: its exit status (None: killed at the timeout, with everything it started)."""
-
-    returncode: int | None
-    stdout: str
-    stderr: str
-
-    @property
-    def timed_out(self) -> bool:
-        return self.returncode is None
-
-
-def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) -> FileRun:
+def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) -> Ran:
     """`python FILE` in its own folder and its own process group, as a user runs a repro; at `timeout_s` the
     group is killed (the compile workers a script's Inductor started go with it)."""
-    proc = subprocess.Popen([sys.executable, path.name], cwd=path.parent, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=worker_env(env), start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process_group.kill_group(proc.pid)
-        out, err = proc.communicate()
-        return FileRun(None, out, err)
-    except BaseException:  # a Ctrl-C: the script goes too
-        process_group.kill_group(proc.pid)
-        proc.wait()
-        raise
-    return FileRun(proc.returncode, out, err)
+    return launch.run([sys.executable, path.name], cwd=path.parent, env=worker_env(env), timeout_s=timeout_s)
 
 
 def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
@@ -204,10 +179,9 @@ def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None
             proc = interpreter.run(path, timeout_s)
         except subprocess.TimeoutExpired:
             return None, None, "timed out"
-        ran = FileRun(proc.returncode, proc.stdout, proc.stderr)
+        ran = Ran(proc.returncode, proc.stdout, proc.stderr)
     else:
         ran = run_file(path, timeout_s)
     if ran.returncode is None:
         return None, None, "timed out"
-    output = ran.stdout + ran.stderr
-    return from_exit(ran.returncode, output), ran.returncode, output[-2000:]
+    return from_exit(ran.returncode, ran.output), ran.returncode, ran.output[-2000:]

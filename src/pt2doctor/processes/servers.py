@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pt2doctor.processes import launch
 from pt2doctor.processes.group import kill_group
 from pt2doctor.processes.dispatch import Dispatcher, run_guarded, warm_up
 from pt2doctor.processes.protocol import (Answer, MessageReader, Quit, Ready, RunJob, StartFailed, ended,
@@ -78,10 +79,8 @@ class Servers(Dispatcher):
 
     def _start(self) -> None:
         debug = settings().minify_debug
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.processes.servers"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL, start_new_session=True,
-        )
+        proc = launch.start([sys.executable, "-m", "pt2doctor.processes.servers"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=None if debug else subprocess.DEVNULL)
         server = _Server(proc)
         self.servers.append(server)
         self.selector.register(proc.stdout, selectors.EVENT_READ, server)  # type: ignore[arg-type]

@@ -364,9 +364,10 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
 
 def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv: list[str] | None = None,
                   accuracy_tolerance: float | None = None, env: dict[str, str] | None = None,
-                  run_eagerly: tuple[str, ...] = ()) -> int:
+                  run_eagerly: tuple[str, ...] = ()) -> int | None:
     """Run `script` in a child interpreter (`capture.child`) with the recorder on and every after-AOT
-    graph recorded (a failure workflow: `minify --script`, the tests); returns its exit status.
+    graph recorded (a failure workflow: `minify --script`, the tests); returns its exit status (None: it was
+    killed, with everything it started, at `timeout_s`).
 
     A stand-in for `capture.runner.run_script(..., record_graphs=True)` with no trace and no session,
     so `minify --script` and the tests need no other part of the capture layer. `env` is added to the
@@ -374,7 +375,6 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     Dynamo graphs of the compile ids in `run_eagerly` run as captured, without their backend.
     """
     import os
-    import subprocess
     import sys
 
     from pt2doctor.model.child import ChildSpec, Hooks
@@ -385,14 +385,15 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
     spec = ChildSpec(record_dir=str(run_dir), hooks=Hooks(record_every_aot_graph=True, record_run_eagerly=run_eagerly,
                                                           record_accuracy_tolerance=accuracy_tolerance))
     write_record(run_dir / "child-spec.json", spec)
-    proc = subprocess.run(
+    from pt2doctor.processes import launch
+
+    ran = launch.run(
         [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
          str(Path(script).resolve()), *(argv or [])],  # it runs in the script's folder: a relative path would not resolve
-        cwd=Path(script).resolve().parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
-        env={**os.environ, **(env or {})},
+        cwd=Path(script).resolve().parent, merge_output=True, timeout_s=timeout_s, env={**os.environ, **(env or {})},
     )
-    (run_dir / "output.txt").write_bytes(proc.stdout or b"")
-    return proc.returncode
+    (run_dir / "output.txt").write_text(ran.stdout)
+    return ran.returncode
 
 
 def _save(inputs: Sequence[Any], path: Path, budget: int, *, indices_only: bool = False) -> str | None:

@@ -13,12 +13,11 @@ when nothing was recorded. Nothing is minified: the repro is the whole exported 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from pt2doctor.model.export import RECORDING_DIR, ExportEvent, ExportRecording, Phase
 from pt2doctor.model.serialize import RecordError, read_record
+from pt2doctor.processes.fresh import run_file
 
 _TEMPLATE = '''"""AOTInductor fails on a program exported with torch.export (written by pt2doctor diagnose).
 
@@ -63,10 +62,8 @@ def export_repro(run_dir: Path, out_dir: Path, failed: ExportEvent | None, timeo
         shutil.copyfile(kept / name, out_dir / name)
     repro = out_dir / "repro.py"
     repro.write_text(render_repro(recording, with_inputs))
-    try:
-        proc = subprocess.run([sys.executable, repro.name], cwd=out_dir, capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    proc = run_file(repro, timeout_s)
+    if proc.returncode is None:
         return repro, False, f"repro.py did not finish in {timeout_s:.0f} s"
     if failed is not None and failed.phase is Phase.STARTED:
         return repro, proc.returncode < 0, f"repro.py exited {proc.returncode} (the script's process died)"

@@ -1,0 +1,88 @@
+"""Start a program as a child that leads its own process group; run one to its end with a timeout.
+
+Every `subprocess` child of pt2doctor starts here (the forked ones in `processes.group`): the user's
+script under capture (`capture.runner`), the graph recorder's run, the source look-up, the bisector,
+a repro, a tool such as compute-sanitizer or the C++ compiler's `--version`. A child that leads its
+own group can be stopped with everything it started (Inductor's compile workers, torchrun's ranks),
+and a Ctrl-C typed at the terminal reaches pt2doctor, which decides what the child gets.
+This module imports nothing of pt2doctor but `processes.group`, so any layer may start a child.
+Contract:
+- `start(argv, ...)`: `subprocess.Popen` with `start_new_session=True`, the other arguments as Popen's.
+- `stop(proc, first)`: send `first` to the child's group, wait `grace_s`, then SIGKILL it; returns once
+  the child was reaped. A group already gone is not an error.
+- `run(argv, timeout_s=..., ...)`: start, collect stdout and stderr (`merge_output`: stderr into stdout),
+  and at the timeout kill the whole group: `Ran.returncode` is None then. A Ctrl-C kills the group too and
+  is re-raised. A program that cannot be started raises OSError, as Popen does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pt2doctor.processes import group as process_group
+
+GRACE_S = 5.0
+
+Stream = int | IO[Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """How a program run to its end ended: its exit status (None: killed at the timeout, with its group)."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def start(argv: Sequence[str], *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+          stdin: Stream = None, stdout: Stream = None, stderr: Stream = None, text: bool = False
+          ) -> subprocess.Popen[Any]:
+    return subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env), stdin=stdin, stdout=stdout,
+                            stderr=stderr, text=text, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[Any], first: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S) -> None:
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=grace_s)
+            break
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            continue
+    if proc.returncode is None:
+        proc.wait()
+
+
+def run(argv: Sequence[str], *, timeout_s: float | None, cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None, merge_output: bool = False) -> Ran:
+    proc = start(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.STDOUT if merge_output else subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process_group.kill_group(proc.pid)
+        out, err = proc.communicate()
+        return Ran(None, out or "", err or "")
+    except BaseException:  # a Ctrl-C: the program goes with us
+        process_group.kill_group(proc.pid)
+        proc.wait()
+        raise
+    return Ran(proc.returncode, out or "", err or "")
