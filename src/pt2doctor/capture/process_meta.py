@@ -259,6 +259,7 @@ def environment(meta: ChildReport | None, torch_version: str | None) -> Environm
     return Environment(
         torch=env.torch or torch_version, python=env.python or sys.version.split()[0], platform=env.platform,
         cuda=env.cuda, gpu=env.gpu, compiler=env.compiler, config_diff=dict(env.config_diff),
+        gpu_peak_bytes=env.gpu_peak_bytes, gpu_total_bytes=env.gpu_total_bytes,
     )
 
 

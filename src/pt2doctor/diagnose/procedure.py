@@ -96,6 +96,8 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
         interrupted(found)
     finally:
         runner.close()
+        if (shared := runner.gpu.said()) is not None:
+            found.notes.append(shared)
         found.timings["total"] = round(time.monotonic() - started, 3)
     return found.freeze()
 

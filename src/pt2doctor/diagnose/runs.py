@@ -29,12 +29,14 @@ from pt2doctor.analysis.failures import first_message_line, signature
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
 from pt2doctor.capture.script_copy import copy_env, write_copy
+from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.model import SCHEMA, Session
 from pt2doctor.model.job import Job
 from pt2doctor.model.child import CallTimes, Hooks, Overrides
 from pt2doctor.model.serialize import RecordError, read_record
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.runtime import KernelCheckSpec
+from pt2doctor.processes.servers import gpu_device_visible
 
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
@@ -124,6 +126,7 @@ class VariantRunner:
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
+        self.gpu = GpuShare(gpu_device_visible(), jobs)  # runs share a GPU only as far as its memory holds
         self._closed = threading.Event()
         self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
 
@@ -183,17 +186,21 @@ class VariantRunner:
         options = self.options(variant, unwanted)
         if unwanted.is_set():
             raise CancelledError(variant.label)
-        self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
         rank = None
-        if self.call.torchrun is None:
-            session = enrich(run_script(options))
-        else:
-            ran = run_job(options)
-            job = job_of(ran.processes, ran.command, ran.exit)
-            self.jobs[variant.label] = job
-            rank, session = _standing_rank(job)
-            self._rank_dirs[variant.label] = Path(session.run_dir or options.out_dir)
-            save(session, Path(session.run_dir or options.out_dir) / "session.json")  # the rank's own, for the bundle
+        with self.gpu.slot():
+            if unwanted.is_set():
+                raise CancelledError(variant.label)
+            self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
+            if self.call.torchrun is None:
+                session = enrich(run_script(options))
+            else:
+                ran = run_job(options)
+                job = job_of(ran.processes, ran.command, ran.exit)
+                self.jobs[variant.label] = job
+                rank, session = _standing_rank(job)
+                self._rank_dirs[variant.label] = Path(session.run_dir or options.out_dir)
+                save(session, Path(session.run_dir or options.out_dir) / "session.json")  # the rank's own
+            self.gpu.learn(session)
         self.sessions[variant.label] = session
         self._finished += 1
         attempt = attempt_of(variant, session, rank)

@@ -35,6 +35,7 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     reorderable_print: bool = False
     compile_kwargs: dict[str, Any] = {}
     stance: str | None = None
+    stance_pinned: bool = False  # the stance holds for the whole run: later set_stance calls change nothing
     seed: int | None = None
     record_outputs: str | None = None  # a JSON-lines file of the compiled callables' first results
     max_calls: int | None = None
@@ -129,6 +130,8 @@ class ChildEnvironment(msgspec.Struct, frozen=True):
     compiler: str | None = None
     config_diff: dict[str, str] = {}
     error: str | None = None  # why the torch facts are missing
+    gpu_peak_bytes: int | None = None  # the most GPU memory the process held (None: it used no GPU)
+    gpu_total_bytes: int | None = None  # that GPU's memory
 
 
 class FrameSummary(msgspec.Struct, frozen=True):

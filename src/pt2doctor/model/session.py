@@ -242,6 +242,8 @@ class Environment:
     gpu: str | None = None
     compiler: str | None = None
     config_diff: dict[str, str] = field(default_factory=dict)
+    gpu_peak_bytes: int | None = None  # the most GPU memory the process held (None: no GPU used, or not known)
+    gpu_total_bytes: int | None = None
 
 
 SessionSource = Literal["trace", "watch"]

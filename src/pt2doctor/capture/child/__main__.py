@@ -77,6 +77,7 @@ def _environment() -> ChildEnvironment:
         python=python, platform=system, torch=_text(facts.get("torch")), cuda=_text(facts.get("cuda")),
         gpu=_text(facts.get("gpu")), compiler=_text(facts.get("compiler")),
         config_diff={str(k): str(v) for k, v in (facts.get("config_diff") or {}).items()},
+        gpu_peak_bytes=facts.get("gpu_peak_bytes"), gpu_total_bytes=facts.get("gpu_total_bytes"),
     )
 
 

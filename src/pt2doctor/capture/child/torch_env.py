@@ -7,10 +7,10 @@ Only called in a process that already imported torch (the child at exit, or `wat
 from __future__ import annotations
 
 import shutil
-import subprocess
 from typing import Any
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.processes import launch
 
 
 def describe(torch: Any) -> dict[str, Any]:
@@ -22,7 +22,37 @@ def describe(torch: Any) -> dict[str, Any]:
         facts["gpu"] = None
     facts["compiler"] = cxx_version()
     facts["config_diff"] = torch_compat.config_diff()
+    facts["gpu_peak_bytes"], facts["gpu_total_bytes"] = gpu_memory(torch)
     return facts
+
+
+_BESIDE_AT_MOST = 2 * 2**30
+
+
+def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
+    """The most memory this process held on the GPU it used most, and that GPU's size; (None, None) when it used
+    none. The peak is the caching allocator's most reserved plus what the process holds beside it now (the CUDA
+    context, a library's workspace): `total - free - reserved` at exit, at most `_BESIDE_AT_MOST` (free memory is the
+    device's: more than that is another process's); with the allocator off, what the device holds at exit."""
+    try:
+        if not torch.cuda.is_initialized():
+            return None, None
+        best: tuple[int, int] | None = None
+        for device in range(torch.cuda.device_count()):
+            most = torch.cuda.max_memory_reserved(device)
+            if not most:  # unused here (asking a device for its free memory would make it a context)
+                continue
+            free, total = torch.cuda.mem_get_info(device)
+            beside = min(_BESIDE_AT_MOST, max(0, total - free - torch.cuda.memory_reserved(device)))
+            peak = most + beside
+            if best is None or peak > best[0]:
+                best = (int(peak), int(total))
+        if best is None:  # initialized, the caching allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING): what it holds now
+            free, total = torch.cuda.mem_get_info(torch.cuda.current_device())
+            best = (int(total - free), int(total))
+        return best
+    except Exception:  # a device in a bad state (a kernel fault): the facts are best effort
+        return None, None
 
 
 def cxx_version() -> str | None:
@@ -31,7 +61,7 @@ def cxx_version() -> str | None:
     if cxx is None:
         return None
     try:
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        ran = launch.run([cxx, "--version"], timeout_s=5)
+    except OSError:
         return None
-    return out.stdout.splitlines()[0] if out.stdout else None
+    return ran.stdout.splitlines()[0] if ran.stdout else None

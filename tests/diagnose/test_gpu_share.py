@@ -1,0 +1,90 @@
+"""Runs of the program share a GPU only as far as its memory holds: the first alone until its peak is known,
+then as many as fit; nothing waits without a GPU or for a program that used none. The peak itself is measured
+by the child at exit (gpu-marked: a real CUDA run)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.diagnose.gpu_share import GpuShare
+from pt2doctor.model import SCHEMA, ExitInfo, Session
+from pt2doctor.model.session import Environment, Extras
+
+GIB = 2**30
+
+
+def _run(peak_gib: float | None, *, signal: int | None = None) -> Session:
+    env = Environment(torch="2.13", gpu_peak_bytes=int(peak_gib * GIB) if peak_gib else None,
+                      gpu_total_bytes=80 * GIB if peak_gib else None)
+    return Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), environment=env,
+                   exit=ExitInfo(code=None if signal else 1, signal=signal), extras=Extras(torch_imported=True))
+
+
+def _most_at_once(share: GpuShare, runs: int) -> int:
+    """Start `runs` threads that each hold a slot for a moment; how many held one at the same time."""
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def one() -> None:
+        with share.slot():
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+            time.sleep(0.05)
+            with lock:
+                now[0] -= 1
+
+    threads = [threading.Thread(target=one) for _ in range(runs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return most[0]
+
+
+def test_the_first_run_goes_alone_then_as_many_as_the_gpus_memory_holds():
+    share = GpuShare(gpu_visible=True, jobs=4)
+    assert _most_at_once(share, 3) == 1  # the peak is not known yet
+    share.learn(_run(None, signal=6))  # a run that died before saying teaches nothing...
+    assert share.limit == 1
+    share.learn(_run(30))  # ...one that said: 30 GiB of 80 -> two fit in 90% of it
+    assert share.limit == 2 and _most_at_once(share, 4) == 2
+    said = share.said()
+    assert said is not None and "30.0 GiB of the GPU's 80.0 GiB" in said and "2 at a time" in said
+    share.learn(_run(10))  # the peak is the largest seen
+    assert share.limit == 2
+
+
+def test_nothing_waits_without_a_gpu_or_for_a_program_that_used_none():
+    assert _most_at_once(GpuShare(gpu_visible=False, jobs=3), 3) == 3
+    share = GpuShare(gpu_visible=True, jobs=3)
+    share.learn(_run(None))  # it ended by itself, imported torch, held no GPU memory
+    assert share.limit is None and share.said() is None and _most_at_once(share, 3) == 3
+    small = GpuShare(gpu_visible=True, jobs=2)
+    small.learn(_run(1))
+    assert small.limit == 2 and small.said() is None  # every job fits: nothing to say
+
+
+@pytest.mark.gpu
+def test_a_cuda_run_records_its_peak_and_the_devices_memory(tmp_path: Path):
+    from pt2doctor.capture.runner import RunOptions, run_script
+
+    script = tmp_path / "holds.py"
+    script.write_text("import torch\nx = torch.empty(512 * 2**20, dtype=torch.uint8, device='cuda')\ndel x\n"
+                      "torch.compile(lambda t: t + 1, backend='eager')(torch.ones(4, device='cuda'))\n")
+    env = run_script(RunOptions(script=script, out_dir=tmp_path / "run", timeout_s=300, echo=False)).environment
+    assert env.gpu_total_bytes and env.gpu_peak_bytes
+    assert 512 * 2**20 <= env.gpu_peak_bytes < env.gpu_total_bytes, (env.gpu_peak_bytes, env.gpu_total_bytes, sys.version)
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_a_program_holding_most_of_the_gpu_is_diagnosed_one_run_at_a_time(diagnosed):
+    run, d = diagnosed(Path(__file__).parent / "scripts" / "gpu_holds_most_memory.py")
+    assert d["category"] == "backend_failure", run.stderr[-2000:]
+    assert not [a["label"] for a in d["attempts"] if "OutOfMemoryError" in (a.get("error") or "")]
+    assert any("shared the GPU 1 at a time" in note for note in d["notes"]), d["notes"]
