@@ -16,7 +16,9 @@ import json
 import statistics
 from pathlib import Path
 
-KINDS = ("config", "call", "function", "backend")
+import msgspec
+
+from pt2doctor.model.diagnosis import WORKAROUND_KINDS, Workaround, handed_over
 
 
 def _lines(path: str | None) -> int | None:
@@ -24,8 +26,9 @@ def _lines(path: str | None) -> int | None:
 
 
 def _narrowest(workarounds: list[dict]) -> dict | None:
-    verified = [w for w in workarounds if w.get("verified")]
-    return min(verified, key=lambda w: KINDS.index(w.get("kind", "backend"))) if verified else None
+    """The workaround diagnose hands over first (`model.diagnosis.handed_over`), as diagnosis.json has it."""
+    chosen = handed_over([msgspec.convert(w, Workaround) for w in workarounds])
+    return next(w for w in workarounds if w["change"] == chosen.change) if chosen else None
 
 
 def row(name: str, d: dict) -> dict:
@@ -38,7 +41,7 @@ def row(name: str, d: dict) -> dict:
         "repro_lines": _lines(d.get("repro")) if d.get("repro_verified") else None,
         "form": "short" if short else "program" if program and not graph else "harness" if d.get("repro") else "-",
         "harness_lines": _lines(minify.get("repro_path")) if graph else None,
-        "test": bool(short and short.get("test")),
+        "test": bool((short or {}).get("test") or (program or {}).get("test")),
         "workaround": w.get("change", "") if w else "", "kind": w.get("kind", "backend") if w else "",
         "steady_ms": None if cost.get("steady_s") is None else cost["steady_s"] * 1e3,
         "eager_steady_ms": None if cost.get("all_eager_steady_s") is None else cost["all_eager_steady_s"] * 1e3,
@@ -73,7 +76,7 @@ def totals(rows: list[dict]) -> list[str]:
     steady = [r for r in verified if r["steady_ms"] is not None]
     small = [r["repro_lines"] for r in rows if r["graph_nodes"] is not None and r["graph_nodes"] <= 5
              and r["repro_lines"] is not None]
-    kinds = {k: sum(r["kind"] == k for r in verified) for k in KINDS}
+    kinds = {k: sum(r["kind"] == k for r in verified) for k in WORKAROUND_KINDS}
     times = sorted(r["seconds"] for r in rows if r["seconds"] is not None)
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))] if times else None
     return [

@@ -40,3 +40,15 @@ def test_the_reduced_program_fails_compiled_and_passes_with_compilation_off(diag
            "runpy.run_path(sys.argv[1], run_name='__main__')")
     eager = subprocess.run([sys.executable, "-c", off, repro], capture_output=True, text=True, timeout=300)
     assert eager.returncode == 0, eager.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_the_reduced_program_comes_with_a_regression_test_in_pytorchs_idiom(diagnosed):
+    pytest.importorskip("expecttest")  # torch's test utilities import both
+    pytest.importorskip("numpy")
+    run, d = diagnosed(REALBUGS / "closure_list_mutation_in_local_class.py")
+    test = d["program"]["test"]
+    assert test and Path(test).name == "test_repro.py" and "class TestRepro(TestCase):" in Path(test).read_text()
+    now = subprocess.run([sys.executable, test], capture_output=True, text=True, timeout=300, cwd=Path(test).parent)
+    assert now.returncode == 1 and "FAILED (" in now.stderr
+    assert "A regression test in PyTorch's test idiom (`test_repro.py`" in (run.out_dir / "issue.md").read_text()

@@ -4,8 +4,9 @@ Contract: `hand_over_short(found, out_dir, target_signature, timeout_s)` is call
 is verified (`found.minify`). The minifier wrote the short form and the test beside it, from the same
 minimal case (`reduce.short_repro`); here the short form is verified both ways in fresh interpreters, as a
 reduced program is (`reduce.program.verify_program`): as written it fails with the script's failure
-identity (for a wrong result: `assert_close`'s), and with compilation off it passes; the test is run once
-and must fail now. The form with public torch functions for aten ops (`reduce.short_repro.at_torch_level`) is
+identity (for a wrong result: `assert_close`'s), and with compilation off it passes; the test is judged by
+`reduce.regression_test.verified_test` (it fails in a test now and passes with compilation off; not where
+PyTorch's test utilities cannot import: a note says so). The form with public torch functions for aten ops (`reduce.short_repro.at_torch_level`) is
 tried first, the aten form where it does not reproduce. When the short form verifies, it becomes repro.py and the harness form is kept as
 repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form
 and a note says why. `found.short` records what was handed over.
@@ -20,10 +21,10 @@ from pathlib import Path
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
-from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
-from pt2doctor.reduce.program import ProgramJob, verify_program
+from pt2doctor.model.minify import FailureKind, VerifyRuns
+from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
+from pt2doctor.reduce.regression_test import missing_dependencies, missing_words, verified_test
 from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level
-from pt2doctor.processes.fresh import verify
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
 _ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()
@@ -38,12 +39,18 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
     for short, test in _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None):
         job = ProgramJob(short, (), target, None, out_dir / "short", 0.0, timeout_s, reason="fallback",
                          type_only=accuracy)
+        testable = test if test is not None and not missing_dependencies() else None
         with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
-            tested = thread.submit(_verified_test, test, timeout_s) if test else None
+            tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s)
+                      if testable else None)
             runs = verify_program(short, job, force=False)
-            verified_test = tested.result() if tested else None
+            test_verified = tested.result() if tested else False
         if runs is not None and runs.every_time:
-            _hand_over(found, short, verified_test, runs)
+            _hand_over(found, short, test if test_verified else None, runs)
+            if test is not None and not test_verified:
+                missing = missing_dependencies()
+                found.notes.append("no regression test (test_repro.py): " + (
+                    missing_words(missing) if missing else "it did not fail compiled and pass with compilation off"))
             return
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")
@@ -77,12 +84,6 @@ def _hand_over(found: Found, short: Path, test: Path | None, runs: VerifyRuns) -
     found.minify = replace(m, repro_path=str(graph), short_repro=str(repro))
     found.short = ShortForm(repro=str(repro), graph=str(graph), lines=_lines(repro), runs=runs,
                             test=str(test) if test else None)
-
-
-def _verified_test(test: Path, timeout_s: float) -> Path | None:
-    """The regression test, when it fails now in a fresh interpreter (unittest exits 1)."""
-    ran = verify(test, FailureSignature(FailureKind.EXCEPTION, "exit status 1"), timeout_s=timeout_s, runs=1)
-    return test if ran.verified else None
 
 
 def _lines(path: Path) -> int:

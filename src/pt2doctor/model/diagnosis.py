@@ -205,6 +205,7 @@ class ProgramRepro:
     changes: tuple[StateChange, ...] = ()  # a stale result: what changed between compiled calls, no guard caught
     passes_with: str = ""  # the run it passes, in words ("with compilation off (...)"); empty: none
     verify_runs: VerifyRuns | None = None  # how often it failed compiled where it was verified (None: not run)
+    test: str | None = None  # test_repro.py, the program as a regression test in PyTorch's idiom (verified both ways)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
+from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
 from pt2doctor.reduce.program_text import delete_statements
 from pt2doctor.processes.fresh import VERIFY_RUNS, verify
 
@@ -263,11 +264,14 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     reduction.report()
     changes = unguarded_changes(reduction.best) if job.type_only else ()
     repro, verify_runs, pinned = _write(job, reduction, changes)
+    verified = bool(verify_runs and verify_runs.every_time)
+    test = write_program_test(repro, lambda file: program_runs(replace(job, args=()), file, force=not pinned),
+                              max(60.0, job.timeout_s)) if verified and not missing_dependencies() else None
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
-        verified=bool(verify_runs and verify_runs.every_time), verify_runs=verify_runs, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
+        verified=verified, verify_runs=verify_runs, test=str(test) if test else None, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
         stopped_early=reduction.stopped, improved_at=tuple(reduction.improved_at), backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
     )
 

@@ -72,7 +72,7 @@ def check():
         exec(compile(SOURCE, FILE, "exec"), main.__dict__)
     except SystemExit as exit:
         if exit.code not in (0, None):
-            raise ProgramExit(exit.code if isinstance(exit.code, int) else 1) from None
+            raise ProgramExit(int(exit.code) if isinstance(exit.code, int) else 1) from None  # True: 1
 
 
 def describe_failure(exc):

@@ -15,7 +15,8 @@ Contract: `install(spec)` is called once by `capture/child/__main__.py` with the
 - `compile_kwargs`: keyword arguments forced onto every `torch.compile` call (e.g. `{"dynamic": true}`),
   through `torch_compat.patch_torch_compile`, the one place that replaces a torch function.
 - `stance`: `torch.compiler.set_stance(stance)` before the script runs (`"force_eager"`: compilation
-  off, the user-error check of `diagnose`).
+  off, the user-error check of `diagnose`); with `stance_pinned`, later `set_stance` calls change nothing
+  (`torch_compat.pin_stance`: a PyTorch `TestCase` sets "default" before each test).
 - `seed`: seed `random`, `torch` (and NumPy when importable) so two runs draw the same inputs.
 - `record_outputs`: a path; the return values of the first `max_calls` calls of every compiled
   callable are summarized to it, one `model.outputs.OutputRecord` a line (`summarize`), so the parent
@@ -52,7 +53,9 @@ def install(spec: Overrides) -> None:
         _add_sources("unbacked_sources", list(spec.mark_unbacked))
     if spec.reorderable_print:
         torch_compat.dynamo_config().reorderable_logging_functions.add(print)
-    if spec.stance:
+    if spec.stance and spec.stance_pinned:
+        torch_compat.pin_stance(spec.stance)
+    elif spec.stance:
         import torch
 
         torch.compiler.set_stance(spec.stance)

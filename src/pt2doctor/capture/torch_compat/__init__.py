@@ -33,6 +33,7 @@ from pt2doctor.capture.torch_compat.observe import (
     dynamo_config,
     config_module,
     patch_torch_compile,
+    pin_stance,
     RUNTIME_ESTIMATES_ENV,
 )
 from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
@@ -109,6 +110,7 @@ __all__ = [
     "dynamo_config",
     "config_module",
     "patch_torch_compile",
+    "pin_stance",
     "patch_backend_call",
     "patch_inductor_inner_compile",
     "patch_aot_compilers",

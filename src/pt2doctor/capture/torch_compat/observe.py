@@ -132,6 +132,23 @@ def patch_torch_compile(extra_kwargs: dict[str, Any], on_compiled: Callable[[Any
     torch.compile = compile  # type: ignore[assignment]
 
 
+def pin_stance(stance: str) -> None:
+    """`torch.compiler.set_stance(stance)` for the rest of the process: later calls change nothing (PyTorch's
+    `TestCase.run` sets "default" before each test, which would turn compilation back on in a run that must
+    have it off). As a decorator or context manager a later call is inert too."""
+    import contextlib
+
+    import torch
+
+    torch.compiler.set_stance(stance)
+
+    class _Kept(contextlib.nullcontext):  # type: ignore[type-arg]
+        def __call__(self, fn: Any) -> Any:
+            return fn
+
+    torch.compiler.set_stance = lambda *args, **kwargs: _Kept()  # type: ignore[assignment]
+
+
 # torch._inductor.config.log_tlparse (2.13), read from the environment when the config is imported: Inductor
 # then logs each graph's per-op runtime estimates and output metadata (`inductor_runtime_and_tensor_meta`)
 RUNTIME_ESTIMATES_ENV = ("LOG_TLPARSE", "1")

@@ -1,0 +1,138 @@
+"""Regression tests in PyTorch's test idiom (test_repro.py beside repro.py): the reduced program's, and the
+one judge of every test_repro.py, the short form's too.
+
+PyTorch's idiom (`torch.testing._internal.common_utils`) imports expecttest and numpy, which a plain torch
+install lacks: `missing_dependencies()` names those this interpreter lacks, and then no test is verified (a
+test that cannot import fails too, and that failure says nothing of the bug).
+`verified_test(test, compiled_run, off_run, timeout_s)`: side by side in fresh interpreters, through the
+program harness (`reduce.program_harness`) with each run's overrides: as repro.py fails, unittest ran the
+test and it failed (exit status 1 and unittest's `FAILED (` summary: not an import error); with the failing
+part turned off (compilation off, pinned: `TestCase` resets the stance before each test), it passes (exit 0). Only then does it fail now and pass once fixed.
+
+`write_program_test(repro, runs, timeout_s)` writes `test_repro.py` next to the verified `repro` (a
+reduced program, `reduce.program`) and returns its path when it is verified both ways in fresh interpreters, else
+None (and removes it): run as repro.py was verified (`runs`: the backend forced where it is not in the source)
+`python test_repro.py` fails (unittest's exit status 1), and with the failing part turned off
+(`program.passes_with`: compilation off) it passes, so it fails while the bug is present and passes once it is
+fixed. Two forms are tried, in order:
+- inlined: the program's imports at the top, `from torch.testing._internal.common_utils import TestCase,
+  run_tests`, and every other statement as the body of `TestRepro.test_repro` (its own check, the script's
+  `assert` or `assert_close`, decides); the form PyTorch's Dynamo tests take;
+- whole: where a statement's meaning depends on being at module level (a `global`, a class whose methods read
+  module names, a module attribute the compiled code reads), the program is kept as written in a string and
+  the test runs it as a fresh `__main__` module.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import textwrap
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import msgspec
+
+from pt2doctor.model.signature import from_description
+from pt2doctor.processes.fresh import verify
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+
+TEST_FILE = "test_repro.py"
+_UNITTEST_FAILED = from_description("exit status 1")  # what `run_tests()` exits with, as the harness says it
+_UNITTEST_SUMMARY = "FAILED ("  # unittest's last line when a test failed or raised: the test ran
+_IDIOM_NEEDS = ("expecttest", "numpy")  # what torch.testing._internal.common_utils imports beyond torch
+_IMPORT = "from torch.testing._internal.common_utils import TestCase, run_tests"
+_MAIN = 'if __name__ == "__main__":\n    run_tests()\n'
+
+
+def inlined(source: str, docstring: str) -> str | None:
+    """The program's statements as the test's body; None when it has nothing but imports."""
+    tree = ast.parse(source)
+    body = [s for s in tree.body if not _is_docstring(s)]
+    imports = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom)) and not _is_future(s)]
+    rest = [s for s in body if s not in imports and not _is_future(s)]
+    if not rest:
+        return None
+    lines = source.splitlines()
+    text = "\n".join(_segment(lines, s) for s in rest)
+    return _document(docstring, [ast.unparse(s) for s in imports], "\n".join([
+        "class TestRepro(TestCase):", "    def test_repro(self):", textwrap.indent(text, " " * 8)]))
+
+
+def whole(source: str, docstring: str) -> str:
+    """The program kept as written, run by the test as a fresh `__main__` module."""
+    run = "\n".join([
+        "class TestRepro(TestCase):", "    def test_repro(self):",
+        '        exec(compile(PROGRAM, "repro.py", "exec"), {"__name__": "__main__"})'])
+    return _document(docstring, ["import torch"], f"PROGRAM = {source!r}\n\n\n{run}")
+
+
+def _document(docstring: str, imports: list[str], test: str) -> str:
+    head = f'"""{docstring}"""\n' if docstring else ""
+    return f"{head}{chr(10).join(dict.fromkeys([*imports, _IMPORT]))}\n\n\n{test}\n\n\n{_MAIN}"
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """The statement as written (decorators, comments inside it kept)."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return "\n".join(lines[first - 1:node.end_lineno])
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _is_future(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
+
+
+def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, ProgramRun | None]],
+                       timeout_s: float) -> Path | None:
+    """test_repro.py beside `repro`, verified (see the module's contract); `runs(file)` says how a file is run
+    compiled and with the failing part off, as repro.py was."""
+    source = repro.read_text()
+    docstring = (f"{repro.name} as a regression test: `python {TEST_FILE}` fails while the bug is present and "
+                 "passes once it is fixed (verified in fresh interpreters, the failing part turned off for the latter).")
+    test = repro.with_name(TEST_FILE)
+    for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
+        test.write_text(text)
+        if verified_test(test, *runs(test), timeout_s):
+            return test
+    test.unlink(missing_ok=True)
+    return None
+
+
+def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float) -> bool:
+    source = test.read_text()
+    scratch = test.parent / "program"
+    scratch.mkdir(parents=True, exist_ok=True)
+    files = []
+    off_run = _off_in_a_test(off_run) if off_run is not None else None
+    for name, run in ((f"verify_{test.stem}_compiled.py", compiled_run), (f"verify_{test.stem}_off.py", off_run)):
+        if run is not None:
+            files.append(scratch / name)
+            files[-1].write_text(harness_text(source, run))
+    with ThreadPoolExecutor(len(files)) as threads:
+        done = list(threads.map(lambda f: verify(f, _UNITTEST_FAILED, timeout_s=timeout_s, runs=1), files))
+    failed_in_a_test = done[0].verified and _UNITTEST_SUMMARY in done[0].output_tail
+    return failed_in_a_test and all(off.seen is None and off.returncode == 0 for off in done[1:])
+
+
+def _off_in_a_test(run: ProgramRun) -> ProgramRun:
+    """PyTorch's `TestCase.run` sets the stance back to "default" before each test: there, compilation off must
+    be pinned (`Overrides.stance_pinned`)."""
+    off = run.overrides
+    if off is None or off.stance != "force_eager":
+        return run
+    return replace(run, overrides=msgspec.structs.replace(off, stance_pinned=True))
+
+
+def missing_dependencies() -> tuple[str, ...]:
+    return tuple(name for name in _IDIOM_NEEDS if importlib.util.find_spec(name) is None)
+
+
+def missing_words(missing: tuple[str, ...]) -> str:
+    return (f"PyTorch's test utilities (torch.testing._internal.common_utils) need {' and '.join(missing)}, which "
+            f"this Python lacks (pip install {' '.join(missing)})")

@@ -1,0 +1,90 @@
+"""A reduced program becomes a regression test in PyTorch's idiom (`reduce.regression_test`): its statements as the
+body of `TestRepro.test_repro`, or, where a statement needs module level (a `global`), the program kept whole;
+verified in fresh interpreters to fail in a test when compiled and pass with compilation off. A test that fails
+only because it cannot import is not verified."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.reduce.program import ProgramJob, program_runs
+from pt2doctor.reduce.regression_test import verified_test, write_program_test
+
+OFF_BY_ONE = '''"""A backend that adds one to every output."""
+import torch
+
+
+def off_by_one(gm, example_inputs):
+    return lambda *args: [t + 1 for t in gm(*args)]
+
+
+def f(x):
+    return x.sin()
+
+
+x = torch.randn(4)
+torch.testing.assert_close(torch.compile(f, backend=off_by_one)(x), f(x))
+'''
+
+GLOBAL = OFF_BY_ONE.replace('''def f(x):
+    return x.sin()
+''', '''calls = 0
+
+
+def f(x):
+    global calls
+    calls += 1
+    return x.sin() * calls
+''').replace("torch.testing.assert_close(torch.compile(f, backend=off_by_one)(x), f(x))",
+             "torch.testing.assert_close(torch.compile(f, backend=off_by_one)(x), x.sin())")
+
+
+def _job(repro: Path) -> ProgramJob:
+    return ProgramJob(repro, (), "AssertionError", None, repro.parent, 0.0, 120.0, type_only=True)
+
+
+def _test_of(tmp_path: Path, program: str) -> Path | None:
+    pytest.importorskip("expecttest")  # what torch's test utilities import beyond torch
+    pytest.importorskip("numpy")
+    repro = tmp_path / "repro.py"
+    repro.write_text(program)
+    return write_program_test(repro, lambda file: program_runs(_job(repro), file), 120.0)
+
+
+def _runs(test: Path, compilation_off: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python test_repro.py`, as a maintainer runs it; compilation off by torch's own switch (TestCase resets the
+    stance before each test, not this)."""
+    env = {**os.environ, "TORCH_COMPILE_DISABLE": "1"} if compilation_off else None
+    return subprocess.run([sys.executable, str(test)], capture_output=True, text=True, timeout=300, cwd=test.parent,
+                          env=env)
+
+
+def test_the_program_becomes_the_body_of_a_test_that_fails_now_and_passes_without_the_bug(tmp_path):
+    test = _test_of(tmp_path, OFF_BY_ONE)
+    assert test is not None and test.name == "test_repro.py"
+    text = test.read_text()
+    assert "class TestRepro(TestCase):\n    def test_repro(self):\n        def off_by_one(gm, example_inputs):" in text
+    assert "from torch.testing._internal.common_utils import TestCase, run_tests" in text and "run_tests()" in text
+    assert "PROGRAM =" not in text
+    now = _runs(test)
+    assert now.returncode == 1 and "AssertionError" in now.stderr
+    assert _runs(test, compilation_off=True).returncode == 0
+
+
+def test_a_program_that_needs_module_level_is_kept_whole(tmp_path):
+    test = _test_of(tmp_path, GLOBAL)
+    assert test is not None
+    text = test.read_text()
+    assert "PROGRAM = " in text and "global calls" in text and 'exec(compile(PROGRAM, "repro.py", "exec")' in text
+    assert _runs(test).returncode == 1 and _runs(test, compilation_off=True).returncode == 0
+
+
+def test_a_test_that_fails_because_it_cannot_import_is_not_verified(tmp_path):
+    test = tmp_path / "test_repro.py"
+    test.write_text("import no_such_module_here\nfrom torch.testing._internal.common_utils import TestCase, run_tests\n")
+    assert not verified_test(test, *program_runs(_job(test), test), 120.0)
