@@ -47,7 +47,7 @@ args = [
 ]
 expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
 actual = torch.compile(fn, backend='inductor', fullgraph=True)(*args)
-torch.testing.assert_close(actual, expected, msg=lambda m: 'compiled differs from eager\\n' + m)
+torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: 'compiled differs from eager\\n' + m)
 '''
 
 

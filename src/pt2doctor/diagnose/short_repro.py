@@ -6,10 +6,12 @@ minimal case (`reduce.short_repro`); here the short form is verified both ways i
 reduced program is (`reduce.program.verify_program`): as written it fails with the script's failure
 identity (for a wrong result: `assert_close`'s), and with compilation off it passes; the test is judged by
 `reduce.regression_test.verified_test` (it fails in a test now and passes with compilation off; not where
-PyTorch's test utilities cannot import: a note says so). The form with public torch functions for aten ops (`reduce.short_repro.at_torch_level`) is
-tried first, the aten form where it does not reproduce. When the short form verifies, it becomes repro.py and the harness form is kept as
-repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form
-and a note says why. `found.short` records what was handed over.
+PyTorch's test utilities cannot import: a note says so). The form with public torch functions for aten ops
+(`reduce.short_repro.at_torch_level`) is tried first, the aten form where it does not reproduce, then the aten
+form whose graph Inductor compiles alone (`reduce.short_repro.inductor_alone`: no AOTAutograd pass over it, as
+in the minifier's harness). When a short form verifies, it becomes repro.py and the harness form is kept as
+repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form and a
+note says why. `found.short` records what was handed over.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pt2doctor.model.diagnosis import ShortForm
 from pt2doctor.model.minify import FailureKind, VerifyRuns
 from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
 from pt2doctor.reduce.regression_test import missing_dependencies, missing_words, verified_test
-from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level
+from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
 _ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()
@@ -36,7 +38,8 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
         return
     accuracy = m.signature.kind is FailureKind.ACCURACY
     target = _ASSERT_CLOSE if accuracy else signature
-    for short, test in _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None):
+    forms = _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None)
+    for short, test in forms:
         job = ProgramJob(short, (), target, None, out_dir / "short", 0.0, timeout_s, reason="fallback",
                          type_only=accuracy)
         testable = test if test is not None and not missing_dependencies() else None
@@ -54,22 +57,29 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
             return
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")
-                           + ")" + ("" if short.name == "repro_short.py" else ": the aten form is tried next"))
+                           + ")" + ("" if short is forms[-1][0] else ": the next form is tried"))
     found.notes[-1] += ": repro.py is the minifier's harness form"
 
 
 def _forms(short: Path, test: Path | None) -> list[tuple[Path, Path | None]]:
-    """The torch-level form first (`reduce.short_repro.at_torch_level`), where it differs, then the aten form."""
-    torch_level = at_torch_level(short.read_text())
-    if torch_level is None:
-        return [(short, test)]
-    torch_short = short.with_name("repro_short_torch.py")
-    torch_short.write_text(torch_level)
-    torch_test = None
-    if test is not None and (test_text := at_torch_level(test.read_text())) is not None:
-        torch_test = test.with_name("test_repro_torch.py")
-        torch_test.write_text(test_text)
-    return [(torch_short, torch_test), (short, test)]
+    """The torch-level form first (`reduce.short_repro.at_torch_level`), where it differs, then the aten form, then
+    the aten form with Inductor alone compiling its graph (`reduce.short_repro.inductor_alone`), where it has one."""
+    forms: list[tuple[Path, Path | None]] = []
+    for rewrite, suffix in ((at_torch_level, "_torch"), (None, ""), (inductor_alone, "_alone")):
+        if rewrite is None:
+            forms.append((short, test))
+            continue
+        text = rewrite(short.read_text())
+        if text is None:
+            continue
+        written = short.with_name(f"repro_short{suffix}.py")
+        written.write_text(text)
+        test_text = rewrite(test.read_text()) if test is not None else None
+        written_test = test.with_name(f"test_repro{suffix}.py") if test is not None and test_text else None
+        if written_test is not None and test_text is not None:
+            written_test.write_text(test_text)
+        forms.append((written, written_test))
+    return forms
 
 
 def _hand_over(found: Found, short: Path, test: Path | None, runs: VerifyRuns) -> None:

@@ -5,7 +5,8 @@ Contract: `render_short(script)` and `render_test(script)` are pure, byte-stable
 short form is a function of plain torch calls (the graph's own code: the torch calls Dynamo recorded, or
 aten ops after AOT), its inputs made with `torch.randn`/`torch.randint`/literals (or the saved values,
 `repro_inputs.pt`, where the failure needs them), `torch.compile(fn, backend=...)`, and
-`torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors; its first line the same
+`torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors, NaN where eager has NaN
+equal, as `TestCase.assertEqual` has it; its first line the same
 for both, `MISMATCH`), and `torch._dynamo.mark_dynamic` where a size was symbolic when it failed; nothing else: no
 accuracy rule, no input factory, no private API. The test is the same check as a
 `torch.testing._internal.common_utils.TestCase` with `run_tests()`.
@@ -13,6 +14,9 @@ accuracy rule, no input factory, no private API. The test is the same check as a
 `at_torch_level(text)` writes a short form's aten ops as the public torch functions of the same name and
 arguments (`torch.ops.aten.cumsum.default(x, 1)` -> `torch.cumsum(x, 1)`), where torch has one; prims and
 private ops stay. It may take another path through the compiler: `diagnose` verifies it before it prefers it.
+`inductor_alone(text)` is the aten form with its graph compiled by Inductor alone, as the minifier's harness
+does (through a `torch.compile` backend that hands `make_fx`'s aten graph to `compile_fx_inner`: private API,
+where the bug lives, when the aten graph traced again by AOTAutograd no longer shows it).
 
 What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
 recording could not name (defined in the user's script: the harness form carries its source), inputs that
@@ -37,8 +41,9 @@ def render_short(script: ReproScript) -> str | None:
     pieces = _pieces(script)
     if pieces is None:
         return None
+    check = f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)"
     return _blocks(pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-                   pieces.function, "\n".join(pieces.body(f"torch.testing.assert_close(actual, expected, msg=lambda m: {MISMATCH!r} + m)")))
+                   pieces.function, "\n".join(pieces.body(check)))
 
 
 # The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
@@ -211,6 +216,35 @@ def at_torch_level(text: str) -> str | None:
             lines[node.lineno - 1:node.end_lineno] = [ast.unparse(node) + "\n"] + [""] * (
                 (node.end_lineno or node.lineno) - node.lineno)
     return "".join(lines)
+
+
+_INDUCTOR = "backend='inductor'"
+_INDUCTOR_ALONE = '''def inductor_alone(gm, example_inputs):
+    """Inductor on the aten graph as AOTAutograd hands it over, with no AOTAutograd in between."""
+    graph = make_fx(gm)(*example_inputs)
+    with torch._guards.tracing(None):  # outside Dynamo's trace, as the aten graph reaches Inductor
+        compiled = compile_fx_inner(graph, list(example_inputs))
+    return lambda *args: compiled(list(args))
+'''
+
+
+def inductor_alone(text: str) -> str | None:
+    """An aten-level short form (or its test) whose graph Inductor compiles alone, as AOTAutograd hands a graph
+    over (`make_fx` records the aten graph, `compile_fx_inner` compiles it: private, where the bug lives), not
+    after AOTAutograd traced it again, which may take another path; still through `torch.compile` (a backend), so
+    compilation off still turns it off. None when `text` does not compile with Inductor."""
+    if f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)" not in text:
+        return None
+    tree = ast.parse(text)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fn")
+    lines = text.splitlines(keepends=True)
+    lines.insert(fn.lineno - 1, _INDUCTOR_ALONE + "\n\n")
+    text = "".join(lines).replace(f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)",
+                                  "torch.compile(fn, backend=inductor_alone, fullgraph=True)")
+    text = text.replace("\nimport torch\n", "\nimport torch\nfrom torch._inductor.compile_fx import compile_fx_inner\n"
+                        "from torch.fx.experimental.proxy_tensor import make_fx\n", 1)
+    return text.replace(" while the bug is present.\n", " while the bug is present (Inductor alone compiles the aten "
+                        "graph, as AOTAutograd hands it over).\n", 1)
 
 
 def _aten_name(func: ast.expr) -> str | None:
