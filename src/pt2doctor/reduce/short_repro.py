@@ -113,8 +113,7 @@ def _imports(script: ReproScript) -> str:
 
 
 def _needs_harness(spec: InputSpec) -> bool:
-    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None
-                                             or (spec.requires_grad and not spec.leaf))
+    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None)
 
 
 def _function(script: ReproScript) -> str | None:
@@ -166,7 +165,8 @@ def _input(spec: InputSpec) -> str:
     if isinstance(spec, ScalarSpec):
         return repr(spec.value)
     device = "" if spec.device == "cpu" else f", device={spec.device!r}"
-    grad = ".requires_grad_()" if spec.requires_grad else ""
+    # a non-leaf that requires grad: a leaf's clone (it has a grad_fn, as the graph's input had)
+    grad = (".requires_grad_()" + ("" if spec.leaf else ".clone()")) if spec.requires_grad else ""
     if spec.saved:
         return f"saved[{spec.saved!r}]" + ("" if not device else f".to({spec.device!r})") + grad
     dense = _dense_strides(spec.shape) == spec.stride and not spec.offset
