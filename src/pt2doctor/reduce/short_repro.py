@@ -35,6 +35,7 @@ from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, Te
 from pt2doctor.reduce.repro import ReproScript, ops_to_record, storage_extent
 
 _FLOATS = ("float", "bfloat16", "complex")
+_ONE_LINE = 100  # the inputs on one line up to this long (the test indents it by 8: within the 120 of the style)
 
 
 def render_short(script: ReproScript) -> str | None:
@@ -96,7 +97,9 @@ def _pieces(script: ReproScript) -> _Pieces | None:
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
     made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved else [])
     made += ["torch.manual_seed(0)"] if any(_RANDOM in made for made in inputs) else []
-    made += ["args = [", *(f"    {made}," for made in inputs), "]"] if inputs else []
+    one_line = f"args = [{', '.join(inputs)}]"
+    if inputs:
+        made += [one_line] if len(one_line) <= _ONE_LINE else ["args = [", *(f"    {made}," for made in inputs), "]"]
     made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
