@@ -44,6 +44,7 @@ _UNITTEST_FAILED = from_description("exit status 1")  # what `run_tests()` exits
 _UNITTEST_SUMMARY = "FAILED ("  # unittest's last line when a test failed or raised: the test ran
 _IDIOM_NEEDS = ("expecttest", "numpy")  # what torch.testing._internal.common_utils imports beyond torch
 _IMPORT = "from torch.testing._internal.common_utils import TestCase, run_tests"
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MAIN = 'if __name__ == "__main__":\n    run_tests()\n'
 
 
@@ -56,7 +57,10 @@ def inlined(source: str, docstring: str) -> str | None:
     if not rest:
         return None
     lines = source.splitlines()
-    text = "\n".join(_segment(lines, s) for s in rest)
+    text = ""
+    for before, statement in zip([None, *rest], rest):  # a definition stands apart, as at module level
+        apart = isinstance(statement, _DEFINITIONS) or isinstance(before, _DEFINITIONS)
+        text += ("\n\n" if apart and before is not None else "\n" if before is not None else "") + _segment(lines, statement)
     return _document(docstring, [ast.unparse(s) for s in imports], "\n".join([
         "class TestRepro(TestCase):", "    def test_repro(self):", textwrap.indent(text, " " * 8)]))
 
@@ -93,8 +97,8 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     """test_repro.py beside `repro`, verified (see the module's contract); `runs(file)` says how a file is run
     compiled and with the failing part off, as repro.py was."""
     source = repro.read_text()
-    docstring = (f"{repro.name} as a regression test: `python {TEST_FILE}` fails while the bug is present and "
-                 "passes once it is fixed (verified in fresh interpreters, the failing part turned off for the latter).")
+    docstring = (f"{repro.name} as a regression test: `python {TEST_FILE}` fails while the bug is present\nand "
+                 "passes once it is fixed (verified in fresh interpreters, the failing part turned off for the latter).\n")
     test = repro.with_name(TEST_FILE)
     for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
         test.write_text(text)
