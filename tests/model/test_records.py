@@ -27,7 +27,7 @@ from pt2doctor.model.minify import (
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index
 from pt2doctor.model.serialize import RecordError, append_line, dumps, loads, read_record, to_builtins, write_record
 
-HERE = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 ENTRY = GraphEntry(
     id="g0001", stage=Stage.AOT, compile_id="0/0", parent="g0000", aot_kind="forward",
@@ -145,7 +145,7 @@ def test_a_real_session_round_trips_with_its_json_unchanged(run_json):
 
 def test_a_real_diagnosis_round_trips_with_its_json_unchanged(diagnosed):
     # the options of tests/diagnose/test_diagnose.py's run of the same script, so the run is shared
-    _run, doc = diagnosed(HERE / "diagnose" / "scripts" / "dynamo_failure.py", options=("--program-budget", "30"))
+    _run, doc = diagnosed(TESTS / "diagnose" / "scripts" / "dynamo_failure.py", options=("--program-budget", "30"))
     diagnosis = loads(json.dumps(doc), Diagnosis)
     assert json.loads(dumps(diagnosis)) == doc
     assert diagnosis.stage is FailingStage.DYNAMO and doc["stage"] == "dynamo" and doc["category"] == "graph_break"
@@ -158,7 +158,7 @@ def test_the_model_imports_nothing_but_itself_msgspec_and_the_standard_library()
     import ast
     import sys
 
-    model = HERE.parent / "src" / "pt2doctor" / "model"
+    model = TESTS.parent / "src" / "pt2doctor" / "model"
     for path in model.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \

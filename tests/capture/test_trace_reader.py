@@ -11,7 +11,7 @@ from pt2doctor.capture.trace.trace_import import session_from_trace
 from pt2doctor.capture.trace.trace_reader import TraceCounters, TraceError, read_trace
 from pt2doctor.model import GuardKind
 
-TRACES = Path(__file__).parent / "fixtures" / "traces"
+TRACES = Path(__file__).parents[1] / "fixtures" / "traces"
 
 
 def test_real_trace_gives_breaks_recompiles_and_compiles():
@@ -74,7 +74,7 @@ def test_the_same_program_reads_the_same_on_torch_2_11_and_2_13() -> None:
     from pt2doctor.cli.output import load_session
     from pt2doctor.report.document import build_report
 
-    traces = Path(__file__).parent / "fixtures" / "traces"
+    traces = Path(__file__).parents[1] / "fixtures" / "traces"
     facts = []
     for name in ("toy_and_recompiles.log", "toy_and_recompiles_torch211.log"):
         report = build_report(load_session(traces / name))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from clihelp import SCRIPTS, pt2doctor
 
-EXAMPLES = Path(__file__).parents[1] / "src" / "pt2doctor" / "examples"
+EXAMPLES = Path(__file__).parents[2] / "src" / "pt2doctor" / "examples"
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_report_rejects_a_file_that_is_not_a_trace(tmp_path):
 
 
 def test_report_strict_on_corrupted_trace_exits_65():
-    corrupted = Path(__file__).parent / "fixtures" / "traces" / "corrupted.log"
+    corrupted = Path(__file__).parents[1] / "fixtures" / "traces" / "corrupted.log"
     lenient = pt2doctor("report", str(corrupted))
     assert lenient.code == 0 and "4 unreadable trace line(s) skipped" in lenient.stdout
     strict = pt2doctor("report", "--strict", str(corrupted))
@@ -191,7 +191,7 @@ def test_run_record_then_minify_the_run_directory(tmp_path):
 def test_a_kernel_error_reported_late_points_to_launch_blocking(tmp_path):
     """A CUDA kernel error surfaces after its graph returned (simulated on CPU): `run` says the line may
     be wrong and how to find the graph; `minify` on that run says how to record it so it can."""
-    script = Path(__file__).parent / "diagnose" / "scripts" / "late_kernel_error.py"
+    script = Path(__file__).parents[1] / "diagnose" / "scripts" / "late_kernel_error.py"
     run = pt2doctor("run", "--record", "--out", str(tmp_path), str(script))
     assert run.code == 1
     said = " ".join(run.stdout.split())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pt2doctor.model.exit_codes import ExitCode
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PAGE = ROOT / "docs" / "reference" / "exit-codes.md"
 
 

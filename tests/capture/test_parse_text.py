@@ -11,7 +11,7 @@ from pt2doctor.model.torch_text import is_dynamo_temporary
 from pt2doctor.model import CompileId, GuardKind
 
 
-# Guard text is parsed into facts here; the sentences are analysis's (tests/test_guard_words.py).
+# Guard text is parsed into facts here; the sentences are analysis's (tests/analysis/test_guard_words.py).
 def test_size_failure_facts():
     g = parse_guard_failure("0/0: tensor 'x' size mismatch at index 1. expected 16, actual 17")
     assert (g.kind, g.subject, g.dim, g.expected, g.actual, g.origin) == (GuardKind.SIZE, "x", 1, "16", "17", "input")

@@ -11,7 +11,7 @@ import pytest
 from pt2doctor.model import settings as settings_module
 from pt2doctor.model.settings import Settings, settings
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 SOURCE = ROOT / "src" / "pt2doctor"
 
 
