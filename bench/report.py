@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 _PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
          "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 

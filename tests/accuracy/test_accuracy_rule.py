@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 import torch.fx
 
-from pt2doctor.capture.child import graph_recorder, graph_runs
 from pt2doctor.capture import torch_compat
+from pt2doctor.capture.child import graph_recorder, graph_runs
 from pt2doctor.capture.child.accuracy_probe import judge_graph
 from pt2doctor.capture.torch_compat import accuracy_rule
 from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec

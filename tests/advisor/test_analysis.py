@@ -13,8 +13,15 @@ from pt2doctor.analysis.recompiles import primary_failure, recompile_chains
 from pt2doctor.analysis.whatif import Trial, TrialOutcome, judge, outputs_equal, propose_trials
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, Compile, CompileId, ExitInfo, GraphBreak, Recompile, Session
-from pt2doctor.model.outputs import (DictSummary, FloatSummary, OutputRecord, PySummary, SeqSummary, TensorSummary,
-                                     number)
+from pt2doctor.model.outputs import (
+    DictSummary,
+    FloatSummary,
+    OutputRecord,
+    PySummary,
+    SeqSummary,
+    TensorSummary,
+    number,
+)
 from pt2doctor.model.serialize import append_line, read_lines
 
 

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import json
 
-from pt2doctor.analysis.recompiles import (Cause, cause_of, entry_failures, find_recompiles, fix_for,
-                                           primary_failure, recompile_chains)
+from pt2doctor.analysis.recompiles import (
+    Cause,
+    cause_of,
+    entry_failures,
+    find_recompiles,
+    fix_for,
+    primary_failure,
+    recompile_chains,
+)
 from pt2doctor.analysis.whatif import Trial, judge, propose_trials
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.model import SCHEMA, CompileId, ExitInfo, GraphBreak, LimitHit, Recompile, Session

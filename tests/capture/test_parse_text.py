@@ -7,8 +7,8 @@ import pytest
 import pt2doctor
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.capture.trace.parse_text import parse_break_text
-from pt2doctor.model.torch_text import is_dynamo_temporary
 from pt2doctor.model import CompileId, GuardKind
+from pt2doctor.model.torch_text import is_dynamo_temporary
 
 
 # Guard text is parsed into facts here; the sentences are analysis's (tests/analysis/test_guard_words.py).

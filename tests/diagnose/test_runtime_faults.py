@@ -11,8 +11,15 @@ from pt2doctor.diagnose.stage_signatures import needs_the_compiler
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt, FailingStage
 from pt2doctor.model.minify import NodeOrigin
-from pt2doctor.model.runtime import (BadTensor, CompiledKernels, FaultKind, FusedKernel, IndexCheck, IndexRange,
-                                     KernelEvent)
+from pt2doctor.model.runtime import (
+    BadTensor,
+    CompiledKernels,
+    FaultKind,
+    FusedKernel,
+    IndexCheck,
+    IndexRange,
+    KernelEvent,
+)
 
 SQRT = NodeOrigin(op="aten.sqrt.default", call="torch.sqrt", file="/home/u/train.py", line=12,
                   code="y = torch.sqrt(-(x * x))")

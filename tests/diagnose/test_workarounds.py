@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 skip_decompositions, uncompile, unified_patch)
+from pt2doctor.analysis.workaround_edits import (
+    disable_call,
+    disable_function,
+    pin_backend_in_place,
+    set_config,
+    skip_decompositions,
+    uncompile,
+    unified_patch,
+)
 from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
 
 HERE = Path(__file__).parent

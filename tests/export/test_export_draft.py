@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.export.analysis.issues import find_export_issues
 from pt2doctor.capture.runner import RunOptions, run_script
+from pt2doctor.export.analysis.issues import find_export_issues
+from pt2doctor.export.report.advice import render_export_issues
 from pt2doctor.model import ExitInfo, Session, SourceLoc
 from pt2doctor.model.child import Hooks
 from pt2doctor.model.export import ExportEvent, ExportStep, Phase
 from pt2doctor.model.export_draft import DraftIssue, DraftIssueKind, DraftReport
-from pt2doctor.export.report.advice import render_export_issues
 
 SCRIPTS = Path(__file__).parent / "scripts"
 Kind = DraftIssueKind

@@ -10,8 +10,7 @@ import pytest
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.model.child import Hooks, Overrides
-from pt2doctor.model.export import (EntryPoint, ExportEvent, ExportStep, Phase, entry_point, failing_step,
-                                    steps_passed)
+from pt2doctor.model.export import EntryPoint, ExportEvent, ExportStep, Phase, entry_point, failing_step, steps_passed
 from pt2doctor.model.serialize import read_lines
 
 SCRIPTS = Path(__file__).parent / "scripts"

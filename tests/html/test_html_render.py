@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pt2doctor.capture.report_inputs import collect_html_inputs
 from pt2doctor.cli.output import load_session
 from pt2doctor.model import Category, Compile, CompileId, ExitInfo, Extras, Failure, GraphBreak, Phases, Session
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage
+from pt2doctor.model.report_inputs import HtmlLimits
 from pt2doctor.report.document import build_report
 from pt2doctor.report.html import embed_json, render_html
-from pt2doctor.capture.report_inputs import collect_html_inputs
-from pt2doctor.model.report_inputs import HtmlLimits
 
 EVIL = "<img src=x onerror=alert(1)>"
 

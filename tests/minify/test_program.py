@@ -8,10 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.reduce.core import Outcome
 from pt2doctor.processes.pool import WorkerPool
-from pt2doctor.reduce.program import (ProgramJob, ProgramOracle, ProgramReduction, code_lines, pin_backend,
-                                      reduce_program)
+from pt2doctor.reduce.core import Outcome
+from pt2doctor.reduce.program import (
+    ProgramJob,
+    ProgramOracle,
+    ProgramReduction,
+    code_lines,
+    pin_backend,
+    reduce_program,
+)
 from pt2doctor.reduce.program_culprits import compiled_calls
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 

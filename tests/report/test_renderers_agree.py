@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
-from pt2doctor.model import SCHEMA, CompileId, ExitInfo, LimitHit, Recompile, Session
 from pt2doctor.cli.output import load_session
+from pt2doctor.model import SCHEMA, CompileId, ExitInfo, LimitHit, Recompile, Session
+from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.report.document import Report, build_report
 from pt2doctor.report.html_data import page_data
-from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.report.terminal import render_terminal
 
 TRACE = Path(__file__).parents[1] / "fixtures" / "traces" / "toy_and_recompiles.log"

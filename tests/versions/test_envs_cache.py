@@ -12,11 +12,20 @@ import pytest
 from clihelp import pt2doctor
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.processes.program_run import Finished
-from pt2doctor.versions.torch_envs import (ENV_RECORD, CannotRun, Limits, OutOfBudget, _pip_result, _refuse_user_prefix,
-                                          clear_cache, ensure_env, given_env)
 from pt2doctor.model.serialize import write_record
 from pt2doctor.model.versions import TorchEnv
+from pt2doctor.processes.program_run import Finished
+from pt2doctor.versions.torch_envs import (
+    ENV_RECORD,
+    CannotRun,
+    Limits,
+    OutOfBudget,
+    _pip_result,
+    _refuse_user_prefix,
+    clear_cache,
+    ensure_env,
+    given_env,
+)
 
 PY = f"py{sys.version_info[0]}{sys.version_info[1]}"
 ROOMY = Limits(deadline=None, min_free_bytes=0)

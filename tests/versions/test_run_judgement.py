@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from pt2doctor.analysis.run_signature import run_signature, uncaught_exception
-from pt2doctor.processes.program_run import NOT_STARTED, run_program
 from pt2doctor.model.signature import FAILURE_MARKER
+from pt2doctor.processes.program_run import NOT_STARTED, run_program
 
 
 def _run(tmp_path: Path, source: str, timeout_s: float = 60, watch=None):

@@ -7,8 +7,15 @@ import math
 
 import pytest
 
-from pt2doctor.analysis.versions import (UnknownRelease, build_note, conclude, next_release, outcome_of, requirement,
-                                         search_list)
+from pt2doctor.analysis.versions import (
+    UnknownRelease,
+    build_note,
+    conclude,
+    next_release,
+    outcome_of,
+    requirement,
+    search_list,
+)
 from pt2doctor.model.versions import Boundary, ReleaseOutcome, ReleaseRun
 
 # `pip index versions torch` here (PyPI, the local index and /opt/wheels; torch<=2.14.1 is a pip constraint)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pt2doctor.model import Finding, Session, Severity, SourceLoc
 from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 
+
 def phase_totals(session: Session) -> dict[str, float]:
     return {p: sum(getattr(c.phases, p) for c in session.compiles) for p in PHASE_NAMES}
 

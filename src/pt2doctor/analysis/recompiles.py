@@ -28,8 +28,18 @@ from dataclasses import replace
 from enum import Enum
 
 from pt2doctor.analysis.guard_words import guard_words
-from pt2doctor.model import (Finding, GraphBreak, GuardFailure, GuardKind, Recompile, RecompileChain, RecompileStep,
-                             Session, Severity, SourceLoc)
+from pt2doctor.model import (
+    Finding,
+    GraphBreak,
+    GuardFailure,
+    GuardKind,
+    Recompile,
+    RecompileChain,
+    RecompileStep,
+    Session,
+    Severity,
+    SourceLoc,
+)
 from pt2doctor.model.torch_text import ResumeName
 
 

@@ -20,8 +20,16 @@ import re
 from collections.abc import Sequence
 
 from pt2doctor.model.minify import source_calls
-from pt2doctor.model.runtime import (BadTensor, CompiledKernels, FaultKind, FusedKernel, IndexCheck, IndexRange,
-                                     KernelEvent, KernelFault)
+from pt2doctor.model.runtime import (
+    BadTensor,
+    CompiledKernels,
+    FaultKind,
+    FusedKernel,
+    IndexCheck,
+    IndexRange,
+    KernelEvent,
+    KernelFault,
+)
 
 # what makes NaN out of finite values, by op: the words for a kernel that fuses it
 _NAN_MAKERS = {"div": "0/0 or inf/inf", "log": "log of a negative number", "log2": "log of a negative number",

@@ -17,6 +17,7 @@ from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import STEP_TITLES
 from pt2doctor.model.export_draft import failed_checks
 
+
 def clip(text: str, limit: int) -> str:
     """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut."""
     if len(text) <= limit:

@@ -21,8 +21,16 @@ from typing import Any, Literal
 from pt2doctor.analysis.cookbook import advice_for
 from pt2doctor.analysis.recompiles import Cause, cause_of, pretty_function, recompile_chains
 from pt2doctor.model import GuardFailure, GuardKind, Session
-from pt2doctor.model.outputs import (DictSummary, FloatSummary, Number, OutputRecord, SeqSummary, TensorSummary,
-                                     ValueSummary, as_float)
+from pt2doctor.model.outputs import (
+    DictSummary,
+    FloatSummary,
+    Number,
+    OutputRecord,
+    SeqSummary,
+    TensorSummary,
+    ValueSummary,
+    as_float,
+)
 
 Target = Literal["graph_breaks", "recompiles"]
 _RTOL, _ATOL = 1e-3, 1e-4

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.processes import group as process_group
 from pt2doctor.model.diagnosis import Bisection, BisectJob
 from pt2doctor.model.serialize import convert, dumps, loads, write_record
+from pt2doctor.processes import group as process_group
 
 _QUERY_TIMEOUT_S = 120.0
 

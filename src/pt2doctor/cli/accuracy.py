@@ -14,8 +14,14 @@ from pathlib import Path
 import click
 
 from pt2doctor.capture.runner import RunOptions
-from pt2doctor.cli.options import (RUN_EXIT_CODES, SCRIPT_COMMAND, jobs_option, run_options, script_arguments,
-                                   tolerance_option)
+from pt2doctor.cli.options import (
+    RUN_EXIT_CODES,
+    SCRIPT_COMMAND,
+    jobs_option,
+    run_options,
+    script_arguments,
+    tolerance_option,
+)
 from pt2doctor.cli.output import input_errors
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
@@ -33,9 +39,9 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
                      as_json: bool, html: bool, strict: bool, no_minify: bool, jobs: int, script: Path,
                      args: tuple[str, ...]) -> int:
     """Compare every compiled graph of SCRIPT with eager against an fp64 reference; find the first divergent op."""
-    from pt2doctor.workflows.accuracy import AccuracyOptions, check_accuracy
     from pt2doctor.cli.output import emit
     from pt2doctor.report.accuracy import render_accuracy
+    from pt2doctor.workflows.accuracy import AccuracyOptions, check_accuracy
 
     if backend is not None:
         _check_backend(backend, script)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.cli.options import OutDir
-
 from pt2doctor.capture.runner import RunOptions, run_script
+from pt2doctor.cli.options import OutDir
 from pt2doctor.cli.output import emit
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.exit_codes import ExitCode

@@ -18,8 +18,14 @@ from rich.table import Table
 
 from pt2doctor.capture.runner import ScriptError, check_script
 from pt2doctor.cli.minify import MinifyProgress
-from pt2doctor.cli.options import (SCRIPT_COMMAND, SECONDS, jobs_option, out_option, program_budget_option,
-                                   script_arguments)
+from pt2doctor.cli.options import (
+    SCRIPT_COMMAND,
+    SECONDS,
+    jobs_option,
+    out_option,
+    program_budget_option,
+    script_arguments,
+)
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir, torchrun_of
 from pt2doctor.cli.versions import print_versions, settings_of, versions_options

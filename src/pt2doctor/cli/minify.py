@@ -24,8 +24,8 @@ from pt2doctor.model.serialize import dumps
 if TYPE_CHECKING:
     from pt2doctor.model import Session
     from pt2doctor.model.minify import MinifyResult
-    from pt2doctor.reduce.fx_minify import MinifyOutcome
     from pt2doctor.processes.workers import Workers
+    from pt2doctor.reduce.fx_minify import MinifyOutcome
 
 
 class MinifyProgress:

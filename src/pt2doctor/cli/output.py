@@ -15,8 +15,15 @@ from pt2doctor.capture.runner import ScriptError
 from pt2doctor.capture.trace.trace_reader import TraceError
 from pt2doctor.model import Session
 from pt2doctor.model.exit_codes import ExitCode
-from pt2doctor.report.document import (Report, ReportInputError, build_report, read_session_json, save_report,
-                                       session_json_of, to_json_bytes)
+from pt2doctor.report.document import (
+    Report,
+    ReportInputError,
+    build_report,
+    read_session_json,
+    save_report,
+    session_json_of,
+    to_json_bytes,
+)
 from pt2doctor.report.terminal import render_terminal
 
 UNWRAPPED = 100_000  # the width that keeps every line whole

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.cli.output import emit, input_errors, load_session, write_html
 from pt2doctor.capture.trace.trace_reader import trace_files
+from pt2doctor.cli.output import emit, input_errors, load_session, write_html
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.job import Job
 from pt2doctor.report.document import ReportInputError, read_job_json, session_json_of

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from pt2doctor.workflows import cold as _cold
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.analysis.verdict import exit_code_of
 from pt2doctor.capture.runner import RunOptions, run_job, run_script, save
@@ -25,6 +24,7 @@ from pt2doctor.model.settings import settings
 from pt2doctor.report.advice import render_cold
 from pt2doctor.report.html_job import write_job_html
 from pt2doctor.report.ranks import render_job
+from pt2doctor.workflows import cold as _cold
 
 
 def default_out_dir(script: Path, label: str = "run") -> Path:

@@ -17,7 +17,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from pt2doctor.versions.torch_envs import clear_cache, default_cache_dir
 from pt2doctor.cli.options import POSITIVE, SCRIPT_COMMAND, SECONDS, out_option
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
@@ -25,6 +24,7 @@ from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.versions import ReleaseOutcome, VersionsResult
 from pt2doctor.report.versions import COLUMNS, conclusions, release_rows
 from pt2doctor.versions.options import DEFAULT_BUDGET_S, DEFAULT_MIN_FREE_GB, DEFAULT_RUN_TIMEOUT_S, VersionsSettings
+from pt2doctor.versions.torch_envs import clear_cache, default_cache_dir
 
 _COLORS = {"fails the same way": "red", "passes": "green", "fails otherwise": "yellow", "cannot run": "dim"}
 

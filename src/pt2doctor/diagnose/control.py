@@ -24,8 +24,8 @@ from pathlib import Path
 
 from pt2doctor.model.diagnosis import Control
 from pt2doctor.model.minify import FailureSignature
-from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.processes.fresh import verify
+from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 
 
 class ControlKind(str, Enum):

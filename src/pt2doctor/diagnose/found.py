@@ -18,14 +18,25 @@ from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
-from pt2doctor.model.minify import BackendKind
 from pt2doctor.model import Category, Environment, Session, SourceLoc
-from pt2doctor.model.diagnosis import (STAGE_TITLES, Attempt, Bisection, Control, Diagnosis, FailingStage,
-                                      ProgramRepro, ShortForm, SourceRef, StageOutcome, Workaround, handed_over,
-                                      verified_upgrade)
-from pt2doctor.model.minify import MinifyResult, source_calls
+from pt2doctor.model.diagnosis import (
+    STAGE_TITLES,
+    Attempt,
+    Bisection,
+    Control,
+    Diagnosis,
+    FailingStage,
+    ProgramRepro,
+    ShortForm,
+    SourceRef,
+    StageOutcome,
+    Workaround,
+    handed_over,
+    verified_upgrade,
+)
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
+from pt2doctor.model.minify import BackendKind, MinifyResult, source_calls
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.versions import VersionsResult
 

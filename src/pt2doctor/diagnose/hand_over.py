@@ -18,10 +18,10 @@ from pt2doctor.bisect.driver import bisect_repro
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.reproduce import Classified
+from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
-from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
 from pt2doctor.model.diagnosis import FailingStage, SourceRef, Workaround
 

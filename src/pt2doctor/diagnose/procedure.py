@@ -23,7 +23,6 @@ from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction, upgrade
-from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
@@ -32,6 +31,7 @@ from pt2doctor.diagnose.runtime_triage import runtime_triage, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
 from pt2doctor.diagnose.workarounds import try_export
+from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
 

@@ -31,13 +31,12 @@ from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, 
 from pt2doctor.capture.script_copy import copy_env, write_copy
 from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.model import SCHEMA, Session
-from pt2doctor.model.job import Job
 from pt2doctor.model.child import CallTimes, Hooks, Overrides
-from pt2doctor.model.serialize import RecordError, read_record
 from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.job import Job
 from pt2doctor.model.runtime import KernelCheckSpec
+from pt2doctor.model.serialize import RecordError, read_record
 from pt2doctor.processes.servers import gpu_device_visible
-
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
 

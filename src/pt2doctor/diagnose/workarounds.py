@@ -29,14 +29,27 @@ from __future__ import annotations
 from concurrent.futures import Future
 from pathlib import Path
 
-from pt2doctor.analysis.workaround_edits import (disable_call, disable_function, pin_backend_in_place, set_config,
-                                                 skip_decompositions, uncompile, unified_patch)
+from pt2doctor.analysis.workaround_edits import (
+    disable_call,
+    disable_function,
+    pin_backend_in_place,
+    set_config,
+    skip_decompositions,
+    uncompile,
+    unified_patch,
+)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import (SUBSYSTEM_CONFIG, Attempt, FailingStage, Workaround, WorkaroundCost,
-                                       WorkaroundKind)
+from pt2doctor.model.diagnosis import (
+    SUBSYSTEM_CONFIG,
+    Attempt,
+    FailingStage,
+    Workaround,
+    WorkaroundCost,
+    WorkaroundKind,
+)
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 

@@ -30,7 +30,6 @@ from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.recording import GraphFailure, read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 
-
 MAX_EXPERIMENTS = 4
 
 

@@ -1,7 +1,14 @@
 """pt2doctor's data model: frozen values, no torch, no other pt2doctor imports."""
 
-from pt2doctor.model.findings import (Analysis, FailureExplanation, Finding, RecompileChain, RecompileStep,
-                                       Severity, Verdict)
+from pt2doctor.model.findings import (
+    Analysis,
+    FailureExplanation,
+    Finding,
+    RecompileChain,
+    RecompileStep,
+    Severity,
+    Verdict,
+)
 from pt2doctor.model.ids import CompileId, SourceLoc
 from pt2doctor.model.session import (
     SCHEMA,

@@ -18,7 +18,6 @@ from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.runtime import KernelCheckSpec
 
-
 # the first line of a crash log: the script's thread id, as faulthandler prints thread ids (`0x00007f...`)
 MAIN_THREAD_MARK = "pt2doctor main thread: "
 

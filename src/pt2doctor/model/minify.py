@@ -18,7 +18,6 @@ from typing import Literal, Union
 
 import msgspec
 
-
 # PyTorch's accuracy rule's tolerance (`torch._dynamo.utils.same`, as the minifier's `same_two_models` uses it):
 # the default of every accuracy check pt2doctor makes, from the CLI to the repro.
 DEFAULT_TOLERANCE = 1e-4

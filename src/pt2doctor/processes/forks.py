@@ -15,10 +15,10 @@ import selectors
 import time
 from dataclasses import dataclass, field
 
+from pt2doctor.model.settings import settings
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes.dispatch import Dispatcher, run_guarded
 from pt2doctor.processes.protocol import Answer, MessageReader, RunJob, encode, ended
-from pt2doctor.model.settings import settings
 
 
 @dataclass

@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pt2doctor.capture.bytecode_cache import worker_env
-from pt2doctor.processes.servers import MAX_SERVERS
+from pt2doctor.model.settings import settings
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
+from pt2doctor.processes.servers import MAX_SERVERS
 from pt2doctor.processes.zygote import serve_forked
-from pt2doctor.model.settings import settings
 
 
 @dataclass(frozen=True, slots=True)

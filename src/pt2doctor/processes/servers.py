@@ -31,13 +31,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pt2doctor.processes import launch
-from pt2doctor.processes.group import kill_group
-from pt2doctor.processes.dispatch import Dispatcher, run_guarded, warm_up
-from pt2doctor.processes.protocol import (Answer, MessageReader, Quit, Ready, RunJob, StartFailed, ended,
-                                          send)
 from pt2doctor.model.settings import settings
-
+from pt2doctor.processes import launch
+from pt2doctor.processes.dispatch import Dispatcher, run_guarded, warm_up
+from pt2doctor.processes.group import kill_group
+from pt2doctor.processes.protocol import Answer, MessageReader, Quit, Ready, RunJob, StartFailed, ended, send
 
 # At most this many servers share a GPU. Measured on an H200 with 16 cores (bench/results/
 # minify-gpu-*): minify took ~10 s with 4 or 8 servers and ~15 s with 16, whose warm-ups (CUDA

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pt2doctor.capture import torch_compat
+from pt2doctor.model.settings import settings
+from pt2doctor.processes.fresh import FreshInterpreter
 from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.processes.servers import gpu_device_visible
-from pt2doctor.processes.fresh import FreshInterpreter
-from pt2doctor.model.settings import settings
 
 
 @dataclass(frozen=True, slots=True)

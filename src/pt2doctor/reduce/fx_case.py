@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from pt2doctor.capture.torch_compat import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument, qualified_name
+from pt2doctor.capture.torch_compat import (
+    fake_tensor_mode,
+    is_op_overload,
+    is_operator,
+    mutates_an_argument,
+    qualified_name,
+)
 from pt2doctor.model.minify import InputSpec, NodeOrigin, ScalarSpec, TensorSpec
 from pt2doctor.reduce.repro import module_body, submodule_class
 

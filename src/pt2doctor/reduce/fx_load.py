@@ -48,14 +48,21 @@ import torch.fx
 from pt2doctor.capture.input_values import load_values
 from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
 from pt2doctor.model.minify import (
+    ACCURACY_TYPE,
     DEFAULT_TOLERANCE,
-    ACCURACY_TYPE, BackendKind, BackendSpec, FailureSignature, InputSpec, NodeOrigin, Stage, TensorSpec,
+    BackendKind,
+    BackendSpec,
+    FailureSignature,
+    InputSpec,
+    NodeOrigin,
+    Stage,
+    TensorSpec,
 )
 from pt2doctor.model.recording import GraphEntry, GraphFailure, read_failures, read_index, values_files
+from pt2doctor.model.signature import from_description
 from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, op_name
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_repro_inputs, with_node_values
-from pt2doctor.model.signature import from_description
 
 
 class NothingToMinify(RuntimeError):

@@ -28,18 +28,18 @@ from pathlib import Path
 
 from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
 from pt2doctor.model.serialize import dumps
+from pt2doctor.model.signature import accuracy_signature
+from pt2doctor.processes.fresh import FreshInterpreter, Verification, verify
+from pt2doctor.processes.pool import RunResult, WorkerPool
+from pt2doctor.processes.workers import Workers, start_workers
 from pt2doctor.reduce.core import ProgressReporter, ReductionProblem, ReductionStopped, reduce
 from pt2doctor.reduce.fx_case import FxCase, case_key, case_sort_key, effect_calls, op_name
 from pt2doctor.reduce.fx_passes import FX_PASSES, isolate_ops, only_nodes
 from pt2doctor.reduce.input_needs import probe_input_needs
 from pt2doctor.reduce.oracle import FxOracle, ReproContext, script_for, signature_of
-from pt2doctor.processes.pool import RunResult, WorkerPool
 from pt2doctor.reduce.repro import render
-from pt2doctor.reduce.short_repro import render_short, render_test
 from pt2doctor.reduce.saved_values import keep_only
-from pt2doctor.model.signature import accuracy_signature
-from pt2doctor.processes.fresh import FreshInterpreter, Verification, verify
-from pt2doctor.processes.workers import Workers, start_workers
+from pt2doctor.reduce.short_repro import render_short, render_test
 
 
 @dataclass(frozen=True, slots=True)

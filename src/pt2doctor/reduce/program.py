@@ -53,16 +53,16 @@ from pt2doctor.model.diagnosis import ProgramRepro, StateChange
 from pt2doctor.model.export import AOTI_STEPS, ExportStep
 from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.model.signature import check_identity, from_description
+from pt2doctor.processes.fresh import VERIFY_RUNS, verify
+from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge
-from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
-from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
 from pt2doctor.reduce.program_text import delete_statements
-from pt2doctor.processes.fresh import VERIFY_RUNS, verify
+from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
 
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check

@@ -44,8 +44,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pt2doctor.capture.torch_compat import (accuracy_rule_source, graph_module_source, inductor_prim_calls, opaque_calls,
-                                            torch_ops_called)
+from pt2doctor.capture.torch_compat import (
+    accuracy_rule_source,
+    graph_module_source,
+    inductor_prim_calls,
+    opaque_calls,
+    torch_ops_called,
+)
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce import repro_templates as t
 

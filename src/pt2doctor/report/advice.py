@@ -7,9 +7,9 @@ Contract: pure functions `render_*(...) -> str`; no printing, no I/O. Values com
 
 from __future__ import annotations
 
-from pt2doctor.analysis.whatif_cold import ColdWarm
 from pt2doctor.analysis.cookbook import ActionItem
 from pt2doctor.analysis.whatif import TrialOutcome, TrialResult
+from pt2doctor.analysis.whatif_cold import ColdWarm
 from pt2doctor.model import RecompileChain, RecompileStep
 from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 

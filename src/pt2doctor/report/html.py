@@ -24,11 +24,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pt2doctor.report.document import Report
+from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.model.session import PHASE_LABELS
+from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES
 from pt2doctor.report.html_data import page_data
-from pt2doctor.model.report_inputs import HtmlInputs
 
 _package = "pt2doctor"
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",

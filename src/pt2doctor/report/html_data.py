@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.model import Compile, RecompileChain, Session
+from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, Snippet
 from pt2doctor.model.serialize import to_builtins
 from pt2doctor.report.document import Report
 from pt2doctor.report.html_charts import PHASES, anchor, breakdown, timeline
-from pt2doctor.model.report_inputs import ArtifactText, HtmlInputs, Snippet
 
 LEAD_SECTION = "extra-diagnosis"
 EXTRA_SECTIONS: dict[str, str] = {"diagnosis": "Diagnosis", "minify": "Minified repro", "advisor": "Advisor"}

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import jinja2
 
+from pt2doctor.export.report.issue import export_repro_text, export_stage, export_summary, export_title_tag
 from pt2doctor.model import Category, Session
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage, handed_over, verified_upgrade
 from pt2doctor.model.report_inputs import HtmlInputs
-from pt2doctor.export.report.issue import export_repro_text, export_stage, export_summary, export_title_tag
-from pt2doctor.report.versions import versions_markdown
 from pt2doctor.model.serialize import dumps, loads
+from pt2doctor.report.versions import versions_markdown
 
 _STAGE_TAGS = {FailingStage.DYNAMO: "dynamo", FailingStage.AOT_AUTOGRAD: "aotautograd",
                FailingStage.DECOMP_PARTITION: "aotautograd", FailingStage.INDUCTOR: "inductor",

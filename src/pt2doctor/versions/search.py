@@ -23,14 +23,31 @@ from pathlib import Path
 import msgspec
 
 from pt2doctor.analysis.run_signature import run_signature, uncaught_exception
-from pt2doctor.analysis.versions import (build_note, build_of, conclude, next_release, outcome_of, public, requirement,
-                                         search_list)
-from pt2doctor.processes.program_run import run_program, this_interpreter
+from pt2doctor.analysis.versions import (
+    build_note,
+    build_of,
+    conclude,
+    next_release,
+    outcome_of,
+    public,
+    requirement,
+    search_list,
+)
 from pt2doctor.capture.runner import Reporter, SilentReporter
-from pt2doctor.versions.torch_envs import (CannotRun, Limits, ListingError, OutOfBudget, ensure_env, given_env,
-                                          isolated_environ, list_releases, probe)
 from pt2doctor.model.versions import OUTCOME_WORDS, ReleaseOutcome, ReleaseRun, TorchProbe, VersionsResult
+from pt2doctor.processes.program_run import run_program, this_interpreter
 from pt2doctor.versions.options import VersionsSettings
+from pt2doctor.versions.torch_envs import (
+    CannotRun,
+    Limits,
+    ListingError,
+    OutOfBudget,
+    ensure_env,
+    given_env,
+    isolated_environ,
+    list_releases,
+    probe,
+)
 
 _GB = 1024 ** 3
 

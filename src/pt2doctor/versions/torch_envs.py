@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pt2doctor.capture import run_lock
-from pt2doctor.processes.program_run import Finished, run_program, this_interpreter
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.serialize import RecordError, convert, read_record, write_record
 from pt2doctor.model.versions import TorchEnv, TorchProbe
+from pt2doctor.processes.program_run import Finished, run_program, this_interpreter
 
 ENV_RECORD = "pt2doctor-env.json"
 _PROBE = ("import json, sys, torch; print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda, "

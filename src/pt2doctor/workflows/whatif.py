@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+
 import msgspec
 
 from pt2doctor.analysis.whatif import Trial, TrialResult, judge, outputs_equal

@@ -36,8 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.capture.child import graph_recorder
 from pt2doctor.capture import torch_compat
+from pt2doctor.capture.child import graph_recorder
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec
 from pt2doctor.model.serialize import append_line

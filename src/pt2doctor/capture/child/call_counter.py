@@ -25,7 +25,6 @@ from typing import Any
 
 from pt2doctor.capture import torch_compat
 
-
 MAX_ORDER = 4096  # the calls whose order is kept: enough to see where two ranks' steps part
 
 

@@ -83,15 +83,13 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
+from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.graph_inputs import input_specs
+from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
 from pt2doctor.capture.input_values import save_values
 from pt2doctor.capture.process_meta import is_user_file
-from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
-from pt2doctor.model.minify import (
-    ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage,
-)
+from pt2doctor.model.minify import ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage
 from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure, values_files
 from pt2doctor.model.serialize import append_line
 

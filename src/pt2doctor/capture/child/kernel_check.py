@@ -31,8 +31,16 @@ from typing import Any
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.index_ranges import index_ranges
 from pt2doctor.capture.process_meta import is_user_file
-from pt2doctor.model.runtime import (KERNELS_DIR, MARKER_SIZE, BadTensor, CompiledKernels, FusedKernel, IndexCheck,
-                                     KernelCheckSpec, KernelEvent)
+from pt2doctor.model.runtime import (
+    KERNELS_DIR,
+    MARKER_SIZE,
+    BadTensor,
+    CompiledKernels,
+    FusedKernel,
+    IndexCheck,
+    KernelCheckSpec,
+    KernelEvent,
+)
 from pt2doctor.model.serialize import append_line
 
 

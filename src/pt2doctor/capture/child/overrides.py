@@ -36,8 +36,17 @@ from typing import Any
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.model.child import CallTimes, Overrides
-from pt2doctor.model.outputs import (DictSummary, FloatSummary, OtherSummary, OutputRecord, PySummary, SeqSummary,
-                                     TensorSummary, ValueSummary, number)
+from pt2doctor.model.outputs import (
+    DictSummary,
+    FloatSummary,
+    OtherSummary,
+    OutputRecord,
+    PySummary,
+    SeqSummary,
+    TensorSummary,
+    ValueSummary,
+    number,
+)
 from pt2doctor.model.serialize import append_line, write_record
 
 _CONFIG_KEYS = {"dynamo_config": "dynamo", "inductor_config": "inductor", "compiler_config": "compiler"}

@@ -23,76 +23,76 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 
 from typing import Any
 
-from pt2doctor.capture.torch_compat.observe import (
-    trace_logger,
-    trace_formatter,
-    dynamo_explain,
-    config_diff,
-    reset_dynamo,
-    interned_strings,
-    dynamo_config,
-    config_module,
-    patch_torch_compile,
-    pin_stance,
-    RUNTIME_ESTIMATES_ENV,
-)
-from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
-from pt2doctor.capture.torch_compat.provenance import node_origin
-from pt2doctor.capture.torch_compat.record import (
-    patch_backend_call,
-    patch_inductor_inner_compile,
-    patch_aot_compilers,
-    backend_chain,
-    registered_backends,
-    current_compile_id,
-    count_dynamo_resets,
-    symint_hint,
-    is_zero_tensor,
-    fx_module_source,
-    config_lines,
-    qualified_name,
-    unwrap_backend_exception,
-    disable_aot_autograd_cache,
-    cuda_fork_poisoned,
-    config_checkpoint,
-    state_checkpoint,
-    accuracy_rule_source,
-    node_example_value,
-    register_inductor_prims,
-    inductor_prim_calls,
-    aot_autograd_kwargs,
-)
-from pt2doctor.capture.torch_compat.diagnose import (
-    compiler_bisector,
-    compile_every_time,
-    bisector_subsystems,
-    install_bisect_policy,
-    patch_dynamo_exception_handler,
-    is_graph_break,
-    compile_dynamic,
-)
-from pt2doctor.capture.torch_compat.warm import (
-    prewarm_inductor,
-    prewarm_inductor_source,
-    import_dynamo,
-    compile_tiny_graph,
-)
-from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument
 from pt2doctor.capture.torch_compat.aoti import example_call, program_inputs
-from pt2doctor.capture.torch_compat.sources import where_to_look
+from pt2doctor.capture.torch_compat.diagnose import (
+    bisector_subsystems,
+    compile_dynamic,
+    compile_every_time,
+    compiler_bisector,
+    install_bisect_policy,
+    is_graph_break,
+    patch_dynamo_exception_handler,
+)
 from pt2doctor.capture.torch_compat.flight_recorder import BUFFER_SIZE as FLIGHT_RECORDER_SIZE
 from pt2doctor.capture.torch_compat.flight_recorder import DUMP_FILE_ENV as FLIGHT_RECORDER_DUMP_ENV
 from pt2doctor.capture.torch_compat.flight_recorder import ENV as FLIGHT_RECORDER_ENV
 from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recorder_dumps
+from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
 from pt2doctor.capture.torch_compat.kernels import (
+    is_triton_launcher,
     kernel_debug_config,
     kernel_nodes,
     kernel_provenance_keys,
     output_code_namespace,
     replace_call,
-    is_triton_launcher,
 )
+from pt2doctor.capture.torch_compat.minify import fake_tensor_mode, is_op_overload, is_operator, mutates_an_argument
+from pt2doctor.capture.torch_compat.observe import (
+    RUNTIME_ESTIMATES_ENV,
+    config_diff,
+    config_module,
+    dynamo_config,
+    dynamo_explain,
+    interned_strings,
+    patch_torch_compile,
+    pin_stance,
+    reset_dynamo,
+    trace_formatter,
+    trace_logger,
+)
+from pt2doctor.capture.torch_compat.provenance import node_origin
 from pt2doctor.capture.torch_compat.pytree import tree_flatten, tree_leaves, tree_unflatten
+from pt2doctor.capture.torch_compat.record import (
+    accuracy_rule_source,
+    aot_autograd_kwargs,
+    backend_chain,
+    config_checkpoint,
+    config_lines,
+    count_dynamo_resets,
+    cuda_fork_poisoned,
+    current_compile_id,
+    disable_aot_autograd_cache,
+    fx_module_source,
+    inductor_prim_calls,
+    is_zero_tensor,
+    node_example_value,
+    patch_aot_compilers,
+    patch_backend_call,
+    patch_inductor_inner_compile,
+    qualified_name,
+    register_inductor_prims,
+    registered_backends,
+    state_checkpoint,
+    symint_hint,
+    unwrap_backend_exception,
+)
+from pt2doctor.capture.torch_compat.sources import where_to_look
+from pt2doctor.capture.torch_compat.warm import (
+    compile_tiny_graph,
+    import_dynamo,
+    prewarm_inductor,
+    prewarm_inductor_source,
+)
 
 __all__ = [
     "FLIGHT_RECORDER_SIZE",

@@ -17,19 +17,9 @@ import msgspec
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.capture.trace.parse_text import parse_break_text
+from pt2doctor.model import Category, Compile, CompileId, Failure, GraphBreak, LimitHit, Phases, Recompile, SourceLoc
 from pt2doctor.model.session import CompileStatus
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
-from pt2doctor.model import (
-    Category,
-    Compile,
-    CompileId,
-    Failure,
-    GraphBreak,
-    LimitHit,
-    Phases,
-    Recompile,
-    SourceLoc,
-)
 
 _LIMIT_MARK = "recompile limit exceeded"
 

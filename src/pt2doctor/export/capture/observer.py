@@ -36,11 +36,11 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
+from pt2doctor.capture.torch_compat import export as compat
 from pt2doctor.export.capture.checks import ExportChecker
 from pt2doctor.export.capture.draft import DraftRecorder
 from pt2doctor.export.capture.imports import when_imported
 from pt2doctor.export.capture.record import ExportRecorder
-from pt2doctor.capture.torch_compat import export as compat
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.export import TRACE_STEPS, ExportEvent, ExportStep, Phase
 from pt2doctor.model.minify import DEFAULT_TOLERANCE

@@ -35,23 +35,34 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from pt2doctor.capture.process_meta import RunPaths, records
-from pt2doctor.export.diagnose.verify import verify_failure_fixes
-from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.analysis.failures import raised_in_torch
-from pt2doctor.export.diagnose.repro import export_repro
-from pt2doctor.export.diagnose.verdict import category_of, conclude_export, failure_kind, user_line
+from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.control import ControlKind, start_control
 from pt2doctor.diagnose.found import Found, environment_fails, program_steps, user_error
-from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.export.diagnose.minify import minify_export
+from pt2doctor.export.diagnose.repro import export_repro
+from pt2doctor.export.diagnose.verdict import category_of, conclude_export, failure_kind, user_line
+from pt2doctor.export.diagnose.verify import verify_failure_fixes
 from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.export import (AOTI_STEPS, STEP_TITLES, TRACE_STEPS, EntryPoint, ExportEvent,
-                                    ExportFailureKind, ExportFinding, ExportStep, Phase, entry_point, failing_step,
-                                    steps_passed)
+from pt2doctor.model.export import (
+    AOTI_STEPS,
+    STEP_TITLES,
+    TRACE_STEPS,
+    EntryPoint,
+    ExportEvent,
+    ExportFailureKind,
+    ExportFinding,
+    ExportStep,
+    Phase,
+    entry_point,
+    failing_step,
+    steps_passed,
+)
 from pt2doctor.model.export_draft import ExportCheck, failed_checks
 from pt2doctor.reduce.program import target_of
 

@@ -16,8 +16,17 @@ import re
 from pt2doctor.diagnose.found import Found, traced_frames
 from pt2doctor.model import Category, Failure, SourceLoc
 from pt2doctor.model.diagnosis import FailingStage
-from pt2doctor.model.export import (STEP_TITLES, EntryPoint, ExportEvent, ExportFailureKind, ExportFinding, ExportFix,
-                                    ExportStep, Phase, TRACE_STEPS)
+from pt2doctor.model.export import (
+    STEP_TITLES,
+    TRACE_STEPS,
+    EntryPoint,
+    ExportEvent,
+    ExportFailureKind,
+    ExportFinding,
+    ExportFix,
+    ExportStep,
+    Phase,
+)
 
 _Kind = ExportFailureKind
 
