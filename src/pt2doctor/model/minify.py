@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -90,7 +90,7 @@ class ScalarSpec(msgspec.Struct, frozen=True, tag="scalar", tag_field="kind"):
 
 
 # Written as JSON objects tagged by `kind` ("tensor", "scalar"), so a list of them decodes as the union.
-InputSpec = Union[TensorSpec, ScalarSpec]
+InputSpec = TensorSpec | ScalarSpec
 
 
 class NodeOrigin(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -12,11 +12,10 @@ JSON has no NaN or infinity: a value that is not finite is written as its name (
 from __future__ import annotations
 
 import math
-from typing import Union
 
 import msgspec
 
-Number = Union[float, str]  # a float; one that is not finite as "nan", "inf" or "-inf"
+Number = float | str  # a float; one that is not finite as "nan", "inf" or "-inf"
 
 
 def number(value: float) -> Number:
@@ -53,7 +52,7 @@ class OtherSummary(msgspec.Struct, frozen=True, tag="other", tag_field="kind"):
     type: str
 
 
-ValueSummary = Union[TensorSummary, SeqSummary, DictSummary, FloatSummary, PySummary, OtherSummary]
+ValueSummary = TensorSummary | SeqSummary | DictSummary | FloatSummary | PySummary | OtherSummary
 
 
 class OutputRecord(msgspec.Struct, frozen=True):

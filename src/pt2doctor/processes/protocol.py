@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Literal, Union
+from typing import Literal
 
 import msgspec
 
@@ -44,7 +44,7 @@ class Answer(msgspec.Struct, frozen=True, tag=True):
     text: str = ""
 
 
-Message = Union[RunJob, Quit, Ready, StartFailed, Answer]
+Message = RunJob | Quit | Ready | StartFailed | Answer
 
 _HEADER = struct.Struct("!I")
 _ENCODER = msgspec.msgpack.Encoder()

@@ -3,7 +3,8 @@ recordings (capture.child.frame_recorder). See the package contract in `torch_co
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pt2doctor.capture.torch_compat.observe import config_module
 

@@ -5,7 +5,8 @@ contract in `torch_compat/__init__.py`."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def trace_logger() -> logging.Logger:

@@ -5,7 +5,8 @@ rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pt2doctor.model.ids import RESET_ARTIFACT, CompileId
 
