@@ -74,9 +74,8 @@ def test_watch_removes_its_handler_even_when_the_block_raises() -> None:
     from pt2doctor.capture import torch_compat
 
     before = list(torch_compat.trace_logger().handlers)
-    with pytest.raises(RuntimeError):
-        with pt2doctor.watch():
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), pt2doctor.watch():
+        raise RuntimeError("boom")
     assert torch_compat.trace_logger().handlers == before
 
 

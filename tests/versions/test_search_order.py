@@ -19,9 +19,10 @@ from pt2doctor.analysis.versions import (
 from pt2doctor.model.versions import Boundary, ReleaseOutcome, ReleaseRun
 
 # `pip index versions torch` here (PyPI, the local index and /opt/wheels; torch<=2.14.1 is a pip constraint)
-PIP_LISTED = tuple("2.15.0, 2.14.1, 2.14.0, 2.13.0+cpu, 2.13.0, 2.12.1, 2.12.0, 2.11.0, 2.10.0, 2.9.1, 2.9.0, 2.8.0, "
-                   "2.7.1, 2.7.0, 2.6.0, 2.5.1, 2.5.0, 2.4.1, 2.4.0, 2.3.1, 2.3.0, 2.2.2, 2.2.1, 2.2.0, 2.1.2, 2.1.1, "
-                   "2.1.0, 2.0.1, 2.0.0, 1.13.1, 1.13.0".split(", "))
+PIP_TEXT = ("2.15.0, 2.14.1, 2.14.0, 2.13.0+cpu, 2.13.0, 2.12.1, 2.12.0, 2.11.0, 2.10.0, 2.9.1, 2.9.0, 2.8.0, "
+            "2.7.1, 2.7.0, 2.6.0, 2.5.1, 2.5.0, 2.4.1, 2.4.0, 2.3.1, 2.3.0, 2.2.2, 2.2.1, 2.2.0, 2.1.2, 2.1.1, "
+            "2.1.0, 2.0.1, 2.0.0, 1.13.1, 1.13.0")
+PIP_LISTED = tuple(PIP_TEXT.split(", "))
 FAILS, PASSES, OTHER, CANNOT = (ReleaseOutcome.FAILS_SAME, ReleaseOutcome.PASSES, ReleaseOutcome.FAILS_OTHER,
                                 ReleaseOutcome.CANNOT_RUN)
 

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,8 @@ def _warm_up(backend: str) -> None:
     imports and set-up (seconds) again. On CPU: CUDA initialised here would be unusable in the forks."""
     import torch
 
-    try:
+    with suppress(Exception):  # the bug may be in this very path; the queries will show it
         torch.compile(lambda x: x * 2 + 1, backend=backend)(torch.randn(4))
-    except Exception:
-        pass  # the bug may be in this very path; the queries will show it
     torch_compat.reset_dynamo()
 
 

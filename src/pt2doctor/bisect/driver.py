@@ -30,7 +30,7 @@ class PendingBisection:
     def __init__(self, out_dir: Path, *, cuda: bool) -> None:
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(out_dir / "bisect.log", "wb")
+        self._log = open(out_dir / "bisect.log", "wb")  # noqa: SIM115 (the process's output; run/cancel close it)
         env = with_package_path(worker_env())
         self._proc = launch.start([sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
                                   stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env)

@@ -204,8 +204,9 @@ def stop_all(first: signal.Signals = signal.SIGINT) -> None:
 
 
 def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOptions) -> tuple[ExitInfo, str]:
-    echo = sys.stderr.buffer if options.echo else open(options.out_dir / "stderr.txt", "wb")
-    kept = open(options.out_dir / "stdout.txt", "wb") if not options.echo or options.stdout_to_stderr else None
+    # the script's output files: open while it runs, closed once it has ended (below)
+    echo = sys.stderr.buffer if options.echo else open(options.out_dir / "stderr.txt", "wb")  # noqa: SIM115
+    kept = open(options.out_dir / "stdout.txt", "wb") if not options.echo or options.stdout_to_stderr else None  # noqa: SIM115
     # stdout goes to the terminal as it is, or to our stderr (our stdout holds JSON) and is kept in stdout.txt
     # too: merged into the stream of the script's warnings, what it printed could no longer be told apart
     stdout = subprocess.PIPE if options.echo and options.stdout_to_stderr else kept

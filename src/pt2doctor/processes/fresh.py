@@ -34,6 +34,7 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,10 +137,8 @@ class FreshInterpreter:
             proc.kill()
             proc.wait()
             raise ValueError(f"{path} is not in {self.cwd}")
-        try:
+        with suppress(OSError):  # not allowed to raise priority here: the script's own line below tries again
             os.setpriority(os.PRIO_PROCESS, proc.pid, 0)  # imports still running go at full speed now
-        except OSError:
-            pass  # not allowed to raise priority here: the script's own line below tries again
         try:
             out, err = proc.communicate(str(Path(path).resolve()) + "\n", timeout=timeout_s)
         except subprocess.TimeoutExpired:

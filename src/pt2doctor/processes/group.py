@@ -23,6 +23,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from typing import TypeVar
 
 K = TypeVar("K")
@@ -62,10 +63,8 @@ def wait_any() -> tuple[int, int] | None:
 
 
 def kill_group(pid: int) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def reap(pid: int) -> int:

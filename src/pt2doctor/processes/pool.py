@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from pt2doctor.capture.bytecode_cache import worker_env
@@ -102,10 +103,8 @@ class WorkerPool:
     def close(self) -> None:
         if self._request_fd < 0:
             return
-        try:
+        with suppress(OSError):
             send(self._request_fd, Quit())
-        except OSError:
-            pass
         if self._proc is not None:  # its pipe objects own the fds
             for stream in (self._proc.stdin, self._proc.stdout):
                 stream.close()  # type: ignore[union-attr]

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from pt2doctor.model.settings import settings
@@ -90,10 +91,8 @@ class Servers(Dispatcher):
             if server.ready and server.job is None:
                 job = self.pending.popleft()
                 server.job = (job.job, time.monotonic() + job.timeout_s)
-                try:
+                with suppress(OSError):  # it died; its stdout's end of file answers the job
                     send(server.proc.stdin.fileno(), job)  # type: ignore[union-attr]
-                except OSError:
-                    pass  # it died; its stdout's end of file answers the job
         if self.pending and not self.servers:  # every server failed to warm up: say why
             why = self.warm_failures[-1] if self.warm_failures else "no worker"
             while self.pending:

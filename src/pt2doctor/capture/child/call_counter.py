@@ -21,6 +21,7 @@ import importlib.util
 import sys
 from collections import Counter
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from pt2doctor.capture import torch_compat
@@ -83,10 +84,8 @@ def mark_raised_by(exc: BaseException, compile_id: str | None) -> None:
     the child's record can tell a graph's run-time error from the script's own (also the graph
     recorder's, for a backward graph's compile or run: `capture.child.graph_runs`)."""
     if compile_id is not None and not hasattr(exc, RAISED_BY):
-        try:
+        with suppress(AttributeError, TypeError):  # an exception type without a __dict__: left untagged
             setattr(exc, RAISED_BY, compile_id)
-        except (AttributeError, TypeError):
-            pass  # an exception type without a __dict__: left untagged
 
 
 _HOOKED_MODULE = "torch._dynamo.output_graph"  # defines OutputGraph, the one place backends are called

@@ -105,8 +105,8 @@ class GraphRecorder:
         self.called: set[str] = set()
         self.dir = out_dir / "graphs"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.index = open(self.dir / "index.jsonl", "a", buffering=1)
-        self.failures = open(self.dir / "failures.jsonl", "a", buffering=1)
+        self.index = open(self.dir / "index.jsonl", "a", buffering=1)  # noqa: SIM115 (kept open: close() closes)
+        self.failures = open(self.dir / "failures.jsonl", "a", buffering=1)  # noqa: SIM115 (as above)
         self.counter = itertools.count()
         self.current_dynamo: str | None = None
         self.dynamo_by_compile_id: dict[str, str] = {}
@@ -119,7 +119,7 @@ class GraphRecorder:
         self.last_ran = ""  # the marker's text when nothing is in flight
         marker = self.dir / "inflight"
         marker.write_bytes(b" " * MARKER_SIZE)
-        self._marker_file = open(marker, "r+b")
+        self._marker_file = open(marker, "r+b")  # noqa: SIM115 (mapped while recording: close() closes)
         self.marker = mmap.mmap(self._marker_file.fileno(), MARKER_SIZE)
 
     def mark(self, text: str) -> None:

@@ -4,6 +4,7 @@ package contract in `torch_compat/__init__.py`."""
 from __future__ import annotations
 
 import inspect
+from contextlib import suppress
 
 
 def prewarm_inductor() -> None:
@@ -43,10 +44,8 @@ def prewarm_inductor() -> None:
                 isas = []
 
         def check(isa: object) -> None:
-            try:
+            with suppress(Exception):
                 bool(isa)
-            except Exception:
-                pass
 
         threads = [threading.Thread(target=check, args=(isa,), daemon=True) for isa in isas]
         for thread in threads:
