@@ -1,6 +1,7 @@
 """Golden output: the terminal summary and session.json of fixed sessions, byte for byte once ids, paths,
-times and versions are stripped, and the repro.py of fixed `ReproScript`s (a pure, byte-stable render). A missing or different golden file fails; after a deliberate change,
-`python tests/golden/test_golden.py --update` rewrites them (review the diff before committing).
+times and versions are stripped, and the repro.py of fixed `ReproScript`s (a pure, byte-stable render). A missing or
+different golden file fails; after a deliberate change, `python tests/golden/test_golden.py --update` rewrites them
+(review the diff before committing).
 
 Sessions: the real traces of `toy_and_recompiles.py` from torch 2.13 (CPU) and torch 2.11 (the CUDA
 build on the lent GPU machine): graph breaks, recompiles for a size, an int and a dtype; and a hand-built

@@ -86,7 +86,8 @@ def _stack_place(process: ProcessSession) -> RankAtTimeout | None:
     if collective is not None:
         return RankAtTimeout(process.label, "collective", collective, where)
     inner = next((file for file, _ in frames if any(part in file for part in (*_GRAPH_CODE, *_COMPILER))), "")
-    if any(part in inner for part in _GRAPH_CODE):  # a compiled graph runs (Dynamo's frames around it are not a compile)
+    # a compiled graph runs (Dynamo's frames around it are not a compile)
+    if any(part in inner for part in _GRAPH_CODE):
         waiting = pending(process.collectives)
         # the compiled function's own frame stands at its first line: its caller says where it ran
         called = failure.user_frames[1] if len(failure.user_frames) > 1 else where

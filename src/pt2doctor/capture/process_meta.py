@@ -1,8 +1,8 @@
 """The child's side of a run, turned into facts: paths in a run dir, the sidecar, crash stacks.
 
 Contract: reads what `capture.child` (its `ChildReport`, `model.child`) and faulthandler wrote and
-never raises for a missing or unreadable file (a crashed child leaves no report). Failures come out unclassified; analysis
-decides their category.
+never raises for a missing or unreadable file (a crashed child leaves no report). Failures come out unclassified;
+analysis decides their category.
 """
 
 from __future__ import annotations

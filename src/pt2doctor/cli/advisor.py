@@ -2,9 +2,9 @@
 optional what-if trials, and the output (text, `--json`, `--html`).
 
 Contract: `advisor_options` adds `run`'s options plus `--try-fixes`; `run_advisor` runs the script
-once (with output recording when trials follow; `hooks`: what the child installs besides), proposes the trials whose target is `target`, runs
-them, and prints `render(report)` followed by the trial results (`--json`: `digest(report)` under the
-command's name, and `more(report)`'s keys). It returns the run's exit code.
+once (with output recording when trials follow; `hooks`: what the child installs besides), proposes the trials whose
+target is `target`, runs them, and prints `render(report)` followed by the trial results (`--json`: `digest(report)`
+under the command's name, and `more(report)`'s keys). It returns the run's exit code.
 """
 
 from __future__ import annotations

@@ -74,7 +74,8 @@ class Found:
     ranks: int | None = None  # a job: how many ranks ran
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
-    workarounds: list[Workaround] = field(default_factory=list)  # tried on copies, narrowest first (`diagnose.workarounds`)
+    # tried on copies, narrowest first (`diagnose.workarounds`)
+    workarounds: list[Workaround] = field(default_factory=list)
     where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
     runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)

@@ -2,10 +2,11 @@
 
 Contract: `hand_over` gives the model's owner workarounds, tried on copies of the script
 (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
-side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a regression test (`diagnose.short_repro`), then the compiler
-bisected on the minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form
-is repro.py). `where_to_look` looks up where the installed torch handles the culprit ops, the bisected
-subsystem and a Dynamo failure (`diagnose.where_to_look`), for issue.md's "Where to look".
+side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a
+regression test (`diagnose.short_repro`), then the compiler bisected on the minifier's harness form
+(`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look` looks up where the
+installed torch handles the culprit ops, the bisected subsystem and a Dynamo failure (`diagnose.where_to_look`), for
+issue.md's "Where to look".
 """
 
 from __future__ import annotations

@@ -136,7 +136,8 @@ def refine(ctx: Context, found: Found) -> FailingStage | None:
 
 
 def replays(ctx: Context, found: Found) -> bool:
-    return found.stage is FailingStage.DYNAMO and found.category is not Category.RECOMPILATION  # a limit hit has no frame
+    # a limit hit has no frame
+    return found.stage is FailingStage.DYNAMO and found.category is not Category.RECOMPILATION
 
 
 def replay(ctx: Context, found: Found, classify: Classified) -> str | None:

@@ -27,7 +27,8 @@ class DiagnoseOptions:
     function: str | None = None
     jobs: int = 2
     query_timeout_s: float = 120.0
-    program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S  # the program reducer's time (the Dynamo stage, or no verified graph repro)
+    # the program reducer's time (the Dynamo stage, or no verified graph repro)
+    program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S
     program_patience: int | None = DEFAULT_PROGRAM_PATIENCE  # checks in a row that kept nothing; None: the budget only
     program_patience_s: float | None = DEFAULT_PROGRAM_PATIENCE_S  # or seconds that kept nothing
     minify: bool = True

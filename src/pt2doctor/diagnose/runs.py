@@ -1,17 +1,17 @@
 """Run the user's unchanged script under variants (a backend swapped in, compilation off), several at once.
 
 Contract: a `Variant` is a label plus what the child changes before the script runs (its
-`Overrides`, handed over in the child spec, `capture/child/overrides.py`): `backend` forces `torch.compile(backend=...)` on every
-call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant also records the compiled graphs
-(the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input), and its recorder can judge each
-graph's first call against eager (`accuracy_tolerance`) or run chosen graphs as captured, without their backend
-(`run_eagerly`: compile ids). `VariantRunner.submit(variant)` starts the run on a
+`Overrides`, handed over in the child spec, `capture/child/overrides.py`): `backend` forces `torch.compile(backend=...)`
+on every call, `stance` sets `torch.compiler.set_stance`, `env` is added to the child's environment; a recording variant
+also records the compiled graphs (the minifier's input) and the frame Dynamo fails on (`frames/`, the replay's input),
+and its recorder can judge each graph's first call against eager (`accuracy_tolerance`) or run chosen graphs as
+captured, without their backend (`run_eagerly`: compile ids). `VariantRunner.submit(variant)` starts the run on a
 small thread pool (each thread supervises one child process) and returns a future `Attempt`; the
 `Session` each run wrote stays in `runs/<label>/` as evidence. A script launched as a job (`ScriptCall.torchrun`)
 runs under torchrun in every variant; the run stands for the rank whose failure ended first (`analysis.ranks`):
 its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
-quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started and
-stops what is still running.
+quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started
+and stops what is still running.
 """
 
 from __future__ import annotations

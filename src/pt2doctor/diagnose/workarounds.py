@@ -1,9 +1,9 @@
 """Workarounds for the model's owner: changes tried on a copy of the whole program, narrowest first, with cost.
 
 Contract: `find_workarounds(runner, found)` is called once the failing stage is known (a graph stage, or
-Dynamo: a crash of its own, or a result it changes). It builds candidates from what the diagnosis found, narrowest first, and tries
-each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle of
-every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
+Dynamo: a crash of its own, or a result it changes). It builds candidates from what the diagnosis found, narrowest
+first, and tries each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle
+of every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
 1. the culprit call (the one the minimal graph's culprit op came from) made through
    `torch.compiler.disable(...)` at its line: Dynamo breaks the graph around that call alone;
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the

@@ -3,8 +3,8 @@
 Contract: plain frozen values, no torch. The child's probe (`capture/child/accuracy_probe.py`) writes one
 `GraphAccuracy` per compiled graph as a JSON line; the parent reads them back (`convert`), adds what
 it learns from re-checks (`analysis/accuracy.py`) and stores them as `Session.accuracy` (the
-`accuracy` key of session.json, docs/reference/session-json.md). Errors are measured against eager on the same inputs; `rmse_ratio` is
-RMSE(compiled, fp64 eager) / RMSE(eager fp32, fp64 eager), the quantity PyTorch's rule bounds
+`accuracy` key of session.json, docs/reference/session-json.md). Errors are measured against eager on the same inputs;
+`rmse_ratio` is RMSE(compiled, fp64 eager) / RMSE(eager fp32, fp64 eager), the quantity PyTorch's rule bounds
 (None when eager matches fp64 exactly, so the ratio is undefined). `fp64_unavailable` says why some
 output had no fp64 value (that output was then judged against eager alone, allclose within the
 tolerance, as `same_two_models` does); `reference_equals_eager` that the fp64 values equal eager's

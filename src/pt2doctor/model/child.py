@@ -83,7 +83,8 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
     draft_export: bool = False  # each torch.export.export call is also draft-exported, on copies (`explain`)
     export_checks: bool = False  # exported programs the script makes or runs are judged (`export.capture.checks`)
-    kernel_check: KernelCheckSpec | None = None  # every Inductor kernel checked as it runs (`capture.child.kernel_check`)
+    # every Inductor kernel checked as it runs (`capture.child.kernel_check`)
+    kernel_check: KernelCheckSpec | None = None
 
 
 class ChildSpec(msgspec.Struct, frozen=True):

@@ -168,7 +168,8 @@ class SourceLookupResult:
 class StateChange:
     """A statement of a reduced program that writes state its compiled code reads, between two calls of
     that code (`reduce.program_changes`): `path` is what it writes (`Model.m.__code__`,
-    `model.__dict__['sub']`), `statement` the statement as written, `line` its line in the reduced program (repro.py below its docstring)."""
+    `model.__dict__['sub']`), `statement` the statement as written, `line` its line in the reduced program (repro.py
+    below its docstring)."""
 
     path: str
     statement: str
@@ -184,9 +185,9 @@ class ProgramRepro:
     (no graph shows the bug), graph minification gave no verified repro (`fallback`), or the failure is in
     torch.export (`export`). For a wrong result, `changes` are the
     statements between two calls of the compiled code that write state it reads (a stale result: no
-    guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean seconds per check;
-    `stopped_early` is "budget", "no_progress" (that many checks in a row kept nothing) or "interrupted" when
-    the reduction did not reach its fixed point."""
+    guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean
+    seconds per check; `stopped_early` is "budget", "no_progress" (that many checks in a row kept nothing) or
+    "interrupted" when the reduction did not reach its fixed point."""
 
     repro_path: str
     signature: str
@@ -340,7 +341,8 @@ class Diagnosis:
     ranks: int | None = None  # a job: how many ranks it ran
     control: Control | None = None  # the trivial program of the same kind, where one was run
     short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
-    workarounds: tuple[Workaround, ...] = ()  # tried on copies of the script, narrowest first; the first verified one leads
+    # tried on copies of the script, narrowest first; the first verified one leads
+    workarounds: tuple[Workaround, ...] = ()
     where_to_look: tuple[SourceRef, ...] = ()  # PyTorch's source for what was found (installed torch)
     runtime: RuntimeTriage | None = None  # runtime triage: the first kernel that faulted or made NaN/Inf
     needs_compiler: NeedsCompiler | None = None  # the runs without the compiler fail otherwise, out of memory

@@ -90,7 +90,8 @@ class KernelEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     """A kernel that went wrong: `nonfinite` (an argument holds new NaN/Inf after it ran; `eager` says whether
     the graph run op by op gives non-finite values at its nodes too) or `raised` (its launch or the sync after
     it raised `error`) or `null_data` (written before its launch: a tensor argument with elements has data pointer 0,
-    a ZeroTensor's; `error` says which). `call` counts the graph's calls, `ordinal` the kernel's launches in that call."""
+    a ZeroTensor's; `error` says which). `call` counts the graph's calls, `ordinal` the kernel's launches in that
+    call."""
 
     graph: str
     kernel: str

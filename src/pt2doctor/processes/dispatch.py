@@ -21,8 +21,8 @@ def warm_up(device: str = "cpu") -> None:
     """Import and exercise Inductor once, so what runs candidates starts warm: Inductor imported
     with the CPU-ISA probe run beside the import (`torch_compat.prewarm_inductor`), then a tiny
     graph compiled with `compile_fx_inner` on `device` (`torch_compat.compile_tiny_graph`; on a GPU:
-    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only, and must not initialize CUDA
-    (`Forks`)."""
+    the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only, and must not
+    initialize CUDA (`Forks`)."""
     import torch
 
     global _FRESH_THREADS

@@ -15,15 +15,15 @@ have. Told `prewarm()` (by the pool, once its zygote is warm: earlier, the probe
 would make the zygote wait on this low-priority process), it also imports Inductor and runs
 Inductor's CPU-capability probe (`torch_compat.prewarm_inductor`, ~2 s a repro would
 otherwise spend on its first compile): the probe's answer is a cached fact about the machine that
-the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py` reaches after
-its import lines, plus modules it would import and a machine probe it would run: nothing of any
+the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py`
+reaches after its import lines, plus modules it would import and a machine probe it would run: nothing of any
 candidate, nothing of pt2doctor. Once the script has exited (`sys.exit`, as a repro does, or by
 returning) its exit status and output are final, so the interpreter's teardown (~1 s with torch
 loaded, more with a CUDA context) is skipped; an uncaught exception or a signal ends it the
 ordinary way. It imports at low priority (nice 10: on a
 few cores the worker pool's warm-up is the critical path) and takes its normal priority back, where
-it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify` starts a
-new one.
+it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify`
+starts a new one.
 """
 
 from __future__ import annotations

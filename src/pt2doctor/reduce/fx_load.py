@@ -30,8 +30,8 @@ the specs name them; without `out_dir` every input is random.
 Each call node's recorded provenance (`GraphEntry.origins`) is matched back to the loaded graph's
 nodes (`origins_by_node`), so a minimal case names the user's calls it came from.
 A graph's branch submodules (higher-order ops) are read from their recorded code and traced
-(`torch_compat.graph_module`: every op a node, also one no input feeds), never unpickled; Inductor's random prims are registered first.
-Only `graphs/` is needed (its `GraphEntry`/`GraphFailure` records, `model.recording`; a line that is
+(`torch_compat.graph_module`: every op a node, also one no input feeds), never unpickled; Inductor's random prims are
+registered first. Only `graphs/` is needed (its `GraphEntry`/`GraphFailure` records, `model.recording`; a line that is
 not one raises `RecordError`); `session.json` is not read.
 """
 

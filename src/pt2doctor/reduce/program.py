@@ -29,12 +29,13 @@ The per-check timeout is a few times the first check's time (at most `job.timeou
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
 budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` checks in a row (or
-`job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end (`"workers_ended"`) the best
-is written. Whole statements are deleted first, on the text as written (`reduce.program_text`), then the
-library works on the AST; a script that no longer fails once unparsed keeps the text pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is
-verified in fresh interpreters (`processes.fresh`) both ways: the harness runs the file compiled and
-must see `job.target`, and with compilation off must pass. An interrupted reduction is written, not
-verified. Progress goes to the reporter: `program reduction: N checks, M lines -> K lines`.
+`job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end
+(`"workers_ended"`) the best is written. Whole statements are deleted first, on the text as written
+(`reduce.program_text`), then the library works on the AST; a script that no longer fails once unparsed keeps the text
+pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is verified in
+fresh interpreters (`processes.fresh`) both ways: the harness runs the file compiled and must see `job.target`, and with
+compilation off must pass. An interrupted reduction is written, not verified. Progress goes to the reporter:
+`program reduction: N checks, M lines -> K lines`.
 """
 
 from __future__ import annotations

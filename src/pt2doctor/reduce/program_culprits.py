@@ -3,9 +3,9 @@
 Contract: `compiled_calls(source) -> tuple[str, ...]` reads the program's AST only (nothing runs). The
 compiled code is every function that `torch.compile` or `torch._dynamo.optimize` wraps, and every
 module `torch.export.export` traces: as a decorator, or as the first argument of a call (a function's
-name, a lambda, `obj.method`, a module class's instance or constructor, whose `forward` is compiled). From there it follows, transitively, calls to
-functions, methods and classes the program defines (by name: a reduced program is small and its names
-are few), and names every other callable in source order, once each, at most `MAX_CALLS`:
+name, a lambda, `obj.method`, a module class's instance or constructor, whose `forward` is compiled). From there it
+follows, transitively, calls to functions, methods and classes the program defines (by name: a reduced program is small
+and its names are few), and names every other callable in source order, once each, at most `MAX_CALLS`:
 - dotted names through the program's imports (`np.cumsum` -> `numpy.cumsum`, `torch.cumsum`);
 - a method of a name bound to a list, dict or set display (`state.append` -> `list.append`);
 - a builtin (`len`), or the call as written (`x.sin`) when nothing says more.

@@ -5,8 +5,8 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - `check()` builds `Repro` (the graph as an `nn.Module`), makes inputs (random with the recorded
   metadata, seeded, so every run sees the same values, integers within their recorded range or
   zeros; or, where the values matter, the saved
-  ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate whose eager
-  run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
+  ones: `repro_inputs.pt` beside the script, read with `torch.load(weights_only=True)`), runs eager first (a candidate
+  whose eager run fails is invalid and raises `InvalidRepro`, which never matches a recorded failure), then
   compiles the way the failing stage did and runs; in accuracy mode eager and its fp64 reference run
   on copies of the inputs from one RNG state, and compiled is judged against them by pt2doctor's
   accuracy rule, whose source the script embeds verbatim (`torch_compat.accuracy_rule`: the probe

@@ -1,10 +1,10 @@
 """The issue bundle of `diagnose`: `diagnosis.json`, `issue.md` (ready to paste into a PyTorch issue), `report.html`.
 
 Contract: `write_bundle(diagnosis, session, out_dir)` writes what applies and returns the paths
-written (`load_bundle(out_dir)` reads a bundle back, for `pt2doctor report DIR`); `diagnosis.json` is written first and always, so nothing found is lost if a later file
-fails. `render_issue(diagnosis, session)` is pure apart from reading the repro and the user's source
-lines it quotes. `issue.md` follows PyTorch's bug template: a title, the one-line error, the minimal
-repro inline, expected vs actual, how it was narrowed down (the stage table, the bisection), and the
+written (`load_bundle(out_dir)` reads a bundle back, for `pt2doctor report DIR`); `diagnosis.json` is written first and
+always, so nothing found is lost if a later file fails. `render_issue(diagnosis, session)` is pure apart from reading
+the repro and the user's source lines it quotes. `issue.md` follows PyTorch's bug template: a title, the one-line error,
+the minimal repro inline, expected vs actual, how it was narrowed down (the stage table, the bisection), and the
 versions with the non-default compiler config.
 """
 

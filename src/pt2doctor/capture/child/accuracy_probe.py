@@ -178,7 +178,8 @@ def _pair_errors(eager: Any, compiled: Any, fp64: Any) -> tuple[float | None, ..
         return _finite(_nanmax(diff)), _finite(_nanmax(rel)), None, None, None
     r = fp64.double()
     rmse_c, rmse_e = _rmse(r, c), _rmse(r, e)
-    ratio = rmse_c / rmse_e if rmse_e else None  # eager equals fp64: the ratio is undefined (docs/reference/session-json.md)
+    # eager equals fp64: the ratio is undefined (docs/reference/session-json.md)
+    ratio = rmse_c / rmse_e if rmse_e else None
     return _finite(_nanmax(diff)), _finite(_nanmax(rel)), _finite(ratio), _finite(rmse_c), _finite(rmse_e)
 
 

@@ -10,7 +10,8 @@ out of a backward graph's compile, which AOTAutograd runs lazily inside `loss.ba
 compilers every `aot_autograd` backend hands it are wrapped; their results are not). The wrapper is one Python call and
 an integer add per graph call, and keeps the boxed calling convention (`_boxed_call`). It imports
 nothing: the hook goes in when the script itself imports Dynamo (import hooks on
-`torch._dynamo.output_graph` and `torch._dynamo.backends.common`), so a script that never uses torch still never imports it.
+`torch._dynamo.output_graph` and `torch._dynamo.backends.common`), so a script that never uses torch still never imports
+it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ calls when a frame fails to compile and writes `DIR/frame-<name>-<line>.pkl` wit
 frame's code, the globals it names (modules by reference, the script's own functions by value),
 its arguments as they were on entry, its closure, and whether the failure was a graph break (replayed
 with `fullgraph=True`), with a `FrameSummary` beside it (`.json`, `model.child`)
-so the parent never unpickles what would import the script's modules. `write_replay(record, script_dir, path)` writes `replay.py`, a program that
-needs torch and dill only and compiles that one frame again with `backend="eager"`.
+so the parent never unpickles what would import the script's modules. `write_replay(record, script_dir, path)` writes
+`replay.py`, a program that needs torch and dill only and compiles that one frame again with `backend="eager"`.
 
 Why not `torch._dynamo.replay`: its recordings are taken only for non-graph-break errors, keep
 modules as stubs holding only the attributes the failing frame touched (a helper reached through an

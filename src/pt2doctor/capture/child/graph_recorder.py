@@ -44,8 +44,8 @@ The Dynamo graphs of the compile ids in `install(..., run_eagerly=)` (the child 
 asks which of several wrong graphs the program's own check depends on).
 With an accuracy tolerance (`install(..., accuracy_tolerance=)`; in a run, the child spec's
 `record_accuracy_tolerance`), each Dynamo graph's first call is also judged
-by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and fp64, RNG state restored so
-the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
+by the accuracy rule (`torch_compat.accuracy_rule`: eager on copies of the inputs, in fp32 and fp64, RNG state restored
+so the program computes what it would have); a mismatch is recorded as an `AccuracyMismatch` failure
 of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
 after-AOT graph. With `every_aot_graph` (the child spec's `record_every_aot_graph`; the failure workflows,
 `diagnose` and `minify --script`, ask for it) the cache is off while recording, so every after-AOT
@@ -320,7 +320,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         eager, before = graph_copy(gm), recorder.last_aot
         compiled = original(gm, example_inputs)
         graph_id = recorder.last_aot
-        if graph_id == before or graph_id is None:  # not Inductor: its Dynamo graph's check judges what the program sees
+        # not Inductor: its Dynamo graph's check judges what the program sees
+        if graph_id == before or graph_id is None:
             return compiled
         # its saved activations too, which only the backward reads: a wrong one is a wrong gradient
         return aot_checked(recorder, graph_id, None, compiled, eager, tolerance)
@@ -387,7 +388,8 @@ def record_script(script: Path, run_dir: Path, *, timeout_s: float = 600.0, argv
 
     ran = launch.run(
         [sys.executable, "-m", "pt2doctor.capture.child", "--spec", str(run_dir / "child-spec.json"),
-         str(Path(script).resolve()), *(argv or [])],  # it runs in the script's folder: a relative path would not resolve
+         # it runs in the script's folder: a relative path would not resolve
+         str(Path(script).resolve()), *(argv or [])],
         cwd=Path(script).resolve().parent, merge_output=True, timeout_s=timeout_s, env={**os.environ, **(env or {})},
     )
     (run_dir / "output.txt").write_text(ran.stdout)

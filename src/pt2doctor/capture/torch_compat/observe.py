@@ -34,8 +34,8 @@ def config_diff() -> dict[str, str]:
     """Non-default `torch._dynamo` / `torch._inductor` / `torch._functorch` config, as `name -> repr`.
 
     Uses ConfigModule's `_config` entries and `_is_default` (2.11, 2.13), skipping aliases (they
-    mirror another key), deprecated keys and keys holding their default value. Modules never imported are skipped: importing Inductor
-    only to report its config would cost seconds.
+    mirror another key), deprecated keys and keys holding their default value. Modules never imported are skipped:
+    importing Inductor only to report its config would cost seconds.
     """
     import sys
     import warnings

@@ -1,6 +1,6 @@
 """Private torch APIs for recording and replaying graphs: the backend and Inductor seams, graph
-source and config as code, caches, configs to restore (capture.child.graph_recorder, capture.child.accuracy_probe, reduce); the accuracy
-rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init__.py`."""
+source and config as code, caches, configs to restore (capture.child.graph_recorder, capture.child.accuracy_probe,
+reduce); the accuracy rule itself is `accuracy_rule`. See the package contract in `torch_compat/__init__.py`."""
 
 from __future__ import annotations
 

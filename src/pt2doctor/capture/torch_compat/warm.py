@@ -12,9 +12,9 @@ def prewarm_inductor() -> None:
 
     `valid_vec_isa_list()` checks each ISA the CPU claims, one after the other: it builds a test
     library (cached on disk) and dlopens it in a child process, which loads libtorch_cpu (about half
-    a second per ISA warm, far more cold: docs/design/minifier.md). Its answer is a fact about the machine that every Inductor compile on CPU computes
-    first, so running it early changes when, not what. Here each claimed ISA's check (`bool(isa)`,
-    cached per ISA object by torch) runs in a thread of its own while this thread imports
+    a second per ISA warm, far more cold: docs/design/minifier.md). Its answer is a fact about the machine that every
+    Inductor compile on CPU computes first, so running it early changes when, not what. Here each claimed ISA's check
+    (`bool(isa)`, cached per ISA object by torch) runs in a thread of its own while this thread imports
     Inductor's compiler, so the children load on other cores; `valid_vec_isa_list()` then reads the
     cached answers. What the checks import lazily is imported first, so no thread imports a module
     while another does. Where anything here differs in a later torch, the list is just computed

@@ -8,8 +8,8 @@ Each judgement appends one `ExportCheck` to `log`:
   the same interface (user outputs, mutated user inputs and buffers) and compute the same values, on
   copies of the program's example inputs, from the same RNG state: outputs and the inputs after the
   call, judged by the rule (`accuracy_probe.compare`);
-- an AOTInductor package's first call with each kind of input (shapes, dtypes): the exported program it was compiled from (remembered from
-  `aoti_compile_and_package` and `aoti_load_package`) runs first, eagerly, on copies of the call's
+- an AOTInductor package's first call with each kind of input (shapes, dtypes): the exported program it was compiled
+  from (remembered from `aoti_compile_and_package` and `aoti_load_package`) runs first, eagerly, on copies of the call's
   inputs; the package's result is judged against it. A program that rejects the inputs (a failed
   guard) while the package returns a result is a failure: the package computes something the
   program does not define.

@@ -1,11 +1,11 @@
 """Observe the script's torch.export and AOTInductor steps in the child; optionally change how they run.
 
 Contract: `install(log, overrides, record_dir, draft_log, checks_log)` is called once before the script runs,
-by `capture/child/__main__.py` (and by a program reducer's candidate, `reduce.program_harness`, with no log). Each seam of `torch_compat.export.SEAMS` is wrapped when its module is first
-imported (`export_imports.when_imported`): a call appends `ExportEvent(STARTED)` to `log` (JSON lines,
-flushed before the step runs, so a step that kills the process is the one left started), then
-`PASSED`, or `FAILED` with the exception, which is re-raised unchanged. Only the outermost step is
-recorded (AOTInductor decomposes the program itself: that is part of its step). Observing never
+by `capture/child/__main__.py` (and by a program reducer's candidate, `reduce.program_harness`, with no log). Each seam
+of `torch_compat.export.SEAMS` is wrapped when its module is first imported (`export_imports.when_imported`): a call
+appends `ExportEvent(STARTED)` to `log` (JSON lines, flushed before the step runs, so a step that kills the process is
+the one left started), then `PASSED`, or `FAILED` with the exception, which is re-raised unchanged. Only the outermost
+step is recorded (AOTInductor decomposes the program itself: that is part of its step). Observing never
 changes the program: the wrapped functions get the arguments the script passed and their results go
 back to it as they are. A recorded run (`record_dir`) also keeps what a repro of an AOTInductor failure needs
 (`export_record.ExportRecorder`), before the step runs. An `explain` run (`draft_log`) also runs

@@ -1,7 +1,7 @@
 """The parts of `issue.md` that differ for a failure in torch.export or AOTInductor (`Diagnosis.export`).
 
-Contract: pure apart from reading the repro. `export_title_tag(finding)` is the title's tag, `export_stage(finding)` names the step
-in words, `export_summary(finding)` is the summary paragraph; `report.issue` uses them in place of the
+Contract: pure apart from reading the repro. `export_title_tag(finding)` is the title's tag, `export_stage(finding)`
+names the step in words, `export_summary(finding)` is the summary paragraph; `report.issue` uses them in place of the
 torch.compile stage words when the diagnosis has an export finding; `export_repro_text(d)` is the
 AOTInductor repro's source ("" when there is none).
 """
