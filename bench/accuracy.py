@@ -62,7 +62,8 @@ def program(n: int) -> tuple[str, int]:
 COLD = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(cmd: list[str], cwd: Path,
+          env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
     env = {**os.environ, **(env or {})}
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
@@ -115,7 +116,8 @@ def write_table(rows: list[dict], out: Path) -> None:
              "Command: `python bench/accuracy.py`. Program: a chain of N pointwise ops, one per line, with the",
              "relu in the middle under `cpp.inject_relu_bug_TESTING_ONLY = \"accuracy\"`; Inductor caches off",
              "(`TORCHINDUCTOR_FORCE_DISABLE_CACHES=1`) unless the tool is marked warm.", "",
-             "| N ops | tool | wall (time to localize) | torch: detect + minify | found | user line | status | load 1 min |",
+             "| N ops | tool | wall (time to localize) | torch: detect + minify | found | user line | status "
+             "| load 1 min |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         split = f"{r['detect_s']:.1f} s + {r['minify_s']:.1f} s" if "detect_s" in r else ""

@@ -46,7 +46,8 @@ torch._dynamo.config.debug_dir_root = {debug!r}
 class Mlp(torch.nn.Module):
     def __init__(self, depth):
         super().__init__()
-        self.layers = torch.nn.Sequential(*[m for _ in range(depth) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
+        self.layers = torch.nn.Sequential(*[m for _ in range(depth)
+                                            for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
         self.head = torch.nn.Linear(16, 4)
 
     def forward(self, x):
@@ -92,7 +93,8 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
-def _timed(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+def _timed(args: list[str], cwd: Path,
+           env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env or _env(), timeout=3600)
     return proc, time.monotonic() - started
@@ -163,7 +165,8 @@ def bench(depths: list[int], bugs: list[str], jobs: int) -> list[dict[str, objec
 
 
 def render(rows: list[dict[str, object]]) -> str:
-    lines = ["| depth | nodes | bug | tool | wall | + repro.py run (torch) | queries | final nodes | status | load 1 min (start/end) |",
+    lines = ["| depth | nodes | bug | tool | wall | + repro.py run (torch) | queries | final nodes | status "
+             "| load 1 min (start/end) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         queries = r.get("queries", f"{r['checkpoints']} checkpoints" if "checkpoints" in r else "")
@@ -177,7 +180,8 @@ def render(rows: list[dict[str, object]]) -> str:
         ours, theirs = pair.get("pt2doctor"), pair.get("torch")
         if ours and theirs and ours["wall"] and theirs["wall"]:
             total = float(theirs["wall"]) + float(theirs.get("verify_wall", 0.0))  # type: ignore[arg-type]
-            lines.append(f"- depth {depth}, {bug}: torch / pt2doctor wall = {float(theirs['wall']) / float(ours['wall']):.2f}x "  # type: ignore[arg-type]
+            lines.append(f"- depth {depth}, {bug}: torch / pt2doctor wall = "
+                         f"{float(theirs['wall']) / float(ours['wall']):.2f}x "  # type: ignore[arg-type]
                          f"(minify alone), {total / float(ours['wall']):.2f}x (with torch's repro.py run; "  # type: ignore[arg-type]
                          f"ours includes its verification)")
     return "\n".join(lines) + "\n"

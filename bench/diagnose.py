@@ -62,7 +62,8 @@ with torch.no_grad():
 CASES = {"chain500": CHAIN, "gpt2": GPT2}
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 3600) -> tuple[float, int, str]:
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None,
+          timeout: float = 3600) -> tuple[float, int, str]:
     started = time.monotonic()
     proc = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           timeout=timeout)
@@ -117,7 +118,8 @@ def write_table(rows: list[dict], out: Path) -> None:
         "Ratio = `pt2doctor diagnose` wall time / one plain failing run of the same program. Goal: <= 4x.",
         "Load = 1-minute load average when the case started (the machine may be shared).",
         "",
-        "| case | plain run | diagnose | ratio | manual procedure (ratio) | category / stage | culprit | verified | subsystem | steps (s) | load |",
+        "| case | plain run | diagnose | ratio | manual procedure (ratio) | category / stage | culprit | verified "
+        "| subsystem | steps (s) | load |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -56,9 +56,9 @@ def _fmt(value: object, spec: str = "") -> str:
 
 
 def render(rows: list[dict]) -> str:
-    out = ["| bug | repro.py lines (form) | graph nodes | harness lines | test_repro.py | narrowest verified workaround "
-           "| kind | steady state with it / all eager (ms) | whole runs with it / all eager (s) | graphs kept compiled "
-           "| tried | diagnose s |", "|" + "---|" * 12]
+    out = ["| bug | repro.py lines (form) | graph nodes | harness lines | test_repro.py "
+           "| narrowest verified workaround | kind | steady state with it / all eager (ms) "
+           "| whole runs with it / all eager (s) | graphs kept compiled | tried | diagnose s |", "|" + "---|" * 12]
     for r in rows:
         change = r["workaround"].split(":")[0][:90] if r["workaround"] else "none"
         out.append(f"| {r['bug']} | {_fmt(r['repro_lines'])} ({r['form']}) | {_fmt(r['graph_nodes'])} | "

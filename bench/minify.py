@@ -18,7 +18,8 @@ of `python repro.py` on the final repro in a fresh interpreter: importing Induct
 one failing op once, the work of a single isolated query of the smallest graph there is (torch's
 isolated mode pays about this for every query), for reading the ratios.
 Usage: python bench/minify.py [--models chain100,...] [--bugs compile_error,...] [--device cpu|cuda]
-                              [--tools ours,torch,torch-no-isolate]  (`ours:N`: ours with --jobs N) [--out bench/results/minify-DATE.md]
+                              [--tools ours,torch,torch-no-isolate]  (`ours:N`: ours with --jobs N)
+                              [--out bench/results/minify-DATE.md]
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ with torch.no_grad():
 
 
 def run_torch(workdir: Path, bug: str, isolate: bool) -> dict:
-    env = {**os.environ, "TORCHDYNAMO_REPRO_AFTER": "aot", "TORCHDYNAMO_REPRO_LEVEL": "2" if bug == "compile_error" else "4"}
+    env = {**os.environ, "TORCHDYNAMO_REPRO_AFTER": "aot",
+           "TORCHDYNAMO_REPRO_LEVEL": "2" if bug == "compile_error" else "4"}
     subprocess.run([sys.executable, "user.py"], cwd=workdir, env=env, capture_output=True, timeout=1800)
     launchers = sorted(workdir.glob("torch_compile_debug/run_*/minifier/minifier_launcher.py"))
     if not launchers:
@@ -140,8 +142,10 @@ def main() -> None:
                                              backend="triton" if args.device == "cuda" else "cpp")
                     (workdir / "user.py").write_text(textwrap.dedent(program))
                     load = os.getloadavg()[0]
-                    result = run_ours(workdir, bug, tool.partition(":")[2]) if tool.startswith("ours") else run_torch(workdir, bug, tool == "torch")
-                rows.append({"model": model, "bug": bug, "tool": tool, "load": f"{load:.1f}/{os.getloadavg()[0]:.1f}", **result})
+                    result = (run_ours(workdir, bug, tool.partition(":")[2]) if tool.startswith("ours")
+                              else run_torch(workdir, bug, tool == "torch"))
+                rows.append({"model": model, "bug": bug, "tool": tool, "load": f"{load:.1f}/{os.getloadavg()[0]:.1f}",
+                             **result})
                 print(json.dumps(rows[-1]), flush=True)
                 write_table(rows, args.out, args.device)  # after every row: a long run keeps what it has
 
@@ -160,14 +164,16 @@ def _machine(device: str) -> str:
 
 def write_table(rows: list[dict], out: Path, device: str = "cpu") -> None:
     lines = [f"# Minifier benchmark ({device})", "", f"Machine: {_machine(device)}.", "",
-             "| model | bug | tool | wall | record (ours) | one query (ours) | queries | final nodes | status | load 1 min (start/end) |",
+             "| model | bug | tool | wall | record (ours) | one query (ours) | queries | final nodes | status "
+             "| load 1 min (start/end) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         wall = f"{r['wall_s']:.1f} s" if "wall_s" in r else "-"
         record = f"{r['record_s']:.1f} s" if "record_s" in r else ""
         floor = f"{r['floor_s']:.1f} s" if "floor_s" in r else ""
-        lines.append(f"| {r['model']} | {r['bug']} | {r['tool']} | {wall} | {record} | {floor} | {r.get('queries', '-')} | "
-                     f"{r.get('nodes', '-')} {r.get('ops', '')} | {r['status']} | {r.get('load', '')} |")
+        lines.append(f"| {r['model']} | {r['bug']} | {r['tool']} | {wall} | {record} | {floor} "
+                     f"| {r.get('queries', '-')} | {r.get('nodes', '-')} {r.get('ops', '')} | {r['status']} "
+                     f"| {r.get('load', '')} |")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
 

@@ -73,7 +73,8 @@ def main() -> None:
     load = os.getloadavg()[0]
     text = "\n".join([
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"date {time.strftime('%Y-%m-%d %H:%M')}, load {load:.1f}; source: {len(sources)} rank trace(s) in {args.source}",
+        f"date {time.strftime('%Y-%m-%d %H:%M')}, load {load:.1f}; "
+        f"source: {len(sources)} rank trace(s) in {args.source}",
         "",
         "| ranks | MB | pt2doctor (s) | MB/s | peak RSS (MB) | tlparse --all-ranks-html (s) | MB/s | peak RSS (MB) | "
         "speed-up |",

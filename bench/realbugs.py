@@ -124,7 +124,8 @@ class Outcome:
         """The minimal graph's ops, and the user's calls and source lines its nodes came from (a decomposed
         graph's `sub, ge` came from `F.margin_ranking_loss`)."""
         d = self.diagnosis or {}
-        sources = [text for o in d.get("culprit_sources") or [] for text in (o.get("call"), o.get("aten"), o.get("code")) if text]
+        sources = [text for o in d.get("culprit_sources") or []
+                   for text in (o.get("call"), o.get("aten"), o.get("code")) if text]
         needs = [f"{n['property']} input" for n in d.get("input_needs") or []]
         return list(d.get("culprit_ops") or []) + sources + needs
 
@@ -170,8 +171,8 @@ def diagnose(path: Path, out: Path, timeout: float, options: tuple[str, ...] = (
     run_dir = out / header.name
     started = time.monotonic()
     with open(out / f"{header.name}.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), *options, str(path)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), *options,
+                                 str(path)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code, note = proc.wait(timeout=timeout), ""
         except subprocess.TimeoutExpired:
@@ -224,7 +225,8 @@ def _machine() -> str:
 def table(outcomes: list[Outcome], machine: str, load: str) -> str:
     lines = ["# Real-bug benchmark: `pt2doctor diagnose` on tests/realbugs", "",
              f"Machine: {machine}. Load average (1 min) at start/end: {load}.", "",
-             "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) | exit code | seconds |",
+             "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) "
+             "| exit code | seconds |",
              "|---|---|---|---|---|---|---|---|"]
     return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
 

@@ -53,7 +53,8 @@ def main() -> None:
                 times[name].append(wall)
                 peaks[name] = max(peaks[name], peak)
     ours, theirs = statistics.median(times["pt2doctor"]), statistics.median(times["tlparse"])
-    print(f"machine: {platform.node()} {platform.machine()}, {platform.python_version()}, date {time.strftime('%Y-%m-%d')}")
+    print(f"machine: {platform.node()} {platform.machine()}, {platform.python_version()}, "
+          f"date {time.strftime('%Y-%m-%d')}")
     print(f"trace: {size_mb:.1f} MB in {len(files)} file(s)\n")
     print("| tool | median wall (s) | MB/s | peak RSS (MB) |\n| --- | --- | --- | --- |")
     for name, wall in (("pt2doctor report", ours), ("tlparse", theirs)):

@@ -62,7 +62,8 @@ def run_case(name: str, work: Path) -> dict:
     runtime = d.get("runtime") or {}
     fault = runtime.get("fault") or {}
     right = fault.get("kind") in kinds and set(ops) <= set(fault.get("ops", ()))
-    sources = "; ".join(dict.fromkeys(f"{Path(s['file']).name}:{s['line']}" for s in fault.get("sources", ()) if s.get("file")))
+    sources = "; ".join(dict.fromkeys(f"{Path(s['file']).name}:{s['line']}"
+                                      for s in fault.get("sources", ()) if s.get("file")))
     return {"name": name, "wall": wall, "triage": d["timings"].get("runtime_triage"), "budget": runtime.get("budget_s"),
             "kernel": fault.get("kernel", "-"), "kind": fault.get("kind", "-"), "ops": ", ".join(fault.get("ops", ())),
             "sources": sources or "-", "right": right, "category": f"{d['category']} / {d['stage']}",

@@ -29,8 +29,8 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "realbugs"
 
 
 def run_one(script: Path, out: Path, args: argparse.Namespace) -> tuple[dict | None, float, int]:
-    command = [sys.executable, "-m", "pt2doctor", "versions", "--out", str(out), "--versions-cache", args.versions_cache,
-               "--timeout", str(args.timeout)]
+    command = [sys.executable, "-m", "pt2doctor", "versions", "--out", str(out),
+               "--versions-cache", args.versions_cache, "--timeout", str(args.timeout)]
     if args.releases:
         command += ["--releases", args.releases]
     for env in args.torch_env:
@@ -80,7 +80,8 @@ def table(rows: list[str], docs: list[dict | None], releases: list[str], args: a
         "",
         f"Bugs: {len(docs)}; fixed in a newer release: {len(fixed)}; regressed: {len(regressed)}; "
         f"fail otherwise in a newer release: {len(other)}",
-        "Installs during this run: " + (", ".join(f"{k} {v:.0f} s" for k, v in installs.items()) or "none (all reused)"),
+        "Installs during this run: "
+        + (", ".join(f"{k} {v:.0f} s" for k, v in installs.items()) or "none (all reused)"),
         "",
         "| bug | " + " | ".join(releases) + " | conclusion | wall s |",
         "|---|" + "---|" * (len(releases) + 2),

@@ -194,7 +194,8 @@ def test_capture_has_no_place_to_word_a_guard_failure() -> None:
     guard = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "GuardFailure")
     fields = {n.target.id for n in guard.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     assert not fields & {"text", "words", "sentence", "message", "explanation"}, fields
-    users = {m for m, p in MODULES.items() if any(t.startswith("pt2doctor.analysis.guard_words") for t, _ in _imports(p))}
+    users = {m for m, p in MODULES.items()
+             if any(t.startswith("pt2doctor.analysis.guard_words") for t, _ in _imports(p))}
     assert {_package(m) for m in users} <= {"analysis"}, users
 
 

@@ -72,6 +72,7 @@ def test_a_graph_the_probe_cannot_run_is_an_error_and_leaves_no_functorch_level_
         raise RuntimeError("a level the program set up")
 
     depth = torch._C._functorch.get_dynamic_layer_stack_depth()
-    record = AccuracyProbe(tmp_path / "accuracy.jsonl", 1e-4).check("0/0", uncheckable, None, torch.sin, [torch.ones(2)])
+    record = AccuracyProbe(tmp_path / "accuracy.jsonl", 1e-4).check("0/0", uncheckable, None, torch.sin,
+                                                                      [torch.ones(2)])
     assert (record.verdict, record.error) == ("error", "RuntimeError: a level the program set up")
     assert torch._C._functorch.get_dynamic_layer_stack_depth() == depth

@@ -38,14 +38,16 @@ def _calls(entry: str, value: int) -> str:
 
 
 def _module_int_session() -> Session:
-    return _session(recompiles=(_recompile("0/1", _calls("0/0", 0)), _recompile("0/2", _calls("0/1", 1), _calls("0/0", 0))),
+    return _session(recompiles=(_recompile("0/1", _calls("0/0", 0)),
+                                _recompile("0/2", _calls("0/1", 1), _calls("0/0", 0))),
                     limit_hits=(LimitHit("forward", "/t/m.py", 1, CompileId(0, 3), "recompile_limit", "hit"),))
 
 
 def test_module_int_attribute_gets_torchs_hint_and_the_source_torch_spells() -> None:
     chain = recompile_chains(_module_int_session())[0]
     cause = chain.steps[0].cause
-    assert chain.steps[0].cause_words == "Python int `self.calls` changed 0 -> 1" and cause_of(cause) is Cause.MODULE_INT
+    assert (chain.steps[0].cause_words == "Python int `self.calls` changed 0 -> 1"
+            and cause_of(cause) is Cause.MODULE_INT)
     fix = fix_for(cause, chain)
     assert "allow_unspec_int_on_nn_module = True" in fix and "\"L['self'].calls\"" in fix and "dynamic=True" not in fix
     assert cause.hint is not None and cause.hint.startswith("torch.compile considers integer attributes")
@@ -139,7 +141,8 @@ def test_a_value_carried_across_a_break_is_named_by_the_break() -> None:
     gb = GraphBreak(reason="r", file="/t/mylayers.py", line=17, function="forward", count=1,
                     code="t0 = time.perf_counter()   # timing")
     session = _session(graph_breaks=(gb,), recompiles=(_recompile(
-        "2/1", f"2/0: ___stack0 == 28967.2915295     # warnings.warn(\"slow path\")  # mp/t/mylayers.py:19 in {resumed}",
+        "2/1", "2/0: ___stack0 == 28967.2915295     # warnings.warn(\"slow path\")  "
+               f"# mp/t/mylayers.py:19 in {resumed}",
         function=resumed, file="/t/mylayers.py"),))
     chain = recompile_chains(session)[0]
     cause, words = chain.steps[0].cause, chain.steps[0].cause_words

@@ -50,17 +50,17 @@ TABLE = [
                                         "backend='my_backend' raised:\nRuntimeError: no", traceback=USER + DYNAMO),
      Category.BACKEND_FAILURE),
     ("a compiled graph raised as it ran", failure("RuntimeError", "bad", origin="graph"), Category.BACKEND_FAILURE),
-    ("the script's own accuracy check", failure("AssertionError", "Tensor-likes are not close!\nMismatched elements: 3"),
-     Category.ACCURACY),
+    ("the script's own accuracy check",
+     failure("AssertionError", "Tensor-likes are not close!\nMismatched elements: 3"), Category.ACCURACY),
     ("Dynamo internal", failure("torch._dynamo.exc.InternalTorchDynamoError", "AttributeError: x",
                                 traceback=USER + DYNAMO), Category.DYNAMO_INTERNAL),
     ("an error inside the compiler stack", failure("AttributeError", "'NoneType' has no attribute 'x'",
                                                    origin="compile", traceback=USER + DYNAMO),
      Category.DYNAMO_INTERNAL),
     ("an op's own check, raised on fake tensors", failure(
-        "torch._dynamo.exc.TorchRuntimeError", "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed "
-        "to run FX node with fake tensors: call_function <built-in function matmul>(*(FakeTensor(..., size=(3, 4)), "
-        "FakeTensor(..., size=(5, 6))), **{}): got RuntimeError('a and b must have same reduction dim')",
+        "torch._dynamo.exc.TorchRuntimeError", "RuntimeError when making fake tensor call\n  Explanation: Dynamo "
+        "failed to run FX node with fake tensors: call_function <built-in function matmul>(*(FakeTensor(..., "
+        "size=(3, 4)), FakeTensor(..., size=(5, 6))), **{}): got RuntimeError('a and b must have same reduction dim')",
         traceback=USER + DYNAMO), Category.USER_ERROR),
     ("fake tensors without a kernel", failure(
         "torch._dynamo.exc.TorchRuntimeError", "Dynamo failed to run FX node with fake tensors: call_function "

@@ -24,7 +24,8 @@ def _rank(n: int, *compiles: Compile, breaks: tuple[GraphBreak, ...] = (),
           calls: tuple[CollectiveCall, ...] | None = None) -> ProcessSession:
     session = Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), exit=ExitInfo(code=0),
                       compiles=compiles, graph_breaks=breaks)
-    return ProcessSession(f"rank {n}", n, None, session, collectives=RankCollectives(calls) if calls is not None else None)
+    return ProcessSession(f"rank {n}", n, None, session,
+                          collectives=RankCollectives(calls) if calls is not None else None)
 
 
 def _graph(*inputs: str, collectives: tuple[str, ...] = (), frame: int = 0, ops: int = 4) -> Compile:
@@ -40,8 +41,10 @@ def test_each_rank_on_its_own_gpu_is_no_divergence_and_a_tensor_on_another_gpu_s
     (inputs,) = shape.divergence[0].comparison.changes
     assert (inputs.before, inputs.after) == ("L_x_: f32[8][1]cuda:own", "L_x_: f32[7][1]cuda:own")
     # rank 1's own device is cuda:1 (most of its inputs); one input left on cuda:0 is not its own
-    stray = job_of((_rank(0, _graph("L_x_: f32[8][1]cuda:0", "L_y_: f32[8][1]cuda:0"), _graph("L_z_: f32[2][1]cuda:0", frame=1)),
-                    _rank(1, _graph("L_x_: f32[8][1]cuda:1", "L_y_: f32[8][1]cuda:0"), _graph("L_z_: f32[2][1]cuda:1", frame=1))))
+    stray = job_of((_rank(0, _graph("L_x_: f32[8][1]cuda:0", "L_y_: f32[8][1]cuda:0"),
+                          _graph("L_z_: f32[2][1]cuda:0", frame=1)),
+                    _rank(1, _graph("L_x_: f32[8][1]cuda:1", "L_y_: f32[8][1]cuda:0"),
+                          _graph("L_z_: f32[2][1]cuda:1", frame=1))))
     (inputs,) = stray.divergence[0].comparison.changes
     assert inputs.after == "L_x_: f32[8][1]cuda:own, L_y_: f32[8][1]cuda:0"
 
@@ -61,8 +64,9 @@ def test_the_conclusion_is_the_most_likely_consequence_and_its_fix_and_the_rest_
 
 
 def _ddp_break(frame: int) -> GraphBreak:
-    return GraphBreak("Unsupported: call_method UserDefinedObjectVariable(_DDPSink) apply", "/x/torch/nn/parallel/distributed.py",
-                      1640, "_pre_forward", 1, compile_ids=(CompileId(frame, 0),))
+    return GraphBreak("Unsupported: call_method UserDefinedObjectVariable(_DDPSink) apply",
+                      "/x/torch/nn/parallel/distributed.py", 1640, "_pre_forward", 1,
+                      compile_ids=(CompileId(frame, 0),))
 
 
 def test_a_process_whose_frames_produce_no_graph_says_nothing_was_compiled_and_why():
@@ -83,7 +87,8 @@ def test_a_process_whose_frames_produce_no_graph_says_nothing_was_compiled_and_w
     assert verdict_for(_rank(0, _graph("L_x_: f32[8][1]cpu")).session).headline.startswith("OK: compiled 1 graph")
 
 
-def _call(seq: int, op: str = "all_reduce", size: int = 1024, line: int = 10, state: str = "completed") -> CollectiveCall:
+def _call(seq: int, op: str = "all_reduce", size: int = 1024, line: int = 10,
+          state: str = "completed") -> CollectiveCall:
     return CollectiveCall(seq, "0", op, ((size,),), ("Float",), state, SourceLoc("/job/train.py", line, "<module>"))  # type: ignore[arg-type]
 
 
@@ -103,7 +108,8 @@ def test_the_first_collective_where_the_ranks_part_names_each_ranks_op_sizes_and
     assert "rank 0: all_reduce (Float [1024]) at /job/train.py:10 [started]" in text
     assert "rank 1: barrier (Float [0]) at /job/train.py:12 [started]" in text
     # a rank that issued fewer: nothing at that number, and its last call
-    fewer = job_of((_rank(0, calls=(_call(1), _call(2))), _rank(1, calls=(_call(1), _call(2), _call(3, state="scheduled")))))
+    fewer = job_of((_rank(0, calls=(_call(1), _call(2))),
+                    _rank(1, calls=(_call(1), _call(2), _call(3, state="scheduled")))))
     assert fewer.parting is not None and fewer.parting.seq == 3 and fewer.parting.calls[0].call is None
     assert fewer.parting.calls[0].last == _call(2) and "issued no collective at this number" in fewer.parting.detail
     sizes = job_of((_rank(0, calls=(_call(1, size=4),)), _rank(1, calls=(_call(1, size=5),))))
@@ -156,7 +162,8 @@ def test_a_flight_recorder_dump_becomes_calls_with_the_users_line_and_a_dump_nam
                         {"name": "<module>", "filename": script, "line": 21}]}
     p2p = {**entry, "is_p2p": True, "profiling_name": "nccl:send"}
     (call,) = calls_of({"version": "2.10", "entries": [entry, p2p, {"bad": 1}]})
-    assert (call.seq, call.group, call.op, call.input_sizes, call.state) == (3, "0", "all_reduce", ((1024,),), "scheduled")
+    assert (call.seq, call.group, call.op, call.input_sizes, call.state) == (3, "0", "all_reduce", ((1024,),),
+                                                                             "scheduled")
     assert call.where == SourceLoc(script, 21, "<module>") and call.compiled and call.graph == "step (train.py:11)"
     (done,) = calls_of({"entries": [{**entry, "retired": True}]})  # finished: gloo's entries stay `scheduled`
     assert done.state == "completed"
@@ -178,7 +185,8 @@ def test_the_stack_of_a_dump_at_the_timeout_is_the_scripts_thread_not_a_compile_
     paths.faulthandler.write_text(
         f"{MAIN_THREAD_MARK}0x00007f0000000001\nTimeout (0:00:44)!\n"
         'Thread 0x00007f0000000002 (most recent call first):\n'
-        '  File "/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/subproc_pool.py", line 60 in _recv_msg\n'
+        '  File "/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/subproc_pool.py", '
+        'line 60 in _recv_msg\n'
         '\nThread 0x00007f0000000001 (most recent call first):\n'
         '  File "/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 1040 in synchronize\n'
         f'  File "{tmp_path}/train.py", line 20 in <module>\n')

@@ -87,7 +87,8 @@ def test_zero_one_specialization_names_the_input_and_dim():
 def test_parameter_guard_note_is_not_the_actual_value():
     g = parse_guard_failure("0/0: tensor 'self._modules['model']._modules['norm']._parameters['weight']' dtype "
                             "mismatch. expected Float, actual BFloat16. Guard failed on a parameter, consider using "
-                            "torch._dynamo.config.force_parameter_static_shapes = False to allow dynamism on parameters.")
+                            "torch._dynamo.config.force_parameter_static_shapes = False to allow dynamism on "
+                            "parameters.")
     assert (g.subject, g.expected, g.actual) == ("self.model.norm.weight", "float32", "bfloat16")
     assert g.origin == "parameter" and g.hint.startswith("Guard failed on a parameter")
     frozen = parse_guard_failure("0/0: tensor 'self._modules['e']._parameters['weight']' requires_grad mismatch. "

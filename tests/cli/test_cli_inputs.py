@@ -38,7 +38,8 @@ def test_an_out_that_cannot_be_written_is_refused(marker_script: Path, tmp_path:
 @pytest.mark.parametrize(("args", "says"), [
     (("run", "--bogus", str(SCRIPTS / "no_compile.py")), "No such option '--bogus'"),
     (("accuracy", "--tol", "-5", str(SCRIPTS / "no_compile.py")), "not in the range"),
-    (("accuracy", "--backend", "nosuchbackend", str(SCRIPTS / "no_compile.py")), "torch has no backend 'nosuchbackend'"),
+    (("accuracy", "--backend", "nosuchbackend", str(SCRIPTS / "no_compile.py")),
+     "torch has no backend 'nosuchbackend'"),
     (("minify", "--tolerance", "0", "."), "not in the range"),
 ])
 def test_bad_options_are_usage_errors(args: tuple[str, ...], says: str) -> None:

@@ -78,7 +78,8 @@ def test_a_cuda_run_records_its_peak_and_the_devices_memory(tmp_path: Path):
                       "torch.compile(lambda t: t + 1, backend='eager')(torch.ones(4, device='cuda'))\n")
     env = run_script(RunOptions(script=script, out_dir=tmp_path / "run", timeout_s=300, echo=False)).environment
     assert env.gpu_total_bytes and env.gpu_peak_bytes
-    assert 512 * 2**20 <= env.gpu_peak_bytes < env.gpu_total_bytes, (env.gpu_peak_bytes, env.gpu_total_bytes, sys.version)
+    assert 512 * 2**20 <= env.gpu_peak_bytes < env.gpu_total_bytes, (env.gpu_peak_bytes, env.gpu_total_bytes,
+                                                                      sys.version)
 
 
 @pytest.mark.slow

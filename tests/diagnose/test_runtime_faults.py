@@ -115,7 +115,8 @@ def _found_after_the_ladder(eager_signature: str | None) -> tuple[Found, Attempt
     found = Found(command=("x.py",), original_backend="inductor", stage=FailingStage.DYNAMO,
                   stages={"eager": "fail", "aot_eager": "skipped", "aot_eager_decomp_partition": "skipped",
                           "inductor": "skipped"})
-    found.attempts = [compiled, _attempt("original-2", None, COMPILED_FAILURE), _attempt("eager", "eager", eager_signature)]
+    found.attempts = [compiled, _attempt("original-2", None, COMPILED_FAILURE),
+                      _attempt("eager", "eager", eager_signature)]
     return found, compiled
 
 

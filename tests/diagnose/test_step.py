@@ -65,7 +65,8 @@ def test_a_step_whose_input_was_not_established_or_that_does_not_apply_is_skippe
     found = _found()
     results = run_steps((Step("nothing", nothing), Step("needs_it", needs_it), Step("later", runs, when=never),
                          Step("last", runs)), _context(), found)
-    assert results == {"nothing": None, "last": "ran"} and "needs_it" not in found.timings and "later" not in found.timings
+    assert (results == {"nothing": None, "last": "ran"} and "needs_it" not in found.timings
+            and "later" not in found.timings)
 
 
 def test_stop_ends_the_procedure_and_what_runs_in_the_background_is_closed():

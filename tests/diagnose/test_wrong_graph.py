@@ -70,7 +70,8 @@ def test_two_wrong_graphs_with_one_torch_compile_id_across_a_reset_each_get_thei
     attempts = {a["label"]: a for a in d["attempts"]}
     assert {"eager-0-0", "eager-0-0@1"} <= set(attempts), sorted(attempts)
     assert attempts["eager-0-0@1"]["outcome"] == "pass" and attempts["eager-0-0"]["outcome"] == "fail"
-    assert any("judged several graphs wrong" in note and "(compile id 0/0@1)" in note for note in d["notes"]), d["notes"]
+    assert any("judged several graphs wrong" in note and "(compile id 0/0@1)" in note
+               for note in d["notes"]), d["notes"]
 
 
 class _Runner:

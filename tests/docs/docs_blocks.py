@@ -40,4 +40,5 @@ def pages() -> list[Path]:
 
 def blocks(page: Path) -> list[Block]:
     text = page.read_text()
-    return [Block(page, text.count("\n", 0, m.start()) + 1, m["lang"], m["body"], m["ci"]) for m in FENCE.finditer(text)]
+    return [Block(page, text.count("\n", 0, m.start()) + 1, m["lang"], m["body"], m["ci"])
+            for m in FENCE.finditer(text)]

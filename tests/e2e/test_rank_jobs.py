@@ -15,7 +15,8 @@ from clihelp import SCRIPTS, pt2doctor
 JOBS = SCRIPTS / "rank_jobs"
 
 
-def run_job(tmp_path: Path, script: str, *args: str, timeout: int = 120, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
+def run_job(tmp_path: Path, script: str, *args: str, timeout: int = 120,
+            extra: tuple[str, ...] = ()) -> tuple[int, dict]:
     run = pt2doctor("run", "--json", "--timeout", str(timeout), "--nproc-per-node", "2", *extra,
                     "--out", str(tmp_path / "job"), str(JOBS / script), *args, timeout=timeout + 120)
     return run.code, json.loads(run.stdout)
@@ -100,7 +101,8 @@ def test_an_all_reduce_whose_sizes_differ_across_ranks_names_the_rank_gloo_abort
     code, doc = run_job(tmp_path, "sizes_differ.py", "--pg-timeout", "10")
     assert code != 0
     died = [p for p in doc["processes"] if p["session"]["exit"]["signal"] == 6]
-    assert len(died) == 1 and died[0]["session"]["failures"][0]["line"] == line_of("sizes_differ.py", "dist.all_reduce(x)")
+    assert len(died) == 1 and (died[0]["session"]["failures"][0]["line"]
+                               == line_of("sizes_differ.py", "dist.all_reduce(x)"))
     (waiting,) = [p for p in doc["processes"] if p is not died[0]]
     (call,) = waiting["collectives"]["calls"]
     assert call["op"] == "all_reduce" and call["input_sizes"] in ([[4]], [[5]])

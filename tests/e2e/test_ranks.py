@@ -28,7 +28,8 @@ def test_torchruns_flags_the_script_and_its_arguments_are_told_apart():
     from pt2doctor.cli.run import split_torchrun
 
     flags, script, args = split_torchrun(("--nnodes", "1", "--rdzv-endpoint", "h:29500", "train.py", "--lr", "x.py"))
-    assert (flags, script, args) == (("--nnodes", "1", "--rdzv-endpoint", "h:29500"), Path("train.py"), ("--lr", "x.py"))
+    assert (flags, script, args) == (("--nnodes", "1", "--rdzv-endpoint", "h:29500"), Path("train.py"),
+                                     ("--lr", "x.py"))
     usage = pt2doctor("run", "--", "torchrun", "--nproc-per-node", "2", "-m", "trainer")
     assert usage.code == 64 and "a module (-m) is not supported" in usage.stderr
 

@@ -30,7 +30,8 @@ def test_the_data_dependent_fix_is_verified_on_a_copy_and_the_users_file_is_unto
     before = (SCRIPTS / "item_branch.py").read_text()
     run, d = diagnosed(SCRIPTS / "item_branch.py")
     fix = d["export"]["fixes"][0]
-    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == ("torch._check(total > 2)", 10, 0, True)
+    assert (fix["text"], fix["at"]["line"], fix["replaces"], fix["verified"]) == ("torch._check(total > 2)", 10, 0,
+                                                                                  True)
     assert fix["script_passed"] and "script then passed" in fix["outcome"]
     assert len(d["export"]["fixes"]) == 1  # the first candidate fits: the negation is not tried
     assert (SCRIPTS / "item_branch.py").read_text() == before
@@ -114,7 +115,8 @@ def _minimal_relu_repro(run, d: dict, bug: str) -> None:
     """The exported program's graph (relu, add) minified with AOTInductor as the oracle: the relu alone, in a
     repro.py that exports it, compiles, loads and runs its package with the planted bug, verified."""
     m = d["minify"]
-    assert (m["stage"], m["nodes_before"], m["ops"], m["verified"]) == ("aoti", 2, ["aten.relu.default"], True), d["notes"]
+    assert (m["stage"], m["nodes_before"], m["ops"], m["verified"]) == ("aoti", 2, ["aten.relu.default"], True), \
+        d["notes"]
     assert d["culprit_ops"] == ["aten.relu.default"] and Path(d["repro"]) == run.out_dir / "repro.py"
     text = Path(d["repro"]).read_text()
     assert f"torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = {bug!r}" in text

@@ -62,7 +62,8 @@ def test_a_bad_dim_is_a_guard_with_torchs_suggested_dim_in_place_of_the_scripts(
 
 def test_a_tensor_truth_value_gets_torch_cond_and_a_branch_the_example_did_not_take_gets_the_negation() -> None:
     source = ("class M:\n    def forward(self, x):\n        if x.sum() > 0:\n            return x + 1\n"
-              "        return x - 1\n\n    def other(self, n):\n        if n > 0:\n            return 1\n        return 2\n")
+              "        return x - 1\n\n    def other(self, n):\n        if n > 0:\n            return 1\n"
+              "        return 2\n")
     tensor_at, item_at = SourceLoc("model.py", 3, "forward", "if x.sum() > 0:"), SourceLoc("model.py", 8, "other")
     issues = (DraftIssue(Kind.DATA_DEPENDENT, expr="Eq(u0, 1)", result="True", user_stack=(tensor_at,)),
               DraftIssue(Kind.DATA_DEPENDENT, expr="u1 > 0", result="False", user_stack=(item_at,)))
@@ -72,7 +73,8 @@ def test_a_tensor_truth_value_gets_torch_cond_and_a_branch_the_example_did_not_t
     found = find_export_issues(session, read=lambda _path: source)
     tensor, negated = found.issues
     assert tensor.fixes[0].text == "return torch.cond(x.sum() > 0, lambda: x + 1, lambda: x - 1)"
-    assert [f.text for f in negated.fixes] == ["torch._check(not (n > 0))", "return torch.cond(n > 0, lambda: 1, lambda: 2)"]
+    assert [f.text for f in negated.fixes] == ["torch._check(not (n > 0))",
+                                               "return torch.cond(n > 0, lambda: 1, lambda: 2)"]
 
 
 @pytest.mark.slow

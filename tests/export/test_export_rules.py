@@ -17,7 +17,8 @@ def _failed(step: ExportStep, error_type: str, message: str = "") -> ExportEvent
 
 def test_failure_kinds_from_the_error() -> None:
     trace = ExportStep.NON_STRICT_TRACE
-    assert failure_kind(_failed(trace, "torch._dynamo.exc.UserError", "Constraints violated (b)!")) is Kind.CONSTRAINT_VIOLATION
+    assert failure_kind(_failed(trace, "torch._dynamo.exc.UserError", "Constraints violated (b)!")) \
+        is Kind.CONSTRAINT_VIOLATION
     assert failure_kind(_failed(trace, "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode")) \
         is Kind.DATA_DEPENDENT
     assert failure_kind(_failed(ExportStep.STRICT_TRACE, "torch._dynamo.exc.Unsupported", "Data-dependent branching")) \
@@ -63,7 +64,8 @@ def test_cond_candidates_rewrite_a_two_way_branch_as_one_torch_cond() -> None:
     assert apply_edits(SOURCE, edits).endswith("        n = x.sum().item()\n        " + text + "\n")
     assigned = "def f(x):\n    if x.sum() > 0:\n        y = x\n    else:\n        y = -x\n    return y\n"
     [(text, edits)] = cond_candidates(assigned, 2)
-    assert apply_edits(assigned, edits) == "def f(x):\n    y = torch.cond(x.sum() > 0, lambda: x, lambda: -x)\n    return y\n"
+    assert apply_edits(assigned, edits) == ("def f(x):\n    y = torch.cond(x.sum() > 0, lambda: x, lambda: -x)\n"
+                                            "    return y\n")
     one_sided = "def f(x):\n    if x.sum() > 0:\n        y = x\n    y = -x\n    return y\n"
     assert cond_candidates(one_sided, 2) == []  # not a choice between two values
 

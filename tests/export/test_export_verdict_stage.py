@@ -9,7 +9,8 @@ from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import ExportEvent, ExportFailureKind, ExportStep, Phase
 
-TORCH_FRAME = 'File "/usr/lib/python3/site-packages/torch/_subclasses/functional_tensor.py", line 300, in __torch_dispatch__\n'
+TORCH_FRAME = ('File "/usr/lib/python3/site-packages/torch/_subclasses/functional_tensor.py", line 300, '
+               'in __torch_dispatch__\n')
 USER_FRAME = 'File "/w/export_it.py", line 25, in <module>\n'
 
 

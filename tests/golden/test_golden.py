@@ -39,9 +39,11 @@ def _failed_run() -> Session:
                    failures=(failure,), cwd="/w", started_at=1.0, wall_s=2.0)
 
 
-RELU_AOT = "def forward(self, arg0_1):\n    relu = torch.ops.aten.relu.default(arg0_1);  arg0_1 = None\n    return (relu,)\n"
-FACTORY_AOT = ("def forward(self, x):\n    eye = torch.ops.aten.eye.default(4, dtype=torch.float32, device=torch.device('cpu'), "
-               "pin_memory=False)\n    add = torch.ops.aten.add.Tensor(x, eye);  x = eye = None\n    return (add,)\n")
+RELU_AOT = ("def forward(self, arg0_1):\n    relu = torch.ops.aten.relu.default(arg0_1);  arg0_1 = None\n"
+            "    return (relu,)\n")
+FACTORY_AOT = ("def forward(self, x):\n    eye = torch.ops.aten.eye.default(4, dtype=torch.float32, "
+               "device=torch.device('cpu'), pin_memory=False)\n"
+               "    add = torch.ops.aten.add.Tensor(x, eye);  x = eye = None\n    return (add,)\n")
 PICKY = 'def picky(gm, example_inputs):\n    raise NotImplementedError("picky: no sigmoid")\n'
 REPROS = {  # what `reduce.repro.render` writes for three kinds of failure: only what each kind needs
     "crash_after_aot": lambda: ReproScript(Stage.AOT, RELU_AOT, (TensorSpec((16, 16), (16, 1)),), config_lines=(

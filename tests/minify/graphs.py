@@ -68,5 +68,6 @@ INDUCTOR_DYNAMIC_SCRIPT = """
 # As INDUCTOR_DYNAMIC_SCRIPT, but only dim 0 of `x` is dynamic (mark_dynamic): dim 1 stays static.
 INDUCTOR_MARK_DYNAMIC_SCRIPT = INDUCTOR_DYNAMIC_SCRIPT.replace(
     "torch.compile(f, dynamic=True)(torch.randn(6, 5), torch.tensor([4, 1, 3]))",
-    "x = torch.randn(6, 5)\n        torch._dynamo.mark_dynamic(x, 0)\n        torch.compile(f)(x, torch.tensor([4, 1, 3]))",
+    "x = torch.randn(6, 5)\n        torch._dynamo.mark_dynamic(x, 0)\n"
+    "        torch.compile(f)(x, torch.tensor([4, 1, 3]))",
 )

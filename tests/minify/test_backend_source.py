@@ -56,7 +56,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict, str]]
     run_dir = tmp_path_factory.mktemp("backends") / "run"
     record_script(SCRIPT, run_dir)
     graphs = [json.loads(line) for line in (run_dir / "graphs" / "index.jsonl").read_text().splitlines()]
-    failures = {f["graph"]: f["description"] for f in map(json.loads, (run_dir / "graphs" / "failures.jsonl").read_text().splitlines())}
+    failures = {f["graph"]: f["description"]
+                for f in map(json.loads, (run_dir / "graphs" / "failures.jsonl").read_text().splitlines())}
     return [(g["backend"], failures.get(g["id"], "")) for g in graphs if g["stage"] == "dynamo"]
 
 
@@ -81,8 +82,9 @@ def test_every_capturable_backend_fails_the_same_way_standalone(recorded, standa
 @pytest.mark.slow
 def test_module_globals_come_first_in_dependency_order(recorded):
     source = recorded[0][0]["source"]
-    order = [source.index(s) for s in ("import torch\n", "UNSUPPORTED = {'cos', 'tan'}\n", "LIMITS = {'max_nodes': (40, 50)",
-                                         "def banned", "class MyBackendError", "def globals_backend")]
+    order = [source.index(s) for s in ("import torch\n", "UNSUPPORTED = {'cos', 'tan'}\n",
+                                         "LIMITS = {'max_nodes': (40, 50)", "def banned", "class MyBackendError",
+                                         "def globals_backend")]
     assert order == sorted(order), source
     assert "import torch.nn.functional" not in source and "threading" not in source  # only what it reads
 
@@ -92,7 +94,8 @@ def test_aot_autograd_backend_is_rebuilt_under_the_users_name(recorded):
     backend = recorded[1][0]
     assert backend["kind"] == "source" and backend["name"] == "my_aot_backend"
     assert "from torch._dynamo.backends.common import aot_autograd" in backend["source"]
-    assert backend["source"].rstrip().endswith("my_aot_backend = aot_autograd(fw_compiler=refuse_sin, bw_compiler=keep)")
+    assert backend["source"].rstrip().endswith(
+        "my_aot_backend = aot_autograd(fw_compiler=refuse_sin, bw_compiler=keep)")
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ def forward(self, x):
     relu = torch.ops.aten.relu.default(sub)
     add = torch.ops.aten.add.Tensor(x, relu)
     return (add,)
-"""
+"""  # noqa: E501 (the graph's code as torch prints it)
 
 
 def _module() -> torch.nn.Module:

@@ -23,7 +23,8 @@ def test_dynamo_testing_backends_end_at_torch_relu(backend, tmp_path):
     assert outcome.result.ops == ("torch.relu",)
     assert outcome.result.verified
     assert (tmp_path / "minify.json").exists()
-    assert "pt2doctor" not in "".join(line for line in outcome.repro_text.splitlines() if line.startswith(("import", "from")))
+    assert "pt2doctor" not in "".join(line for line in outcome.repro_text.splitlines()
+                                      if line.startswith(("import", "from")))
 
 
 @pytest.mark.parametrize("bug", [

@@ -207,7 +207,8 @@ def test_a_wrong_results_identity_keeps_a_first_line_that_names_no_values():
     from pt2doctor.model.signature import check_identity
 
     # which comparison failed stays part of the failure; the values compared do not (they shrink with the program)
-    assert check_identity("AssertionError: Tensor-likes are not close!") == "AssertionError: Tensor-likes are not close!"
+    assert (check_identity("AssertionError: Tensor-likes are not close!")
+            == "AssertionError: Tensor-likes are not close!")
     for text in ("AssertionError: Mismatch N vs N", "AssertionError:", "AssertionError",
                  "AssertionError: run_decompositions changed the number of outputs: N -> N",
                  "AssertionError: The values for attribute 'dtype' do not match: torch.float32 != torch.int64."):

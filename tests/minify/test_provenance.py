@@ -62,7 +62,8 @@ def test_source_calls_name_each_call_once_and_keep_lines_no_call_names() -> None
     origins = [NodeOrigin("aten.sub.Tensor", call="torch.nn.functional.margin_ranking_loss", **line),
                NodeOrigin("aten.neg.default", call="torch.nn.functional.margin_ranking_loss", **line),
                NodeOrigin("aten.ge.Scalar", **line),  # the partitioner's mask: only its line is known
-               NodeOrigin("prims.convert_element_type.default", aten="aten._to_copy.default", file="/w/train.py", line=15),
+               NodeOrigin("prims.convert_element_type.default", aten="aten._to_copy.default", file="/w/train.py",
+                          line=15),
                NodeOrigin("aten.add.Tensor"),
                NodeOrigin("aten.var_mean.correction", call="torch.nn.modules.normalization.GroupNorm",
                           aten="aten.native_group_norm.default", file="/w/train.py", line=16)]
@@ -77,6 +78,7 @@ def test_calls_on_one_line_are_said_with_that_line_once() -> None:
     line = dict(file="/w/train.py", line=15, code="return torch.arange(9) * torch.tensor(2)")
     calls = source_calls([NodeOrigin("prims.iota.default", call="torch.arange", aten="aten.arange.start", **line),
                           NodeOrigin("aten.mul.Tensor", call="operator.mul", **line),
-                          NodeOrigin("aten.relu.default", call="torch.relu", file="/w/train.py", line=16, module="act")])
+                          NodeOrigin("aten.relu.default", call="torch.relu", file="/w/train.py", line=16,
+                                     module="act")])
     assert describe_calls(calls) == ("torch.arange (decomposed from aten.arange.start), operator.mul at train.py:15 "
                                      "(return torch.arange(9) * torch.tensor(2)); torch.relu in act at train.py:16")

@@ -133,7 +133,8 @@ def test_inputs_of_a_graph_failing_at_run_time_are_kept(recorded, minified):
     run_dir = recorded(LARGE_VALUES)
     graphs = run_dir / "graphs"
     assert [json.loads(line)["values"] for line in (graphs / "index.jsonl").read_text().splitlines()] == [None] * 3
-    assert [(f["graph"], f["phase"], f["values"]) for f in _failures(run_dir)] == [("g0002", "run", "g0002.failed.inputs.pt")]
+    assert [(f["graph"], f["phase"], f["values"]) for f in _failures(run_dir)] == [("g0002", "run",
+                                                                                    "g0002.failed.inputs.pt")]
     assert [p.name for p in graphs.glob("*.failed.inputs.pt")] == ["g0002.failed.inputs.pt"]
     run, result = minified(run_dir)
     assert run.code == 0, run.stderr[-2000:]

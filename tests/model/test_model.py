@@ -21,7 +21,8 @@ def test_a_compile_after_a_dynamo_reset_has_an_id_of_its_own_that_prints_torchs_
     before, after = CompileId(0, 0), CompileId(0, 0, generation=1)
     assert before != after and len({before, after}) == 2 and sorted([after, CompileId(3, 2)])[0] == CompileId(3, 2)
     assert (str(after), after.torch_text) == ("0/0@1", "0/0")
-    assert CompileId.parse("!1/0/1_2@3") == CompileId(0, 1, 2, 1, 3) and str(CompileId.parse("!1/0/1_2@3")) == "!1/0/1_2@3"
+    assert (CompileId.parse("!1/0/1_2@3") == CompileId(0, 1, 2, 1, 3)
+            and str(CompileId.parse("!1/0/1_2@3")) == "!1/0/1_2@3")
     assert CompileId.parse("0/1_2@1").compile == CompileId(0, 1, generation=1)
     assert CompileId(0, 0).frame_key != CompileId(0, 1, generation=1).frame_key
 

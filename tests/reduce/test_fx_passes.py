@@ -68,7 +68,8 @@ def test_symbolic_sizes_are_not_shrunk_to_a_specialized_one():
 def test_result_still_fails_and_second_reduction_is_a_no_op(ops):
     first = reduce(_problem(_chain(ops), SPECS, _has_relu), FX_PASSES)
     assert _has_relu(first) and first.node_count == 1
-    again = _problem(first.graph.owning_module or torch.fx.GraphModule(torch.nn.Module(), first.graph), list(first.inputs), _has_relu)
+    again = _problem(first.graph.owning_module or torch.fx.GraphModule(torch.nn.Module(), first.graph),
+                     list(first.inputs), _has_relu)
     assert reduce(again, FX_PASSES).code == again.current.code
     assert again.stats.accepted == {}
 

@@ -86,5 +86,6 @@ def test_a_program_that_needs_module_level_is_kept_whole(tmp_path):
 
 def test_a_test_that_fails_because_it_cannot_import_is_not_verified(tmp_path):
     test = tmp_path / "test_repro.py"
-    test.write_text("import no_such_module_here\nfrom torch.testing._internal.common_utils import TestCase, run_tests\n")
+    test.write_text("import no_such_module_here\n"
+                    "from torch.testing._internal.common_utils import TestCase, run_tests\n")
     assert not verified_test(test, *program_runs(_job(test), test), 120.0)

@@ -19,7 +19,8 @@ SCRIPT = ReproScript(
                  "    mul = torch.ops.aten.mul.Tensor(relu_default, k);  relu_default = None\n"
                  "    return (mul,)\n",
     inputs=(TensorSpec((2, 3), (3, 1), "float32", "cpu"), ScalarSpec(2)),
-    config_lines=("import torch._inductor.config", "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'"),
+    config_lines=("import torch._inductor.config",
+                  "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'"),
     header=("Recorded graph g0001 (aot, compile id 0/0); torch 2.13.0+cpu.",),
 )
 
@@ -88,7 +89,8 @@ def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():
     """Ops on no input are recorded for FX's symbolic trace (the harness form); Dynamo traces them as they are."""
     script = replace(SCRIPT, inputs=(), prelude=("device = torch.device",), config_lines=(), forward_code=(
         "def forward(self):\n"
-        "    iota = torch.ops.prims.iota.default(9, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)\n"
+        "    iota = torch.ops.prims.iota.default(9, start = 0, step = 1, dtype = torch.int64, "
+        "device = device(type='cpu'), requires_grad = False)\n"
         "    return (iota,)\n"))
     text = render_short(script)
     assert text is not None and "device" not in text.split("def fn():")[0] and "device='cpu'" in text
@@ -101,13 +103,15 @@ def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():
 def test_a_size_that_was_symbolic_is_marked_dynamic():
     script = replace(SCRIPT, inputs=(TensorSpec((2, 1), (1, 1), "bool", "cpu", dynamic=(0,)), ScalarSpec(2)))
     text = render_short(script)
-    assert text is not None and "torch._dynamo.mark_dynamic(args[0], 0)" in text and "args = [torch.rand((2, 1)) > 0.5, 2]" in text
+    assert (text is not None and "torch._dynamo.mark_dynamic(args[0], 0)" in text
+            and "args = [torch.rand((2, 1)) > 0.5, 2]" in text)
 
 
 def test_aten_ops_with_a_public_torch_function_are_written_as_it_and_nothing_else_changes():
     text = render_short(replace(SCRIPT, config_lines=(), forward_code=(
         "def forward(self, x, k):\n"
-        "    iota = torch.ops.prims.iota.default(4, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)\n"
+        "    iota = torch.ops.prims.iota.default(4, start = 0, step = 1, dtype = torch.int64, "
+        "device = device(type='cpu'), requires_grad = False)\n"
         "    cumsum = torch.ops.aten.cumsum.default(x, 1, dtype = torch.bfloat16)\n"
         "    mul = torch.ops.aten.mul.Tensor(cumsum, k)\n"
         "    view = torch.ops.aten.view.default(mul, [6])\n"
@@ -121,6 +125,7 @@ def test_aten_ops_with_a_public_torch_function_are_written_as_it_and_nothing_els
     untouched = [line for line in text.splitlines() if "torch.ops.aten" not in line]
     assert [line for line in torch_level.splitlines() if "torch.cumsum" not in line and "torch.mul" not in line
             and "torch.ops.aten" not in line] == untouched
-    assert at_torch_level(torch_level.replace("torch.ops.aten.view.default", "torch.ops.aten._unsafe_view.default")) is None
+    assert at_torch_level(torch_level.replace("torch.ops.aten.view.default",
+                                              "torch.ops.aten._unsafe_view.default")) is None
     namespace: dict = {}
     exec(compile(torch_level.replace("backend='inductor'", "backend='eager'"), "repro.py", "exec"), namespace)

@@ -26,7 +26,8 @@ CALLS = ("self.calls == {n}     # self.calls += 1  # mp/t/m.py:11 in forward (HI
 
 
 def _recompile(cid: str, *raws: str) -> Recompile:
-    return Recompile("forward", "/t/m.py", 1, CompileId.parse(cid), raws[0], tuple(parse_guard_failure(r) for r in raws))
+    return Recompile("forward", "/t/m.py", 1, CompileId.parse(cid), raws[0],
+                     tuple(parse_guard_failure(r) for r in raws))
 
 
 def _session(*recompiles: Recompile, limit: LimitHit | None = None) -> Session:
@@ -55,7 +56,8 @@ def report(request: pytest.FixtureRequest) -> Report:
 
 def test_each_chain_has_causes_and_fixes(report: Report) -> None:
     assert report.recompiles and all(chain.fixes for chain in report.recompiles)
-    assert all(step.cause is not None and step.fix in chain.fixes for chain in report.recompiles for step in chain.steps)
+    assert all(step.cause is not None and step.fix in chain.fixes
+               for chain in report.recompiles for step in chain.steps)
 
 
 def test_terminal_and_html_show_the_causes_and_fixes_analysis_chose(report: Report) -> None:

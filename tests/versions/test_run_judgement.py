@@ -56,12 +56,14 @@ def test_a_check_whose_line_names_no_values_keeps_it(tmp_path):
 def test_an_exception_raised_through_the_compiler_keeps_its_whole_first_line(tmp_path):
     (tmp_path / "torch" / "_inductor").mkdir(parents=True)
     (tmp_path / "torch" / "__init__.py").write_text("")
-    (tmp_path / "torch" / "_inductor" / "__init__.py").write_text("def lower():\n    raise RuntimeError('op 7 failed')\n")
+    (tmp_path / "torch" / "_inductor" / "__init__.py").write_text("def lower():\n"
+                                                                  "    raise RuntimeError('op 7 failed')\n")
     assert _signature(tmp_path, "import torch._inductor\ntorch._inductor.lower()") == "RuntimeError: op N failed"
 
 
 def test_a_repro_that_describes_its_failure_is_judged_by_its_own_words(tmp_path):
-    source = f"import sys\nprint({FAILURE_MARKER!r} + 'AccuracyMismatch: compiled differs', file=sys.stderr)\nsys.exit(1)"
+    source = (f"import sys\nprint({FAILURE_MARKER!r} + 'AccuracyMismatch: compiled differs', file=sys.stderr)\n"
+              "sys.exit(1)")
     assert _signature(tmp_path, source) == "AccuracyMismatch: compiled differs"
 
 

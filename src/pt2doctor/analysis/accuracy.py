@@ -46,7 +46,8 @@ def explain_one(result: GraphAccuracy, again: GraphAccuracy | None) -> GraphAccu
                                    (NonBugCause.REDUCED_PRECISION, bool(result.reduced_precision)),
                                    (NonBugCause.NONDETERMINISM, result.deterministic is False)) if present]
     recheck = Recheck(FALLBACK_RANDOM, again.verdict) if again is not None else None
-    noisy = result.deterministic is False and (result.run_to_run_max_abs or 0.0) >= _NOISE_SHARE * (result.max_abs_err or 0.0)
+    noisy = (result.deterministic is False
+             and (result.run_to_run_max_abs or 0.0) >= _NOISE_SHARE * (result.max_abs_err or 0.0))
     explained = failed and ((recheck is not None and recheck.verdict == "pass") or noisy)
     out = replace(result, causes=tuple(causes), recheck=recheck, explained=explained)
     if again is not None and again.verdict == "fail" and again.first_divergent is not None:

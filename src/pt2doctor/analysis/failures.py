@@ -20,13 +20,14 @@ _KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.err
                      r"ptxas|nvrtc|torchinductor_\S+\.(cpp|py)")
 _CUDA = re.compile(r"CUDA error|illegal memory access|device-side assert|cudaError|CUBLAS_STATUS|out of memory", re.I)
 # A kernel's error that CUDA reports at some later call: the place it surfaces is not where it happened.
-_ASYNC_CUDA = re.compile(r"CUDA kernel errors might be asynchronously reported|device-side assert|illegal memory access|"
-                         r"misaligned address|unspecified launch failure|illegal instruction", re.I)
+_ASYNC_CUDA = re.compile(r"CUDA kernel errors might be asynchronously reported|device-side assert|"
+                         r"illegal memory access|misaligned address|unspecified launch failure|illegal instruction",
+                         re.I)
 _ACCURACY = re.compile(r"accuracy|Tensor-likes are not (close|equal)|Mismatched elements|allclose|not close", re.I)
 # Dynamo ran an op on fake tensors and the op's own argument check raised (wrong shapes, an index out of range):
 # the same call raises without compile. A missing fake/meta kernel or a data-dependent value is not this.
-_FAKE_OP_ERROR = re.compile(r"failed to run FX node with fake tensors:.*got (RuntimeError|ValueError|IndexError|TypeError)\(",
-                            re.S)
+_FAKE_OP_ERROR = re.compile(r"failed to run FX node with fake tensors:"
+                            r".*got (RuntimeError|ValueError|IndexError|TypeError)\(", re.S)
 _COMPILER_FRAMES = ("torch/_dynamo/", "torch/_inductor/", "torch/_functorch/", "torch/fx/")
 
 

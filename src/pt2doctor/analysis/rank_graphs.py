@@ -227,7 +227,8 @@ def _slower(a: Compile, b: Compile) -> bool:
 def _cache(c: Compile) -> str | None:
     if not c.cache_hits and not c.cache_misses:
         return None
-    return "hit" if not c.cache_misses else "miss" if not c.cache_hits else f"{c.cache_hits} hit(s), {c.cache_misses} miss(es)"
+    return ("hit" if not c.cache_misses else "miss" if not c.cache_hits
+            else f"{c.cache_hits} hit(s), {c.cache_misses} miss(es)")
 
 
 _PER_GRAPH = ((ChangeKind.GRAPH_INPUTS, _inputs), (ChangeKind.COLLECTIVES, _collectives), (ChangeKind.CACHE, _cache),

@@ -86,9 +86,9 @@ FIXES: dict[Cause, str] = {
                 "`torch._dynamo.mark_dynamic({subject}, {dim})`, or compile with `dynamic=True`; if it only "
                 "takes a few values, `torch._dynamo.mark_static({subject}, {dim})` keeps one graph per value",
     Cause.RESUMED_SIZE: "`{subject}` is a local of `{fn}` that the code after the graph break {brk} receives, so it "
-                        "cannot be marked where it is made: mark the input of `{fn}` it is computed from dynamic before "
-                        "calling `{fn}` (`torch._dynamo.mark_dynamic(<that input>, <its dim>)`), or compile with "
-                        "`dynamic=True`; removing that graph break makes `{fn}` one graph",
+                        "cannot be marked where it is made: mark the input of `{fn}` it is computed from dynamic "
+                        "before calling `{fn}` (`torch._dynamo.mark_dynamic(<that input>, <its dim>)`), or compile "
+                        "with `dynamic=True`; removing that graph break makes `{fn}` one graph",
     Cause.CARRIED_TENSOR: "the tensor is made before the graph break {brk} and used after it: the code after the "
                           "break recompiles once and then treats this size as dynamic (expected); removing that "
                           "graph break (see the graph-break list) avoids it",
@@ -144,7 +144,8 @@ FIXES: dict[Cause, str] = {
                      "nothing to fix; compile and warm up under the mode you run in",
     Cause.AUTOCAST: "one graph per autocast state is expected: keep `torch.autocast` consistently on (or off) around "
                     "the compiled call",
-    Cause.GLOBAL_STATE: "each setting of `{subject}` compiles its own graph: set it once, before the first compiled call",
+    Cause.GLOBAL_STATE: "each setting of `{subject}` compiles its own graph: set it once, before the first compiled "
+                        "call",
     Cause.OTHER: "see the guard text; `TORCH_LOGS=guards` prints all guards",
 }
 
@@ -301,7 +302,8 @@ def _step(r: Recompile, recompiles: tuple[Recompile, ...], breaks: tuple[GraphBr
     site = _break_crossed(cause, r, breaks)
     if site is None:
         return RecompileStep(r, cause, cause_words=guard_words(cause))
-    where = f"the graph break at {site.file.rsplit('/', 1)[-1]}:{site.line}" + (f" (`{site.code}`)" if site.code else "")
+    where = (f"the graph break at {site.file.rsplit('/', 1)[-1]}:{site.line}"
+             + (f" (`{site.code}`)" if site.code else ""))
     return RecompileStep(r, replace(cause, source=site), cause_words=guard_words(cause, across=where))
 
 
@@ -375,6 +377,7 @@ def _finding(chain: RecompileChain) -> Finding:
     benign = n == 1 and not limit_hit and bool(causes) and causes[0].kind is GuardKind.SIZE
     severity = Severity.ERROR if limit_hit else (Severity.INFO if benign else Severity.WARNING)
     title = chain.title + (" (once, to become dynamic: expected)" if benign else "")
-    last = chain.steps[-1].recompile.compile_id if chain.steps else chain.limit_hit.compile_id if chain.limit_hit else None
+    last = (chain.steps[-1].recompile.compile_id if chain.steps
+            else chain.limit_hit.compile_id if chain.limit_hit else None)
     return Finding(kind="recompile", severity=severity, title=title, evidence=evidence, fix=chain.fixes, where=where,
                    compile_id=last, weight=n * 5 + (100 if limit_hit else 0))

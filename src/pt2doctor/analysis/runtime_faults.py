@@ -158,4 +158,5 @@ def sanitizer_finding(output: str) -> str:
     near = _SANITIZER_NEAR.search(output, access.end())
     kernel = f" in kernel {at.group(1)}" if at else ""
     where = (f", {near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes" if near else "")
-    return f"compute-sanitizer (memcheck): an invalid {access.group(2).lower()} of {access.group(3)} bytes{kernel}{where}"
+    return (f"compute-sanitizer (memcheck): an invalid {access.group(2).lower()} of {access.group(3)} bytes"
+            f"{kernel}{where}")

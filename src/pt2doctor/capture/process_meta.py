@@ -140,7 +140,8 @@ def failures(meta: ChildReport | None, exit_info: ExitInfo, compile_failures: It
     if exit_info.interrupted and exc is not None and exc.type.endswith("KeyboardInterrupt"):
         # our Ctrl-C, forwarded: the script did not fail; where it was is in the exception's frames
         interrupt = _from_exception(exc, [])
-        out.append(replace(interrupt, exception="KeyboardInterrupt", message="interrupted (Ctrl-C)", origin="interrupt"))
+        out.append(replace(interrupt, exception="KeyboardInterrupt", message="interrupted (Ctrl-C)",
+                           origin="interrupt"))
     elif exc is not None:
         out.append(_from_exception(exc, list(compile_failures)))
     elif exit_info.timed_out:
@@ -233,7 +234,8 @@ def crash_frames(paths: RunPaths) -> tuple[SourceLoc, ...]:
     for line in script_thread(_read(paths.faulthandler)).splitlines():
         m = _FAULT_FRAME.match(line)
         if m:
-            out.append(SourceLoc(m["file"], int(m["line"]), m["fn"], linecache.getline(m["file"], int(m["line"])).strip()))
+            out.append(SourceLoc(m["file"], int(m["line"]), m["fn"],
+                                 linecache.getline(m["file"], int(m["line"])).strip()))
     return tuple(out)
 
 

@@ -119,7 +119,8 @@ def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
         return job
 
 
-def _launch(options: RunOptions, reporter: Reporter) -> tuple[process_meta.RunPaths, tuple[ExitInfo, str, float, float]]:
+def _launch(options: RunOptions,
+            reporter: Reporter) -> tuple[process_meta.RunPaths, tuple[ExitInfo, str, float, float]]:
     paths = process_meta.RunPaths(options.out_dir)
     paths.clear()
     write_record(paths.spec, child_spec(options, paths))

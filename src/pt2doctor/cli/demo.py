@@ -22,7 +22,8 @@ EXAMPLES = (
 
 
 @click.command("demo", short_help="Run the troubleshooting guide's examples.")
-@click.option("--out", "out_dir", type=OutDir(), default=None, help="Where to keep the runs (default: a temporary directory).")
+@click.option("--out", "out_dir", type=OutDir(), default=None,
+              help="Where to keep the runs (default: a temporary directory).")
 def demo_command(out_dir: Path | None) -> int:
     """Run the built-in examples from PyTorch's troubleshooting guide and explain each."""
     root = out_dir or Path(tempfile.mkdtemp(prefix="pt2doctor-demo-"))

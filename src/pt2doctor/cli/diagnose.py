@@ -60,7 +60,8 @@ class _MinifyStatus(MinifyProgress):
                       "70 internal error of pt2doctor.")
 @out_option("Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
 @click.option("--timeout", type=SECONDS, default=None, help="Stop each run of the script after this many seconds.")
-@click.option("--function", "function", default=None, help="Compile only functions of this name (TORCHDYNAMO_DEBUG_FUNCTION).")
+@click.option("--function", "function", default=None,
+              help="Compile only functions of this name (TORCHDYNAMO_DEBUG_FUNCTION).")
 @jobs_option
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
@@ -74,7 +75,8 @@ class _MinifyStatus(MinifyProgress):
                    "own): which release fixes it (offered first as a workaround), which one broke it.")
 @versions_options
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=None,
-              help="Run SCRIPT as a job of N ranks through torchrun (standalone) and diagnose the rank that fails first.")
+              help="Run SCRIPT as a job of N ranks through torchrun (standalone) and diagnose the rank that fails "
+                   "first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
                      no_bisect: bool, no_workarounds: bool, program_budget: float, program_patience: int, as_json: bool,
@@ -160,7 +162,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(f"look at: {ref.describe()}", markup=False)
     if d.repro:
         runs = f": {d.repro_runs} in fresh interpreters" if d.repro_runs else ""
-        word = ("verified" if d.repro_verified else "flaky" if d.repro_runs and d.repro_runs.flaky else "NOT verified") + runs
+        word = ("verified" if d.repro_verified else "flaky" if d.repro_runs and d.repro_runs.flaky
+                else "NOT verified") + runs
         p = d.program
         size = (f"the program reduced, {p.lines_before} -> {p.lines_after} lines" if p and d.repro == p.repro_path else
                 f"{d.minified_nodes} node(s)")

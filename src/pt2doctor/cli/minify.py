@@ -88,7 +88,8 @@ class DamagedRun(click.ClickException):
 @jobs_option
 @click.option("--accuracy", is_flag=True, help="Minify a wrong-result failure (fp64-referenced check).")
 @tolerance_option
-@click.option("--script", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="First run SCRIPT with the graph recorder into RUN_DIR.")
+@click.option("--script", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="First run SCRIPT with the graph recorder into RUN_DIR.")
 @click.option("--json", "as_json", is_flag=True, help="Print minify.json to stdout.")
 def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int, accuracy: bool,
                    tolerance: float, script: Path | None, as_json: bool) -> None:
@@ -110,9 +111,9 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
         except (NothingToMinify, CannotReproduce) as exc:
             console.print(f"pt2doctor minify: {exc}", markup=False)
             if isinstance(exc, NothingToMinify) and _failed_with_async_cuda_error(run_dir):
-                console.print("The run failed with a CUDA kernel error, which CUDA reports after the graph that launched "
-                              "it has returned. Record it with launches synchronous (`CUDA_LAUNCH_BLOCKING=1 pt2doctor "
-                              "run --record SCRIPT`), or let `pt2doctor diagnose SCRIPT` do it.")
+                console.print("The run failed with a CUDA kernel error, which CUDA reports after the graph that "
+                              "launched it has returned. Record it with launches synchronous (`CUDA_LAUNCH_BLOCKING=1 "
+                              "pt2doctor run --record SCRIPT`), or let `pt2doctor diagnose SCRIPT` do it.")
             sys.exit(ExitCode.NOTHING_FAILED)
     result = outcome.result
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")

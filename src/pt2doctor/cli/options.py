@@ -20,7 +20,8 @@ from pt2doctor.model.minify import DEFAULT_TOLERANCE
 
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
 POSITIVE = click.FloatRange(min=0, min_open=True)
-SCRIPT_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False, "help_option_names": ["-h", "--help"]}
+SCRIPT_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": False,
+                  "help_option_names": ["-h", "--help"]}
 DEFAULT_RUN_DIR = "pt2doctor-runs/SCRIPT-LABEL-YYYYmmdd-HHMMSS"
 
 RUN_EXIT_CODES = ("Exit status: as `python SCRIPT` (0, or the script's own code; 128+N when it died of signal N), "
@@ -79,8 +80,8 @@ timeout_option = click.option("--timeout", type=SECONDS, default=None, help="Sto
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout instead of the summary.")
 html_option = click.option("--html", "html", is_flag=True, help="Also write DIR/report.html (one self-contained page).")
 strict_option = click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
-tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=DEFAULT_TOLERANCE, show_default=True,
-                                help="Tolerance of PyTorch's fp64-referenced accuracy rule.")
+tolerance_option = click.option("--tol", "--tolerance", "tolerance", type=POSITIVE, default=DEFAULT_TOLERANCE,
+                                show_default=True, help="Tolerance of PyTorch's fp64-referenced accuracy rule.")
 program_budget_option = click.option(
     "--program-budget", "program_budget", type=SECONDS, default=DEFAULT_PROGRAM_BUDGET_S, show_default=True,
     help="Seconds to spend reducing the program itself, when no graph shows the failure (a Dynamo bug) or no graph "

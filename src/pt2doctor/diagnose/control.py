@@ -52,7 +52,8 @@ _SOURCES = {
 
         x = torch.randn(8, device={device!r})
         program = torch.export.export(One(), (x,))
-        path = torch._inductor.aoti_compile_and_package(program, package_path=os.path.join(tempfile.mkdtemp(), "one.pt2"))
+        path = torch._inductor.aoti_compile_and_package(program,
+                                                        package_path=os.path.join(tempfile.mkdtemp(), "one.pt2"))
         print(torch._inductor.aoti_load_package(path)(x).sum().item())
     """,
 }

@@ -114,7 +114,8 @@ class Found:
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
-            repro=repro, repro_verified=verified, repro_runs=chosen.verify_runs if chosen else None, replay=self.replay, replay_verified=self.replay_verified,
+            repro=repro, repro_verified=verified, repro_runs=chosen.verify_runs if chosen else None,
+            replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and graph else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and graph else (),
             input_needs=m.input_needs if m and graph else (), short=short,
@@ -190,7 +191,8 @@ def user_error(found: Found, off: Attempt) -> None:
                       f"the script fails with compilation turned off too ({off.error or off.signature}): "
                       "fix that first")
     where(found)
-    found.next_steps.append("Fix the error in the script (it also fails under torch.compiler.set_stance('force_eager')).")
+    found.next_steps.append("Fix the error in the script "
+                            "(it also fails under torch.compiler.set_stance('force_eager')).")
 
 
 def interrupted(found: Found) -> None:
@@ -246,7 +248,8 @@ def where(found: Found) -> None:
     if failure.file and failure.line and (failure.file, failure.line) not in {(f.file, f.line) for f in frames}:
         frames.insert(0, SourceLoc(failure.file, failure.line))
     found.user_frames = frames
-    fatal = next((b for b in session.graph_breaks if b.fatal), session.graph_breaks[0] if session.graph_breaks else None)
+    fatal = next((b for b in session.graph_breaks if b.fatal),
+                 session.graph_breaks[0] if session.graph_breaks else None)
     if fatal is not None and found.stage is FailingStage.DYNAMO:
         found.hint = next((h for h in fatal.hints), "")
         if not frames:
@@ -274,7 +277,8 @@ def _recompile_limit_steps(found: Found) -> None:
                             "(fail_on_recompile_limit_hit or error_on_recompile): not a compiler bug.")
     if chain is not None and chain.limit_cause:
         fix = chain.fixes[0] if chain.fixes else ""
-        found.next_steps.append(f"It wanted to recompile because {chain.limit_cause}" + (f"; fix: {fix}" if fix else ""))
+        found.next_steps.append(f"It wanted to recompile because {chain.limit_cause}"
+                                + (f"; fix: {fix}" if fix else ""))
     command = " ".join(found.command)
     found.next_steps.append(f"`pt2doctor recompiles {command}` explains every recompile and checks the fixes; or "
                             "raise torch._dynamo.config.recompile_limit if each recompile is wanted.")
@@ -306,7 +310,8 @@ def conclude(found: Found) -> None:
     elif found.stage is FailingStage.DYNAMO:
         where = found.user_frames[0] if found.user_frames else None
         at = f" at {where.file}:{where.line}" if where else ""
-        found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, so no backend is involved.")
+        found.next_steps.append(f"Dynamo fails while tracing{at}; it fails with backend='eager' too, "
+                                "so no backend is involved.")
         if found.hint:
             found.next_steps.append(found.hint)
         if found.replay_verified:
@@ -316,7 +321,8 @@ def conclude(found: Found) -> None:
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]
         if not any(w.verified for w in found.workarounds) and passed:
-            cost = "without your backend" if found.stage is FailingStage.BACKEND else "without Inductor's code generation"
+            cost = ("without your backend" if found.stage is FailingStage.BACKEND
+                    else "without Inductor's code generation")
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) may run the script "
                                     f"({cost}; not tried as a workaround).")
         m = found.minify

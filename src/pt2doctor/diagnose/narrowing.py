@@ -141,7 +141,8 @@ def replays(ctx: Context, found: Found) -> bool:
 
 
 def replay(ctx: Context, found: Found, classify: Classified) -> str | None:
-    """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter (`found.replay_verified`)."""
+    """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter
+    (`found.replay_verified`)."""
     try:
         return _replay(ctx, found, ctx.runner.run_dir(classify.attempt.label), classify.attempt.signature or "")
     except (OSError, ValueError, KeyError) as exc:
@@ -162,7 +163,8 @@ def _replay(ctx: Context, found: Found, run_dir: Path, signature: str) -> str | 
     # judged as every repro is: run as `python replay.py` under the harness that prints its failure's identity
     check = ctx.options.out_dir / "replay_check" / "replay.py"
     check.parent.mkdir(exist_ok=True)
-    check.write_text(harness_text(replayed.read_text(), ProgramRun(str(replayed), str(replayed.parent), (replayed.name,))))
+    check.write_text(harness_text(replayed.read_text(),
+                                  ProgramRun(str(replayed), str(replayed.parent), (replayed.name,))))
     ran = verify(check, target_of(signature, False), timeout_s=max(60.0, ctx.options.query_timeout_s), runs=1)
     found.replay_verified = ran.verified
     if not ran.verified:

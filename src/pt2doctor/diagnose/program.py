@@ -25,7 +25,8 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.export import ExportStep
 
 _NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
-_WHY = {"dynamo": "the failure is in Dynamo: no graph shows it", "fallback": "graph minification gave no verified repro",
+_WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
+        "fallback": "graph minification gave no verified repro",
         "export": "the failure is in torch.export: no compiled graph shows it"}
 
 
@@ -43,7 +44,8 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
     if found.minify is not None:  # an unverified graph repro: kept beside, as repro_graph.py
         graph_repro = Path(found.minify.repro_path)
         if graph_repro.exists():
-            found.minify = replace(found.minify, repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
+            found.minify = replace(found.minify,
+                                   repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
                      options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
                      script_line(options.script, found), export, options.program_patience,

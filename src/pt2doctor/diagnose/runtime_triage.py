@@ -72,7 +72,8 @@ def runtime_triage(ctx: Context, found: Found, classify: Classified) -> RuntimeT
     return found.runtime
 
 
-def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found, failed: Attempt, on_cuda: bool) -> None:
+def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found, failed: Attempt,
+                   on_cuda: bool) -> None:
     if not wanted(found):
         return
     budget = budget_s(options, failed)
@@ -110,7 +111,8 @@ def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: 
     ended_by = (checked.signature or "") if checked.outcome == "fail" else ""
     fault = first_bad_kernel(compiled, events, checks, read_inflight(run_dir), ended_by)
     if out_of_time:
-        notes.append(f"the checked run reached its budget ({budget:.0f} s) and was stopped: what it found by then is kept")
+        notes.append(f"the checked run reached its budget ({budget:.0f} s) and was stopped: "
+                     "what it found by then is kept")
     if not compiled:
         notes.append("no graph was compiled by Inductor in the checked run")
     notes += [f"graph {c.graph}: its kernels were not checked ({c.note})" for c in compiled if not c.instrumented]

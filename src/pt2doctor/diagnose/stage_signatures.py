@@ -45,5 +45,6 @@ def needs_the_compiler(found: Found, compiled: Attempt) -> bool:
     found.notes.append(found.needs_compiler.describe())
     top, stage = rungs[-1]
     found.stage = stage
-    found.stages = {backend: ("fail" if backend == top else found.stages.get(backend, "skipped")) for backend, _ in rungs}
+    found.stages = {backend: ("fail" if backend == top else found.stages.get(backend, "skipped"))
+                    for backend, _ in rungs}
     return True

@@ -69,7 +69,8 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
     if _stage_backend(found, source, script.name, off):
         return
     for text, site, line in uncompile(source)[:_MAX_SITES]:
-        change = f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, other compiles stay"
+        change = (f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, "
+                  "other compiles stay")
         if _try(runner, found, "site", change, source, text, off).verified:
             return
 
@@ -103,7 +104,8 @@ def try_config(runner: VariantRunner, found: Found) -> None:
     text = set_config(source, *config)
     if text is not None:
         off = _compilation_off(found)
-        change = f"`{config[1]}` at the top of the script: every graph stays compiled, without what the bisection blamed"
+        change = (f"`{config[1]}` at the top of the script: every graph stays compiled, "
+                  "without what the bisection blamed")
         _try(runner, found, "config", change, source, text, off)
 
 
@@ -128,7 +130,8 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         text = disable_call(source, origin.line, origin.call)
         if text is not None:
             out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
-                                f"`torch.compiler.disable(...)`: Dynamo runs that call eagerly, the rest stays compiled",
+                                "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
+                                "the rest stays compiled",
                         text))
     line = origin.line if origin is not None else _failing_line(found, script)
     disabled = disable_function(source, line) if line is not None else None

@@ -48,8 +48,8 @@ class Overrides(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_
     @property
     def changes_export(self) -> bool:
         """Whether the export observer must be installed to apply these (`export.capture.observer`)."""
-        return (self.export_eager or self.export_strict is not None or self.export_runs_module or self.decompositions_off
-                or self.export_off)
+        return (self.export_eager or self.export_strict is not None or self.export_runs_module
+                or self.decompositions_off or self.export_off)
 
 
 class CallTimes(msgspec.Struct, frozen=True):

@@ -103,7 +103,8 @@ class CompileId:
         if match is None:
             raise ValueError(f"not a compile id: {text!r}")
         autograd = int(match["ca"]) if match["ca"] is not None else None
-        return cls(int(match["frame"]), int(match["fcid"]), int(match["attempt"] or 0), autograd, int(match["gen"] or 0))
+        return cls(int(match["frame"]), int(match["fcid"]), int(match["attempt"] or 0), autograd,
+                   int(match["gen"] or 0))
 
     @property
     def compile(self) -> CompileId:

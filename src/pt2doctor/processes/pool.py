@@ -54,7 +54,8 @@ class WorkerPool:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
         else:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pt2doctor.processes.zygote", str(self.jobs), *(["--servers"] if servers else [])],
+                [sys.executable, "-m", "pt2doctor.processes.zygote", str(self.jobs),
+                 *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
                 env=worker_env({**os.environ, **(env or {})}),

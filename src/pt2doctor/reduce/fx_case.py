@@ -118,7 +118,8 @@ def make_base(gm: torch.fx.GraphModule, inputs: Sequence[InputSpec],
         specs[p.name] = spec_of(p.meta["lifted_value"]) or ScalarSpec(None)
     inputs = [specs[p.name] for p in placeholders]
     symbolic = frozenset(s.shape[d] for s in inputs if isinstance(s, TensorSpec) for d in s.dynamic)
-    symbolic |= frozenset(int(s.value) for s in inputs if isinstance(s, ScalarSpec) and s.dynamic and isinstance(s.value, int))
+    symbolic |= frozenset(int(s.value) for s in inputs
+                          if isinstance(s, ScalarSpec) and s.dynamic and isinstance(s.value, int))
     values = propagate(graph, inputs, modules)
     if values is None:
         return None
@@ -253,16 +254,19 @@ def build_case(base: FxBase, cuts: frozenset[str], outputs: Sequence[str]) -> Fx
     ordered = sorted(outputs, key=base.order.__getitem__)
     graph.output(tuple(env[nodes[name]] for name in ordered if nodes[name].users or not _writes_in_place(nodes[name])))
     python = graph.python_code("self")
-    used = {str(n.target): base.modules[str(n.target)] for n in graph.nodes if n.op == "get_attr" and str(n.target) in base.modules}
+    used = {str(n.target): base.modules[str(n.target)] for n in graph.nodes
+            if n.op == "get_attr" and str(n.target) in base.modules}
     if not used:
-        return FxCase(base, cuts & needed, tuple(ordered), graph, python.src, render_prelude(python.globals), tuple(inputs))
+        return FxCase(base, cuts & needed, tuple(ordered), graph, python.src, render_prelude(python.globals),
+                      tuple(inputs))
     classes, globals_ = _submodule_classes(used)
     code = module_body(python.src, used)
     prelude = render_prelude({**globals_, **python.globals}) + classes
     return FxCase(base, cuts & needed, tuple(ordered), graph, code, prelude, tuple(inputs))
 
 
-def _submodule_classes(modules: dict[str, torch.fx.GraphModule], prefix: str = "") -> tuple[tuple[str, ...], dict[str, object]]:
+def _submodule_classes(modules: dict[str, torch.fx.GraphModule],
+                       prefix: str = "") -> tuple[tuple[str, ...], dict[str, object]]:
     """The class definitions of `modules` and of the graph modules nested in them (innermost
     first, so each is defined before its parent's), and the globals their code refers to."""
     classes: list[str] = []

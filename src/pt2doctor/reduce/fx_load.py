@@ -144,7 +144,8 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DE
     """See the module docstring; `dynamo`: instead of the chosen after-AOT graph, the Dynamo graph it came
     from, compiled with the script's own backend (for when the after-AOT graph does not fail alone)."""
     graphs, entries, failures = _read_run(run_dir)
-    inflight = (graphs / "inflight").read_bytes().decode(errors="replace").strip() if (graphs / "inflight").exists() else ""
+    inflight = ((graphs / "inflight").read_bytes().decode(errors="replace").strip()
+                if (graphs / "inflight").exists() else "")
     judged = [f for f in failures if f.phase == "accuracy"]
     if accuracy and judged:  # the per-graph check found the graph wrong on the values the program passed
         failure = next((f for f in judged if f.graph == prefer), judged[-1])
@@ -152,7 +153,8 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DE
         tolerance = failure.tolerance or tolerance
     elif accuracy:
         last = list(entries.values())[-1]
-        graph_id, description = _blame_aot(entries, last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
+        graph_id, description = _blame_aot(entries,
+                                           last.id if last.stage is Stage.DYNAMO else last.parent or last.id), None
     else:
         graph_id, description = _choose(entries, failures, inflight, died_of_signal)
         if description and description.startswith(ACCURACY_TYPE):  # found while recording

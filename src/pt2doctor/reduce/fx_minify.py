@@ -68,7 +68,8 @@ class CannotReproduce(RuntimeError):
         self.seen = seen
 
 
-def find_target(pool: WorkerPool, case: FxCase, context: ReproContext, expected: FailureSignature | None) -> FailureSignature:
+def find_target(pool: WorkerPool, case: FxCase, context: ReproContext,
+                expected: FailureSignature | None) -> FailureSignature:
     (result,) = pool.run([render(script_for(case, context))])
     seen = signature_of(result)
     if seen is None or seen.text.startswith("InvalidRepro"):
@@ -141,7 +142,8 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     repro_path = options.out_dir / "repro.py"
     calls = source_calls(best.origins)
     if calls:  # the reader learns which of their own calls the minimal graph came from
-        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: " + describe_calls(calls).replace('"' * 3, "'" * 3) + ".",)
+        came_from = (f"Its {', '.join(dict.fromkeys(best.ops))} came from: "
+                     + describe_calls(calls).replace('"' * 3, "'" * 3) + ".",)
         context = replace(context, header=context.header + came_from)
     script = script_for(best, context)
     text = render(script)

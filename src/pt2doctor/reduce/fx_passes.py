@@ -161,7 +161,8 @@ def _restride(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def shrink_shapes(problem: Problem) -> None:
     """Every size to 1 at once first (one query where sizes do not matter), then one size at a time."""
-    sizes = sorted({s for spec in problem.current.inputs if isinstance(spec, TensorSpec) for s in spec.shape if s > 1}, reverse=True)
+    sizes = sorted({s for spec in problem.current.inputs if isinstance(spec, TensorSpec) for s in spec.shape if s > 1},
+                   reverse=True)
     if len(sizes) > 1 and _consider_resized(problem, {size: 1 for size in sizes}):
         return
     for size in sizes:
@@ -171,14 +172,16 @@ def shrink_shapes(problem: Problem) -> None:
 def _consider_resized(problem: Problem, *resizes: dict[int, int]) -> bool:
     """Try each {old size: new size} map on the current inputs, one batch, the first preferred."""
     case = problem.current
-    candidates = [rebase(case, [functools.reduce(_resize, resize.items(), spec) for spec in case.inputs]) for resize in resizes]
+    candidates = [rebase(case, [functools.reduce(_resize, resize.items(), spec) for spec in case.inputs])
+                  for resize in resizes]
     return problem.consider_first([c for c in candidates if c is not None])
 
 
 def simplify_dtypes(problem: Problem) -> None:
     for dtype in ("float64", "float16", "bfloat16"):
         case = problem.current
-        specs = [msgspec.structs.replace(s, dtype="float32", saved="") if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
+        specs = [msgspec.structs.replace(s, dtype="float32", saved="")
+                 if isinstance(s, TensorSpec) and s.dtype == dtype else s for s in case.inputs]
         if specs != list(case.inputs):
             candidate = rebase(case, specs)
             if candidate is not None:

@@ -72,7 +72,8 @@ PROBES: tuple[Probe, ...] = (
           lambda s: "a plain tensor"),
     # a group of its own (`reduce.repro.storage_groups`): the same view, of a copy of the storage
     Probe("shared storage", lambda s, stage: s.storage is not None and not s.zero,
-          lambda s: msgspec.structs.replace(s, storage=-1 - (s.storage or 0)), lambda s: "a tensor with a storage of its own"),
+          lambda s: msgspec.structs.replace(s, storage=-1 - (s.storage or 0)),
+          lambda s: "a tensor with a storage of its own"),
 )
 
 

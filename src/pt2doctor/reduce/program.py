@@ -272,8 +272,10 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
         check_s=round(reduction.check_s / max(1, reduction.checks), 3), time_s=round(time.monotonic() - started, 1),
-        verified=verified, verify_runs=verify_runs, test=str(test) if test else None, culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
-        stopped_early=reduction.stopped, improved_at=tuple(reduction.improved_at), backend_in_source=pinned, changes=changes, passes_with=passes_with(job) or "",
+        verified=verified, verify_runs=verify_runs, test=str(test) if test else None,
+        culprit_ops=(*dict.fromkeys(c.path for c in changes), *compiled_calls(reduction.best)),
+        stopped_early=reduction.stopped, improved_at=tuple(reduction.improved_at), backend_in_source=pinned,
+        changes=changes, passes_with=passes_with(job) or "",
     )
 
 
@@ -302,7 +304,8 @@ class CannotReduce(Exception):
     """The unchanged program does not pass the oracle: nothing to reduce from."""
 
 
-def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool, changes: tuple[StateChange, ...] = ()) -> str:
+def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool,
+            changes: tuple[StateChange, ...] = ()) -> str:
     if job.export is not None:
         how = "Run as written (every module it exports runs eagerly on its inputs)"
     else:
@@ -351,7 +354,8 @@ def pin_backend(source: str, backend: str) -> str | None:
     pinned = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and dotted(node.func) == "torch.compile":
-            node.keywords = [k for k in node.keywords if k.arg != "backend"] + [ast.keyword("backend", ast.Constant(backend))]
+            node.keywords = ([k for k in node.keywords if k.arg != "backend"]
+                             + [ast.keyword("backend", ast.Constant(backend))])
             pinned += 1
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bare = [dotted(d) == "torch.compile" for d in node.decorator_list]

@@ -70,5 +70,5 @@ _COMPILER_NAMES = {"compile", "optimize", "export", "draft_export", "aoti_compil
 def calls_a_compiler(tree: ast.AST) -> bool:
     """Whether the program names a compiler entry point (`torch.compile`, `model.compile`,
     `torch._dynamo.optimize`, `torch.export.export`, `aoti_compile_and_package`)."""
-    return any((isinstance(n, ast.Attribute) and n.attr in _COMPILER_NAMES) or (isinstance(n, ast.Name) and n.id in _COMPILER_NAMES)
-               for n in ast.walk(tree))
+    return any((isinstance(n, ast.Attribute) and n.attr in _COMPILER_NAMES)
+               or (isinstance(n, ast.Name) and n.id in _COMPILER_NAMES) for n in ast.walk(tree))

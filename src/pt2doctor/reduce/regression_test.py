@@ -7,7 +7,8 @@ test that cannot import fails too, and that failure says nothing of the bug).
 `verified_test(test, compiled_run, off_run, timeout_s)`: side by side in fresh interpreters, through the
 program harness (`reduce.program_harness`) with each run's overrides: as repro.py fails, unittest ran the
 test and it failed (exit status 1 and unittest's `FAILED (` summary: not an import error); with the failing
-part turned off (compilation off, pinned: `TestCase` resets the stance before each test), it passes (exit 0). Only then does it fail now and pass once fixed.
+part turned off (compilation off, pinned: `TestCase` resets the stance before each test), it passes (exit 0). Only
+then does it fail now and pass once fixed.
 
 `write_program_test(repro, runs, timeout_s)` writes `test_repro.py` next to the verified `repro` (a
 reduced program, `reduce.program`) and returns its path when it is verified both ways in fresh interpreters, else
@@ -60,7 +61,8 @@ def inlined(source: str, docstring: str) -> str | None:
     text = ""
     for before, statement in zip([None, *rest], rest):  # a definition stands apart, as at module level
         apart = isinstance(statement, _DEFINITIONS) or isinstance(before, _DEFINITIONS)
-        text += ("\n\n" if apart and before is not None else "\n" if before is not None else "") + _segment(lines, statement)
+        text += (("\n\n" if apart and before is not None else "\n" if before is not None else "")
+                 + _segment(lines, statement))
     return _document(docstring, [ast.unparse(s) for s in imports], "\n".join([
         "class TestRepro(TestCase):", "    def test_repro(self):", textwrap.indent(text, " " * 8)]))
 
@@ -98,7 +100,8 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     compiled and with the failing part off, as repro.py was."""
     source = repro.read_text()
     docstring = (f"{repro.name} as a regression test: `python {TEST_FILE}` fails while the bug is present\nand "
-                 "passes once it is fixed (verified in fresh interpreters, the failing part turned off for the latter).\n")
+                 "passes once it is fixed (verified in fresh interpreters, the failing part turned off for the "
+                 "latter).\n")
     test = repro.with_name(TEST_FILE)
     for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
         test.write_text(text)

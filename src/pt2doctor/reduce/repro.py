@@ -144,7 +144,8 @@ def _render_compile(script: ReproScript, handed_over: tuple[str, ...]) -> str:
 
 def _custom_backward(script: ReproScript) -> bool:
     """A backward graph of a backend other than Inductor: compiled by the backend's own `bw_compiler`."""
-    return script.stage is Stage.AOT and script.backward and script.backend != BackendSpec(BackendKind.NAMED, "inductor")
+    return (script.stage is Stage.AOT and script.backward
+            and script.backend != BackendSpec(BackendKind.NAMED, "inductor"))
 
 
 def _dynamic_sources(script: ReproScript) -> str:
@@ -220,7 +221,8 @@ def _render_inputs(script: ReproScript) -> str:
             lines.append(f"    {name} = {name}.as_strided({root.shape!r}, {root.stride!r}).clone()")
     roots = {id(root) for root in map(_root, groups.values()) if root is not None}
     lines.append("    args = [")
-    lines += [f"        {_render_input(spec, script.stage, any(spec in members for members in groups.values()), id(spec) in roots)},"
+    lines += ["        " + _render_input(spec, script.stage, any(spec in members for members in groups.values()),
+                                         id(spec) in roots) + ","
               for spec in script.inputs]
     lines.append("    ]")
     if script.stage is Stage.DYNAMO:
@@ -245,7 +247,8 @@ def storage_groups(inputs: Sequence[InputSpec]) -> dict[int, list[TensorSpec]]:
 
 def storage_extent(spec: TensorSpec) -> int:
     """The elements of its storage a view reaches, from offset 0 (`make_tensor`'s rule)."""
-    return spec.offset + (1 + sum((size - 1) * step for size, step in zip(spec.shape, spec.stride)) if all(spec.shape) else 0)
+    return spec.offset + (1 + sum((size - 1) * step for size, step in zip(spec.shape, spec.stride))
+                          if all(spec.shape) else 0)
 
 
 def _root(members: list[TensorSpec]) -> TensorSpec | None:
@@ -271,7 +274,8 @@ def _render_storage(members: list[TensorSpec], stage: Stage) -> str:
     storage as recorded), else random over the extent they reach. It needs grad when a member is a non-leaf
     that needs grad: its views then have autograd history, as the program's did."""
     first = members[0]
-    grad = ", requires_grad=True" if stage is Stage.DYNAMO and any(m.requires_grad and not m.leaf for m in members) else ""
+    grad = (", requires_grad=True" if stage is Stage.DYNAMO and any(m.requires_grad and not m.leaf for m in members)
+            else "")
     if all(m.saved and m.saved == first.saved for m in members):
         return f"saved_input({first.saved!r}, {first.device!r}{grad})"
     bounds = [m.bounds for m in members if m.bounds]

@@ -141,7 +141,8 @@ class _NodeValues(torch.fx.Interpreter):
     def run_node(self, n: torch.fx.Node) -> Any:
         result = super().run_node(n)
         spec = self.specs.get(n.name)
-        if n.op in CALL_OPS and isinstance(spec, TensorSpec) and isinstance(result, torch.Tensor) and has_values(result):
+        if (n.op in CALL_OPS and isinstance(spec, TensorSpec) and isinstance(result, torch.Tensor)
+                and has_values(result)):
             size = result.numel() * result.element_size()
             if size <= self.left and tuple(result.shape) == spec.shape and str(result.dtype) == f"torch.{spec.dtype}":
                 self.values[n.name] = result.detach().cpu().clone()

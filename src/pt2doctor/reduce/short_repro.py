@@ -127,7 +127,8 @@ def _function(script: ReproScript) -> str | None:
         return None
     tree = ast.parse(script.forward_code)
     forward = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    if forward is None or any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(ast.Module(forward.body, []))):
+    if forward is None or any(isinstance(n, ast.Name) and n.id == "self"
+                              for n in ast.walk(ast.Module(forward.body, []))):
         return None
     forward.name = "fn"
     forward.args.args = forward.args.args[1:]  # self

@@ -55,7 +55,8 @@ def environment() -> jinja2.Environment:
 @functools.cache
 def inline_asset(name: str) -> Markup:
     # Our own static CSS/JS, inlined verbatim (never user data), so Markup is correct here.
-    return Markup(resources.files(_package).joinpath("report").joinpath("templates").joinpath(name).read_text(encoding="utf-8"))
+    return Markup(resources.files(_package).joinpath("report").joinpath("templates").joinpath(name)
+                  .read_text(encoding="utf-8"))
 
 
 def render_html(report: Report, inputs: HtmlInputs | None = None) -> str:

@@ -148,7 +148,8 @@ def breakdown(compiles: Sequence[Compile], *, top: int = 12) -> dict[str, Any]:
         total = sum(phases.values())
         tip = f"{fn}: {total:.3f}s over {counts.get(fn, 0) or '?'} compile(s); " + ", ".join(
             f"{PHASE_LABELS[p]} {phases[p]:.3f}s" for p in PHASES)
-        out.append({"label": short_function(fn), "y": y, "segments": segments, "total": total, "end": round(x, 2), "tip": tip})
+        out.append({"label": short_function(fn), "y": y, "segments": segments, "total": total, "end": round(x, 2),
+                    "tip": tip})
     return {"rows": out, "height": 12 + len(out) * LANE_H, "width": WIDTH, "label_w": LABEL_W}
 
 

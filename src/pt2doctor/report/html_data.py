@@ -86,8 +86,9 @@ def _stats(s: Session) -> list[tuple[str, str]]:
 def _snippet(snippet: Snippet | None) -> dict[str, Any] | None:
     if snippet is None:
         return None
-    return {"file": snippet.file, "lines": [{"no": snippet.first + i, "text": text, "hit": snippet.first + i == snippet.line}
-                                            for i, text in enumerate(snippet.lines)]}
+    return {"file": snippet.file,
+            "lines": [{"no": snippet.first + i, "text": text, "hit": snippet.first + i == snippet.line}
+                      for i, text in enumerate(snippet.lines)]}
 
 
 def _failure(f: Any, inputs: HtmlInputs) -> dict[str, Any]:
@@ -113,7 +114,8 @@ def _break(i: int, b: Any, inputs: HtmlInputs) -> dict[str, Any]:
     hints = [{"text": h.removeprefix("pt2doctor: "), "ours": h.startswith("pt2doctor:")} for h in b.hints]
     return {"n": i, "file": b.file, "line": b.line, "function": b.function, "count": b.count, "fatal": b.fatal,
             "reason": b.reason, "type": b.break_type, "explanation": b.explanation, "code": b.code,
-            "gb_id": b.gb_id, "gb_url": b.gb_url, "hints": hints, "snippet": _snippet(inputs.snippets.get((b.file, b.line))),
+            "gb_id": b.gb_id, "gb_url": b.gb_url, "hints": hints,
+            "snippet": _snippet(inputs.snippets.get((b.file, b.line))),
             "cids": [{"text": str(c), "anchor": anchor(str(c))} for c in b.compile_ids]}
 
 
@@ -248,7 +250,8 @@ def _provenance(s: Session) -> list[tuple[str, str]]:
             ("exit", _exit_text(s)), ("torch", e.torch or s.torch_version or ""), ("python", e.python or ""),
             ("platform", e.platform or ""), ("CUDA", e.cuda or ""), ("GPU", e.gpu or ""),
             ("C++ compiler", e.compiler or ""), ("run directory", s.run_dir or ""),
-            ("trace", ", ".join(s.trace.files[:4]) + (f" (+{len(s.trace.files) - 4})" if len(s.trace.files) > 4 else "")),
+            ("trace", ", ".join(s.trace.files[:4])
+             + (f" (+{len(s.trace.files) - 4})" if len(s.trace.files) > 4 else "")),
             ("trace lines / events", f"{s.trace.lines} / {s.trace.events}"),
             ("ranks", ", ".join(map(str, s.trace.ranks))), ("session schema", s.schema)]
     return [(k, v) for k, v in rows if v]

@@ -127,8 +127,9 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, verdict=_verdict(d), workaround=handed_over(d.workarounds), upgrade=verified_upgrade(d.workarounds),
-        releases=versions_markdown(d.versions) if d.versions else "", test_text=_read(_test(d)), title=_title(d), repro_text=repro_text, program=_program(d) if not repro_text else "",
-        summary=_summary(d, stage), job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
+        releases=versions_markdown(d.versions) if d.versions else "", test_text=_read(_test(d)), title=_title(d),
+        repro_text=repro_text, program=_program(d) if not repro_text else "", summary=_summary(d, stage),
+        job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
@@ -196,7 +197,8 @@ def _job(d: Diagnosis) -> str:
     if d.torchrun is None:
         return ""
     command = " ".join(("torchrun", *d.torchrun, *(Path(d.command[0]).name, *d.command[1:])))
-    which = f": {d.rank} failed first, and this is its failure (from its own trace and recorded graphs)" if d.rank else ""
+    which = (f": {d.rank} failed first, and this is its failure (from its own trace and recorded graphs)" if d.rank
+             else "")
     return f"The program runs as a job of {d.ranks or 'several'} ranks (`{command}`){which}."
 
 

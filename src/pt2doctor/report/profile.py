@@ -14,7 +14,8 @@ def render_profile(session: Session | None, frame_count: int, op_count: int) -> 
     lines = ["pt2doctor Compile Profiler Report", "=================================", "",
              f"Frames compiled: {frame_count}   ops: {op_count}"]
     if session is None:
-        return "\n".join(lines + ["", "(report() is complete once the `with CompileProfiler()` block has ended)"]) + "\n"
+        return "\n".join(lines + ["", "(report() is complete once the `with CompileProfiler()` block "
+                                      "has ended)"]) + "\n"
     lines += ["", "Graph Breaks", "------------"]
     if not session.graph_breaks:
         lines.append("No graph breaks detected.")

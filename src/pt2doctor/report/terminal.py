@@ -38,7 +38,8 @@ def _sections(report: Report) -> list[object]:
     if s.accuracy:
         from pt2doctor.report.accuracy import render_accuracy
 
-        parts.append(Text(render_accuracy(s.accuracy).rstrip(), style="red" if any(r.real_failure for r in s.accuracy) else ""))
+        parts.append(Text(render_accuracy(s.accuracy).rstrip(),
+                          style="red" if any(r.real_failure for r in s.accuracy) else ""))
     if s.trace.unreadable:
         parts.append(Text(f"note: {s.trace.unreadable} unreadable trace line(s) skipped (truncated or corrupted)",
                           style="yellow"))

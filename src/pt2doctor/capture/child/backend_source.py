@@ -90,7 +90,8 @@ class _SourceBuilder:
             self._define(name, backend, f"{name} = {self._lambda_source(backend)}")
         elif inspect.isfunction(backend):
             self.function(backend)
-        elif isinstance(getattr(type(backend), "__dict__", None), Mapping) and callable(backend) and not isinstance(backend, type):
+        elif (isinstance(getattr(type(backend), "__dict__", None), Mapping) and callable(backend)
+              and not isinstance(backend, type)):
             self._define(name, backend, f"{name} = {self._construction(backend)}")
         else:
             raise Uncapturable(f"a {type(backend).__name__} is neither a function nor a class instance")
@@ -104,7 +105,8 @@ class _SourceBuilder:
             return literal
         if isinstance(value, types.ModuleType):
             alias = name or value.__name__.rpartition(".")[2]
-            self._add_import(f"import {value.__name__}" if alias == value.__name__ else f"import {value.__name__} as {alias}")
+            self._add_import(f"import {value.__name__}" if alias == value.__name__
+                             else f"import {value.__name__} as {alias}")
             return alias
         defined_here = _defined_in(value, namespaces)
         line = None if defined_here or name is None else _script_import(namespaces, name, value)
@@ -164,7 +166,8 @@ class _SourceBuilder:
             try:
                 values[key] = self.value(value, namespaces)
             except Uncapturable:
-                raise Uncapturable(f"its attribute {key!r} (type {type(value).__qualname__}) cannot be written as source") from None
+                raise Uncapturable(f"its attribute {key!r} (type {type(value).__qualname__}) cannot be written "
+                                   "as source") from None
         if _init_stores_arguments(type(instance), list(values)):
             return f"{cls_name}(" + ", ".join(f"{k}={v}" for k, v in values.items()) + ")"
         if not self._already_bound("_instance", _instance_helper):
@@ -218,7 +221,8 @@ def _literal_source(value: Any, depth: int = 0) -> str | None:
             items = sorted(items)  # a set's order depends on the hash seed: keep the text stable
         inner = ", ".join(items)
         forms: dict[type, str] = {tuple: f"({inner}{',' if len(items) == 1 else ''})", list: f"[{inner}]",
-                set: f"{{{inner}}}" if items else "set()", frozenset: f"frozenset({{{inner}}})" if items else "frozenset()"}
+                                  set: f"{{{inner}}}" if items else "set()",
+                                  frozenset: f"frozenset({{{inner}}})" if items else "frozenset()"}
         text = forms[type(value)]
     elif type(value) is dict:
         pairs = [(_literal_source(k, depth + 1), _literal_source(v, depth + 1)) for k, v in value.items()]
@@ -324,7 +328,8 @@ def _defined_in(value: Any, namespaces: list[Mapping[str, Any]]) -> bool:
 def _import_line(value: Any, name: str | None) -> str | None:
     """`from module import qualname [as name]` when that import gives back this very object."""
     module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or not qualname.isidentifier() or module == "__main__":
+    if (not isinstance(module, str) or not isinstance(qualname, str) or not qualname.isidentifier()
+            or module == "__main__"):
         return None
     if getattr(sys.modules.get(module), qualname, None) is not value:
         return None

@@ -51,7 +51,8 @@ def _record(out_dir: Path, exc: Exception, code: types.CodeType, frame: Any) -> 
         "code": code, "name": code.co_name, "file": code.co_filename, "line": code.co_firstlineno,
         "globals": {n: frame.f_globals[n] for n in _global_names(code) if n in frame.f_globals},
         "closure": tuple(frame.closure or ()), "args": args, "kwargs": kwargs,
-        "fullgraph": torch_compat.is_graph_break(exc), "dynamic": torch_compat.compile_dynamic(), "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+        "fullgraph": torch_compat.is_graph_break(exc), "dynamic": torch_compat.compile_dynamic(),
+        "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
     }
     path = out_dir / f"frame-{code.co_name}-{code.co_firstlineno}.pkl"
     path.write_bytes(dill.dumps(record, recurse=True))

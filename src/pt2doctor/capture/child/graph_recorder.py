@@ -179,7 +179,8 @@ class GraphRecorder:
             constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
             submodules=self._save_submodules(gm, graph_id),
             values=_save(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
-            origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes if n.op.startswith("call_")),
+            origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes
+                          if n.op.startswith("call_")),
         )
         append_line(self.index, entry)
         self.compile_ids[graph_id] = entry.compile_id
@@ -297,7 +298,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             compiled = accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
         return runtime_checked(recorder, graph_id, compiled)
 
-    def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+    def on_inductor_compile(original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any,
+                            **kwargs: Any) -> Any:
         if recorder.compiling_backward:  # recorded by `on_backward_compile`, its failure too
             return original(gm, example_inputs, *args, **kwargs)
         kind: AotKind = "backward" if kwargs.get("is_backward") else \
@@ -346,7 +348,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
             return compiled
         return aot_checked(recorder, graph_id, compile_id, compiled, eager, tolerance)
 
-    restores = [torch_compat.patch_backend_call(on_backend_call), torch_compat.patch_inductor_inner_compile(on_inductor_compile),
+    restores = [torch_compat.patch_backend_call(on_backend_call),
+                torch_compat.patch_inductor_inner_compile(on_inductor_compile),
                 torch_compat.patch_aot_compilers(on_aot_compile)]
     if check_aot_runs:
         restores.append(torch_compat.disable_aot_autograd_cache())

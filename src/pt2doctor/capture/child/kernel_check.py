@@ -111,7 +111,8 @@ class KernelChecker:
         note = "" if wrapped else ("no Python wrapper module to instrument (a C++ wrapper?)" if namespace is None
                                    else "no kernel of the output code was found by its name")
         order = {name: i for i, name in enumerate(graph.nodes)}  # graph order: a node unknown here goes last
-        ordered = {name: tuple(sorted(nodes, key=lambda n: order.get(n, len(order)))) for name, nodes in graph.kernels.items()}
+        ordered = {name: tuple(sorted(nodes, key=lambda n: order.get(n, len(order))))
+                   for name, nodes in graph.kernels.items()}
         fused = tuple(FusedKernel(name, nodes, tuple(torch_compat.node_origin(graph.nodes[n], is_user_file)
                                                      for n in nodes if n in graph.nodes))
                       for name, nodes in ordered.items())

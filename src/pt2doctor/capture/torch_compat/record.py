@@ -99,7 +99,8 @@ def backend_chain(compiler_fn: Any) -> list[Any]:
     chain: list[Any] = []
     while compiler_fn is not None and len(chain) < 8:
         chain.append(compiler_fn)
-        compiler_fn = getattr(compiler_fn, "_torchdynamo_orig_backend", None) or getattr(compiler_fn, "compiler_fn", None)
+        compiler_fn = (getattr(compiler_fn, "_torchdynamo_orig_backend", None)
+                       or getattr(compiler_fn, "compiler_fn", None))
     return chain
 
 
@@ -317,7 +318,8 @@ def inductor_prim_calls() -> tuple[str, ...]:
     from torch._inductor import inductor_prims
 
     names = {op.name() if isinstance(op, torch._ops.OpOverload) else op._qualified_op_name
-             for op in vars(inductor_prims).values() if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))}
+             for op in vars(inductor_prims).values()
+             if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))}
     return tuple(sorted("torch.ops." + name.replace("::", ".") for name in names))
 
 

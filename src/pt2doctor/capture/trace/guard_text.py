@@ -102,7 +102,8 @@ def reparsed(session: Session) -> Session:
 
     def again(owner: Any) -> Any:
         generation = owner.compile_id.generation
-        return replace(owner, guard_failures=tuple(parse_guard_failure(g.raw, generation) for g in owner.guard_failures))
+        return replace(owner,
+                       guard_failures=tuple(parse_guard_failure(g.raw, generation) for g in owner.guard_failures))
 
     return replace(session, schema=SCHEMA, recompiles=tuple(again(r) for r in session.recompiles),
                    limit_hits=tuple(again(h) for h in session.limit_hits))
@@ -166,7 +167,8 @@ def _global_state(expr: str, ctx: _Ctx) -> GuardFailure | None:
     return ctx.failure(GuardKind.GLOBAL_STATE, ", ".join(flags))
 
 
-_NOT_TENSOR = re.compile(r"^expected type of '(?P<name>.+)' to be a tensor type, '? but found <class '(?P<type>[^']+)'>")
+_NOT_TENSOR = re.compile(r"^expected type of '(?P<name>.+)' to be a tensor type, "
+                         r"'? but found <class '(?P<type>[^']+)'>")
 _NOT_FUNCTION = re.compile(r"^CodeGuardAccessor: Not a function on (?P<name>.+?)\.__code__$")
 
 
@@ -225,7 +227,8 @@ def _symbolic(expr: str, ctx: _Ctx) -> GuardFailure | None:
     dim = int(size["dim"]) if size else None
     bound = _LOWER_BOUND.match(expr) if size else None
     # torch specializes sizes 0 and 1, so a dynamic graph's least size is 2 (0/1 specialization)
-    least = "2" if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw) else bound["n"] if bound else None
+    least = ("2" if bound and (int(bound["n"]) == 2 or "0/1 specialization" in ctx.raw)
+             else bound["n"] if bound else None)
     return ctx.failure(GuardKind.SYMBOLIC, subject, dim, f">= {least}" if least else None,
                        condition=None if bound else _pretty_expr(expr))
 
@@ -285,7 +288,8 @@ _SOURCE_PART = re.compile(r"""(?:L|G)\[['"]([^'"]+)['"]\]""")
 
 
 def _pretty_source(source: str) -> str:
-    """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`, `L['self']._modules['fc']._parameters['weight']` -> `self.fc.weight`."""
+    """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`,
+    `L['self']._modules['fc']._parameters['weight']` -> `self.fc.weight`."""
     text = _SOURCE_PART.sub(r"\1", source.strip())
     text = re.sub(r"\._(?:modules|parameters|buffers)\[['\"]([^'\"]+)['\"]\]", r".\1", text)
     text = re.sub(r"\[['\"]([^'\"]+)['\"]\]", r".\1", text)

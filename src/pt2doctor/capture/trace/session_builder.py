@@ -64,7 +64,8 @@ class _Fold:
 
     def finish(self) -> TraceFacts:
         compiles = (replace(c, collectives=self.collectives.get(key, ()), inputs=self.inputs.get(key, ()),
-                            collective_schedule=self.schedules.get(key, ()), collective_outputs=self.outputs.get(key, ()),
+                            collective_schedule=self.schedules.get(key, ()),
+                            collective_outputs=self.outputs.get(key, ()),
                             estimated_runtime_ns=self.runtimes.get(key), code_collectives=self._code_collectives(key))
                     for key, c in self.compiles.items())
         self.facts.compiles = sorted(compiles, key=lambda c: (c.start_s or 0.0, c.compile_id))
@@ -106,8 +107,8 @@ def _add_break(fold: _Fold, text: str, cid: CompileId | None, *, fatal: bool, wh
         return
     fold.breaks[key] = GraphBreak(
         reason=parsed.reason, file=loc.file, line=loc.line, function=function, count=1, hints=parsed.hints,
-        break_type=parsed.break_type, explanation=parsed.explanation, code=loc.code, gb_id=parsed.gb_id, gb_url=parsed.gb_url,
-        compile_ids=ids, user_stack=parsed.user_stack, fatal=fatal,
+        break_type=parsed.break_type, explanation=parsed.explanation, code=loc.code, gb_id=parsed.gb_id,
+        gb_url=parsed.gb_url, compile_ids=ids, user_stack=parsed.user_stack, fatal=fatal,
     )
 
 
@@ -144,7 +145,8 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
 def _compile(cid: CompileId, function: str, file: str, line: int, m: dict[str, Any]) -> Compile:
     status: CompileStatus = "failed" if m.get("fail_type") else ("ok" if m.get("graph_op_count") else "empty")
     hits = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_hit_count", "aotautograd_local_cache_hit_count"))
-    misses = sum(int(m.get(k) or 0) for k in ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count"))
+    misses = sum(int(m.get(k) or 0)
+                 for k in ("inductor_fx_local_cache_miss_count", "aotautograd_local_cache_miss_count"))
     return Compile(
         compile_id=_frame_key(cid), function=function, file=file, line=line, ops=m.get("graph_op_count"),
         time_s=m.get("entire_frame_compile_time_s"), status=status, phases=phase_times(m), start_s=m.get("start_time"),
@@ -289,7 +291,8 @@ def _on_runtimes(fold: _Fold, event: ev.Artifact, value: Any) -> None:
     if event.compile_id is None or not isinstance(value, dict):
         return
     key = (event.rank, _frame_key(event.compile_id))
-    described = tuple(f"{_kernel(op.get('name'))}: {', '.join(filter(None, map(_tensor, op.get('outputs') or ()))) or '-'}"
+    described = tuple(f"{_kernel(op.get('name'))}: "
+                      f"{', '.join(filter(None, map(_tensor, op.get('outputs') or ()))) or '-'}"
                       for op in value.get("ops") or () if isinstance(op, dict) and op.get("type") == "collective")
     fold.outputs[key] = fold.outputs.get(key, ()) + described
     ops = [op for op in value.get("ops") or () if isinstance(op, dict)]

@@ -90,7 +90,8 @@ def find_export_issues(session: Session, read: Callable[[str], str | None] = _re
             issues.append(DraftIssue(_Kind.CONSTRAINT_VIOLATION))
         for issue in issues:
             found = _issue(issue, call, violation, read)
-            key = (found.kind, found.where.file if found.where else "", found.where.line if found.where else 0, found.op)
+            key = (found.kind, found.where.file if found.where else "", found.where.line if found.where else 0,
+                   found.op)
             old = merged.get(key)
             merged[key] = found if old is None else replace(
                 old, exports=tuple(dict.fromkeys(old.exports + found.exports)),
@@ -124,7 +125,8 @@ def _data_dependent(issue: DraftIssue, where: SourceLoc | None, source: str | No
     cause = (f"torch.export cannot decide `{issue.expr}` (a value known only when the program runs); "
              f"the example inputs made it {issue.result or 'one value'} and export specialized on that")
     if where is None or source is None:
-        return [ExportFixProposal(f"torch._check({issue.expr}) on the user's values, before the line that needs it")], cause
+        return [ExportFixProposal(f"torch._check({issue.expr}) on the user's values, "
+                                  "before the line that needs it")], cause
     # assert the branch the example took
     fixes = _proposals(data_dependent_candidates(source, where.line, issue.expr, issue.result != "False"), where,
                        source)
@@ -163,8 +165,8 @@ def _missing_fake(issue: DraftIssue, _where: SourceLoc | None, _source: str | No
 
 def _mismatched_fake(issue: DraftIssue, _where: SourceLoc | None, _source: str | None,
                      _violation: str | None) -> tuple[list[ExportFixProposal], str]:
-    return ([ExportFixProposal(f'make the fake kernel registered with torch.library.register_fake("{_op_name(issue.op)}") '
-                               "agree with the real kernel")],
+    return ([ExportFixProposal("make the fake kernel registered with "
+                               f'torch.library.register_fake("{_op_name(issue.op)}") agree with the real kernel')],
             f"the fake kernel of torch.ops.{issue.op} disagrees with the real one: {issue.reason}")
 
 

@@ -61,7 +61,8 @@ class _Observer:
         self._depth = threading.local()
         self._lock = threading.Lock()
 
-    def wrap(self, step_of: Callable[[dict[str, Any]], ExportStep]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(self,
+             step_of: Callable[[dict[str, Any]], ExportStep]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
             @functools.wraps(fn)
             def observed(*args: Any, **kwargs: Any) -> Any:

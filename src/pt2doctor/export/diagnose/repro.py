@@ -49,7 +49,8 @@ def render_repro(recording: ExportRecording, with_inputs: bool) -> str:
                             run=_RUN.format(inputs=recording.inputs) if with_inputs else "")
 
 
-def export_repro(run_dir: Path, out_dir: Path, failed: ExportEvent | None, timeout_s: float) -> tuple[Path | None, bool, str]:
+def export_repro(run_dir: Path, out_dir: Path, failed: ExportEvent | None,
+                 timeout_s: float) -> tuple[Path | None, bool, str]:
     kept = run_dir / RECORDING_DIR
     try:
         recording = read_record(kept / "recording.json", ExportRecording)

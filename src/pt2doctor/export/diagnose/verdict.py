@@ -186,5 +186,6 @@ def _wrong_result(finding: ExportFinding) -> list[str]:
 
 
 _STEPS = {_Kind.DATA_DEPENDENT: _data_dependent, _Kind.CONSTRAINT_VIOLATION: _constraint,
-          _Kind.UNSUPPORTED: _unsupported, _Kind.INVALID_SPEC: _invalid_spec, _Kind.EXPORT_INTERNAL: _internal, _Kind.USER_CODE: _internal, _Kind.AOTI_COMPILE: _aoti,
-          _Kind.AOTI_LOAD: _aoti, _Kind.AOTI_RUNTIME: _aoti, _Kind.WRONG_RESULT: _wrong_result}
+          _Kind.UNSUPPORTED: _unsupported, _Kind.INVALID_SPEC: _invalid_spec, _Kind.EXPORT_INTERNAL: _internal,
+          _Kind.USER_CODE: _internal, _Kind.AOTI_COMPILE: _aoti, _Kind.AOTI_LOAD: _aoti, _Kind.AOTI_RUNTIME: _aoti,
+          _Kind.WRONG_RESULT: _wrong_result}
