@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.diagnose.wrong_graph import _graph_the_check_depends_on

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture.child.backend_source import _literal_source, callable_backend_spec
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.model.minify import BackendKind
 
 SCRIPT = Path(__file__).parent / "scripts" / "backends_from_module.py"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.child.graph_recorder import record_script
 from pt2doctor.capture.input_values import load_values
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.model.minify import BackendKind, BackendSpec, Stage, TensorSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.signature import FAILURE_MARKER

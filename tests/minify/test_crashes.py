@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from clihelp import pt2doctor
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.model.signature import from_exit
 from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
 from pt2doctor.reduce.oracle import script_for

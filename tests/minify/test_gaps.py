@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from graphs import INDUCTOR_DYNAMIC_SCRIPT, INDUCTOR_MARK_DYNAMIC_SCRIPT, PICKY_BACKEND
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 
 MINIFY = [sys.executable, "-c", "from pt2doctor.cli.minify import minify_command; minify_command()"]
 

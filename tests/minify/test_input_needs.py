@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.reduce.fx_load import load_failing
 from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 

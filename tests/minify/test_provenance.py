@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.model.minify import NodeOrigin, describe_calls, source_calls
 from pt2doctor.model.recording import read_index
 from pt2doctor.reduce.fx_load import case_from_entry

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from graphs import PICKY_BACKEND
 
-from pt2doctor.capture.child.graph_recorder import record_script
+from pt2doctor.capture.recorded_run import record_script
 
 RAISES = PICKY_BACKEND + """
     def f(x, w):

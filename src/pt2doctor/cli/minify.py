@@ -47,7 +47,7 @@ class MinifyProgress:
 
 def _minify(run_dir: Path, script: Path | None, out_dir: Path, jobs: int, timeout_s: float, accuracy: bool,
             tolerance: float, console: Console, workers: Workers) -> MinifyOutcome:
-    from pt2doctor.capture.child.graph_recorder import record_script
+    from pt2doctor.capture.recorded_run import record_script
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import MinifyOptions, minify_case
 

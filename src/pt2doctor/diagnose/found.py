@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
+from pt2doctor.diagnose import next_steps
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (
@@ -31,8 +32,6 @@ from pt2doctor.model.diagnosis import (
     SourceRef,
     StageOutcome,
     Workaround,
-    handed_over,
-    verified_upgrade,
 )
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
@@ -296,7 +295,7 @@ def conclude(found: Found) -> None:
     on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
     found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     _flaky_repro(found)
-    workaround_steps(found)
+    next_steps.workaround_steps(found)
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
@@ -336,28 +335,9 @@ def conclude(found: Found) -> None:
                                     f"{', '.join(m.ops)}); `python repro.py` shows the bug.")
         if m is not None and not verified and not (found.program and found.program.verified):
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
-    program_steps(found)
+    next_steps.program_steps(found)
     if found.bisection and found.bisection.subsystem:
         found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
-
-
-def workaround_steps(found: Found) -> None:
-    """The verified workarounds first among the next steps: an upgrade of torch (verified on the repro), then the
-    change to the script handed over (`handed_over`), with what it costs; the ones that did not hold after."""
-    shown = [w for w in (verified_upgrade(found.workarounds), handed_over(found.workarounds)) if w is not None]
-    for w in reversed(shown):
-        found.next_steps.insert(0, _verified_step(w))
-    for w in found.workarounds:
-        if not w.verified:
-            found.notes.append(f"workaround tried and not kept: {w.change}: {w.outcome}")
-
-
-def _verified_step(w: Workaround) -> str:
-    if w.verified_on == "repro":
-        return f"Workaround, verified on the repro (not on your whole program): {w.change}; {w.outcome}."
-    took = f"; what it costs: {w.cost.describe()}" if w.cost else ""
-    kept = f"; {w.graphs_kept_compiled} graph(s) stay compiled by your backend" if w.graphs_kept_compiled else ""
-    return f"Workaround, verified on a copy of your script: {w.change}{kept}{took}. The patch is workaround.patch."
 
 
 def environment_fails(found: Found, control: Control) -> None:
@@ -385,26 +365,3 @@ def _flaky_repro(found: Found) -> None:
     found.headline = f"flaky: repro.py {runs} in fresh interpreters; {found.headline}"
     found.next_steps.append(f"repro.py {runs}: the failure does not happen every time. Say so when you file it, "
                             "and look for what varies between runs (threads, uninitialised memory, timing).")
-
-
-def program_steps(found: Found) -> None:
-    """What the reduced program (repro.py when no graph repro verified) shows, and what to do with it."""
-    p = found.program
-    if p is None or (found.minify is not None and found.minify.verified):
-        return
-    where = "in the code it exports" if p.reason == "export" else "in compiled code"
-    calls = f", calling {', '.join(p.culprit_ops)} {where}" if p.culprit_ops else ""
-    if p.changes:  # a stale result: what the compiled code read changed, and no guard saw it
-        written = "; ".join(f"`{c.statement}` writes {c.path}" for c in p.changes)
-        calls = (f": between two calls of the compiled code, {written}, and the second call returns what the state "
-                 "before gave (no guard checks it)")
-    if not p.verified:
-        found.next_steps.append(f"repro.py is your program reduced to {p.lines_after} lines{calls}, but it did not "
-                                "verify in a fresh interpreter: check it before filing.")
-        return
-    how = (f" (backend={p.backend!r} in its torch.compile calls)" if p.backend_in_source else
-           f" when compiled with backend={p.backend!r}" if p.backend else "")
-    passes = f" and passes {p.passes_with}" if p.passes_with else ""
-    found.next_steps.append(f"File issue.md with repro.py: your program reduced from {p.lines_before} to "
-                            f"{p.lines_after} lines{calls}; `python repro.py` fails the same way{how}{passes} "
-                            "(verified in fresh interpreters).")

@@ -23,7 +23,8 @@ from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction, upgrade
-from pt2doctor.diagnose.found import Found, conclude, interrupted, workaround_steps
+from pt2doctor.diagnose.found import Found, conclude, interrupted
+from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
