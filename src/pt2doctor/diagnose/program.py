@@ -33,7 +33,7 @@ _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
                        reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
-    from pt2doctor.reduce.regression_test import missing_dependencies, missing_words
+    from pt2doctor.reduce.regression_test import no_test_note
 
     if found.category in _NOT_REDUCED or found.flaky:
         return
@@ -66,9 +66,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
                            f"lines in {p.checks} checks ({p.check_s:.2f} s each), "
                            f"{'verified' if p.verified else 'NOT verified'}")
         if p.verified and p.test is None:
-            missing = missing_dependencies()
-            found.notes.append("no regression test (test_repro.py): " + (missing_words(missing) if missing else
-                               "the program as a test did not fail compiled and pass with compilation off"))
+            found.notes.append(no_test_note())
         if p.stopped_early == "interrupted":
             raise KeyboardInterrupt
 

@@ -25,7 +25,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
 from pt2doctor.model.minify import FailureKind, VerifyRuns
 from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
-from pt2doctor.reduce.regression_test import missing_dependencies, missing_words, verified_test
+from pt2doctor.reduce.regression_test import missing_dependencies, no_test_note, verified_test
 from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
@@ -51,9 +51,7 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
         if runs is not None and runs.every_time:
             _hand_over(found, short, test if test_verified else None, runs)
             if test is not None and not test_verified:
-                missing = missing_dependencies()
-                found.notes.append("no regression test (test_repro.py): " + (
-                    missing_words(missing) if missing else "it did not fail compiled and pass with compilation off"))
+                found.notes.append(no_test_note())
             return
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")

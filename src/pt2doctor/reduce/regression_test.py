@@ -140,6 +140,10 @@ def missing_dependencies() -> tuple[str, ...]:
     return tuple(name for name in _IDIOM_NEEDS if importlib.util.find_spec(name) is None)
 
 
-def missing_words(missing: tuple[str, ...]) -> str:
-    return (f"PyTorch's test utilities (torch.testing._internal.common_utils) need {' and '.join(missing)}, which "
-            f"this Python lacks (pip install {' '.join(missing)})")
+def no_test_note() -> str:
+    """Why a verified repro comes without test_repro.py, for the diagnosis's notes."""
+    missing = missing_dependencies()
+    why = (f"PyTorch's test utilities (torch.testing._internal.common_utils) need {' and '.join(missing)}, which this "
+           f"Python lacks (pip install {' '.join(missing)})" if missing else
+           "as a test it did not fail compiled and pass with compilation off")
+    return f"no regression test (test_repro.py): {why}"
