@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.reduce.program import ProgramJob, program_runs
-from pt2doctor.reduce.regression_test import verified_test, write_program_test
+from pt2doctor.reduce.regression_test import as_a_maintainer_runs_it, verified_test, write_program_test
 
 OFF_BY_ONE = '''"""A backend that adds one to every output."""
 import torch
@@ -59,7 +59,7 @@ def _test_of(tmp_path: Path, program: str) -> Path | None:
 def _runs(test: Path, compilation_off: bool = False) -> subprocess.CompletedProcess[str]:
     """`python test_repro.py`, as a maintainer runs it; compilation off by torch's own switch (TestCase resets the
     stance before each test, not this)."""
-    env = {**os.environ, "TORCH_COMPILE_DISABLE": "1"} if compilation_off else None
+    env = as_a_maintainer_runs_it() | ({"TORCH_COMPILE_DISABLE": "1"} if compilation_off else {})
     return subprocess.run([sys.executable, str(test)], capture_output=True, text=True, timeout=300, cwd=test.parent,
                           env=env)
 
@@ -74,6 +74,15 @@ def test_the_program_becomes_the_body_of_a_test_that_fails_now_and_passes_withou
     now = _runs(test)
     assert now.returncode == 1 and "AssertionError" in now.stderr
     assert _runs(test, compilation_off=True).returncode == 0
+
+
+def test_a_test_is_verified_as_on_a_maintainers_machine_when_pt2doctor_runs_in_ci(tmp_path, monkeypatch):
+    """`CI` set (GitHub Actions sets it) sends `run_tests()` to PyTorch's CI reporting, through a module
+    (xmlrunner) few machines have: it fails there whatever the bug. The test is verified without it."""
+    monkeypatch.setenv("CI", "true")
+    test = _test_of(tmp_path, OFF_BY_ONE)
+    assert test is not None
+    assert _runs(test).returncode == 1 and _runs(test, compilation_off=True).returncode == 0
 
 
 def test_a_program_that_needs_module_level_is_kept_whole(tmp_path):

@@ -161,17 +161,20 @@ def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) ->
 
 
 def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
-           interpreter: FreshInterpreter | None = None, runs: int = VERIFY_RUNS) -> Verification:
+           interpreter: FreshInterpreter | None = None, runs: int = VERIFY_RUNS,
+           env: dict[str, str] | None = None) -> Verification:
     """Run `path` in `runs` fresh interpreters at once (the first in `interpreter`, when it is alive) and
-    count those that failed with exactly `target`."""
+    count those that failed with exactly `target`; `env`, when given, is the environment of those started
+    here (an `interpreter` keeps its own)."""
     with ThreadPoolExecutor(runs) as threads:
-        done = list(threads.map(lambda i: _run_once(path, timeout_s, interpreter if i == 0 else None), range(runs)))
+        done = list(threads.map(lambda i: _run_once(path, timeout_s, interpreter if i == 0 else None, env),
+                                range(runs)))
     same = [seen == target for seen, _, _ in done]
     seen, returncode, tail = next((d for d, ok in zip(done, same) if not ok), done[0])
     return Verification(seen, returncode, tail, VerifyRuns(sum(same), runs))
 
 
-def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None
+def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None, env: dict[str, str] | None
               ) -> tuple[FailureSignature | None, int | None, str]:
     if interpreter is not None and interpreter.alive:
         try:
@@ -180,7 +183,7 @@ def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None
             return None, None, "timed out"
         ran = Ran(proc.returncode, proc.stdout, proc.stderr)
     else:
-        ran = run_file(path, timeout_s)
+        ran = run_file(path, timeout_s, env)
     if ran.returncode is None:
         return None, None, "timed out"
     return from_exit(ran.returncode, ran.output), ran.returncode, ran.output[-2000:]
