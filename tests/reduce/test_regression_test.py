@@ -5,7 +5,6 @@ only because it cannot import is not verified."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
