@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 from clihelp import SCRIPTS, CliRun, pt2doctor
+
+from pt2doctor.model.settings import STRICT
+
+os.environ.setdefault(STRICT, "1")  # pt2doctor's own errors fail the test, in this process and the CLI's
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

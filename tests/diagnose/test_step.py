@@ -9,7 +9,9 @@ import pytest
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.procedure import STEPS
-from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
+from pt2doctor.diagnose.step import STOP, Context, Step, UndeclaredWrite, run_steps
+from pt2doctor.model.exit_codes import ExitCode
+from pt2doctor.model.settings import STRICT
 
 
 class _Said:
@@ -83,7 +85,8 @@ def test_stop_ends_the_procedure_and_what_runs_in_the_background_is_closed():
         raise AssertionError("ran after the conclusion")
 
     found = _found()
-    run_steps((Step("start", start), Step("conclude", conclude), Step("after", after)), _context(), found)
+    run_steps((Step("start", start), Step("conclude", conclude, writes="headline"), Step("after", after)), _context(),
+              found)
     assert found.headline == "concluded" and running.closed == [True]
 
 
@@ -114,3 +117,69 @@ def test_diagnoses_steps_are_read_off_one_tuple_each_taking_only_earlier_results
     assert names[:3] == ["reproduce", "classify", "export"] and names[-1] == "conclude"
     for i, step in enumerate(STEPS):
         assert set(step.wants()) <= set(names[:i]), step.name
+
+
+def test_a_step_sets_only_the_verdicts_fields_it_declares_and_reads_all():
+    def declared(ctx, found):
+        found.headline = "said"
+        found.notes.append("noted")
+        return found.error
+
+    def undeclared_field(ctx, found):
+        found.category = None
+
+    def undeclared_list(ctx, found):
+        found.next_steps.append("advice")
+
+    found = _found()
+    found.error = "boom"
+    assert run_steps((Step("declared", declared, writes="headline notes"),), _context(), found) == {"declared": "boom"}
+    assert found.headline == "said" and found.notes == ["noted"]
+    for step in (undeclared_field, undeclared_list):
+        with pytest.raises((UndeclaredWrite, AttributeError)):
+            run_steps((Step("undeclared", step),), _context(), found)
+    assert found.next_steps == []
+
+
+def test_a_step_may_only_declare_the_verdicts_fields():
+    with pytest.raises(AssertionError, match="headlin"):
+        run_steps((Step("typo", lambda ctx, found: None, writes="headlin"),), _context(), _found())
+
+
+def test_a_step_that_raises_is_kept_and_the_procedure_goes_on_without_its_result(monkeypatch):
+    """pt2doctor's own error in one step loses nothing the others found: the diagnosis goes on, says which
+    step failed, and exits with the internal-error status; under PT2DOCTOR_STRICT (the tests) it propagates."""
+    def broken(ctx, found):
+        raise TypeError("a bug of ours")
+
+    def needs_broken(ctx, found, broken):
+        raise AssertionError("ran without its input")
+
+    def concludes(ctx, found):
+        found.headline = "concluded"
+
+    steps = (Step("broken", broken), Step("needs_broken", needs_broken), Step("conclude", concludes, writes="headline"))
+    with pytest.raises(TypeError):
+        run_steps(steps, _context(), _found())
+    monkeypatch.delenv(STRICT)
+    found = _found()
+    assert run_steps(steps, _context(), found) == {"conclude": None}
+    assert found.headline == "concluded" and found.internal_errors == ["step 'broken': TypeError: a bug of ours"]
+    assert found.freeze().exit_code == ExitCode.INTERNAL
+
+
+def test_every_step_of_diagnose_declares_only_the_verdicts_fields():
+    fields = set(Found.__dataclass_fields__)
+    for step in STEPS:
+        assert step.fields() <= fields, step.name
+
+
+def test_the_design_docs_table_of_steps_is_the_tuple():
+    """docs/design/diagnose.md lists the steps in order with what each takes and writes, as `STEPS` says."""
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "design" / "diagnose.md").read_text()
+    table = doc[doc.index("| step | module | takes | returns | writes"):].split("\n\n")[0].splitlines()[2:]
+    rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
+    assert [(r[0], r[2], r[4]) for r in rows] == [
+        (s.name, ", ".join(s.wants()), " ".join(sorted(s.fields()))) for s in STEPS]

@@ -80,6 +80,7 @@ class Found:
     runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)
     needs_compiler: NeedsCompiler | None = None  # the program cannot run uncompiled (`diagnose.stage_signatures`)
     versions: VersionsResult | None = None  # repro.py under other torch releases (`diagnose.upgrade`)
+    internal_errors: list[str] = field(default_factory=list)  # steps that raised: pt2doctor's own errors
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -139,6 +140,8 @@ class Found:
 def _exit_code(found: Found) -> int:
     if found.interrupted:
         return ExitCode.INTERRUPTED
+    if found.internal_errors:
+        return ExitCode.INTERNAL
     if found.category is None:
         return ExitCode.OK
     if found.flaky:

@@ -55,25 +55,30 @@ def _conclude(ctx: Context, found: Found) -> bool:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("reproduce", reproduce),
-    Step("classify", classify),
-    Step("export", _export),
+    Step("reproduce", reproduce,
+         writes="attempts session headline next_steps flaky category error recording_changed_outcome notes"),
+    Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
+    Step("export", _export, writes="attempts category control export headline minify next_steps notes stage "
+                                   "user_frames workarounds"),
     Step("side_runs", narrow.side_runs),
-    Step("runtime_triage", runtime_triage, when=triages),
-    Step("minify_early", reduction.minify_early, when=reduction.minifies_early),
-    Step("stages", narrow.stages, "finding the failing stage"),
-    Step("needs_compiler", compare_stage_signatures),
-    Step("control", narrow.control, when=narrow.has_control),
+    Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
+    Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
+    Step("stages", narrow.stages, "finding the failing stage", writes="attempts notes stage stages"),
+    Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
+    Step("control", narrow.control, when=narrow.has_control,
+         writes="control minify headline next_steps user_frames hint"),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
-         "off", when=narrow.at_dynamo),
-    Step("refine", narrow.refine),
-    Step("replay", narrow.replay, when=narrow.replays),
-    Step("minify", reduction.minify, when=reduction.minifies_now),
-    Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program),
-    Step("hand_over", over.hand_over),
-    Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted),
-    Step("where_to_look", over.where_to_look),
-    Step("conclude", _conclude),
+         "off", when=narrow.at_dynamo, writes="attempts category stage headline next_steps user_frames hint"),
+    Step("refine", narrow.refine, writes="category notes user_frames hint"),
+    Step("replay", narrow.replay, when=narrow.replays, writes="notes replay replay_verified"),
+    Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
+    Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
+         writes="program minify notes"),
+    Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short bisection"),
+    Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
+         writes="notes versions"),
+    Step("where_to_look", over.where_to_look, writes="notes where_to_look"),
+    Step("conclude", _conclude, writes="headline next_steps notes flaky"),
 )
 
 
@@ -99,6 +104,9 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
         runner.close()
         if (shared := runner.gpu.said()) is not None:
             found.notes.append(shared)
+        found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did not "
+                        "run, what the others found stands (exit status 70); please report it with this bundle"
+                        for error in found.internal_errors]
         found.timings["total"] = round(time.monotonic() - started, 3)
     return found.freeze()
 

@@ -1,27 +1,36 @@
 """How `diagnose` runs its steps: a tuple of named functions, and one short loop.
 
 Contract: a step is a function `(ctx, found, **earlier) -> result`. `ctx` is what every step may use and
-none changes (`Context`: the options, the runner of script variants, the reporters); `found` is the
-verdict so far (`diagnose.found`), where a step writes what the report says (notes, the headline of a
-conclusion). Its other parameters are earlier steps' results, named as those steps are: the loop passes
-each from the results so far, and skips the step when one of them is missing or None (what it needs
-was not established), or when its `when` (called the same way) says it does not apply. What a step
-returns is its own typed result, handed to the steps after it by its name; `STOP` ends the procedure:
-the step concluded (`found` holds the conclusion).
+none changes (`Context`: the options, the runner of script variants, the reporters). Its other parameters
+are earlier steps' results, named as those steps are: the loop passes each from the results so far, and
+skips the step when one of them is missing or None (what it needs was not established), or when its
+`when` (called the same way) says it does not apply. What a step returns is its own typed result, handed
+to the steps after it by its name; `STOP` ends the procedure: the step concluded.
+`found` is the verdict so far (`diagnose.found`): a step reads all of it and sets only the fields its
+`Step.writes` names (what the report says it established: the category, the stage, notes, next steps);
+it gets a `Verdict` view in which every other field is read-only (setting one, or changing a list or dict
+of one, raises `UndeclaredWrite`), so the tuple of steps says what each step writes, and the loop checks it.
 
 `run_steps` times each step into `found.timings` (under its name), says its `status` as progress
 before it starts, and closes every result that holds something running (`close()`: a bisector warming
 up, a control in the background) when the procedure ends, however it ends; a Ctrl-C propagates to
-`diagnose`, which keeps what was found. pyinstrument's processors and `reduce.fx_passes.FX_PASSES` are
-declared the same way.
+`diagnose`, which keeps what was found. A step that raises (pt2doctor's own error, never the script's:
+the steps catch what the runs do) is kept in `found.internal_errors` and the procedure goes on without
+its result, so what the other steps found is still written and the exit status says an internal error
+happened; with `PT2DOCTOR_STRICT` set (the test suite) it propagates instead. pyinstrument's processors
+and `reduce.fx_passes.FX_PASSES` are declared the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from pt2doctor.model.settings import settings
 
 if TYPE_CHECKING:
     from pt2doctor.capture.runner import Reporter
@@ -55,12 +64,17 @@ def _always(ctx: Context, found: Found) -> bool:
 @dataclass(frozen=True)
 class Step:
     """One named step: `run(ctx, found, **earlier results)`, when `when(ctx, found, **its earlier results)`;
-    `status` is said before it starts ("" when the step says its own, or only when it has something to do)."""
+    `status` is said before it starts ("" when the step says its own, or only when it has something to do);
+    `writes`: the fields of the verdict (`Found`) it sets, space-separated."""
 
     name: str
     run: Callable[..., Any]
     status: str = ""
     when: Callable[..., bool] = _always
+    writes: str = ""
+
+    def fields(self) -> frozenset[str]:
+        return frozenset(self.writes.split())
 
     def wants(self) -> tuple[str, ...]:
         """The earlier results it takes: the parameters after `ctx` and `found` of `run` and of `when`."""
@@ -75,18 +89,26 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
     """Run `steps` in order (see the module's contract); the results by step name."""
     names = [s.name for s in steps]
     assert len(set(names)) == len(names), f"two steps share a name: {names}"
+    verdict = {f.name for f in dataclasses.fields(found)}
     results: dict[str, Any] = {}
     try:
         for step in steps:
             unknown = [w for w in step.wants() if w not in names[:names.index(step.name)]]
             assert not unknown, f"step {step.name} takes {unknown}, which no step before it returns"
+            assert step.fields() <= verdict, f"step {step.name} writes {step.fields() - verdict}, not the verdict's"
             earlier = {w: results.get(w) for w in step.wants()}
-            if any(value is None for value in earlier.values()) or not _call(step.when, ctx, found, earlier):
+            if any(value is None for value in earlier.values()) or not _call(step.when, ctx, Verdict(found), earlier):
                 continue
             if step.status:
                 ctx.reporter.status(step.status)
-            with found.timed(step.name):
-                result = _call(step.run, ctx, found, earlier)
+            try:
+                with found.timed(step.name):
+                    result = _call(step.run, ctx, Verdict(found, step), earlier)
+            except Exception as exc:
+                if settings().strict:
+                    raise
+                found.internal_errors.append(f"step {step.name!r}: {type(exc).__name__}: {exc}")
+                continue
             if result is STOP:
                 break
             results[step.name] = result
@@ -97,5 +119,35 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
     return results
 
 
-def _call(fn: Callable[..., Any], ctx: Context, found: Found, earlier: dict[str, Any]) -> Any:
+def _call(fn: Callable[..., Any], ctx: Context, found: Verdict, earlier: dict[str, Any]) -> Any:
     return fn(ctx, found, **{name: earlier[name] for name in _parameters(fn)})
+
+
+class UndeclaredWrite(AttributeError):
+    """A step set a field of the verdict that its `Step.writes` does not name."""
+
+
+class Verdict:
+    """`found` as one step sees it (see the module's contract); a step's `when` sees it read-only."""
+
+    __slots__ = ("_found", "_step", "_writes")
+
+    def __init__(self, found: Found, step: Step | None = None) -> None:
+        object.__setattr__(self, "_found", found)
+        object.__setattr__(self, "_step", step.name if step else "a step's `when`")
+        object.__setattr__(self, "_writes", step.fields() if step else frozenset())
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._found, name)
+        if name in self._writes:
+            return value
+        if isinstance(value, list):
+            return tuple(value)
+        if isinstance(value, dict):
+            return MappingProxyType(value)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._writes:
+            raise UndeclaredWrite(f"step {self._step} sets found.{name}, which its Step(writes=...) does not name")
+        setattr(self._found, name, value)

@@ -17,6 +17,7 @@ RECORD_ACCURACY = "PT2DOCTOR_RECORD_ACCURACY"
 MINIFY_SERVERS = "PT2DOCTOR_MINIFY_SERVERS"
 SERVER_WARM_UP_TIMEOUT = "PT2DOCTOR_SERVER_WARM_UP_TIMEOUT"
 MINIFY_DEBUG = "PT2DOCTOR_MINIFY_DEBUG"
+STRICT = "PT2DOCTOR_STRICT"
 WARM_UP_TIMEOUT_S = 600.0
 
 
@@ -30,6 +31,8 @@ class Settings:
     server_warm_up_timeout_s: float = WARM_UP_TIMEOUT_S
     # the minifier's workers keep their stdout and stderr
     minify_debug: bool = False
+    # pt2doctor's own errors propagate instead of being kept (a step of diagnose that raises: `diagnose.step`)
+    strict: bool = False
 
 
 def settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -40,4 +43,5 @@ def settings(env: Mapping[str, str] | None = None) -> Settings:
         minify_servers=env.get(MINIFY_SERVERS) == "1",
         server_warm_up_timeout_s=float(warm_up) if warm_up else WARM_UP_TIMEOUT_S,
         minify_debug=bool(env.get(MINIFY_DEBUG)),
+        strict=bool(env.get(STRICT)),
     )
