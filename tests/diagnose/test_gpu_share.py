@@ -89,3 +89,16 @@ def test_a_program_holding_most_of_the_gpu_is_diagnosed_one_run_at_a_time(diagno
     assert d["category"] == "backend_failure", run.stderr[-2000:]
     assert not [a["label"] for a in d["attempts"] if "OutOfMemoryError" in (a.get("error") or "")]
     assert any("shared the GPU 1 at a time" in note for note in d["notes"]), d["notes"]
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_a_reduced_program_holding_most_of_the_gpu_is_verified_one_run_at_a_time(diagnosed):
+    """The program reducer's verification (fresh interpreters, side by side where they fit) and its regression
+    test's share the GPU as the diagnosis's runs do."""
+    run, d = diagnosed(Path(__file__).parent / "scripts" / "gpu_dynamo_holds_most_memory.py",
+                       options=("--program-budget", "60"))
+    assert d["category"] == "dynamo_internal" and d["program"] is not None, run.stderr[-2000:]
+    assert d["program"]["verified"] and d["repro_verified"], d["notes"]
+    assert d["program"]["verify_runs"]["failed"] == d["program"]["verify_runs"]["runs"]
+    assert any("shared the GPU 1 at a time" in note for note in d["notes"]), d["notes"]

@@ -47,6 +47,27 @@ def test_a_repro_failing_every_run_is_verified(tmp_path):
     assert result.seen == TARGET
 
 
+# Fails (exit status 3) only when another run of it is running: a program that holds most of a GPU.
+_ALONE_OR_NOT = textwrap.dedent("""\
+    import os, pathlib, sys, time
+    marker = pathlib.Path(__file__).with_name("running")
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        sys.exit(4)
+    time.sleep(0.5)
+    os.close(fd)
+    marker.unlink()
+    sys.exit(3)
+""")
+
+
+def test_runs_that_cannot_share_the_machine_go_one_at_a_time(tmp_path):
+    script = _script(tmp_path, _ALONE_OR_NOT)
+    assert verify(script, TARGET, timeout_s=60, runs=3, at_once=1).verified
+    assert not verify(script, TARGET, timeout_s=60, runs=3).verified  # side by side, all but one exit 4
+
+
 def test_a_repro_that_never_fails_is_neither(tmp_path):
     result = verify(_script(tmp_path, "print('fine')\n"), TARGET, timeout_s=60, runs=2)
     assert not result.verified and not result.runs.flaky and result.runs.failed == 0

@@ -1,6 +1,6 @@
 """Reduce the user's program in `diagnose` (`reduce.program`), when no graph gives a verified repro.
 
-Contract: `reduce_the_program(options, found, reporter, failed, backend, reason, export)` shrinks
+Contract: `reduce_the_program(options, found, reporter, failed, backend, reason, export, at_once)` shrinks
 `options.script` while it fails as the run `failed` did and passes with the failing part turned off:
 under torch.compile with `backend` forced onto it (the stage's simplest backend that fails), on the
 export path with the failing `export` step turned off (`reduce.program` says how). It sets
@@ -8,7 +8,8 @@ export path with the failing `export` step turned off (`reduce.program` says how
 does nothing for a diagnosis that has nothing to reduce (the script's own bug, a timeout, a recompile
 limit, a failure that does not repeat) or for a job of several ranks. A graph repro that did not
 verify is kept beside the program's, as `repro_graph.py`. A Ctrl-C during the reduction is re-raised
-once what was reduced is written.
+once what was reduced is written. `at_once`: how many fresh interpreters of the program may run at once
+(the GPU's share, `diagnose.gpu_share`; None: no limit), for the verification runs.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
 
 
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
-                       reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None) -> None:
+                       reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None,
+                       at_once: int | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
     from pt2doctor.reduce.regression_test import no_test_note
 
@@ -49,7 +51,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
                      options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
                      script_line(options.script, found), export, options.program_patience,
-                     options.program_patience_s if options.program_patience else None)
+                     options.program_patience_s if options.program_patience else None, at_once)
     passes = passes_with(job)
     reporter.status(f"reducing the program ({fails_as(job)}, it must fail as {job.target}"
                     f"{f', {passes} pass' if passes else ''})")

@@ -44,5 +44,5 @@ def program_reduction(ctx: Context, found: Found, classify: Classified) -> bool:
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
                   classify.attempt)
     reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
-                       "dynamo" if found.stage is FailingStage.DYNAMO else "fallback")
+                       "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit)
     return found.program is not None

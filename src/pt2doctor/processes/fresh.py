@@ -162,11 +162,11 @@ def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) ->
 
 def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
            interpreter: FreshInterpreter | None = None, runs: int = VERIFY_RUNS,
-           env: dict[str, str] | None = None) -> Verification:
-    """Run `path` in `runs` fresh interpreters at once (the first in `interpreter`, when it is alive) and
-    count those that failed with exactly `target`; `env`, when given, is the environment of those started
-    here (an `interpreter` keeps its own)."""
-    with ThreadPoolExecutor(runs) as threads:
+           env: dict[str, str] | None = None, at_once: int | None = None) -> Verification:
+    """Run `path` in `runs` fresh interpreters, `at_once` of them at a time (default: all; the first in
+    `interpreter`, when it is alive), and count those that failed with exactly `target`; `env`, when given, is
+    the environment of those started here (an `interpreter` keeps its own)."""
+    with ThreadPoolExecutor(min(runs, at_once or runs)) as threads:
         done = list(threads.map(lambda i: _run_once(path, timeout_s, interpreter if i == 0 else None, env),
                                 range(runs)))
     same = [seen == target for seen, _, _ in done]

@@ -84,6 +84,7 @@ class ProgramJob:
     export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
     patience: int | None = None  # stop after this many checks in a row kept nothing (None: at the budget only)
     patience_s: float | None = None  # or after this many seconds of checks kept nothing (slow checks: compiles)
+    at_once: int | None = None  # fresh interpreters of the program that may run at once (the GPU's share); None: any
 
     @property
     def target(self) -> FailureSignature:
@@ -266,8 +267,11 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     changes = unguarded_changes(reduction.best) if job.type_only else ()
     repro, verify_runs, pinned = _write(job, reduction, changes)
     verified = bool(verify_runs and verify_runs.every_time)
-    test = write_program_test(repro, lambda file: program_runs(replace(job, args=()), file, force=not pinned),
-                              max(60.0, job.timeout_s)) if verified and not missing_dependencies() else None
+    def runs(file: Path) -> tuple[ProgramRun, ProgramRun | None]:
+        return program_runs(replace(job, args=()), file, force=not pinned)
+
+    test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once)
+            if verified and not missing_dependencies() else None)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
@@ -340,9 +344,10 @@ def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> VerifyRu
     for path, run in runs:
         path.write_text(harness_text(source, run))
     timeout_s = max(60.0, job.timeout_s)
-    with ThreadPoolExecutor(2) as threads:  # the run with compilation off once: it must pass, and it did before
+    side_by_side = 2 if job.at_once is None or job.at_once > VERIFY_RUNS else 1
+    with ThreadPoolExecutor(side_by_side) as threads:  # compilation off runs once: it must pass, and it did before
         results = list(threads.map(lambda r: verify(r[1][0], job.target, timeout_s=timeout_s, runs=1 if r[0] else
-                                                    VERIFY_RUNS), enumerate(runs)))
+                                                    VERIFY_RUNS, at_once=job.at_once), enumerate(runs)))
     passes_off = all(off.seen is None and off.returncode == 0 for off in results[1:])
     return results[0].runs if passes_off else None
 

@@ -4,7 +4,8 @@ one judge of every test_repro.py, the short form's too.
 PyTorch's idiom (`torch.testing._internal.common_utils`) imports expecttest and numpy, which a plain torch
 install lacks: `missing_dependencies()` names those this interpreter lacks, and then no test is verified (a
 test that cannot import fails too, and that failure says nothing of the bug).
-`verified_test(test, compiled_run, off_run, timeout_s)`: side by side in fresh interpreters, through the
+`verified_test(test, compiled_run, off_run, timeout_s, at_once)`: side by side (`at_once` at most) in fresh
+interpreters, through the
 program harness (`reduce.program_harness`) with each run's overrides: as repro.py fails, unittest ran the
 test and it failed (exit status 1 and unittest's `FAILED (` summary: not an import error); with the failing
 part turned off (compilation off, pinned: `TestCase` resets the stance before each test), it passes (exit 0). Only
@@ -100,7 +101,7 @@ def _is_future(node: ast.stmt) -> bool:
 
 
 def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, ProgramRun | None]],
-                       timeout_s: float) -> Path | None:
+                       timeout_s: float, at_once: int | None = None) -> Path | None:
     """test_repro.py beside `repro`, verified (see the module's contract); `runs(file)` says how a file is run
     compiled and with the failing part off, as repro.py was."""
     source = repro.read_text()
@@ -110,13 +111,14 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     test = repro.with_name(TEST_FILE)
     for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
         test.write_text(text)
-        if verified_test(test, *runs(test), timeout_s):
+        if verified_test(test, *runs(test), timeout_s, at_once):
             return test
     test.unlink(missing_ok=True)
     return None
 
 
-def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float) -> bool:
+def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float,
+                  at_once: int | None = None) -> bool:
     source = test.read_text()
     scratch = test.parent / "program"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -126,7 +128,7 @@ def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | No
         if run is not None:
             files.append(scratch / name)
             files[-1].write_text(harness_text(source, run))
-    with ThreadPoolExecutor(len(files)) as threads:
+    with ThreadPoolExecutor(min(len(files), at_once or len(files))) as threads:
         done = list(threads.map(lambda f: verify(f, _UNITTEST_FAILED, timeout_s=timeout_s, runs=1,
                                                  env=as_a_maintainer_runs_it()), files))
     failed_in_a_test = done[0].verified and _UNITTEST_SUMMARY in done[0].output_tail

@@ -102,7 +102,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     if options is not None and options.minify and _wants_a_repro(found):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran
-        reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN)
+        reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
+                           runner.gpu.limit)
         program_steps(found)
     return True
 
