@@ -91,3 +91,14 @@ def test_an_index_out_of_range_in_a_triton_kernel_is_out_of_bounds_with_its_rang
     assert "aten.index.Tensor" in fault["ops"] and _from_line(fault, "gpu_index_out_of_range.py", 11)
     assert "indices from 0 to 12 into a dimension of size 10" in fault["words"]
     assert d["runtime"]["sanitizer"]  # what compute-sanitizer found, or that it is not installed
+
+
+@pytest.mark.slow
+def test_a_segfault_in_a_compiled_cpu_kernel_is_minified_from_the_kernel(diagnosed):
+    """pytorch/pytorch#190856 again, minified: the kernel's nodes (named as Inductor named them, found in the
+    graph traced again from its code) with the extern call that feeds them the ZeroTensor are the start."""
+    run, d = diagnosed(REALBUGS / "jacfwd_trace_eye_segfault.py", options=QUICK)
+    assert d["minify"] is not None and d["repro_verified"], d["notes"]
+    assert dict(map(tuple, d["minify"]["passes"])).get("kernel_nodes") == 1, d["minify"]["passes"]
+    assert set(d["minify"]["ops"]) == {"aten._efficientzerotensor.default", "aten.mul.Tensor"}
+    assert any(note.startswith("minified from the first bad kernel (cpp_fused_") for note in d["notes"]), d["notes"]

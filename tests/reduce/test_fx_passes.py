@@ -108,3 +108,28 @@ def test_only_nodes_cuts_the_graph_down_to_a_kernels_nodes_with_what_they_read_a
     assert start is not None and start.ops == ("torch.relu", "_operator.add")
     assert len(start.inputs) == 2  # the cos-add's value it reads, and y
     assert only_nodes(case, ["not_a_node"]) is None
+
+
+def test_the_compilers_node_names_are_found_in_the_graph_loaded_from_its_code():
+    """A kernel's origins name nodes as the compiler did (the recorded code's names); the minifier's graph,
+    traced again from that code, names them otherwise: `recorded_names` pairs them, call by call."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from pt2doctor.reduce.fx_load import recorded_names
+
+    code = '''
+def forward(self, arg0_1):
+    relu_3 = torch.ops.aten.relu.default(arg0_1);  arg0_1 = None
+    split_2 = torch.ops.aten.split.Tensor(relu_3, 2)
+    getitem_5 = split_2[0]
+    relu_4 = torch.ops.aten.relu.default(getitem_5)
+    return (relu_4,)
+'''
+
+    def f(x):
+        return torch.relu(torch.split(torch.relu(x), 2)[0])
+
+    calls = [n for n in make_fx(f)(torch.randn(4)).graph.nodes if n.op == "call_function"]
+    relu, split, getitem, *rest = [n.name for n in calls]  # tracing takes every item of the split: two getitems
+    assert recorded_names(code, calls) == {"relu_3": relu, "split_2": split, "getitem_5": getitem,
+                                           "relu_4": next(n for n in rest if n.startswith("relu"))}

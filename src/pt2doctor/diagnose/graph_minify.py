@@ -6,7 +6,9 @@ so far is kept). The graph is the recording's choice (`reduce.fx_load.load_faili
 the graph `diagnose.wrong_graph` found wrong); when an after-AOT graph does not fail alone (the failure
 needs what AOTAutograd or the backend does around it), the Dynamo graph it came from is minified with
 the script's own backend instead, and a note says so. When runtime triage named the first bad kernel
-of that graph, its fused nodes are the minifier's first candidate (`MinifyOptions.start_nodes`).
+of that graph, its fused nodes (named as in the recorded code, `RecordedFailure.case_nodes`) are the
+minifier's first candidate (`MinifyOptions.start_nodes`), and a note says whether the minification
+started from them.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path,
             raise KeyboardInterrupt
         word = "verified" if m.verified else "NOT verified"
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
+        fault = found.runtime.fault if found.runtime else None
+        if fault is not None and fault.graph == m.graph:
+            kernel = f"the first bad kernel ({fault.kernel}, {len(fault.nodes)} node(s))"
+            found.notes.append(f"minified from {kernel}, with the calls that feed it where it needs them, rather than "
+                               f"from the whole graph of {m.nodes_before}" if dict(m.passes).get("kernel_nodes") else
+                               f"{kernel} does not fail the same way cut out of its graph: minified from the whole "
+                               f"graph of {m.nodes_before}")
 
 
 def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,
@@ -86,7 +95,7 @@ def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, mini
     if simpler and stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
         context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
     fault = found.runtime.fault if found.runtime else None
-    start = fault.nodes if fault is not None and fault.graph == recorded.graph_id else ()  # the first bad kernel's
+    start = recorded.case_nodes(fault.nodes) if fault is not None and fault.graph == recorded.graph_id else ()
     minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s,
                                    expected=expected, graph_name=recorded.graph_id, start_nodes=start)
     return minify_case(recorded.case, context, minify_options, minify_reporter).result

@@ -37,16 +37,25 @@ not one raises `RecordError`); `session.json` is not read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import torch
 import torch.fx
 
 from pt2doctor.capture.input_values import load_values
-from pt2doctor.capture.torch_compat import graph_module, opaque_calls, register_inductor_prims, torch_ops_called
+from pt2doctor.capture.torch_compat import (
+    graph_module,
+    opaque_calls,
+    qualified_name,
+    register_inductor_prims,
+    torch_ops_called,
+)
 from pt2doctor.model.minify import (
     ACCURACY_TYPE,
     DEFAULT_TOLERANCE,
@@ -64,6 +73,8 @@ from pt2doctor.reduce.fx_case import CALL_OPS, FxCase, initial_case, make_base, 
 from pt2doctor.reduce.oracle import ReproContext
 from pt2doctor.reduce.saved_values import save_repro_inputs, with_node_values
 
+_T = TypeVar("_T")
+
 
 class NothingToMinify(RuntimeError):
     pass
@@ -75,6 +86,11 @@ class RecordedFailure:
     case: FxCase
     context: ReproContext
     expected: FailureSignature | None
+    names: dict[str, str] = field(default_factory=dict)  # a node's name in the recorded code -> in `case`
+
+    def case_nodes(self, recorded: tuple[str, ...]) -> tuple[str, ...]:
+        """Nodes named as the compiler named them (a kernel's origins), as `case` names them."""
+        return tuple(self.names.get(name, name) for name in recorded)
 
 
 Entries = dict[str, GraphEntry]  # by id, in compile order
@@ -196,11 +212,9 @@ def _load(graphs: Path, entries: Entries, failures: list[GraphFailure], graph_id
     """`graph_id`'s graph as a case, its values (with `out_dir`) saved beside the repro, and its context."""
     entry = _with_parent_zeros(entries, _entry(entries, graph_id))
     values = _recorded_values(graphs, entries, failures, entry) if out_dir is not None else {}
-    return RecordedFailure(
-        graph_id, case_from_entry(graphs, entry, values, out_dir, node_values=accuracy),
-        context_from_entry(entry, accuracy, tolerance),
-        _expected(description),
-    )
+    case = case_from_entry(graphs, entry, values, out_dir, node_values=accuracy)
+    return RecordedFailure(graph_id, case, context_from_entry(entry, accuracy, tolerance), _expected(description),
+                           recorded_names((graphs / f"{entry.id}.py").read_text(), case.call_nodes))
 
 
 # Exceptions that only wrap the real failure, whose message names no cause; Inductor raises them
@@ -283,19 +297,44 @@ def case_from_entry(graphs: Path, entry: GraphEntry, values: dict[int, torch.Ten
 
 
 def origins_by_node(gm: torch.fx.GraphModule, origins: tuple[NodeOrigin, ...]) -> dict[str, NodeOrigin]:
-    """The recorded provenance of each call node of the loaded graph. The graph is rebuilt by tracing its
-    code, which may name nodes otherwise, but it runs the code's calls in order: the k-th call of an op
-    is the recorded graph's k-th call of that op."""
-    recorded: dict[str, list[NodeOrigin]] = {}
-    for origin in origins:
-        recorded.setdefault(origin.op, []).append(origin)
+    """The recorded provenance of each call node of the loaded graph (`_in_order`)."""
+    return _in_order([(o.op, o) for o in origins], [n for n in gm.graph.nodes if n.op in CALL_OPS])
+
+
+def recorded_names(code: str, nodes: Sequence[torch.fx.Node]) -> dict[str, str]:
+    """Each call node's name in the recorded `code` (the compiler's own, which a kernel's origins use) -> its
+    name among the loaded graph's `nodes` (`_in_order`): assignments of `torch.ops` calls and of items."""
+    forward = next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    calls: list[tuple[str, str]] = []
+    for statement in forward.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(name := statement.targets[0], ast.Name)):
+            continue
+        value = statement.value
+        if isinstance(value, ast.Subscript):
+            calls.append((_GETITEM, name.id))
+        elif isinstance(value, ast.Call) and (called := ast.unparse(value.func)).startswith("torch.ops."):
+            calls.append((called.removeprefix("torch.ops."), name.id))
+    return {recorded: node for node, recorded in _in_order(calls, nodes).items()}
+
+
+_GETITEM = qualified_name(operator.getitem)
+
+
+def _in_order(recorded: list[tuple[str, _T]], nodes: Sequence[torch.fx.Node]) -> dict[str, _T]:
+    """The loaded graph is rebuilt by tracing the recorded code, which may name nodes otherwise, but it runs
+    the code's calls in order: the k-th call of an op is the recorded graph's k-th call of that op. Each
+    node's name -> what was recorded for it."""
+    by_op: dict[str, list[_T]] = {}
+    for op, what in recorded:
+        by_op.setdefault(op, []).append(what)
     seen: dict[str, int] = {}
     found = {}
-    for node in (n for n in gm.graph.nodes if n.op in CALL_OPS):
+    for node in nodes:
         op = op_name(node)
         k = seen[op] = seen.get(op, -1) + 1
-        if k < len(recorded.get(op, ())):
-            found[node.name] = recorded[op][k]
+        if k < len(by_op.get(op, ())):
+            found[node.name] = by_op[op][k]
     return found
 
 

@@ -6,7 +6,8 @@ Contract: `minify_case(initial, context, options, reporter)`
    runs once in the pool and its failure is the target. A known target is confirmed by the first
    candidate that fails with it in isolation (`isolate_ops` runs first); when none does, the
    initial graph runs once, and a different failure there is `CannotReproduce`;
-2. tries the graph cut down to `options.start_nodes` first (the first bad kernel's fused nodes), then
+2. tries the graph cut down to `options.start_nodes` first (the first bad kernel's fused nodes), else to
+   those nodes with the calls that feed them (`passes` counts it as `kernel_nodes` when one is kept), then
    reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
    best so far (`MinifyResult.stopped_early` says why);
 3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
@@ -115,12 +116,18 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions,
 
 
 def _start_from(problem: ReductionProblem[FxCase], nodes: tuple[str, ...]) -> None:
-    """The graph cut down to `nodes` (the kernel that went wrong) is the first candidate: when it fails the same
-    way, the passes start from it rather than from the whole graph."""
-    start = only_nodes(problem.initial, nodes) if nodes else None
-    if start is not None:
-        problem.pass_name = "kernel_nodes"
-        problem.consider(start)
+    """The graph cut down to `nodes` (the kernel that went wrong) is the first candidate, and those nodes with
+    the calls that feed them the second (what a kernel faults on may come from outside it: an extern kernel's
+    output, such as a ZeroTensor without memory): when one fails the same way, the passes start from it rather
+    than from the whole graph."""
+    if not nodes:
+        return
+    case, kernel = problem.initial, set(nodes)
+    feeding = [f.name for n in case.call_nodes if n.name in kernel for f in n.all_input_nodes
+               if f.op == "call_function" and f.name not in kernel]
+    starts = [only_nodes(case, nodes), only_nodes(case, (*nodes, *dict.fromkeys(feeding)))]
+    problem.pass_name = "kernel_nodes"
+    problem.consider_first([start for start in starts if start is not None])
 
 
 def _confirm(problem: ReductionProblem[FxCase], pool: WorkerPool, context: ReproContext, target: FailureSignature,
