@@ -43,6 +43,7 @@ def program_reduction(ctx: Context, found: Found, classify: Classified) -> bool:
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
                   classify.attempt)
-    reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
-                       "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit)
+    with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
+        reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
+                           "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit)
     return found.program is not None

@@ -33,11 +33,12 @@ def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
     """The most memory this process held on the GPU it used most, and that GPU's size; (None, None) when it used
     none. The peak is the caching allocator's most reserved plus what the process holds beside it now (the CUDA
     context, a library's workspace): `total - free - reserved` at exit, at most `_BESIDE_AT_MOST` (free memory is the
-    device's: more than that is another process's); with the allocator off, what the device holds at exit."""
+    device's: more than that is another process's). With the allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING) the
+    process's own peak is not known, only the device's: (None, the GPU's size)."""
     try:
         if not torch.cuda.is_initialized():
             return None, None
-        best: tuple[int, int] | None = None
+        best: tuple[int | None, int] | None = None
         for device in range(torch.cuda.device_count()):
             most = torch.cuda.max_memory_reserved(device)
             if not most:  # unused here (asking a device for its free memory would make it a context)
@@ -45,11 +46,10 @@ def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
             free, total = torch.cuda.mem_get_info(device)
             beside = min(_BESIDE_AT_MOST, max(0, total - free - torch.cuda.memory_reserved(device)))
             peak = most + beside
-            if best is None or peak > best[0]:
+            if best is None or peak > (best[0] or 0):
                 best = (int(peak), int(total))
-        if best is None:  # initialized, the caching allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING): what it holds now
-            free, total = torch.cuda.mem_get_info(torch.cuda.current_device())
-            best = (int(total - free), int(total))
+        if best is None:  # initialized, the caching allocator off: the GPU was used, by how much is not known
+            best = (None, int(torch.cuda.mem_get_info(torch.cuda.current_device())[1]))
         return best
     except Exception:  # a device in a bad state (a kernel fault): the facts are best effort
         return None, None

@@ -102,8 +102,9 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     if options is not None and options.minify and _wants_a_repro(found):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran
-        reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
-                           runner.gpu.limit)
+        with runner.gpu.whole():  # its workers and verification runs are the program's too
+            reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
+                               runner.gpu.limit)
         program_steps(found)
     return True
 
