@@ -41,3 +41,24 @@ def test_servers_that_never_warm_up_answer_with_the_reason():
     with WorkerPool(1, timeout_s=4.0, servers=True, env=env) as pool:
         (result,) = pool.run([OK])
     assert result.status == "error" and "did not warm up in 0.2 s" in result.text
+
+
+# A candidate that holds something until it is collected (a module-level cycle: most of a GPU, in a program);
+# the next candidate in the same server runs only once it is released.
+HOLDS = HEADER + """import pathlib
+class Held:
+    def __init__(self):
+        self.cycle = self
+    def __del__(self):
+        pathlib.Path(os.environ["RELEASED"]).write_text("released")
+held = Held()
+def check():
+    pass
+"""
+SEES_IT_RELEASED = HEADER + "import pathlib\ndef check():\n    assert pathlib.Path(os.environ['RELEASED']).exists()\n"
+
+
+def test_what_a_candidate_held_is_released_before_the_next_runs_in_the_same_server(tmp_path):
+    with WorkerPool(1, timeout_s=60.0, servers=True, env={"RELEASED": str(tmp_path / "released")}) as pool:
+        assert pool.run([HOLDS]) == [RunResult("ok")]
+        assert pool.run([SEES_IT_RELEASED]) == [RunResult("ok")]

@@ -8,7 +8,7 @@ skips the step when one of them is missing or None (what it needs was not establ
 to the steps after it by its name; `STOP` ends the procedure: the step concluded.
 `found` is the verdict so far (`diagnose.found`): a step reads all of it and sets only the fields its
 `Step.writes` names (what the report says it established: the category, the stage, notes, next steps);
-it gets a `Verdict` view in which every other field is read-only (setting one, or changing a list or dict
+it gets a `StepView` of it in which every other field is read-only (setting one, or changing a list or dict
 of one, raises `UndeclaredWrite`), so the tuple of steps says what each step writes, and the loop checks it.
 
 `run_steps` times each step into `found.timings` (under its name), says its `status` as progress
@@ -97,13 +97,13 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
             assert not unknown, f"step {step.name} takes {unknown}, which no step before it returns"
             assert step.fields() <= verdict, f"step {step.name} writes {step.fields() - verdict}, not the verdict's"
             earlier = {w: results.get(w) for w in step.wants()}
-            if any(value is None for value in earlier.values()) or not _call(step.when, ctx, Verdict(found), earlier):
+            if any(value is None for value in earlier.values()) or not _call(step.when, ctx, StepView(found), earlier):
                 continue
             if step.status:
                 ctx.reporter.status(step.status)
             try:
                 with found.timed(step.name):
-                    result = _call(step.run, ctx, Verdict(found, step), earlier)
+                    result = _call(step.run, ctx, StepView(found, step), earlier)
             except Exception as exc:
                 if settings().strict:
                     raise
@@ -119,7 +119,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
     return results
 
 
-def _call(fn: Callable[..., Any], ctx: Context, found: Verdict, earlier: dict[str, Any]) -> Any:
+def _call(fn: Callable[..., Any], ctx: Context, found: StepView, earlier: dict[str, Any]) -> Any:
     return fn(ctx, found, **{name: earlier[name] for name in _parameters(fn)})
 
 
@@ -127,7 +127,7 @@ class UndeclaredWrite(AttributeError):
     """A step set a field of the verdict that its `Step.writes` does not name."""
 
 
-class Verdict:
+class StepView:
     """`found` as one step sees it (see the module's contract); a step's `when` sees it read-only."""
 
     __slots__ = ("_found", "_step", "_writes")

@@ -10,7 +10,8 @@ Contract:
   compiler configs, stance, `torch.compile` and the export entry points, the default dtype and grad
   mode, the working directory, `sys.argv`, `sys.path` and `__main__` restored and Dynamo reset before
   each, so nothing one candidate
-  set (a program candidate's `set_stance("force_eager")`, say) is seen by the next.
+  set (a program candidate's `set_stance("force_eager")`, say) is seen by the next; what a candidate held
+  (its module, the GPU memory the caching allocator keeps) is released before the answer is sent.
 - A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
   only its candidate with it and is replaced at once. A server whose candidate failed exits after
   answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert poisons
@@ -23,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+import gc
 import os
 import selectors
 import subprocess
@@ -31,6 +33,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import Any
 
 from pt2doctor.model.settings import settings
 from pt2doctor.processes import launch
@@ -185,9 +188,21 @@ def serve_candidates(out_fd: int) -> None:
             restore()
             reset_dynamo()
             status, text = run_guarded(message.script, message.repro_file)
+            restore()
+            _release(torch)
             send(out_fd, Answer(message.job, status, text))
             if status != "ok" and not _healthy():
                 return
+
+
+def _release(torch: Any) -> None:
+    """What the candidate held, released before the next one runs: its module (functions and their globals
+    are a reference cycle, freed only by the collector) and the GPU memory the caching allocator keeps for
+    reuse, so that a program that holds most of the GPU runs again in this server."""
+    gc.collect()
+    if torch.cuda.is_initialized():
+        with suppress(Exception):  # a damaged context: `_healthy` decides what happens to this server
+            torch.cuda.empty_cache()
 
 
 def _interpreter_checkpoint(restore_torch: Callable[[], None]) -> Callable[[], None]:
