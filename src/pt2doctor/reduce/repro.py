@@ -133,7 +133,9 @@ def _render_compile(script: ReproScript, handed_over: tuple[str, ...]) -> str:
         return t.COMPILE_AOT_BACKWARD
     if script.stage is not Stage.DYNAMO:
         aot = t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
-        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "")
+        zero = any(isinstance(s, TensorSpec) and s.zero for s in script.inputs)
+        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "").replace(
+            "EXAMPLES", t.PLAIN_EXAMPLES if zero else "list(args)")
     if handed_over:
         return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
