@@ -45,8 +45,8 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
                          type_only=accuracy)
         testable = test if test is not None and not missing_dependencies() else None
         with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
-            tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s)
-                      if testable else None)
+            tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s,
+                                    dies_of=m.signature) if testable else None)
             runs = verify_program(short, job, force=False)
             test_verified = tested.result() if tested else False
         if runs is not None and runs.every_time:
