@@ -21,10 +21,11 @@ import pytest
 from clihelp import pt2doctor
 
 from pt2doctor.capture.recorded_run import record_script
+from pt2doctor.model.minify import Stage, TensorSpec
 from pt2doctor.model.signature import from_exit
 from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
 from pt2doctor.reduce.oracle import script_for
-from pt2doctor.reduce.repro import render
+from pt2doctor.reduce.repro import ReproScript, render
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"
 
@@ -52,6 +53,25 @@ def test_a_jvp_graph_loads_with_functorch_scaffolding_and_its_repro_dies_the_sam
     (tmp_path / "repro.py").write_text(render(script_for(recorded.case, recorded.context)))
     proc = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert from_exit(proc.returncode, proc.stdout + proc.stderr).text == "SIGSEGV", proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_an_after_aot_graph_given_a_zero_tensor_is_compiled_for_a_plain_one(tmp_path):
+    """pytorch#197067: Inductor's kernel reads a ZeroTensor input's (absent) data and segfaults. AOTAutograd hands
+    Inductor plain fakes to compile for; compiling for the ZeroTensor itself failed in Inductor's debug copy of the
+    graph ("ZeroTensor is not serializable"), a failure of the harness alone, which every graph on that input
+    showed: the minifier cut it down to a `select` that never reaches a kernel."""
+    select = "    select = torch.ops.aten.select.int(arg0_1, 0, -1)\n"
+    graphs = {"view": f"{select}    return (select,)\n",
+              "kernel": f"{select}    add = torch.ops.aten.add.Tensor(select, 10)\n    return (add,)\n"}
+    codes = {}
+    for name, body in graphs.items():
+        script = ReproScript(Stage.AOT, "def forward(self, arg0_1):\n" + body, (TensorSpec((3,), (1,), zero=True),))
+        (tmp_path / f"{name}.py").write_text(render(script))
+        proc = subprocess.run([sys.executable, f"{name}.py"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600)
+        codes[name] = from_exit(proc.returncode, proc.stdout + proc.stderr).text if proc.returncode else "passed"
+    assert codes == {"view": "passed", "kernel": "SIGSEGV"}
 
 
 def test_a_process_that_dies_after_the_graph_ran_blames_that_graph(tmp_path):

@@ -5,12 +5,14 @@ only because it cannot import is not verified."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pt2doctor.model.signature import from_signal
 from pt2doctor.reduce.program import ProgramJob, program_runs
 from pt2doctor.reduce.regression_test import as_a_maintainer_runs_it, verified_test, write_program_test
 
@@ -97,3 +99,40 @@ def test_a_test_that_fails_because_it_cannot_import_is_not_verified(tmp_path):
     test.write_text("import no_such_module_here\n"
                     "from torch.testing._internal.common_utils import TestCase, run_tests\n")
     assert not verified_test(test, *program_runs(_job(test), test), 120.0)
+
+
+CRASHES = '''import ctypes
+
+import torch
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+def reads_address_zero(gm, example_inputs):
+    return lambda *args: ctypes.string_at(0)  # SIGSEGV, as a kernel reading past its buffer does
+
+
+def f(x):
+    return x.sin()
+
+
+class TestRepro(TestCase):
+    def test_compiled_matches_eager(self):
+        self.assertEqual(torch.compile(f, backend=reads_address_zero)(torch.ones(2)), f(torch.ones(2)))
+
+
+if __name__ == "__main__":
+    run_tests()
+'''
+
+
+@pytest.mark.slow
+def test_a_test_that_dies_of_the_repros_signal_is_verified(tmp_path):
+    """A segfault kills the test's process before unittest can print its summary: dying of the repro's own signal
+    is the test failing; with no signal named, it is not."""
+    pytest.importorskip("expecttest")
+    pytest.importorskip("numpy")
+    test = tmp_path / "test_repro.py"
+    test.write_text(CRASHES)
+    runs = program_runs(_job(test), test)
+    assert verified_test(test, *runs, 120.0, dies_of=from_signal(signal.SIGSEGV))
+    assert not verified_test(test, *runs, 120.0)

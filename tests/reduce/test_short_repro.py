@@ -3,14 +3,17 @@ case, golden-tested, and None wherever only the harness form can say what the fa
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from pt2doctor.model.minify import BackendKind, BackendSpec, ScalarSpec, Stage, TensorSpec
 from pt2doctor.reduce.repro import ReproScript
-from pt2doctor.reduce.short_repro import at_torch_level, render_short, render_test
+from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone, render_short, render_test
 
 SCRIPT = ReproScript(
     stage=Stage.AOT,
@@ -73,7 +76,13 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
     {"backward": True},
     {"stage": Stage.AOTI},
     {"backend": BackendSpec(BackendKind.SOURCE, "my_backend", "def my_backend(gm, inputs): ...")},
-    {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", storage=0), ScalarSpec(2))},
+    {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", storage=0, requires_grad=True),
+                TensorSpec((3,), (1,), "float32", "cpu", storage=0, requires_grad=True))},
+    {"forward_code": textwrap.dedent("""\
+        def forward(self, x, k):
+            _set_fwd_grad_enabled = torch._C._set_fwd_grad_enabled(False);  _set_fwd_grad_enabled = None
+            return (x * k,)
+        """)},
     {"forward_code": textwrap.dedent("""\
         def forward(self, x):
             w = self.weight
@@ -129,3 +138,106 @@ def test_aten_ops_with_a_public_torch_function_are_written_as_it_and_nothing_els
                                               "torch.ops.aten._unsafe_view.default")) is None
     namespace: dict = {}
     exec(compile(torch_level.replace("backend='inductor'", "backend='eager'"), "repro.py", "exec"), namespace)
+
+
+def _run(text: str, backend: str | None = None) -> dict:
+    """`text` run as a script in this process, its backend replaced by `backend` where given: its globals."""
+    if backend is not None:
+        text = text.replace("backend='inductor'", f"backend={backend!r}").replace("backend='aot_eager'",
+                                                                                  f"backend={backend!r}")
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(text, "repro.py", "exec"), namespace)
+    return namespace
+
+
+VIEWS = replace(SCRIPT, stage=Stage.DYNAMO, backend=BackendSpec(BackendKind.NAMED, "aot_eager"), config_lines=(),
+                forward_code="def forward(self, l_t0_, l_ta_):\n"
+                             "    add_ = l_t0_.add_(100);  l_t0_ = add_ = None\n"
+                             "    getitem = l_ta_[0];  l_ta_ = None\n"
+                             "    return (getitem,)\n",
+                inputs=(TensorSpec((4, 3), (3, 1), storage=0), TensorSpec((1, 3), (3, 1), offset=6, storage=0)))
+
+
+def test_inputs_that_are_views_of_one_tensor_are_made_again_for_each_call():
+    """pytorch#198095: AOTAutograd replays an output that is a view of a mutated input's alias on the wrong base.
+    Cloning each input for eager would make them two tensors, and the compiled call's views of a tensor eager
+    already mutated: each call gets its own tensor and views of it."""
+    text = render_short(VIEWS)
+    assert text is not None and render_test(VIEWS) is not None
+    assert ("def make_args():  # views of one tensor, as the program passed them\n    torch.manual_seed(0)\n"
+            "    base0 = torch.randn((4, 3), dtype=torch.float32)\n"
+            "    args = [base0, base0.as_strided((1, 3), (3, 1), 6)]\n    return args\n") in text
+    assert ("expected = fn(*make_args())\n"
+            "actual = torch.compile(fn, backend='aot_eager', fullgraph=True)(*make_args())") in text
+    _run(text, "eager")  # the views are right: eager against itself agrees
+    with pytest.raises(AssertionError, match=MISMATCH.strip()):
+        _run(text)  # AOTAutograd's synthetic base (the bug, on torch 2.13)
+
+
+def test_a_storage_no_input_covers_is_one_flat_tensor_the_inputs_view():
+    script = replace(VIEWS, inputs=(TensorSpec((2,), (2,), storage=0), TensorSpec((2,), (2,), offset=1, storage=0)))
+    text = render_short(script)
+    assert text is not None and "    base0 = torch.randn((4,), dtype=torch.float32)\n" in text
+    assert "args = [base0.as_strided((2,), (2,), 0), base0.as_strided((2,), (2,), 1)]" in text
+    _run(text, "eager")
+
+
+def test_a_zero_tensor_input_is_made_as_one():
+    script = replace(SCRIPT, config_lines=(), inputs=(TensorSpec((2, 3), (3, 1), zero=True), ScalarSpec(2)))
+    text = render_short(script)
+    assert text is not None and "args = [torch._efficientzerotensor((2, 3), dtype=torch.float32), 2]" in text
+    namespace = _run(text, "eager")
+    assert namespace["args"][0]._is_zerotensor() and namespace["actual"][0].shape == (2, 3)
+
+
+DRAWS = replace(SCRIPT, stage=Stage.DYNAMO, config_lines=(),
+                forward_code="def forward(self, loc, scale):\n"
+                             "    normal = torch.normal(loc, scale)\n"
+                             "    return (normal,)\n",
+                inputs=(TensorSpec((8,), (1,), "float16"), TensorSpec((8,), (1,), saved="input:1")))
+
+
+def test_a_graph_that_draws_compares_what_a_draw_cannot_change(tmp_path):
+    """pytorch#194547: `torch.normal`'s decomposition returns float32 where eager keeps the mean's float16. The
+    values cannot be compared (compiled code draws its own numbers), the dtype and shape can; `torch.normal` is
+    a public function `__torch_function__` does not see, which Dynamo traces as it is."""
+    import torch
+
+    torch.save({"input:1": torch.ones(8)}, tmp_path / "repro_inputs.pt")
+    text = render_short(DRAWS, draws=True)
+    test = render_test(DRAWS, draws=True)
+    assert text is not None and test is not None and "assert_close" not in text
+    compare = "actual, expected = [[(t.dtype, t.shape) for t in out] for out in (actual, expected)]\n"
+    assert compare + "assert actual == expected, " in text
+    assert "        " + compare + "        self.assertEqual(actual, expected)" in test
+    (tmp_path / "repro.py").write_text(text.replace("backend='inductor'", "backend='eager'"))
+    assert _script(tmp_path / "repro.py").returncode == 0  # eager draws again, differently: no mismatch
+    (tmp_path / "repro.py").write_text(text.replace("backend='inductor'", "backend='aot_eager_decomp_partition'"))
+    failed = _script(tmp_path / "repro.py")
+    assert failed.returncode == 1 and "(torch.float32, torch.Size([8]))] != [(torch.float16" in failed.stderr
+
+
+def _script(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=path.parent)
+
+
+@pytest.mark.slow
+def test_inductor_alone_compiles_an_aten_graph_as_written(tmp_path):
+    """pytorch#190856: Inductor's kernel for a product with `_efficientzerotensor` segfaults. `make_fx` would run
+    the ops first (a ZeroTensor's product is a ZeroTensor: no product left to compile); the after-AOT graph is
+    compiled as written."""
+    script = replace(SCRIPT, config_lines=(), inputs=(TensorSpec((1, 1, 1), (1, 1, 1)),), forward_code=(
+        "def forward(self, view):\n"
+        "    zeros = torch.ops.aten._efficientzerotensor.default([3, 3], dtype = torch.float32, "
+        "layout = torch.strided, device = device(type='cpu'))\n"
+        "    mul = torch.ops.aten.mul.Tensor(view, zeros)\n"
+        "    return (mul,)\n"))
+    text = render_short(script)
+    assert text is not None
+    alone, traced = inductor_alone(text, aten=True), inductor_alone(text)
+    assert alone is not None and traced is not None and "make_fx" not in alone and "make_fx(gm)" in traced
+    assert "compiled = compile_fx_inner(gm, list(example_inputs))" in alone
+    (tmp_path / "repro.py").write_text(alone)
+    assert _script(tmp_path / "repro.py").returncode == -11  # SIGSEGV (the bug, on torch 2.13)
+    (tmp_path / "repro.py").write_text(traced)
+    assert _script(tmp_path / "repro.py").returncode == 0

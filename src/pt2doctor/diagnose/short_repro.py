@@ -19,11 +19,12 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
-from pt2doctor.model.minify import FailureKind, VerifyRuns
+from pt2doctor.model.minify import FailureKind, Stage, VerifyRuns
 from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
 from pt2doctor.reduce.regression_test import missing_dependencies, no_test_note, verified_test
 from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone
@@ -38,14 +39,14 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
         return
     accuracy = m.signature.kind is FailureKind.ACCURACY
     target = _ASSERT_CLOSE if accuracy else signature
-    forms = _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None)
+    forms = _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None, m.stage is Stage.AOT)
     for short, test in forms:
         job = ProgramJob(short, (), target, None, out_dir / "short", 0.0, timeout_s, reason="fallback",
                          type_only=accuracy)
         testable = test if test is not None and not missing_dependencies() else None
         with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
-            tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s)
-                      if testable else None)
+            tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s,
+                                    dies_of=m.signature) if testable else None)
             runs = verify_program(short, job, force=False)
             test_verified = tested.result() if tested else False
         if runs is not None and runs.every_time:
@@ -59,11 +60,12 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
     found.notes[-1] += ": repro.py is the minifier's harness form"
 
 
-def _forms(short: Path, test: Path | None) -> list[tuple[Path, Path | None]]:
+def _forms(short: Path, test: Path | None, aten: bool) -> list[tuple[Path, Path | None]]:
     """The torch-level form first (`reduce.short_repro.at_torch_level`), where it differs, then the aten form, then
-    the aten form with Inductor alone compiling its graph (`reduce.short_repro.inductor_alone`), where it has one."""
+    the aten form with Inductor alone compiling its graph (`reduce.short_repro.inductor_alone`; `aten`: an after-AOT
+    graph, compiled as written), where it has one."""
     forms: list[tuple[Path, Path | None]] = []
-    for rewrite, suffix in ((at_torch_level, "_torch"), (None, ""), (inductor_alone, "_alone")):
+    for rewrite, suffix in ((at_torch_level, "_torch"), (None, ""), (partial(inductor_alone, aten=aten), "_alone")):
         if rewrite is None:
             forms.append((short, test))
             continue

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pt2doctor.capture.torch_compat import random_ops
 from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
 from pt2doctor.model.serialize import dumps
 from pt2doctor.model.signature import accuracy_signature
@@ -155,8 +156,10 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     script = script_for(best, context)
     text = render(script)
     repro_path.write_text(text)
-    short = _write_if(options.out_dir / "repro_short.py", render_short(script))
-    test = _write_if(options.out_dir / "test_repro.py", render_test(script))
+    # (`random_ops` reads the case's `.graph`) the short form then compares what a draw cannot change
+    draws = bool(random_ops(best))
+    short = _write_if(options.out_dir / "repro_short.py", render_short(script, draws))
+    test = _write_if(options.out_dir / "test_repro.py", render_test(script, draws))
     keep_only(options.out_dir, (s.saved for s in best.inputs if isinstance(s, TensorSpec) and s.saved))
     timeout_s = max(options.timeout_s, 60.0)
     verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None

@@ -4,13 +4,14 @@ one judge of every test_repro.py, the short form's too.
 PyTorch's idiom (`torch.testing._internal.common_utils`) imports expecttest and numpy, which a plain torch
 install lacks: `missing_dependencies()` names those this interpreter lacks, and then no test is verified (a
 test that cannot import fails too, and that failure says nothing of the bug).
-`verified_test(test, compiled_run, off_run, timeout_s, at_once)`: side by side (`at_once` at most) in fresh
-interpreters, through the
-program harness (`reduce.program_harness`) with each run's overrides: as repro.py fails, unittest ran the
-test and it failed (exit status 1 and unittest's `FAILED (` summary: not an import error); with the failing
-part turned off (compilation off, pinned: `TestCase` resets the stance before each test), it passes (exit 0). Only
-then does it fail now and pass once fixed. Both run as on a maintainer's machine (`as_a_maintainer_runs_it()`:
-without `CI`, which sends `run_tests()` to PyTorch's CI reporting).
+`verified_test(test, compiled_run, off_run, timeout_s, at_once, dies_of)`: side by side (`at_once` at most) in
+fresh interpreters, through the program harness (`reduce.program_harness`) with each run's overrides: as
+repro.py fails, unittest ran the test and it failed (exit status 1 and unittest's `FAILED (` summary: not an
+import error), or the test's process died of `dies_of`, the repro's own signal (a crash leaves unittest no
+summary to print; an import error dies of none); with the failing part turned off (compilation off, pinned:
+`TestCase` resets the stance before each test), it passes (exit 0). Only then does it fail now and pass once
+fixed. Both run as on a maintainer's machine (`as_a_maintainer_runs_it()`: without `CI`, which sends
+`run_tests()` to PyTorch's CI reporting).
 
 `write_program_test(repro, runs, timeout_s)` writes `test_repro.py` next to the verified `repro` (a
 reduced program, `reduce.program`) and returns its path when it is verified both ways in fresh interpreters, else
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import msgspec
 
+from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.model.signature import from_description
 from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
@@ -118,7 +120,7 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
 
 
 def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float,
-                  at_once: int | None = None) -> bool:
+                  at_once: int | None = None, dies_of: FailureSignature | None = None) -> bool:
     source = test.read_text()
     scratch = test.parent / "program"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -131,7 +133,8 @@ def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | No
     with ThreadPoolExecutor(min(len(files), at_once or len(files))) as threads:
         done = list(threads.map(lambda f: verify(f, _UNITTEST_FAILED, timeout_s=timeout_s, runs=1,
                                                  env=as_a_maintainer_runs_it()), files))
-    failed_in_a_test = done[0].verified and _UNITTEST_SUMMARY in done[0].output_tail
+    failed_in_a_test = ((done[0].verified and _UNITTEST_SUMMARY in done[0].output_tail)
+                        or (dies_of is not None and dies_of.kind is FailureKind.SIGNAL and done[0].seen == dies_of))
     return failed_in_a_test and all(off.seen is None and off.returncode == 0 for off in done[1:])
 
 

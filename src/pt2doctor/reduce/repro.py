@@ -133,7 +133,9 @@ def _render_compile(script: ReproScript, handed_over: tuple[str, ...]) -> str:
         return t.COMPILE_AOT_BACKWARD
     if script.stage is not Stage.DYNAMO:
         aot = t.COMPILE_AOT_DYNAMIC if any(s.dynamic for s in script.inputs) else t.COMPILE_AOT
-        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "")
+        zero = any(isinstance(s, TensorSpec) and s.zero for s in script.inputs)
+        return aot.replace("BACKWARD_ARG", ", is_backward=True" if script.backward else "").replace(
+            "EXAMPLES", t.PLAIN_EXAMPLES if zero else "list(args)")
     if handed_over:
         return t.COMPILE_DIRECT
     sources = _dynamic_sources(script)
@@ -215,11 +217,11 @@ def _render_inputs(script: ReproScript) -> str:
     lines = ["", "def make_inputs():", "    torch.manual_seed(0)"]
     groups = storage_groups(script.inputs)
     for group, members in groups.items():
-        name, root = _storage_name(group), _root(members)
+        name, root = _storage_name(group), storage_root(members)
         lines.append(f"    {name} = {_render_storage(members, script.stage)}")
         if root is not None:  # as the program had it: one tensor, and views of it
             lines.append(f"    {name} = {name}.as_strided({root.shape!r}, {root.stride!r}).clone()")
-    roots = {id(root) for root in map(_root, groups.values()) if root is not None}
+    roots = {id(root) for root in map(storage_root, groups.values()) if root is not None}
     lines.append("    args = [")
     lines += ["        " + _render_input(spec, script.stage, any(spec in members for members in groups.values()),
                                          id(spec) in roots) + ","
@@ -251,7 +253,7 @@ def storage_extent(spec: TensorSpec) -> int:
                           if all(spec.shape) else 0)
 
 
-def _root(members: list[TensorSpec]) -> TensorSpec | None:
+def storage_root(members: list[TensorSpec]) -> TensorSpec | None:
     """The member the others are views of: dense over the whole storage they reach, from offset 0."""
     extent = max(storage_extent(m) for m in members)
     return next((m for m in members if len(members) > 1 and m.offset == 0 and storage_extent(m) == extent

@@ -77,9 +77,14 @@ def compile_repro(mod, args):
     from torch._inductor.compile_fx import compile_fx_inner
 
     gm = mod if isinstance(mod, torch.fx.GraphModule) else torch.fx.symbolic_trace(mod)
-    compiled = compile_fx_inner(gm, list(args)BACKWARD_ARG)
+    compiled = compile_fx_inner(gm, EXAMPLESBACKWARD_ARG)
     return lambda *a: compiled(list(a))
 '''
+# COMPILE_AOT's EXAMPLES where an input is a ZeroTensor: AOTAutograd hands Inductor plain fakes of it to compile
+# for, and the compiled graph is then called with the ZeroTensor (compiling for it fails otherwise: Inductor's
+# debug copy of the graph cannot save one)
+PLAIN_EXAMPLES = ("[torch.zeros(a.shape, dtype=a.dtype, device=a.device) "
+                  "if isinstance(a, torch.Tensor) and a._is_zerotensor() else a for a in args]")
 
 # A backward graph (what AOTAutograd hands `bw_compiler`: saved activations and tangents in, gradients
 # out) compiled the way the backend compiled it: Inductor's with `is_backward=True` (in place of

@@ -1,29 +1,33 @@
 """The minimal graph in PyTorch's own idiom: a short script and a regression test a maintainer can paste.
 
-Contract: `render_short(script)` and `render_test(script)` are pure, byte-stable functions of a
+Contract: `render_short(script, draws)` and `render_test(script, draws)` are pure, byte-stable functions of a
 `ReproScript` (`reduce.repro`), or None where the short form cannot say what the harness form says. The
 short form is a function of plain torch calls (the graph's own code: the torch calls Dynamo recorded, or
 aten ops after AOT), its inputs made with `torch.randn`/`torch.randint`/literals (or the saved values,
-`repro_inputs.pt`, where the failure needs them), `torch.compile(fn, backend=...)`, and
+`repro_inputs.pt`, where the failure needs them; autograd's ZeroTensors with `torch._efficientzerotensor`, the
+one private call that makes one), `torch.compile(fn, backend=...)`, and
 `torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors, NaN where eager has NaN
 equal, as `TestCase.assertEqual` has it; its first line the same
 for both, `MISMATCH`), and `torch._dynamo.mark_dynamic` where a size was symbolic when it failed; nothing else: no
-accuracy rule, no input factory, no private API. The test is the same check as a
-`torch.testing._internal.common_utils.TestCase` with `run_tests()`.
+accuracy rule, no input factory. Inputs that are views of one storage are one tensor and views of it, made
+again for each call (`def make_args()`: a clone of each would no longer share it). A graph that `draws` random
+numbers is compared on what a draw cannot change, each output's dtype and shape (compiled code draws its own
+numbers). The test is the same check as a `torch.testing._internal.common_utils.TestCase` with `run_tests()`.
 
 `at_torch_level(text)` writes a short form's aten ops as the public torch functions of the same name and
 arguments (`torch.ops.aten.cumsum.default(x, 1)` -> `torch.cumsum(x, 1)`), where torch has one; prims and
 private ops stay. It may take another path through the compiler: `diagnose` verifies it before it prefers it.
-`inductor_alone(text)` is the aten form with its graph compiled by Inductor alone, as the minifier's harness
-does (through a `torch.compile` backend that hands `make_fx`'s aten graph to `compile_fx_inner`: private API,
-where the bug lives, when the aten graph traced again by AOTAutograd no longer shows it).
+`inductor_alone(text, aten)` is the aten form with its graph compiled by Inductor alone, as the minifier's harness
+does (through a `torch.compile` backend that hands the graph to `compile_fx_inner`: private API, where the bug
+lives, when the aten graph traced again by AOTAutograd no longer shows it): an after-AOT graph as written,
+another first recorded in aten ops by `make_fx`.
 
 What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
-recording could not name (defined in the user's script: the harness form carries its source), inputs that
-are views of one storage or autograd's ZeroTensors, a graph with submodules or attributes
-(higher-order ops), and ops tracing must record itself (functorch's scaffolding). `diagnose` verifies the
-short form both ways in fresh interpreters before it hands it over (`diagnose.short_repro`); the harness
-form stays the minifier's, as `repro_graph.py`.
+recording could not name (defined in the user's script: the harness form carries its source), views of one
+storage that require grad, a graph with submodules or attributes (higher-order ops), and private functions
+tracing must record itself (functorch's scaffolding). `diagnose` verifies the short form both ways in fresh
+interpreters before it hands it over (`diagnose.short_repro`); the harness form stays the minifier's, as
+`repro_graph.py`.
 """
 
 from __future__ import annotations
@@ -32,19 +36,21 @@ import ast
 from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, TensorSpec
-from pt2doctor.reduce.repro import ReproScript, ops_to_record, storage_extent
+from pt2doctor.reduce.repro import ReproScript, ops_to_record, storage_extent, storage_groups, storage_root
 
 _FLOATS = ("float", "bfloat16", "complex")
 _ONE_LINE = 100  # the inputs on one line up to this long (the test indents it by 8: within the 120 of the style)
 
 
-def render_short(script: ReproScript) -> str | None:
-    pieces = _pieces(script)
+def render_short(script: ReproScript, draws: bool = False) -> str | None:
+    """`draws`: the graph draws random numbers (`torch_compat.random_ops`)."""
+    pieces = _pieces(script, draws)
     if pieces is None:
         return None
-    check = f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)"
+    check = (f"assert actual == expected, {MISMATCH!r} + f'{{actual}} != {{expected}}'" if draws else
+             f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)")
     return _blocks(pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-                   pieces.function, "\n".join(pieces.body(check)))
+                   pieces.function, pieces.make_args, "\n".join(pieces.body(check)))
 
 
 # The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
@@ -52,15 +58,15 @@ def render_short(script: ReproScript) -> str | None:
 MISMATCH = "compiled differs from eager\n"
 
 
-def render_test(script: ReproScript) -> str | None:
-    pieces = _pieces(script)
+def render_test(script: ReproScript, draws: bool = False) -> str | None:
+    pieces = _pieces(script, draws)
     if pieces is None:
         return None
     test = "\n".join(["class TestRepro(TestCase):", "    def test_compiled_matches_eager(self):",
                       *("        " + line for line in pieces.body("self.assertEqual(actual, expected)"))])
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
     return _blocks(pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config,
-                   pieces.function, test, 'if __name__ == "__main__":\n    run_tests()')
+                   pieces.function, pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()')
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +78,31 @@ class _Pieces:
     function: str
     inputs: list[str]
     compiled: str
+    draws: bool = False  # the graph draws random numbers: compiled code draws its own (Inductor's RNG)
+    fresh: bool = False  # inputs are views of one tensor: made again for each call (`make_args`), not cloned
 
     def body(self, check: str) -> list[str]:
+        compare = [_DRAWN, "actual, expected = [[(t.dtype, t.shape) for t in out] for out in (actual, expected)]",
+                   check] if self.draws else [check]
         if not self.inputs:
-            return ["expected = fn()", f"actual = {self.compiled}()", check]
+            return ["expected = fn()", f"actual = {self.compiled}()", *compare]
+        if self.fresh:
+            return ["expected = fn(*make_args())", f"actual = {self.compiled}(*make_args())", *compare]
         # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
         eager = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
-        return [*self.inputs, eager, f"actual = {self.compiled}(*args)", check]
+        return [*self.inputs, eager, f"actual = {self.compiled}(*args)", *compare]
+
+    @property
+    def make_args(self) -> str:
+        """`def make_args()`: the inputs made anew for each call, where they are views of one tensor (a clone
+        of each would no longer share it)."""
+        if not self.fresh:
+            return ""
+        return "\n".join(["def make_args():  # views of one tensor, as the program passed them",
+                          *("    " + line for line in self.inputs), "    return args"])
+
+
+_DRAWN = "# fn draws random numbers, which compiled code draws its own way: compare what a draw cannot change"
 
 
 def _blocks(*blocks: str) -> str:
@@ -86,17 +110,18 @@ def _blocks(*blocks: str) -> str:
     return "\n\n\n".join(b for b in blocks if b) + "\n"
 
 
-def _pieces(script: ReproScript) -> _Pieces | None:
-    if (script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backward or script.backend.kind is not BackendKind.NAMED
-            or any(_needs_harness(s) for s in script.inputs)):
+def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
+    if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backward or script.backend.kind is not BackendKind.NAMED:
         return None
-    function = _function(script)
-    if function is None:
+    function, bases = _function(script), _bases(script.inputs)
+    if function is None or bases is None:
         return None
-    inputs = [_input(spec) for spec in script.inputs]
+    base_lines, views = bases
+    inputs = [views.get(id(spec)) or _input(spec) for spec in script.inputs]
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
     made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved else [])
-    made += ["torch.manual_seed(0)"] if any(_RANDOM in made for made in inputs) else []
+    made += ["torch.manual_seed(0)"] if any(_RANDOM in made for made in [*base_lines, *inputs]) else []
+    made += base_lines
     one_line = f"args = [{', '.join(inputs)}]"
     if inputs:
         made += [one_line] if len(one_line) <= _ONE_LINE else ["args = [", *(f"    {made}," for made in inputs), "]"]
@@ -106,7 +131,7 @@ def _pieces(script: ReproScript) -> _Pieces | None:
     docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
-    return _Pieces(docstring, config, function, made, compiled)
+    return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines))
 
 
 def _imports(script: ReproScript) -> str:
@@ -115,15 +140,41 @@ def _imports(script: ReproScript) -> str:
     return ("from pathlib import Path\n\n" if saved else "") + "\n".join(["import torch", *config])
 
 
-def _needs_harness(spec: InputSpec) -> bool:
-    return isinstance(spec, TensorSpec) and (spec.zero or spec.storage is not None)
+def _bases(inputs: tuple[InputSpec, ...]) -> tuple[list[str], dict[int, str]] | None:
+    """The lines making one tensor per group of inputs that are views of one storage (`reduce.repro.storage_groups`),
+    and each member's view of it, by `id` of its spec: the root (the member dense over the whole storage, from
+    offset 0) is the tensor itself, as the program had it, the others `as_strided` views of it. None where a
+    member requires grad (its autograd history over the shared storage: the harness form says it)."""
+    lines: list[str] = []
+    views: dict[int, str] = {}
+    for index, members in enumerate(storage_groups(inputs).values()):
+        if any(m.requires_grad for m in members):
+            return None
+        name, first, root = f"base{index}", members[0], storage_root(members)
+        bounds = [m.bounds for m in members if m.bounds]
+        span = (min(b[0] for b in bounds), max(b[1] for b in bounds)) if bounds else None
+        saved = first.saved if all(m.saved == first.saved for m in members) else ""
+        flat = TensorSpec((max(storage_extent(m) for m in members),), (1,), first.dtype, first.device, saved=saved,
+                          bounds=span)
+        if root is None:
+            made = _input(flat)
+        elif not saved and _dense_strides(root.shape) == root.stride:
+            made = _input(TensorSpec(root.shape, root.stride, root.dtype, root.device, bounds=span))
+        else:
+            made = f"{_input(flat)}.as_strided({root.shape!r}, {root.stride!r}).clone()"
+        lines.append(f"{name} = {made}")
+        views |= {id(m): name if m is root else f"{name}.as_strided({m.shape!r}, {m.stride!r}, {m.offset})"
+                  for m in members}
+    return lines, views
 
 
 def _function(script: ReproScript) -> str | None:
     """The graph's forward as `def fn(...)`, with the prelude names it uses; None where it needs `self`, or calls
-    what Dynamo cannot trace again from code (higher-order ops, functorch's scaffolding: `reduce.repro`). Ops on
-    no input (`iota`, `full`) are fine here: Dynamo traces them, only FX's symbolic tracing needs them recorded."""
-    if any(op.startswith(("higher_order.", "torch.")) for op in ops_to_record(script.forward_code, script.prelude)):
+    what Dynamo cannot trace again from code (higher-order ops, functorch's private scaffolding: `reduce.repro`).
+    Ops on no input (`iota`, `full`) and public functions `__torch_function__` does not see (`torch.normal`) are
+    fine here: Dynamo traces them, only FX's symbolic tracing needs them recorded."""
+    if any(op.startswith("higher_order.") or (op.startswith("torch.") and "._" in op)
+           for op in ops_to_record(script.forward_code, script.prelude)):
         return None
     tree = ast.parse(script.forward_code)
     forward = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
@@ -169,6 +220,8 @@ def _input(spec: InputSpec) -> str:
     if isinstance(spec, ScalarSpec):
         return repr(spec.value)
     device = "" if spec.device == "cpu" else f", device={spec.device!r}"
+    if spec.zero:  # autograd's efficient zeros (no storage), as the program passed them: only a private call makes one
+        return f"torch._efficientzerotensor({spec.shape!r}, dtype=torch.{spec.dtype}{device})"
     # a non-leaf that requires grad: a leaf's clone (it has a grad_fn, as the graph's input had)
     grad = (".requires_grad_()" + ("" if spec.leaf else ".clone()")) if spec.requires_grad else ""
     if spec.saved:
@@ -225,28 +278,31 @@ def at_torch_level(text: str) -> str | None:
 _INDUCTOR = "backend='inductor'"
 _INDUCTOR_ALONE = '''def inductor_alone(gm, example_inputs):
     """Inductor on the aten graph as AOTAutograd hands it over, with no AOTAutograd in between."""
-    graph = make_fx(gm)(*example_inputs)
-    with torch._guards.tracing(None):  # outside Dynamo's trace, as the aten graph reaches Inductor
-        compiled = compile_fx_inner(graph, list(example_inputs))
+    {graph}with torch._guards.tracing(None):  # outside Dynamo's trace, as the aten graph reaches Inductor
+        compiled = compile_fx_inner({name}, list(example_inputs))
     return lambda *args: compiled(list(args))
 '''
 
 
-def inductor_alone(text: str) -> str | None:
+def inductor_alone(text: str, aten: bool = False) -> str | None:
     """An aten-level short form (or its test) whose graph Inductor compiles alone, as AOTAutograd hands a graph
-    over (`make_fx` records the aten graph, `compile_fx_inner` compiles it: private, where the bug lives), not
-    after AOTAutograd traced it again, which may take another path; still through `torch.compile` (a backend), so
-    compilation off still turns it off. None when `text` does not compile with Inductor."""
+    over (`compile_fx_inner`: private, where the bug lives), not after AOTAutograd traced it again, which may take
+    another path; still through `torch.compile` (a backend), so compilation off still turns it off. With `aten`
+    (fn calls aten ops: an after-AOT graph) Inductor compiles Dynamo's graph as written, which is the aten graph;
+    else `make_fx` records it first. Tracing again may change it: `make_fx` runs each op, so a product with a
+    ZeroTensor becomes a ZeroTensor and a composite op its decomposition. None when `text` does not compile
+    with Inductor."""
     if f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)" not in text:
         return None
     tree = ast.parse(text)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fn")
     lines = text.splitlines(keepends=True)
-    lines.insert(fn.lineno - 1, _INDUCTOR_ALONE + "\n\n")
+    made = "" if aten else "graph = make_fx(gm)(*example_inputs)\n    "
+    lines.insert(fn.lineno - 1, _INDUCTOR_ALONE.format(graph=made, name="gm" if aten else "graph") + "\n\n")
     text = "".join(lines).replace(f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)",
                                   "torch.compile(fn, backend=inductor_alone, fullgraph=True)")
     text = text.replace("\nimport torch\n", "\nimport torch\nfrom torch._inductor.compile_fx import compile_fx_inner\n"
-                        "from torch.fx.experimental.proxy_tensor import make_fx\n", 1)
+                        + ("" if aten else "from torch.fx.experimental.proxy_tensor import make_fx\n"), 1)
     return text.replace(" while the bug is present.\n", " while the bug is present (Inductor alone compiles the aten "
                         "graph, as AOTAutograd hands it over).\n", 1)
 
