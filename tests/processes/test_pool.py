@@ -62,3 +62,15 @@ def test_what_a_candidate_held_is_released_before_the_next_runs_in_the_same_serv
     with WorkerPool(1, timeout_s=60.0, servers=True, env={"RELEASED": str(tmp_path / "released")}) as pool:
         assert pool.run([HOLDS]) == [RunResult("ok")]
         assert pool.run([SEES_IT_RELEASED]) == [RunResult("ok")]
+
+
+def test_a_candidate_that_imported_a_module_of_the_programs_own_leaves_no_patch_behind(tmp_path):
+    """A program's own module may patch torch on import (a plugin, a planted bug); a later candidate that no
+    longer imports it must not see the patch, which the server cannot undo: that server is not reused."""
+    (tmp_path / "patches_json.py").write_text("import json\njson.PATCHED = True\n")
+    imports = (HEADER + f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nimport patches_json\n"
+               + "def check():\n    pass\n")
+    unpatched = HEADER + "import json\ndef check():\n    assert not hasattr(json, 'PATCHED'), 'patched'\n"
+    with WorkerPool(1, timeout_s=60.0, servers=True) as pool:
+        assert pool.run([imports]) == [RunResult("ok")]
+        assert pool.run([unpatched, OK]) == [RunResult("ok")] * 2

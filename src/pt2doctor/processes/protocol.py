@@ -42,6 +42,7 @@ class Answer(msgspec.Struct, frozen=True, tag=True):
     job: int
     status: Status
     text: str = ""
+    last: bool = False  # a server's: it exits after this answer and takes no other job
 
 
 Message = RunJob | Quit | Ready | StartFailed | Answer

@@ -11,7 +11,10 @@ Contract:
   mode, the working directory, `sys.argv`, `sys.path` and `__main__` restored and Dynamo reset before
   each, so nothing one candidate
   set (a program candidate's `set_stance("force_eager")`, say) is seen by the next; what a candidate held
-  (its module, the GPU memory the caching allocator keeps) is released before the answer is sent.
+  (its module, the GPU memory the caching allocator keeps) is released before the answer is sent. A
+  candidate that imported modules of the program's own (`_own_modules`: not the standard library's nor an
+  installed package's) ends its server after answering: what those did on import cannot be undone, and a
+  later candidate that no longer imports them must not see it.
 - A server that crashes or hangs (killed at the candidate's timeout, with its process group) takes
   only its candidate with it and is replaced at once. A server whose candidate failed exits after
   answering unless CUDA is still usable (`torch.cuda.synchronize()`: a device-side assert poisons
@@ -27,6 +30,7 @@ from __future__ import annotations
 import gc
 import os
 import selectors
+import site
 import subprocess
 import sys
 import time
@@ -53,6 +57,7 @@ class _Server:
     reader: MessageReader = field(default_factory=MessageReader)
     ready: bool = False
     job: tuple[int, float] | None = None  # (job id, deadline)
+    last: bool = False  # it said it exits after its answer: replaced once it has
     # A server not warm by then (a wedged driver, a hung first compile) is given up on, so a broken
     # GPU ends the minification with its reason instead of leaving every query waiting.
     warm_up_s: float = field(default_factory=lambda: settings().server_warm_up_timeout_s)
@@ -109,7 +114,7 @@ class Servers(Dispatcher):
         assert isinstance(server, _Server)
         data = os.read(server.proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
         if not data:
-            self._retire(server, replace=server.ready)
+            self._retire(server, replace=server.ready or server.last)
             return
         for message in server.reader.feed(data):
             if isinstance(message, Ready):
@@ -118,6 +123,7 @@ class Servers(Dispatcher):
                 self.warm_failures.append(message.why)
             elif isinstance(message, Answer):
                 server.job = None
+                server.ready, server.last = not message.last, message.last  # a last answer: no job is sent to it
                 self.answer(message)
 
     def expire(self) -> None:
@@ -179,6 +185,7 @@ def serve_candidates(out_fd: int) -> None:
         send(out_fd, StartFailed(f"{type(exc).__name__}: {exc}"[:2000]))
         return
     restore = _interpreter_checkpoint(state_checkpoint())
+    modules = set(sys.modules)
     send(out_fd, Ready())
     reader = MessageReader()
     while data := os.read(0, 1 << 20):
@@ -190,9 +197,20 @@ def serve_candidates(out_fd: int) -> None:
             status, text = run_guarded(message.script, message.repro_file)
             restore()
             _release(torch)
-            send(out_fd, Answer(message.job, status, text))
-            if status != "ok" and not _healthy():
+            last = (status != "ok" and not _healthy()) or bool(_own_modules(set(sys.modules) - modules))
+            send(out_fd, Answer(message.job, status, text, last))
+            if last:
                 return
+
+
+def _own_modules(imported: set[str]) -> list[str]:
+    """The modules a candidate imported that are the program's own (not the standard library's nor an installed
+    package's): what they did on import (a patch to torch, a registration) stays in this interpreter, and a
+    later candidate that no longer imports them would still see it, so the server is not reused."""
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pt2doctor's, however it is installed
+    installed = tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages(), ours})
+    return [name for name in imported if (file := getattr(sys.modules.get(name), "__file__", None))
+            and not os.path.abspath(file).startswith(installed)]
 
 
 def _release(torch: Any) -> None:
