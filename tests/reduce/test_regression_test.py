@@ -136,3 +136,33 @@ def test_a_test_that_dies_of_the_repros_signal_is_verified(tmp_path):
     runs = program_runs(_job(test), test)
     assert verified_test(test, *runs, 120.0, dies_of=from_signal(signal.SIGSEGV))
     assert not verified_test(test, *runs, 120.0)
+
+
+ABORTS = '''"""A backend whose compiled code aborts the process."""
+import os
+
+import torch
+
+
+def aborting(gm, example_inputs):
+    return lambda *args: os.abort()
+
+
+def f(x):
+    return x.sin()
+
+
+torch.compile(f, backend=aborting)(torch.randn(4))
+'''
+
+
+def test_a_program_that_kills_its_process_gets_a_test_that_dies_the_same_way(tmp_path):
+    """A crash leaves unittest no summary to print: the test is verified by dying of the program's signal."""
+    pytest.importorskip("expecttest")
+    pytest.importorskip("numpy")
+    repro = tmp_path / "repro.py"
+    repro.write_text(ABORTS)
+    job = ProgramJob(repro, (), "SIGABRT", None, tmp_path, 0.0, 120.0)
+    test = write_program_test(repro, lambda file: program_runs(job, file), 120.0, dies_of=job.target)
+    assert test is not None and "class TestRepro(TestCase):" in test.read_text()
+    assert _runs(test).returncode == -6 and _runs(test, compilation_off=True).returncode == 0

@@ -270,7 +270,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     def runs(file: Path) -> tuple[ProgramRun, ProgramRun | None]:
         return program_runs(replace(job, args=()), file, force=not pinned)
 
-    test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once)
+    test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once, job.target)
             if verified and not missing_dependencies() else None)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,

@@ -13,7 +13,7 @@ summary to print; an import error dies of none); with the failing part turned of
 fixed. Both run as on a maintainer's machine (`as_a_maintainer_runs_it()`: without `CI`, which sends
 `run_tests()` to PyTorch's CI reporting).
 
-`write_program_test(repro, runs, timeout_s)` writes `test_repro.py` next to the verified `repro` (a
+`write_program_test(repro, runs, timeout_s, at_once, dies_of)` writes `test_repro.py` next to the verified `repro` (a
 reduced program, `reduce.program`) and returns its path when it is verified both ways in fresh interpreters, else
 None (and removes it): run as repro.py was verified (`runs`: the backend forced where it is not in the source)
 `python test_repro.py` fails (unittest's exit status 1), and with the failing part turned off
@@ -103,7 +103,8 @@ def _is_future(node: ast.stmt) -> bool:
 
 
 def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, ProgramRun | None]],
-                       timeout_s: float, at_once: int | None = None) -> Path | None:
+                       timeout_s: float, at_once: int | None = None,
+                       dies_of: FailureSignature | None = None) -> Path | None:
     """test_repro.py beside `repro`, verified (see the module's contract); `runs(file)` says how a file is run
     compiled and with the failing part off, as repro.py was."""
     source = repro.read_text()
@@ -113,7 +114,7 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     test = repro.with_name(TEST_FILE)
     for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
         test.write_text(text)
-        if verified_test(test, *runs(test), timeout_s, at_once):
+        if verified_test(test, *runs(test), timeout_s, at_once, dies_of):
             return test
     test.unlink(missing_ok=True)
     return None
