@@ -141,6 +141,18 @@ def test_a_step_sets_only_the_verdicts_fields_it_declares_and_reads_all():
     assert found.next_steps == []
 
 
+def test_for_a_user_a_slip_in_a_steps_declaration_costs_nothing(monkeypatch):
+    """Outside the tests (no PT2DOCTOR_STRICT) the view passes every write through: the step's work stands."""
+    def undeclared(ctx, found):
+        found.next_steps.append("advice")
+        found.category = None
+
+    monkeypatch.delenv(STRICT)
+    found = _found()
+    run_steps((Step("undeclared", undeclared),), _context(), found)
+    assert found.next_steps == ["advice"] and not found.internal_errors
+
+
 def test_a_step_may_only_declare_the_verdicts_fields():
     with pytest.raises(AssertionError, match="headlin"):
         run_steps((Step("typo", lambda ctx, found: None, writes="headlin"),), _context(), _found())

@@ -58,8 +58,8 @@ STEPS: tuple[Step, ...] = (
     Step("reproduce", reproduce,
          writes="attempts session headline next_steps flaky category error recording_changed_outcome notes"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
-    Step("export", _export, writes="attempts category control export headline minify next_steps notes stage "
-                                   "user_frames workarounds"),
+    Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
+                                   "stage user_frames workarounds"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
@@ -76,7 +76,7 @@ STEPS: tuple[Step, ...] = (
          writes="program minify notes"),
     Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short bisection"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
-         writes="notes versions"),
+         writes="notes versions workarounds"),
     Step("where_to_look", over.where_to_look, writes="notes where_to_look"),
     Step("conclude", _conclude, writes="headline next_steps notes flaky"),
 )
