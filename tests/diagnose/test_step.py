@@ -180,6 +180,27 @@ def test_a_step_that_raises_is_kept_and_the_procedure_goes_on_without_its_result
     assert found.freeze().exit_code == ExitCode.INTERNAL
 
 
+def test_a_diagnosis_a_bug_of_ours_stopped_says_so_in_its_headline_and_keeps_what_it_found(tmp_path, monkeypatch):
+    """Through `diagnose` itself, with a real script: the conclusion's own step raising leaves a headline that
+    names the step, the runs made before it, and the internal-error exit status."""
+    from pt2doctor.diagnose import procedure
+    from pt2doctor.diagnose.options import DiagnoseOptions
+
+    def broken(ctx, found):
+        raise RuntimeError("a bug of ours")
+
+    script = tmp_path / "fails.py"
+    script.write_text("import torch\ntorch.compile(lambda x: x.sin(), backend='eager')(torch.ones(2))\n"
+                      "raise SystemExit(3)\n")
+    monkeypatch.delenv(STRICT)
+    monkeypatch.setattr(procedure, "STEPS", (*procedure.STEPS[:2], Step("conclude", broken)))
+    d = procedure.diagnose(DiagnoseOptions(script=script, args=(), out_dir=tmp_path / "out", timeout_s=120,
+                                           jobs=1, minify=False, bisect=False, workarounds=False))
+    assert d.exit_code == ExitCode.INTERNAL and len(d.attempts) >= 2
+    assert d.headline.startswith("pt2doctor's own error in its step 'conclude': RuntimeError: a bug of ours")
+    assert any("please report it with this bundle" in note for note in d.notes)
+
+
 def test_every_step_of_diagnose_declares_only_the_verdicts_fields():
     fields = set(Found.__dataclass_fields__)
     for step in STEPS:

@@ -107,6 +107,9 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
         found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did not "
                         "run, what the others found stands (exit status 70); please report it with this bundle"
                         for error in found.internal_errors]
+        if found.internal_errors and not found.headline:
+            found.headline = (f"pt2doctor's own error in its {found.internal_errors[0]} stopped the diagnosis before "
+                              "its conclusion: what was found is in this bundle")
         found.timings["total"] = round(time.monotonic() - started, 3)
     return found.freeze()
 
