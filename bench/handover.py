@@ -41,7 +41,7 @@ def row(name: str, d: dict) -> dict:
         "repro_lines": _lines(d.get("repro")) if d.get("repro_verified") else None,
         "form": "short" if short else "program" if program and not graph else "harness" if d.get("repro") else "-",
         "harness_lines": _lines(minify.get("repro_path")) if graph else None,
-        "test": bool((short or {}).get("test") or (program or {}).get("test")),
+        "test": bool(d["test"] if "test" in d else (short or {}).get("test") or (program or {}).get("test")),
         "workaround": w.get("change", "") if w else "", "kind": w.get("kind", "backend") if w else "",
         "steady_ms": None if cost.get("steady_s") is None else cost["steady_s"] * 1e3,
         "eager_steady_ms": None if cost.get("all_eager_steady_s") is None else cost["all_eager_steady_s"] * 1e3,

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from clihelp import SCRIPTS, CliRun, pt2doctor
 
+from pt2doctor.reduce.regression_test import as_a_maintainer_runs_it, missing_dependencies
+
 HERE = Path(__file__).parent / "scripts"
 # a Dynamo-stage failure also gets its program reduced: a short budget keeps these runs fast
 QUICK_PROGRAM = ("--program-budget", "30")
@@ -108,6 +110,22 @@ def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     repro_text = Path(d["repro"]).read_text()
     assert "def picky_backend" in repro_text and "pt2doctor" not in repro_text.split('"""', 2)[2]
     assert "NotImplementedError" in _refails_fresh(d["repro"])
+
+
+def test_a_harness_form_repro_gets_its_own_check_as_a_regression_test(diagnosed):
+    """A graph only the harness form can express (a backend defined in the script): no short form, and
+    test_repro.py is the harness's `check()` in a TestCase, verified, in issue.md."""
+    run, d = diagnosed(HERE / "custom_backend.py")
+    assert d["short"] is None and d["repro_verified"]
+    if missing_dependencies():
+        assert d["test"] is None and any("no regression test" in note for note in d["notes"])
+        return
+    test = Path(d["test"])
+    assert test.name == "test_repro.py" and "class TestRepro(TestCase):" in test.read_text()
+    ran = subprocess.run([sys.executable, str(test)], capture_output=True, text=True, timeout=300, cwd=test.parent,
+                         env=as_a_maintainer_runs_it())
+    assert ran.returncode == 1 and "FAILED (" in ran.stderr and "NotImplementedError" in ran.stderr
+    assert "(`test_repro.py`: repro.py's `check()` in a `TestCase`" in (run.out_dir / "issue.md").read_text()
 
 
 def test_the_users_own_backend_is_fixed_there_not_filed_and_progress_has_no_moving_total(diagnosed):

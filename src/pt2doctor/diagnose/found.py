@@ -73,6 +73,7 @@ class Found:
     ranks: int | None = None  # a job: how many ranks ran
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
+    harness_test: str | None = None  # test_repro.py of the harness form, where no short form reproduced
     # tried on copies, narrowest first (`diagnose.workarounds`)
     workarounds: list[Workaround] = field(default_factory=list)
     where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
@@ -109,6 +110,7 @@ class Found:
         chosen = self.chosen_repro()
         graph = m is not None and chosen is m
         short = self.short if graph else None
+        test = (short.test if short else self.harness_test) if graph else p.test if chosen is p and p else None
         repro, verified = (short.repro if short else chosen.repro_path, chosen.verified) if chosen else (None, False)
         ops = self.culprit_ops()
         return Diagnosis(
@@ -118,7 +120,7 @@ class Found:
             replay=self.replay, replay_verified=self.replay_verified,
             minified_nodes=m.nodes_after if m and graph else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and graph else (),
-            input_needs=m.input_needs if m and graph else (), short=short,
+            input_needs=m.input_needs if m and graph else (), short=short, test=test,
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),

@@ -74,7 +74,7 @@ STEPS: tuple[Step, ...] = (
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
-    Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short bisection"),
+    Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes versions workarounds"),
     Step("where_to_look", over.where_to_look, writes="notes where_to_look"),

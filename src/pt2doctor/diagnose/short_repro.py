@@ -10,8 +10,9 @@ PyTorch's test utilities cannot import: a note says so). The form with public to
 (`reduce.short_repro.at_torch_level`) is tried first, the aten form where it does not reproduce, then the aten
 form whose graph Inductor compiles alone (`reduce.short_repro.inductor_alone`: no AOTAutograd pass over it, as
 in the minifier's harness). When a short form verifies, it becomes repro.py and the harness form is kept as
-repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form and a
-note says why. `found.short` records what was handed over.
+repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form, a note
+says why, and its own check is the regression test (`reduce.regression_test.write_harness_test`,
+`found.harness_test`). `found.short` records what was handed over.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from pathlib import Path
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
-from pt2doctor.model.minify import FailureKind, Stage, VerifyRuns
+from pt2doctor.model.minify import FailureKind, MinifyResult, Stage, VerifyRuns
 from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
-from pt2doctor.reduce.regression_test import missing_dependencies, no_test_note, verified_test
+from pt2doctor.reduce.regression_test import missing_dependencies, no_test_note, verified_test, write_harness_test
 from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone
 
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
@@ -35,8 +36,26 @@ _ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()
 
 def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: float) -> None:
     m = found.minify
-    if m is None or not m.verified or m.short_repro is None:
+    if m is None or not m.verified:
         return
+    if m.short_repro is None or not _short(found, m, out_dir, signature, timeout_s):
+        _harness_test(found, m, timeout_s)
+
+
+def _harness_test(found: Found, m: MinifyResult, timeout_s: float) -> None:
+    """repro.py stays the harness form: its regression test is the harness's own check in a test."""
+    if missing_dependencies():
+        found.notes.append(no_test_note())
+        return
+    test = write_harness_test(Path(m.repro_path), timeout_s, dies_of=m.signature)
+    if test is None:
+        found.notes.append(no_test_note())
+    found.harness_test = str(test) if test else None
+
+
+def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout_s: float) -> bool:
+    """The short forms in order; the first that reproduces both ways is handed over (True)."""
+    assert m.short_repro is not None
     accuracy = m.signature.kind is FailureKind.ACCURACY
     target = _ASSERT_CLOSE if accuracy else signature
     forms = _forms(Path(m.short_repro), Path(m.test_repro) if m.test_repro else None, m.stage is Stage.AOT)
@@ -53,11 +72,12 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
             _hand_over(found, short, test if test_verified else None, runs)
             if test is not None and not test_verified:
                 found.notes.append(no_test_note())
-            return
+            return True
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")
                            + ")" + ("" if short is forms[-1][0] else ": the next form is tried"))
     found.notes[-1] += ": repro.py is the minifier's harness form"
+    return False
 
 
 def _forms(short: Path, test: Path | None, aten: bool) -> list[tuple[Path, Path | None]]:

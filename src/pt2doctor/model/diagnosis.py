@@ -341,6 +341,7 @@ class Diagnosis:
     ranks: int | None = None  # a job: how many ranks it ran
     control: Control | None = None  # the trivial program of the same kind, where one was run
     short: ShortForm | None = None  # repro.py is the short form: the harness form and the regression test beside it
+    test: str | None = None  # test_repro.py, repro.py as a regression test in PyTorch's idiom, verified both ways
     # tried on copies of the script, narrowest first; the first verified one leads
     workarounds: tuple[Workaround, ...] = ()
     where_to_look: tuple[SourceRef, ...] = ()  # PyTorch's source for what was found (installed torch)

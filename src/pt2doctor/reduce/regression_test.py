@@ -25,6 +25,12 @@ fixed. Two forms are tried, in order:
 - whole: where a statement's meaning depends on being at module level (a `global`, a class whose methods read
   module names, a module attribute the compiled code reads), the program is kept as written in a string and
   the test runs it as a fresh `__main__` module.
+
+`write_harness_test(repro, timeout_s, at_once, dies_of)` does the same for the minifier's harness form (a graph
+repro with no short form that reproduces, `reduce.repro`): its definitions as written, and a test that calls its
+`check()`, which raises while the bug is present (the compiled graph crashes or differs from eager). The harness
+hands the graph to the backend itself (`compile_repro`), where `set_stance` does not reach: its failing part is
+turned off by a `compile_repro` that hands the graph back as it is, in the verification's copy only.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.model.signature import from_description
 from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+from pt2doctor.reduce.repro import HOW_TO_RUN
 
 TEST_FILE = "test_repro.py"
 _UNITTEST_FAILED = from_description("exit status 1")  # what `run_tests()` exits with, as the harness says it
@@ -120,17 +127,57 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     return None
 
 
+def write_harness_test(repro: Path, timeout_s: float, at_once: int | None = None,
+                       dies_of: FailureSignature | None = None) -> Path | None:
+    """test_repro.py beside the harness form `repro`, verified (see the module's contract), else None."""
+    text = harness_test(repro.read_text())
+    if text is None:
+        return None
+    test = repro.with_name(TEST_FILE)
+    test.write_text(text)
+    run = ProgramRun(str(test), str(test.parent), (test.name,))
+    off = text.replace(_HARNESS_TEST, _UNCOMPILED + _HARNESS_TEST)
+    if verified_test(test, run, run, timeout_s, at_once, dies_of, off_source=off):
+        return test
+    test.unlink()
+    return None
+
+
+def harness_test(source: str) -> str | None:
+    """The harness's definitions, its `if __name__ == "__main__":` block replaced by a test that calls `check()`;
+    None for a file that is not the harness form."""
+    tree = ast.parse(source)
+    main, torch_import = tree.body[-1], next((s for s in tree.body if isinstance(s, ast.Import)
+                                              and any(a.name == "torch" for a in s.names)), None)
+    defines_check = any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in tree.body)
+    if not (defines_check and isinstance(main, ast.If) and "__main__" in ast.unparse(main.test) and torch_import):
+        return None
+    lines = source.replace(HOW_TO_RUN, _HOW_TO_RUN_TEST).splitlines()
+    head = "\n".join([*lines[:torch_import.end_lineno], _IMPORT, *lines[torch_import.end_lineno:main.lineno - 1]])
+    return f"{head.rstrip()}\n\n\n{_HARNESS_TEST}\n\n\n{_MAIN}"
+
+
+_HARNESS_TEST = "\n".join([
+    "class TestRepro(TestCase):", "    def test_repro(self):",
+    "        check()  # raises while the bug is present: the compiled graph fails as repro.py does"])
+_HOW_TO_RUN_TEST = "Run `python test_repro.py`: it fails while the bug is present and passes once it is fixed."
+_UNCOMPILED = "def compile_repro(mod, args):  # compilation off: the graph as it is\n    return mod\n\n\n"
+
+
 def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float,
-                  at_once: int | None = None, dies_of: FailureSignature | None = None) -> bool:
+                  at_once: int | None = None, dies_of: FailureSignature | None = None,
+                  off_source: str | None = None) -> bool:
+    """`off_source`: what runs with the failing part off, where it is not the test as written."""
     source = test.read_text()
     scratch = test.parent / "program"
     scratch.mkdir(parents=True, exist_ok=True)
     files = []
     off_run = _off_in_a_test(off_run) if off_run is not None else None
-    for name, run in ((f"verify_{test.stem}_compiled.py", compiled_run), (f"verify_{test.stem}_off.py", off_run)):
+    for name, run, text in ((f"verify_{test.stem}_compiled.py", compiled_run, source),
+                            (f"verify_{test.stem}_off.py", off_run, off_source or source)):
         if run is not None:
             files.append(scratch / name)
-            files[-1].write_text(harness_text(source, run))
+            files[-1].write_text(harness_text(text, run))
     with ThreadPoolExecutor(min(len(files), at_once or len(files))) as threads:
         done = list(threads.map(lambda f: verify(f, _UNITTEST_FAILED, timeout_s=timeout_s, runs=1,
                                                  env=as_a_maintainer_runs_it()), files))

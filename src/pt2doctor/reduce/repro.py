@@ -188,10 +188,13 @@ def _render_dynamic_dims(script: ReproScript) -> str:
     return f"DYNAMIC_DIMS = {dims!r}\n"
 
 
+HOW_TO_RUN = "Run `python repro.py`: it exits non-zero while the bug is present."
+
+
 def _docstring(script: ReproScript) -> str:
     lines = ["Minimal repro written by pt2doctor; needs plain torch only.", ""]
     lines += list(script.header)
-    lines += [f"Stage: {script.stage.value}.", "Run `python repro.py`: it exits non-zero while the bug is present."]
+    lines += [f"Stage: {script.stage.value}.", HOW_TO_RUN]
     return '"""' + "\n".join(lines) + '\n"""\n'
 
 

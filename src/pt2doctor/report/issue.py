@@ -127,20 +127,13 @@ def render_issue(d: Diagnosis, session: Session | None) -> str:
     frame = d.user_frames[0] if d.user_frames else None
     return _template().render(
         d=d, verdict=_verdict(d), workaround=handed_over(d.workarounds), upgrade=verified_upgrade(d.workarounds),
-        releases=versions_markdown(d.versions) if d.versions else "", test_text=_read(_test(d)), title=_title(d),
+        releases=versions_markdown(d.versions) if d.versions else "", test_text=_read(d.test), title=_title(d),
         repro_text=repro_text, program=_program(d) if not repro_text else "", summary=_summary(d, stage),
         job=_job(d), expected=_expected(d), actual=_actual(d, stage), export_repro=export_repro_text(d),
         bisection=d.bisection.describe() if d.bisection else "",
         source=_source(frame.file, frame.line) if frame and not repro_text else "",
         traceback=_traceback(session), versions=_versions(d), config=sorted(d.environment.config_diff.items()),
     )
-
-
-def _test(d: Diagnosis) -> str | None:
-    """test_repro.py: the short form's, or the reduced program's when repro.py is that program."""
-    if d.short is not None:
-        return d.short.test
-    return d.program.test if d.program is not None and d.repro == d.program.repro_path else None
 
 
 def _verdict(d: Diagnosis) -> str:
