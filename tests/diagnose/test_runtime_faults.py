@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pt2doctor.analysis.failures import resource_shortage
-from pt2doctor.analysis.runtime_faults import first_bad_kernel, sanitizer_finding
+from pt2doctor.analysis.runtime_faults import device_assertion, first_bad_kernel, sanitizer_finding
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stage_signatures import needs_the_compiler
 from pt2doctor.model import Category
@@ -72,6 +72,26 @@ def test_a_kernel_that_raised_with_an_index_out_of_range_is_out_of_bounds():
     in_range = [IndexCheck("g0001", (IndexRange("index", "aten.index.Tensor", 0, 9, 10),))]
     fault = first_bad_kernel(COMPILED, [raised], in_range, "", "")
     assert fault is not None and fault.kind is FaultKind.DEVICE_ERROR and "device-side assert" in fault.words
+
+
+def test_a_kernels_own_failed_bounds_check_is_an_index_it_computed_out_of_bounds():
+    """The index comes from inside the kernel (a fused searchsorted: pytorch#186536), so the graph's index
+    inputs are in range; the assert CUDA printed is Inductor's bounds check."""
+    output = ("/tmp/torchinductor_u/ab/cab.py:31: triton_poi_fused_index_searchsorted_0: block: [0,0,0], thread: "
+              "[15,0,0] Assertion `index out of bounds: 0 <= tmp4 < (-1) + ks0` failed.\n"
+              "RuntimeError: CUDA driver error: device-side assert triggered\n")
+    assertion = device_assertion(output)
+    assert assertion == "index out of bounds: 0 <= tmp4 < (-1) + ks0"
+    raised = KernelEvent("g0001", "triton_poi_fused_index_relu_2", "raised",
+                         error="RuntimeError: CUDA driver error: device-side assert triggered")
+    in_range = [IndexCheck("g0001", (IndexRange("index", "aten.index.Tensor", 0, 9, 10),))]
+    fault = first_bad_kernel(COMPILED, [raised], in_range, "", "", assertion)
+    assert fault is not None and fault.kind is FaultKind.OUT_OF_BOUNDS
+    assert "its own bounds check `index out of bounds: 0 <= tmp4 < (-1) + ks0` failed" in fault.words
+    assert "index inputs of its graph are in range (aten.index.Tensor (index) from 0 to 9 for size 10)" in fault.words
+    other = first_bad_kernel(COMPILED, [raised], [], "", "", "x > 0")  # another assert: a device error, named
+    assert other is not None and other.kind is FaultKind.DEVICE_ERROR and "`x > 0` failed" in other.words
+    assert device_assertion("RuntimeError: CUDA error: an illegal memory access was encountered") is None
 
 
 def test_a_process_that_died_inside_a_kernel_names_it():

@@ -14,6 +14,11 @@ from pt2doctor.model.signature import normalize
     ("RuntimeError: expected 1e-05 got -3.5E+02", "RuntimeError: expected 0.1 got 7"),
     ("IndexError: index 17 is out of bounds for dimension 0 with size 16",
      "IndexError: index 255 is out of bounds for dimension 0 with size 16"),
+    # one device assert, noticed by Triton's launcher or at the next sync: the same CUDA error
+    ("RuntimeError: CUDA driver error: device-side assert triggered",
+     "AcceleratorError: CUDA error: device-side assert triggered"),
+    ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+     "RuntimeError: CUDA error: an illegal memory access was encountered"),
 ])
 def test_the_same_failure_with_other_numbers_is_equal(a: str, b: str) -> None:
     assert normalize(a) == normalize(b)
@@ -24,6 +29,8 @@ def test_the_same_failure_with_other_numbers_is_equal(a: str, b: str) -> None:
     ("LoweringException: AssertionError: aten.bartlett_window", "LoweringException: AssertionError: aten.eye"),
     ("CppCompileError: error: float8 unsupported", "InductorError: error: float8 unsupported"),
     ("RuntimeError: expected int8 got int64", "RuntimeError: expected int8 got int32"),  # digits in a name stay
+    ("AcceleratorError: CUDA error: device-side assert triggered",
+     "AcceleratorError: CUDA error: an illegal memory access was encountered"),
 ])
 def test_different_failures_stay_different(a: str, b: str) -> None:
     assert normalize(a) != normalize(b)

@@ -1,11 +1,14 @@
 """Which kernel went wrong first in a checked run, and what kind of fault it made, in plain words.
 
-Contract: `first_bad_kernel(compiled, events, index_checks, inflight, ended_by)` is a pure function of
-what the kernel checker wrote (`model.runtime`) and how the run ended (`ended_by`: a signal's name, or
-an error's `Type: message`, or "" when it passed): a `KernelFault`, or None when no kernel is to blame.
+Contract: `first_bad_kernel(compiled, events, index_checks, inflight, ended_by, assertion)` is a pure function
+of what the kernel checker wrote (`model.runtime`), how the run ended (`ended_by`: a signal's name, or
+an error's `Type: message`, or "" when it passed) and the device-side assert the run printed (`assertion`, read
+from its output by `device_assertion`): a `KernelFault`, or None when no kernel is to blame.
 The rules, first that applies:
 1. a kernel whose launch (or the sync after it) raised: a device error; an out-of-bounds index when
-   one of its indexing nodes' index values fall outside the size they index;
+   one of its indexing nodes' index values fall outside the size they index, or when the kernel's own bounds
+   check failed (Inductor's `index out of bounds: 0 <= tmp4 < ks0` assert: an index the kernel computes,
+   which the graph's inputs do not show);
 2. the first kernel that made NaN/Inf where the same ops run eagerly do not (or eager could not be
    run): NaN from finite inputs, NaN eager does not make, or an overflow eager avoids;
 3. the process died of a signal with a kernel in flight (the marker says `run`): a bad access in it
@@ -45,13 +48,14 @@ _HEAP_SIGNALS = ("SIGABRT",)
 
 
 def first_bad_kernel(compiled: Sequence[CompiledKernels], events: Sequence[KernelEvent],
-                     index_checks: Sequence[IndexCheck], inflight: str, ended_by: str) -> KernelFault | None:
+                     index_checks: Sequence[IndexCheck], inflight: str, ended_by: str,
+                     assertion: str | None = None) -> KernelFault | None:
     kernels = {(c.graph, k.name): k for c in compiled for k in c.kernels}
     raised = next((e for e in events if e.kind == "raised"), None)
     if raised is not None:
         kernel = kernels.get((raised.graph, raised.kernel))
-        return _fault(raised.graph, kernel, raised.kernel,
-                      *_raised_kind(raised, [*raised.index_ranges, *_input_ranges(index_checks, raised.graph, kernel)]))
+        ranges = [*raised.index_ranges, *_input_ranges(index_checks, raised.graph, kernel)]
+        return _fault(raised.graph, kernel, raised.kernel, *_raised_kind(raised, ranges, assertion))
     own = next((e for e in events if e.kind == "nonfinite" and e.eager != "nonfinite"), None)
     if own is not None:
         kernel = kernels.get((own.graph, own.kernel))
@@ -99,12 +103,30 @@ def _input_ranges(index_checks: Sequence[IndexCheck], graph: str, kernel: FusedK
     return [r for c in index_checks if c.graph == graph for r in c.ranges if kernel is None or r.node in kernel.nodes]
 
 
-def _raised_kind(event: KernelEvent, ranges: Sequence[IndexRange]) -> tuple[FaultKind, str]:
+def _raised_kind(event: KernelEvent, ranges: Sequence[IndexRange], assertion: str | None) -> tuple[FaultKind, str]:
     bad = list({(r.node, r.low, r.high): r for r in ranges if r.out_of_range}.values())
     if bad:
         return FaultKind.OUT_OF_BOUNDS, f"kernel {event.kernel} raised {event.error}; " + _ranges_words(bad)
-    return FaultKind.DEVICE_ERROR, (f"kernel {event.kernel} raised {event.error} (with launches blocking and a sync "
-                                    "after each kernel, so it is this kernel's own error)")
+    own = (f"kernel {event.kernel} raised {event.error} (with launches blocking and a sync after each kernel, so it "
+           "is this kernel's own error)")
+    if assertion is not None and assertion.startswith(_BOUNDS_CHECK):
+        inputs = ("the index inputs of its graph are in range (" + "; ".join(
+            f"{r.op} ({r.node}) from {r.low} to {r.high} for size {r.size}" for r in ranges) + ")" if ranges else
+            "its graph has no index input")
+        return FaultKind.OUT_OF_BOUNDS, (f"{own}: an index out of bounds: its own bounds check `{assertion}` failed, "
+                                         f"on an index the kernel computes itself, while {inputs}")
+    return FaultKind.DEVICE_ERROR, own + (f": the device-side assert `{assertion}` failed" if assertion else "")
+
+
+_BOUNDS_CHECK = "index out of bounds: "  # Inductor's check on an indirect index (`tl.device_assert`, `TORCH_CHECK`)
+# how CUDA prints a failed device-side assert (`__assertfail`: Triton's `tl.device_assert`, ATen's `CUDA_KERNEL_ASSERT`)
+_ASSERTION = re.compile(r"Assertion `(.+?)` failed")
+
+
+def device_assertion(output: str) -> str | None:
+    """The first device-side assert a run's output says failed (its message), or None."""
+    found = _ASSERTION.search(output)
+    return found.group(1) if found else None
 
 
 def _ranges_words(ranges: Sequence[IndexRange]) -> str:

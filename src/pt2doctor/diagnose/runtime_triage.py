@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pt2doctor.analysis.failures import asynchronous_cuda_error
-from pt2doctor.analysis.runtime_faults import first_bad_kernel, sanitizer_finding
+from pt2doctor.analysis.runtime_faults import device_assertion, first_bad_kernel, sanitizer_finding
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
@@ -109,7 +109,7 @@ def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: 
         notes.append(f"the kernel checker's records are damaged: {exc}")
     out_of_time = bool(session and session.exit.timed_out)
     ended_by = (checked.signature or "") if checked.outcome == "fail" else ""
-    fault = first_bad_kernel(compiled, events, checks, read_inflight(run_dir), ended_by)
+    fault = first_bad_kernel(compiled, events, checks, read_inflight(run_dir), ended_by, _assertion(run_dir))
     if out_of_time:
         notes.append(f"the checked run reached its budget ({budget:.0f} s) and was stopped: "
                      "what it found by then is kept")
@@ -124,6 +124,14 @@ def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: 
         notes.append("the checked run passed (the deterministic re-run does not fail)")
     return RuntimeTriage(fault=fault, seconds=round(time.monotonic() - started, 3), budget_s=budget,
                          out_of_time=out_of_time, run=checked.label, notes=tuple(notes))
+
+
+def _assertion(run_dir: Path) -> str | None:
+    """The device-side assert the checked run printed (CUDA prints it on the process's stderr)."""
+    try:
+        return device_assertion((run_dir / "stderr.txt").read_text(errors="replace"))
+    except OSError:
+        return None
 
 
 def _replace(triage: RuntimeTriage, **changes: object) -> RuntimeTriage:

@@ -28,15 +28,19 @@ _MASKS = (
     (re.compile(r"\s+"), " "),
 )
 _MAX = 200
+# A CUDA error is the same failure whichever layer reported it: the runtime (`AcceleratorError: CUDA error: ...`,
+# `RuntimeError: CUDA error: ...` before torch 2.8) or a kernel launcher through the driver (Triton's `RuntimeError:
+# CUDA driver error: ...`); the same device assert surfaces as either, by when it is noticed
+_CUDA_ERROR = re.compile(r"^(?:[\w.]+: )?CUDA (?:driver )?error: ")
 
 
 def normalize(text: str) -> str:
-    """Type and first line of the message, with run-specific parts masked."""
+    """Type and first line of the message, with run-specific parts masked; a CUDA error as the error itself."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     first = lines[0] if lines else ""
     for pattern, replacement in _MASKS:
         first = pattern.sub(replacement, first)
-    return first[:_MAX].strip()
+    return _CUDA_ERROR.sub("CUDA error: ", first[:_MAX].strip())
 
 
 # what shows a line carries values: a masked number, brackets, a comparison, a tensor's repr
