@@ -17,7 +17,10 @@ from pt2doctor.analysis.workaround_edits import (
     uncompile,
     unified_patch,
 )
+from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.workarounds import _candidates
 from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
+from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, NodeOrigin, Stage
 
 HERE = Path(__file__).parent
 SOURCE = textwrap.dedent('''\
@@ -44,6 +47,32 @@ def test_the_culprit_call_goes_through_torch_compiler_disable_and_nothing_else_c
     assert changed == SOURCE.replace("torch.sigmoid(x)", "torch.compiler.disable(torch.sigmoid)(x)")
     assert disable_call(SOURCE, 7, "relu") == SOURCE.replace("F.relu(x)", "torch.compiler.disable(F.relu)(x)")
     assert disable_call(SOURCE, 7, "torch.tanh") is None and disable_call(SOURCE, 3, "torch.sigmoid") is None
+
+
+def test_each_call_of_the_minimal_graph_is_a_candidate_in_its_order_then_the_function(tmp_path):
+    """Keeping the first of a kernel's calls out may leave the fault in the graph (a fused searchsorted and
+    index, pytorch#186536: `torch.arange` out, the index still wrong): the next call is tried; a subscript
+    (`operator.getitem`) is no call to wrap and costs no run."""
+    script = tmp_path / "packed.py"
+    script.write_text(textwrap.dedent('''\
+        import torch
+
+
+        def token_lengths(values, offsets):
+            flat = torch.arange(values.size(0))
+            seq = torch.searchsorted(offsets[1:], flat, right=True)
+            return values * offsets[seq]
+    '''))
+    calls = [("torch.arange", 5), ("operator.getitem", 6), ("torch.searchsorted", 6), ("operator.getitem", 7)]
+    origins = tuple(NodeOrigin(op="aten.x", call=call, file=str(script), line=line) for call, line in calls)
+    found = Found(command=(str(script),))
+    found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "x"), 8, 4, (), (), 1, 0,
+                                1.0, True, str(tmp_path / "repro.py"), origins=origins)
+    candidates = _candidates(found, script, script.read_text())
+    assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [
+        ("call", "`torch.arange`"), ("call", "`torch.searchsorted`"), ("function", "`@torch.compiler.disable`")]
+    assert "`token_lengths` (packed.py:5)" in candidates[2][1]
+    assert "torch.compiler.disable(torch.searchsorted)(offsets[1:], flat, right=True)" in candidates[1][2]
 
 
 def test_the_function_holding_the_line_is_disabled_above_its_decorators():

@@ -4,8 +4,9 @@ Contract: `find_workarounds(runner, found)` is called once the failing stage is 
 Dynamo: a crash of its own, or a result it changes). It builds candidates from what the diagnosis found, narrowest
 first, and tries each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle
 of every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
-1. the culprit call (the one the minimal graph's culprit op came from) made through
-   `torch.compiler.disable(...)` at its line: Dynamo breaks the graph around that call alone;
+1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
+   line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
+   order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (the stage run already ran the
@@ -112,7 +113,9 @@ def try_config(runner: VariantRunner, found: Found) -> None:
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
          off: Attempt | None) -> Workaround:
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
-    attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / kind, f"workaround-{kind}", text)
+    earlier = sum(1 for w in found.workarounds if w.kind == kind)  # the kind's earlier candidates keep their runs
+    name = f"{kind}-{earlier + 1}" if earlier else kind
+    attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / name, f"workaround-{name}", text)
     found.attempts.append(attempt)
     session = copy_runner.sessions.get(attempt.label)
     kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
@@ -125,15 +128,15 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
     """(kind, change in words, the script changed), narrowest first: the culprit call kept out of the graph,
     then the function holding it."""
     out: list[tuple[WorkaroundKind, str, str]] = []
-    origin = _culprit_origin(found, script)
-    if origin is not None and origin.call:
-        text = disable_call(source, origin.line, origin.call)
-        if text is not None:
+    origins = _culprit_origins(found, script)
+    for origin in origins:
+        text = disable_call(source, origin.line, origin.call) if origin.call else None
+        if text is not None and len(out) < _MAX_CALLS:
             out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
                                 "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
                                 "the rest stays compiled",
                         text))
-    line = origin.line if origin is not None else _failing_line(found, script)
+    line = origins[0].line if origins else _failing_line(found, script)
     disabled = disable_function(source, line) if line is not None else None
     if disabled is not None:
         text, function = disabled
@@ -157,10 +160,13 @@ def _applies(found: Found) -> bool:
     return found.stage in GRAPH_STAGES or found.stage is FailingStage.DYNAMO
 
 
-def _culprit_origin(found: Found, script: Path) -> NodeOrigin | None:
-    """Where in the script itself the minimal graph's culprit op came from (its call and line)."""
+_MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is tried on its first three
+
+
+def _culprit_origins(found: Found, script: Path) -> list[NodeOrigin]:
+    """Where in the script itself the minimal graph's nodes came from (their calls and lines), in its order."""
     origins = source_calls(found.minify.origins) if found.minify and found.minify.verified else ()
-    return next((o for o in origins if o.file and o.line and Path(o.file).resolve() == script), None)
+    return [o for o in origins if o.file and o.line and Path(o.file).resolve() == script]
 
 
 def _failing_line(found: Found, script: Path) -> int | None:
