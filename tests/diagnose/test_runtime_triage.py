@@ -94,6 +94,22 @@ def test_an_index_out_of_range_in_a_triton_kernel_is_out_of_bounds_with_its_rang
 
 
 @pytest.mark.slow
+@pytest.mark.gpu
+def test_a_kernel_computing_an_index_out_of_range_is_named_minified_and_worked_around(diagnosed):
+    """pytorch/pytorch#186536 (real): a fused searchsorted on a slice computes an index past the end, which
+    the kernel's own bounds check catches as a device-side assert; eager's indices are in range. Triton's
+    launcher reports it as a CUDA driver error, the graph alone at the next sync as an AcceleratorError: one
+    failure, so the graph is minified and verified; the narrowest workaround keeps searchsorted out."""
+    run, d = diagnosed(REALBUGS / "cuda" / "searchsorted_slice_offset_device_assert.py")
+    fault = _fault(d)
+    assert fault["kind"] == "out_of_bounds" and "its own bounds check `index out of bounds:" in fault["words"]
+    assert "aten.searchsorted.Tensor" in fault["ops"] and _from_line(fault, "device_assert.py", 16)
+    assert d["repro_verified"] and "aten.searchsorted.Tensor" in d["culprit_ops"] and d["minified_nodes"] <= 8
+    first = next(w for w in d["workarounds"] if w["verified"])
+    assert first["kind"] == "call" and "`torch.searchsorted`" in first["change"]
+
+
+@pytest.mark.slow
 def test_a_segfault_in_a_compiled_cpu_kernel_is_minified_from_the_kernel(diagnosed):
     """pytorch/pytorch#190856 again, minified: the kernel's nodes (named as Inductor named them, found in the
     graph traced again from its code) with the extern call that feeds them the ZeroTensor are the start."""
