@@ -29,6 +29,10 @@ def _assert_bundle(run: CliRun, d: dict) -> None:
                 "culprit_ops", "user_frames", "timings"):
         assert key in d
     assert d["timings"]["total"] > 0
+    # what is handed over, and nothing unverified beside it: the short forms not handed over are gone
+    assert not [p.name for p in run.out_dir.glob("repro_short*.py")] + [
+        p.name for p in run.out_dir.glob("test_repro?*.py")]
+    assert not (run.out_dir / "test_repro.py").exists() or Path(d["test"] or "").name == "test_repro.py"
     if d["category"] not in (None, "user_error") and not d["flaky"]:
         issue = (run.out_dir / "issue.md").read_text()
         assert issue.startswith("# [")

@@ -1,18 +1,18 @@
 """Hand the minimal graph over in PyTorch's idiom: repro.py a short script, test_repro.py a regression test.
 
-Contract: `hand_over_short(found, out_dir, target_signature, timeout_s)` is called once the graph's repro
-is verified (`found.minify`). The minifier wrote the short form and the test beside it, from the same
-minimal case (`reduce.short_repro`); here the short form is verified both ways in fresh interpreters, as a
-reduced program is (`reduce.program.verify_program`): as written it fails with the script's failure
-identity (for a wrong result: `assert_close`'s), and with compilation off it passes; the test is judged by
-`reduce.regression_test.verified_test` (it fails in a test now and passes with compilation off; not where
-PyTorch's test utilities cannot import: a note says so). The form with public torch functions for aten ops
-(`reduce.short_repro.at_torch_level`) is tried first, the aten form where it does not reproduce, then the aten
-form whose graph Inductor compiles alone (`reduce.short_repro.inductor_alone`: no AOTAutograd pass over it, as
-in the minifier's harness). When a short form verifies, it becomes repro.py and the harness form is kept as
-repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form, a note
-says why, and its own check is the regression test (`reduce.regression_test.write_harness_test`,
-`found.harness_test`). `found.short` records what was handed over.
+Contract: `hand_over_short(found, out_dir, target_signature, timeout_s)` is called once the graph's repro is
+verified (`found.minify`). The minifier wrote the short form and the test beside it, from the same minimal case
+(`reduce.short_repro`); here the short form is verified both ways in fresh interpreters, as a reduced program is
+(`reduce.program.verify_program`): as written it fails with the script's failure identity (for a wrong result:
+`assert_close`'s), and with compilation off it passes; the test is judged by `reduce.regression_test.verified_test`
+(it fails in a test now and passes with compilation off; not where PyTorch's test utilities cannot import: a note
+says so). The form with public torch functions for aten ops (`reduce.short_repro.at_torch_level`) is tried first,
+the aten form where it does not reproduce, then the aten form whose graph Inductor compiles alone
+(`reduce.short_repro.inductor_alone`: no AOTAutograd pass over it, as in the minifier's harness); the forms and
+tests not handed over are removed. When a short form verifies, it becomes repro.py and the harness form is kept as
+repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form, a note says
+why, and its own check is the regression test (`reduce.regression_test.write_harness_test`, `found.harness_test`).
+`found.short` records what was handed over.
 """
 
 from __future__ import annotations
@@ -72,12 +72,21 @@ def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout
             _hand_over(found, short, test if test_verified else None, runs)
             if test is not None and not test_verified:
                 found.notes.append(no_test_note())
+            assert found.short is not None
+            _discard(forms, {Path(found.short.repro), *([Path(found.short.test)] if found.short.test else [])})
             return True
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")
                            + ")" + ("" if short is forms[-1][0] else ": the next form is tried"))
     found.notes[-1] += ": repro.py is the minifier's harness form"
+    _discard(forms, set())
     return False
+
+
+def _discard(forms: list[tuple[Path, Path | None]], kept: set[Path]) -> None:
+    """The forms and tests not handed over leave the bundle: an unverified test_repro.py must not pass for one."""
+    for path in {p for form in forms for p in form if p is not None} - kept:
+        path.unlink(missing_ok=True)
 
 
 def _forms(short: Path, test: Path | None, aten: bool) -> list[tuple[Path, Path | None]]:
