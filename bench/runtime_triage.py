@@ -6,12 +6,16 @@ Cases (planted and real; CPU by default, `--cuda` for the Triton ones):
 - jacfwd_trace_eye_segfault: pytorch/pytorch#190856, SIGSEGV in compiled code (tests/realbugs);
 - tiled_reduction_tail_heap_overflow: pytorch/pytorch#196681, SIGABRT from glibc's heap checks (not every run);
 - oom_uncompiled_nan_compiled: runs out of memory uncompiled, NaN compiled (tests/diagnose/scripts);
-- with `--cuda`: nan_only_compiled on CUDA, gpu_index_out_of_range (a Triton device-side assert).
+- with `--cuda`: nan_only_compiled on CUDA, gpu_index_out_of_range (a Triton device-side assert on an index out
+  of range in eager too: a user error), searchsorted_slice_offset_device_assert (pytorch#186536: a fused kernel's
+  own bounds check fails on an index it computes, eager's in range).
 "Named right": the fault's kind is the expected one and its ops include the expected ones.
 Per case: `pt2doctor diagnose --no-bisect --no-workarounds --no-minify` (the triage does not depend on the
-minifier), its total time, the triage step's time and budget, the kernel, kind, ops, the user's line.
+minifier), its total time, the triage step's time and budget, the kernel, kind, ops, the user's line; with
+`--repro`, `--no-minify` is left out and the repro is reported too: verified, its form (the minimal graph's nodes,
+else the reduced program's lines) and whether it holds the expected ops.
 Writes a Markdown table to `--out`.
-Usage: python bench/runtime_triage.py [--cuda] [--only NAME] [--out bench/results/runtime-DATE.md]
+Usage: python bench/runtime_triage.py [--cuda] [--repro] [--only NAME] [--out bench/results/runtime-DATE.md]
 """
 
 from __future__ import annotations
@@ -44,15 +48,18 @@ CASES = {
                                ("aten.sqrt.default",)),
     "gpu_index_out_of_range": (SCRIPTS / "gpu_index_out_of_range.py", (), True, ("out_of_bounds",),
                                ("aten.index.Tensor",)),
+    "searchsorted_slice_offset_device_assert": (REALBUGS / "cuda" / "searchsorted_slice_offset_device_assert.py", (),
+                                                True, ("out_of_bounds",), ("aten.searchsorted.Tensor",)),
 }
 
 
-def run_case(name: str, work: Path) -> dict:
+def run_case(name: str, work: Path, repro: bool = False) -> dict:
     script, args, _, kinds, ops = CASES[name]
     out = work / name
     started = time.monotonic()
+    minify = () if repro else ("--no-minify",)
     proc = subprocess.run([sys.executable, "-m", "pt2doctor", "diagnose", "--no-bisect", "--no-workarounds",
-                           "--no-minify", "--out", str(out), str(script), *args], capture_output=True, text=True,
+                           *minify, "--out", str(out), str(script), *args], capture_output=True, text=True,
                           timeout=1800)
     wall = time.monotonic() - started
     path = out / "diagnosis.json"
@@ -67,20 +74,34 @@ def run_case(name: str, work: Path) -> dict:
     return {"name": name, "wall": wall, "triage": d["timings"].get("runtime_triage"), "budget": runtime.get("budget_s"),
             "kernel": fault.get("kernel", "-"), "kind": fault.get("kind", "-"), "ops": ", ".join(fault.get("ops", ())),
             "sources": sources or "-", "right": right, "category": f"{d['category']} / {d['stage']}",
-            "needs_compiler": bool(d.get("needs_compiler"))}
+            "needs_compiler": bool(d.get("needs_compiler")), "repro": _repro(d, ops)}
 
 
-def _row(r: dict) -> str:
+def _repro(d: dict, ops: tuple[str, ...]) -> str:
+    """repro.py as the diagnosis handed it over: verified or not, the minimal graph's nodes or the program's lines,
+    and whether it holds the kernel's expected ops (a program's: its culprit calls)."""
+    if not d.get("repro"):
+        return "none"
+    program = d.get("program") or {}
+    form = (f"graph of {d['minified_nodes']} nodes" if d.get("minified_nodes") is not None else
+            f"program {program.get('lines_before')} -> {program.get('lines_after')} lines")
+    held = set(ops) <= set(d.get("culprit_ops") or ()) if d.get("minified_nodes") is not None else None
+    return (f"{'verified' if d.get('repro_verified') else 'NOT verified'}, {form}"
+            + ("" if held is None else f", {'holds' if held else 'lacks'} {', '.join(ops)}"))
+
+
+def _row(r: dict, repro: bool) -> str:
     if "error" in r:
         return f"| {r['name']} | {r['wall']:.1f} s | - | - | no diagnosis.json: {r['error']!r} | | | | |"
     return (f"| {r['name']} | {r['wall']:.1f} s | {r['triage'] or 0:.1f} s / {r['budget'] or 0:.0f} s | "
             f"`{r['kernel']}` | {r['kind']} | {r['ops']} | {r['sources']} | **{r['right']}** | {r['category']}"
-            f"{' (needs the compiler)' if r['needs_compiler'] else ''} |")
+            f"{' (needs the compiler)' if r['needs_compiler'] else ''} |" + (f" {r['repro']} |" if repro else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cuda", action="store_true", help="the CUDA cases only")
+    parser.add_argument("--repro", action="store_true", help="minify too, and report the repro")
     parser.add_argument("--only", default="")
     parser.add_argument("--out", type=Path, default=None)
     a = parser.parse_args()
@@ -88,12 +109,13 @@ def main() -> None:
     import torch
 
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [run_case(n, Path(tmp)) for n in names]
+        rows = [run_case(n, Path(tmp), a.repro) for n in names]
     head = (f"# runtime triage ({datetime.date.today()}, torch {torch.__version__}, {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()})\n\n"
             "| case | diagnose | triage / budget | first bad kernel | kind | fused ops | user's lines | named right | "
-            "category / stage |\n|---|---|---|---|---|---|---|---|---|\n")
-    text = head + "\n".join(_row(r) for r in rows) + "\n"
+            "category / stage |" + (" repro.py |" if a.repro else "") + "\n|---|---|---|---|---|---|---|---|---|"
+            + ("---|" if a.repro else "") + "\n")
+    text = head + "\n".join(_row(r, a.repro) for r in rows) + "\n"
     print(text)
     if a.out:
         a.out.write_text(text)
