@@ -89,6 +89,11 @@ def test_a_kernels_own_failed_bounds_check_is_an_index_it_computed_out_of_bounds
     assert fault is not None and fault.kind is FaultKind.OUT_OF_BOUNDS
     assert "its own bounds check `index out of bounds: 0 <= tmp4 < (-1) + ks0` failed" in fault.words
     assert "index inputs of its graph are in range (aten.index.Tensor (index) from 0 to 9 for size 10)" in fault.words
+    cpu = KernelEvent("g0001", "cpp_fused_index_relu_2", "raised",
+                      error="RuntimeError: index out of bounds: 0 <= tmp3 < 10")  # a C++ kernel's TORCH_CHECK
+    fault = first_bad_kernel(COMPILED, [cpu], in_range, "", "")
+    assert fault is not None and fault.kind is FaultKind.OUT_OF_BOUNDS and "`index out of bounds: 0 <= tmp3 < 10`" in (
+        fault.words)
     other = first_bad_kernel(COMPILED, [raised], [], "", "", "x > 0")  # another assert: a device error, named
     assert other is not None and other.kind is FaultKind.DEVICE_ERROR and "`x > 0` failed" in other.words
     assert device_assertion("RuntimeError: CUDA error: an illegal memory access was encountered") is None

@@ -109,16 +109,20 @@ def _raised_kind(event: KernelEvent, ranges: Sequence[IndexRange], assertion: st
         return FaultKind.OUT_OF_BOUNDS, f"kernel {event.kernel} raised {event.error}; " + _ranges_words(bad)
     own = (f"kernel {event.kernel} raised {event.error} (with launches blocking and a sync after each kernel, so it "
            "is this kernel's own error)")
-    if assertion is not None and assertion.startswith(_BOUNDS_CHECK):
+    check = _BOUNDS_CHECK.search(assertion or event.error or "")
+    if check is not None:
         inputs = ("the index inputs of its graph are in range (" + "; ".join(
             f"{r.op} ({r.node}) from {r.low} to {r.high} for size {r.size}" for r in ranges) + ")" if ranges else
             "its graph has no index input")
-        return FaultKind.OUT_OF_BOUNDS, (f"{own}: an index out of bounds: its own bounds check `{assertion}` failed, "
-                                         f"on an index the kernel computes itself, while {inputs}")
+        return FaultKind.OUT_OF_BOUNDS, (f"{own}: an index out of bounds: its own bounds check "
+                                         f"`{check.group(0).strip()}` failed, on an index the kernel computes "
+                                         f"itself, while {inputs}")
     return FaultKind.DEVICE_ERROR, own + (f": the device-side assert `{assertion}` failed" if assertion else "")
 
 
-_BOUNDS_CHECK = "index out of bounds: "  # Inductor's check on an indirect index (`tl.device_assert`, `TORCH_CHECK`)
+# Inductor's check on an indirect index: a Triton kernel's `tl.device_assert` (CUDA prints it as the assertion),
+# a C++ kernel's `TORCH_CHECK` (the error it raises says it)
+_BOUNDS_CHECK = re.compile(r"index out of bounds: [^\n`]*")
 # how CUDA prints a failed device-side assert (`__assertfail`: Triton's `tl.device_assert`, ATen's `CUDA_KERNEL_ASSERT`)
 _ASSERTION = re.compile(r"Assertion `(.+?)` failed")
 

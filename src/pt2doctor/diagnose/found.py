@@ -110,7 +110,10 @@ class Found:
         chosen = self.chosen_repro()
         graph = m is not None and chosen is m
         short = self.short if graph else None
-        test = (short.test if short else self.harness_test) if graph else p.test if chosen is p and p else None
+        if graph:  # test_repro.py beside repro.py: the short form's, else the harness form's own check
+            test = short.test if short else self.harness_test
+        else:
+            test = p.test if p is not None and chosen is p else None
         repro, verified = (short.repro if short else chosen.repro_path, chosen.verified) if chosen else (None, False)
         ops = self.culprit_ops()
         return Diagnosis(
