@@ -124,6 +124,8 @@ def test_compute_sanitizers_first_error_in_words():
     assert "invalid read of 4 bytes in kernel triton_poi_fused_index_relu_2" in said
     assert "8 bytes after an allocation of 40 bytes" in said
     assert "reported 0 memory error" in sanitizer_finding("========= ERROR SUMMARY: 0 errors\n")
+    ended = sanitizer_finding("========= COMPUTE-SANITIZER\nRuntimeError: CUDA driver error: device-side assert\n")
+    assert "without its error summary" in ended and "device-side assert" in ended and "no memory" not in ended
 
 
 def _attempt(label: str, backend: str | None, signature: str | None) -> Attempt:

@@ -177,9 +177,11 @@ def sanitizer_finding(output: str) -> str:
     access = _SANITIZER_ACCESS.search(output)
     if access is None:
         summary = _SANITIZER_SUMMARY.search(output)
-        errors = summary.group(1) if summary else "no"
-        return f"compute-sanitizer (memcheck) reported {errors} memory error(s)" + (
-            "" if summary else " (no summary line: it may not have run to the end)")
+        if summary is None:  # it said nothing of memory: what it said last is all there is to go on
+            last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+            return ("compute-sanitizer (memcheck) ended without its error summary, so it found nothing to name"
+                    + (f" (its last line: {last[:200]!r})" if last else " (it printed nothing)"))
+        return f"compute-sanitizer (memcheck) reported {summary.group(1)} memory error(s)"
     at = _SANITIZER_AT.search(output, access.end())
     near = _SANITIZER_NEAR.search(output, access.end())
     kernel = f" in kernel {at.group(1)}" if at else ""
