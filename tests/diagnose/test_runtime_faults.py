@@ -124,6 +124,16 @@ def test_compute_sanitizers_first_error_in_words():
     assert "invalid read of 4 bytes in kernel triton_poi_fused_index_relu_2" in said
     assert "8 bytes after an allocation of 40 bytes" in said
     assert "reported 0 memory error" in sanitizer_finding("========= ERROR SUMMARY: 0 errors\n")
+    asserted = sanitizer_finding("""========= COMPUTE-SANITIZER
+/tmp/torchinductor_u/4j/c4j.py:30: unknown: block: [0,0,0], thread: [10,0,0] Assertion `index out of bounds: 0 <= tmp6 < (-1) + ks0` failed.
+========= Warp assert
+=========     at __assertfail+0x19a0
+=========     by thread (10,0,0) in block (0,0,0)
+========= Target application returned an error
+========= ERROR SUMMARY: 13 errors
+""")  # noqa: E501 - memcheck's output as it prints it (H100, torch 2.11)
+    assert asserted == ("compute-sanitizer (memcheck): a failed device-side assert `index out of bounds: 0 <= tmp6 < "
+                        "(-1) + ks0` by thread (10,0,0) in block (0,0,0), not a bad memory access (13 error(s) in all)")
     ended = sanitizer_finding("========= COMPUTE-SANITIZER\nRuntimeError: CUDA driver error: device-side assert\n")
     assert "without its error summary" in ended and "device-side assert" in ended and "no memory" not in ended
 

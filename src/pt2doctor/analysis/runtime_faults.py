@@ -169,12 +169,20 @@ _SANITIZER_ACCESS = re.compile(r"Invalid (__\w+__ )?(read|write|atomic)\w* of si
 _SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>]*)", re.M)
 _SANITIZER_NEAR = re.compile(r"is ([\d,]+) bytes (before|after) the nearest allocation at \S+ of size ([\d,]+) bytes")
 _SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
+_SANITIZER_ASSERT = re.compile(r"^=+\s+(?:Warp|Device-side) assert", re.M | re.I)
+_SANITIZER_THREAD = re.compile(r"by thread \(([\d,]+)\) in block \(([\d,]+)\)")
 
 
 def sanitizer_finding(output: str) -> str:
     """compute-sanitizer memcheck's first error in plain words: the kernel, the access and its size, where it
-    fell against the nearest allocation; or that it found none."""
+    fell against the nearest allocation; a device-side assert (its message, the thread); or that it found none."""
     access = _SANITIZER_ACCESS.search(output)
+    if access is None and (failed := _SANITIZER_ASSERT.search(output)) is not None:
+        thread, assertion = _SANITIZER_THREAD.search(output, failed.end()), device_assertion(output)
+        summary = _SANITIZER_SUMMARY.search(output)
+        return ("compute-sanitizer (memcheck): a failed device-side assert" + (f" `{assertion}`" if assertion else "")
+                + (f" by thread ({thread.group(1)}) in block ({thread.group(2)})" if thread else "")
+                + ", not a bad memory access" + (f" ({summary.group(1)} error(s) in all)" if summary else ""))
     if access is None:
         summary = _SANITIZER_SUMMARY.search(output)
         if summary is None:  # it said nothing of memory: what it said last is all there is to go on
