@@ -176,15 +176,13 @@ _SANITIZER_THREAD = re.compile(r"by thread \(([\d,]+)\) in block \(([\d,]+)\)")
 def sanitizer_finding(output: str) -> str:
     """compute-sanitizer memcheck's first error in plain words: the kernel, the access and its size, where it
     fell against the nearest allocation; a device-side assert (its message, the thread); or that it found none."""
-    access = _SANITIZER_ACCESS.search(output)
+    access, summary = _SANITIZER_ACCESS.search(output), _SANITIZER_SUMMARY.search(output)
     if access is None and (failed := _SANITIZER_ASSERT.search(output)) is not None:
         thread, assertion = _SANITIZER_THREAD.search(output, failed.end()), device_assertion(output)
-        summary = _SANITIZER_SUMMARY.search(output)
         return ("compute-sanitizer (memcheck): a failed device-side assert" + (f" `{assertion}`" if assertion else "")
                 + (f" by thread ({thread.group(1)}) in block ({thread.group(2)})" if thread else "")
                 + ", not a bad memory access" + (f" ({summary.group(1)} error(s) in all)" if summary else ""))
     if access is None:
-        summary = _SANITIZER_SUMMARY.search(output)
         if summary is None:  # it said nothing of memory: what it said last is all there is to go on
             last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
             return ("compute-sanitizer (memcheck) ended without its error summary, so it found nothing to name"

@@ -44,10 +44,7 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
 
 def _harness_test(found: Found, m: MinifyResult, timeout_s: float) -> None:
     """repro.py stays the harness form: its regression test is the harness's own check in a test."""
-    if missing_dependencies():
-        found.notes.append(no_test_note())
-        return
-    test = write_harness_test(Path(m.repro_path), timeout_s, dies_of=m.signature)
+    test = None if missing_dependencies() else write_harness_test(Path(m.repro_path), timeout_s, dies_of=m.signature)
     if test is None:
         found.notes.append(no_test_note())
     found.harness_test = str(test) if test else None
@@ -73,7 +70,7 @@ def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout
             if test is not None and not test_verified:
                 found.notes.append(no_test_note())
             assert found.short is not None
-            _discard(forms, {Path(found.short.repro), *([Path(found.short.test)] if found.short.test else [])})
+            _discard(forms, {Path(p) for p in (found.short.repro, found.short.test) if p})
             return True
         found.notes.append(f"the short form of the repro ({short.name}) did not reproduce both ways ("
                            + (str(runs) if runs else "it fails with compilation off too, or not the same way")

@@ -130,8 +130,10 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
     out: list[tuple[WorkaroundKind, str, str]] = []
     origins = _culprit_origins(found, script)
     for origin in origins:
+        if len(out) == _MAX_CALLS:
+            break
         text = disable_call(source, origin.line, origin.call) if origin.call else None
-        if text is not None and len(out) < _MAX_CALLS:
+        if text is not None:
             out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
                                 "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
                                 "the rest stays compiled",
