@@ -8,7 +8,10 @@ Cases (planted and real; CPU by default, `--cuda` for the Triton ones):
 - oom_uncompiled_nan_compiled: runs out of memory uncompiled, NaN compiled (tests/diagnose/scripts);
 - with `--cuda`: nan_only_compiled on CUDA, gpu_index_out_of_range (a Triton device-side assert on an index out
   of range in eager too: a user error), searchsorted_slice_offset_device_assert (pytorch#186536: a fused kernel's
-  own bounds check fails on an index it computes, eager's in range).
+  own bounds check fails on an index it computes, eager's in range), gpu_illegal_address (the same index with
+  Inductor's bounds check off: an illegal memory access, for compute-sanitizer to place; a user error too).
+With `--cuda` a column says what compute-sanitizer found (memcheck, a run of its own): its kind of finding, the
+kernel, and whether that is the kernel the checked run named.
 "Named right": the fault's kind is the expected one and its ops include the expected ones.
 Per case: `pt2doctor diagnose --no-bisect --no-workarounds --no-minify` (the triage does not depend on the
 minifier), its total time, the triage step's time and budget, the kernel, kind, ops, the user's line; with
@@ -50,6 +53,8 @@ CASES = {
                                ("aten.index.Tensor",)),
     "searchsorted_slice_offset_device_assert": (REALBUGS / "cuda" / "searchsorted_slice_offset_device_assert.py", (),
                                                 True, ("out_of_bounds",), ("aten.searchsorted.Tensor",)),
+    "gpu_illegal_address": (SCRIPTS / "gpu_illegal_address.py", (), True, ("out_of_bounds", "bad_access"),
+                            ("aten.index.Tensor",)),
 }
 
 
@@ -74,7 +79,18 @@ def run_case(name: str, work: Path, repro: bool = False) -> dict:
     return {"name": name, "wall": wall, "triage": d["timings"].get("runtime_triage"), "budget": runtime.get("budget_s"),
             "kernel": fault.get("kernel", "-"), "kind": fault.get("kind", "-"), "ops": ", ".join(fault.get("ops", ())),
             "sources": sources or "-", "right": right, "category": f"{d['category']} / {d['stage']}",
-            "needs_compiler": bool(d.get("needs_compiler")), "repro": _repro(d, ops)}
+            "needs_compiler": bool(d.get("needs_compiler")), "repro": _repro(d, ops),
+            "sanitizer": _sanitizer(runtime.get("sanitizer") or {}, fault.get("kernel"))}
+
+
+def _sanitizer(found: dict, kernel: str | None) -> str:
+    if not found:
+        return "-"
+    if found.get("said") != "access":
+        return f"{found.get('said')}: {found.get('words', '')}"
+    same = "the same kernel" if found.get("kernel") == kernel else "ANOTHER kernel"
+    return (f"invalid {found.get('operation')} of {found.get('size')} bytes in `{found.get('kernel')}` ({same}), "
+            f"{found.get('allocation') or 'allocation unknown'}")
 
 
 def _repro(d: dict, ops: tuple[str, ...]) -> str:
@@ -90,12 +106,13 @@ def _repro(d: dict, ops: tuple[str, ...]) -> str:
             + ("" if held is None else f", {'holds' if held else 'lacks'} {', '.join(ops)}"))
 
 
-def _row(r: dict, repro: bool) -> str:
+def _row(r: dict, repro: bool, cuda: bool) -> str:
     if "error" in r:
         return f"| {r['name']} | {r['wall']:.1f} s | - | - | no diagnosis.json: {r['error']!r} | | | | |"
     return (f"| {r['name']} | {r['wall']:.1f} s | {r['triage'] or 0:.1f} s / {r['budget'] or 0:.0f} s | "
             f"`{r['kernel']}` | {r['kind']} | {r['ops']} | {r['sources']} | **{r['right']}** | {r['category']}"
-            f"{' (needs the compiler)' if r['needs_compiler'] else ''} |" + (f" {r['repro']} |" if repro else ""))
+            f"{' (needs the compiler)' if r['needs_compiler'] else ''} |" + (f" {r['repro']} |" if repro else "")
+            + (f" {r['sanitizer']} |" if cuda else ""))
 
 
 def main() -> None:
@@ -113,9 +130,10 @@ def main() -> None:
     head = (f"# runtime triage ({datetime.date.today()}, torch {torch.__version__}, {platform.machine()}, "
             f"{os.cpu_count()} cores, Python {platform.python_version()})\n\n"
             "| case | diagnose | triage / budget | first bad kernel | kind | fused ops | user's lines | named right | "
-            "category / stage |" + (" repro.py |" if a.repro else "") + "\n|---|---|---|---|---|---|---|---|---|"
-            + ("---|" if a.repro else "") + "\n")
-    text = head + "\n".join(_row(r, a.repro) for r in rows) + "\n"
+            "category / stage |" + (" repro.py |" if a.repro else "") + (" compute-sanitizer |" if a.cuda else "")
+            + "\n|---|---|---|---|---|---|---|---|---|" + ("---|" if a.repro else "") + ("---|" if a.cuda else "")
+            + "\n")
+    text = head + "\n".join(_row(r, a.repro, a.cuda) for r in rows) + "\n"
     print(text)
     if a.out:
         a.out.write_text(text)

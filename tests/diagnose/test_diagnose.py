@@ -24,7 +24,7 @@ QUICK_PROGRAM = ("--program-budget", "30")
 
 
 def _assert_bundle(run: CliRun, d: dict) -> None:
-    assert d["schema"] == "pt2doctor.diagnosis/1"
+    assert d["schema"] == "pt2doctor.diagnosis/2"
     for key in ("category", "stage", "stages", "subsystem", "flaky", "repro", "repro_verified", "minified_nodes",
                 "culprit_ops", "user_frames", "timings"):
         assert key in d

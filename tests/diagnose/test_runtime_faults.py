@@ -4,8 +4,16 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from pt2doctor.analysis.failures import resource_shortage
-from pt2doctor.analysis.runtime_faults import device_assertion, first_bad_kernel, sanitizer_finding
+from pt2doctor.analysis.runtime_faults import (
+    device_assertion,
+    first_bad_kernel,
+    sanitizer_fault,
+    sanitizer_finding,
+    with_sanitizer,
+)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stage_signatures import needs_the_compiler
 from pt2doctor.model import Category
@@ -19,6 +27,7 @@ from pt2doctor.model.runtime import (
     IndexCheck,
     IndexRange,
     KernelEvent,
+    KernelFault,
 )
 
 SQRT = NodeOrigin(op="aten.sqrt.default", call="torch.sqrt", file="/home/u/train.py", line=12,
@@ -111,19 +120,52 @@ def test_an_abort_after_a_kernel_returned_is_memory_corruption_by_that_kernel():
     assert first_bad_kernel(COMPILED, [], [], "g0001 1 cpp_fused_add_0 done", "RuntimeError: boom") is None
 
 
-def test_compute_sanitizers_first_error_in_words():
-    output = """========= COMPUTE-SANITIZER
+# memcheck's first error on an illegal address in a Triton kernel, as it printed it (H200, torch 2.11, CUDA 13),
+# the host backtrace cut
+ILLEGAL_READ = """========= COMPUTE-SANITIZER
 ========= Invalid __global__ read of size 4 bytes
+=========     at triton_poi_fused_add_index_mul_relu_0+0x1e0 in cta3ik4ps672omeoijnainqle72dk6mlw5wuiscrpobhpxuc4bju.py:29
+=========     by thread (2,0,0) in block (0,0,0)
+=========     Access to 0x8368de800000 is out of bounds
+=========     and is 4,397,908,098,561 bytes after the nearest allocation at 0x7f68e6c00000 of size 512 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: <module> in gpu_illegal_address.py:20
+RuntimeError: CUDA driver error: unspecified launch failure
+========= Target application returned an error
+========= ERROR SUMMARY: 9 errors
+========= ERROR SUMMARY: 5 errors were not printed. Use --print-limit option to adjust the number of printed errors
+"""  # noqa: E501
+
+
+def test_compute_sanitizers_first_invalid_access_names_the_kernel_the_access_and_where_it_fell():
+    found = sanitizer_finding(ILLEGAL_READ)
+    assert (found.said, found.kernel, found.operation, found.size, found.errors) == (
+        "access", "triton_poi_fused_add_index_mul_relu_0", "read", 4, 9)
+    assert found.source == "cta3ik4ps672omeoijnainqle72dk6mlw5wuiscrpobhpxuc4bju.py:29"
+    assert found.allocation == "4,397,908,098,561 bytes after an allocation of 512 bytes"
+    assert found.words.startswith("compute-sanitizer (memcheck): an invalid global read of 4 bytes in kernel "
+                                  "triton_poi_fused_add_index_mul_relu_0 (at cta3ik")
+    older = sanitizer_finding("""========= Invalid __global__ write of size 8 bytes
 =========     at triton_poi_fused_index_relu_2+0x1b0
-=========     by thread (12,0,0) in block (0,0,0)
-=========     Address 0x7f3c0000a030 is out of bounds
-=========     and is 8 bytes after the nearest allocation at 0x7f3c0000a000 of size 40 bytes
+=========     and is 8 bytes before the nearest allocation at 0x7f3c0000a000 of size 40 bytes
 ========= ERROR SUMMARY: 1 error
-"""
-    said = sanitizer_finding(output)
-    assert "invalid read of 4 bytes in kernel triton_poi_fused_index_relu_2" in said
-    assert "8 bytes after an allocation of 40 bytes" in said
-    assert "reported 0 memory error" in sanitizer_finding("========= ERROR SUMMARY: 0 errors\n")
+""")  # no source line: a kernel built without line info
+    assert (older.kernel, older.operation, older.size, older.source) == (
+        "triton_poi_fused_index_relu_2", "write", 8, "")
+    assert older.words.endswith("an invalid global write of 8 bytes in kernel triton_poi_fused_index_relu_2, 8 bytes "
+                                "before an allocation of 40 bytes")
+    misaligned = sanitizer_finding("""========= COMPUTE-SANITIZER
+========= Misaligned shared or local address
+=========     at triton_poi_fused_add_slice_0+0x6d0 in cay5263iozhqmohlilkjylqdtbesonxzcevztbwhf6gvztz4cz7u.py:24
+=========     by thread (0,0,0) in block (8,0,0)
+""")  # a TMA descriptor on a base 4 bytes past 16-byte alignment (pytorch#184563, H200, torch 2.11)
+    assert (misaligned.said, misaligned.operation, misaligned.kernel) == ("access", "misaligned",
+                                                                          "triton_poi_fused_add_slice_0")
+    assert misaligned.words.startswith("compute-sanitizer (memcheck): a misaligned shared or local address in kernel")
+
+
+def test_compute_sanitizers_other_answers_in_words():
+    assert sanitizer_finding("========= ERROR SUMMARY: 0 errors\n").said == "nothing"
     asserted = sanitizer_finding("""========= COMPUTE-SANITIZER
 /tmp/torchinductor_u/4j/c4j.py:30: unknown: block: [0,0,0], thread: [10,0,0] Assertion `index out of bounds: 0 <= tmp6 < (-1) + ks0` failed.
 ========= Warp assert
@@ -132,10 +174,48 @@ def test_compute_sanitizers_first_error_in_words():
 ========= Target application returned an error
 ========= ERROR SUMMARY: 13 errors
 """)  # noqa: E501 - memcheck's output as it prints it (H100, torch 2.11)
-    assert asserted == ("compute-sanitizer (memcheck): a failed device-side assert `index out of bounds: 0 <= tmp6 < "
-                        "(-1) + ks0` by thread (10,0,0) in block (0,0,0), not a bad memory access (13 error(s) in all)")
+    assert asserted.said == "assert" and asserted.errors == 13 and asserted.words == (
+        "compute-sanitizer (memcheck): a failed device-side assert `index out of bounds: 0 <= tmp6 < (-1) + ks0` by "
+        "thread (10,0,0) in block (0,0,0), not a bad memory access (13 error(s) in all)")
     ended = sanitizer_finding("========= COMPUTE-SANITIZER\nRuntimeError: CUDA driver error: device-side assert\n")
-    assert "without its error summary" in ended and "device-side assert" in ended and "no memory" not in ended
+    assert ended.said == "nothing" and "without its error summary" in ended.words
+    assert "device-side assert" in ended.words and "no memory" not in ended.words
+
+
+def test_the_sanitizers_access_in_the_same_kernel_confirms_the_fault_and_in_another_is_said_beside_it():
+    raised = KernelFault("g0001", "triton_poi_fused_add_index_mul_relu_0", ("index",), ("aten.index.Tensor",), (),
+                         FaultKind.DEVICE_ERROR, "kernel triton_poi_fused_add_index_mul_relu_0 raised RuntimeError: "
+                                                 "CUDA error: an illegal memory access was encountered")
+    confirmed = with_sanitizer(raised, sanitizer_finding(ILLEGAL_READ))
+    assert confirmed.kind is FaultKind.BAD_ACCESS and confirmed.words.startswith(raised.words)
+    assert "compute-sanitizer, in a run of its own, agrees: an invalid global read of 4 bytes" in confirmed.words
+    elsewhere = with_sanitizer(msgspec.structs.replace(raised, kernel="triton_poi_fused_mul_1"),
+                               sanitizer_finding(ILLEGAL_READ))
+    assert elsewhere.kind is FaultKind.DEVICE_ERROR and "in another kernel" in elsewhere.words
+    out_of_bounds = msgspec.structs.replace(raised, kind=FaultKind.OUT_OF_BOUNDS)
+    assert with_sanitizer(out_of_bounds, sanitizer_finding(ILLEGAL_READ)).kind is FaultKind.OUT_OF_BOUNDS
+    assert with_sanitizer(raised, sanitizer_finding("========= ERROR SUMMARY: 0 errors\n")) == raised
+
+
+def test_a_write_past_a_buffer_only_the_sanitizer_saw_is_memory_corruption_by_its_kernel():
+    """pytorch#197493 (H200, torch 2.11): a split scan's workspace overrun, wrong values and no CUDA error."""
+    cumsum = NodeOrigin(op="aten.cumsum.default", call="torch.cumsum", file="/u/informer.py", line=31)
+    compiled = [CompiledKernels("g0001", (FusedKernel("triton_spl_fused_cumsum_0", ("cumsum",), (cumsum,)),))]
+    overrun = sanitizer_finding("""========= COMPUTE-SANITIZER
+========= Invalid __global__ atomic of size 8 bytes
+=========     at triton_spl_fused_cumsum_0+0x500 in triton_helpers.py:418
+=========     by thread (0,0,0) in block (2,5047,0)
+=========     Access to 0x7f6e932314a8 is out of bounds
+=========     and is 5,289 bytes after the nearest allocation at 0x7f6e93200000 of size 196,608 bytes
+========= ERROR SUMMARY: 3 errors
+""")
+    fault = sanitizer_fault(compiled, overrun)
+    assert fault is not None and fault.kind is FaultKind.MEMORY_CORRUPTION and fault.graph == "g0001"
+    assert fault.ops == ("aten.cumsum.default",) and fault.sources[0].line == 31
+    assert fault.words.startswith("compute-sanitizer found an invalid global atomic of 8 bytes in kernel "
+                                  "triton_spl_fused_cumsum_0 (at triton_helpers.py:418 of its source), 5,289 bytes "
+                                  "after an allocation of 196,608 bytes: it writes outside its buffers")
+    assert sanitizer_fault(compiled, sanitizer_finding(ILLEGAL_READ)) is None  # not a kernel of these graphs
 
 
 def _attempt(label: str, backend: str | None, signature: str | None) -> Attempt:

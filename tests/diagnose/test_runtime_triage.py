@@ -5,9 +5,13 @@ device (Triton kernels: a NaN only compiled, an index out of range that trips a 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.runtime_triage import run_sanitizer
 
 HERE = Path(__file__).parent / "scripts"
 REALBUGS = Path(__file__).parents[1] / "realbugs"
@@ -90,7 +94,22 @@ def test_an_index_out_of_range_in_a_triton_kernel_is_out_of_bounds_with_its_rang
     assert fault["kind"] == "out_of_bounds" and fault["kernel"].startswith("triton_")
     assert "aten.index.Tensor" in fault["ops"] and _from_line(fault, "gpu_index_out_of_range.py", 11)
     assert "indices from 0 to 12 into a dimension of size 10" in fault["words"]
-    assert d["runtime"]["sanitizer"]  # what compute-sanitizer found, or that it is not installed
+    assert d["runtime"]["sanitizer"]["said"] in ("assert", "not_run")  # the assert, or that it is not installed
+
+
+@pytest.mark.slow
+@pytest.mark.gpu
+def test_an_illegal_address_in_a_triton_kernel_is_placed_by_compute_sanitizer_in_the_same_kernel(diagnosed):
+    """The same gather with Inductor's bounds check off reads 2**40 elements past the tensor: the checked run names
+    the kernel and the index range; compute-sanitizer, a run of its own, the invalid read in that kernel."""
+    run, d = diagnosed(HERE / "gpu_illegal_address.py", options=NO_MINIFY)
+    fault, sanitizer = _fault(d), d["runtime"]["sanitizer"]
+    assert fault["kind"] == "out_of_bounds" and "indices from 0 to 1099511627776 into a dimension of size 10" in \
+        fault["words"]
+    assert "aten.index.Tensor" in fault["ops"] and _from_line(fault, "gpu_illegal_address.py", 15)
+    assert (sanitizer["said"], sanitizer["kernel"], sanitizer["operation"]) == ("access", fault["kernel"], "read"), \
+        sanitizer
+    assert "compute-sanitizer, in a run of its own, agrees: an invalid global read of 4 bytes" in fault["words"]
 
 
 @pytest.mark.slow
@@ -118,3 +137,25 @@ def test_a_segfault_in_a_compiled_cpu_kernel_is_minified_from_the_kernel(diagnos
     assert dict(map(tuple, d["minify"]["passes"])).get("kernel_nodes") == 1, d["minify"]["passes"]
     assert set(d["minify"]["ops"]) == {"aten._efficientzerotensor.default", "aten.mul.Tensor"}
     assert any(note.startswith("minified from the first bad kernel (cpp_fused_") for note in d["notes"]), d["notes"]
+
+
+def test_compute_sanitizer_runs_the_script_as_the_user_runs_it(tmp_path, monkeypatch):
+    """The script's path as given and its arguments, from the user's directory: a relative path once ran from the
+    script's own directory, where it names nothing, and memcheck said only that Python could not open the file.
+    A stand-in for compute-sanitizer runs what it is given (the script prints memcheck's words when it ran)."""
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.parent.mkdir()
+    tool.write_text('#!/bin/sh\n[ "$1 $2 $3 $4" = "--tool memcheck --print-limit 4" ] || exit 2\nshift 4\nexec "$@"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    script = tmp_path / "project" / "jobs" / "train.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import os, sys\n"
+                      "assert sys.argv[1:] == ['--steps', '3'] and os.environ['CUDA_LAUNCH_BLOCKING'] == '1'\n"
+                      "print('========= Invalid __global__ write of size 2 bytes')\n"
+                      "print('=========     at triton_poi_fused_cat_3+0x90')\n"
+                      "print('========= ERROR SUMMARY: 1 error')\n")
+    monkeypatch.chdir(tmp_path / "project")
+    found = run_sanitizer(DiagnoseOptions(Path("jobs/train.py"), ("--steps", "3")), budget=60)
+    said = (found.said, found.kernel, found.operation, found.size)
+    assert said == ("access", "triton_poi_fused_cat_3", "write", 2), found.words

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Diagnosis, FailingStage
 from pt2doctor.model.minify import NodeOrigin
-from pt2doctor.model.runtime import FaultKind, KernelFault, NeedsCompiler, RuntimeTriage
+from pt2doctor.model.runtime import FaultKind, KernelFault, NeedsCompiler, RuntimeTriage, SanitizerFinding
 from pt2doctor.model.serialize import dumps, loads
 from pt2doctor.report.html_diagnosis import diagnosis_section
 from pt2doctor.report.issue import render_issue
@@ -18,7 +18,8 @@ FAULT = KernelFault("g0001", "cpp_fused_add_neg_sqrt_0", ("mul", "neg", "sqrt", 
 DIAGNOSIS = Diagnosis(
     command=("nan.py",), category=Category.ACCURACY, stage=FailingStage.INDUCTOR,
     stages={"eager": "fail", "inductor": "fail"}, error="AssertionError: NaN in the compiled result",
-    runtime=RuntimeTriage(fault=FAULT, sanitizer="", seconds=12.5, budget_s=120.0, run="kernels-checked"),
+    runtime=RuntimeTriage(fault=FAULT, sanitizer=SanitizerFinding("not_run", "not run: the script ran on the CPU"),
+                          seconds=12.5, budget_s=120.0, run="kernels-checked"),
     needs_compiler=NeedsCompiler("AssertionError: NaN in the compiled result",
                                  (("eager", "RuntimeError: DefaultCPUAllocator: not enough memory"),), "out of memory"),
 )

@@ -15,12 +15,18 @@ The rules, first that applies:
    (out of bounds when an input index of its graph is out of range; through a null pointer when one of
    its tensor arguments had no memory, a ZeroTensor); with none in flight, after a
    kernel returned, and of SIGABRT (glibc's heap checks): memory corruption by the kernel that ran last.
+`sanitizer_finding(output)` reads compute-sanitizer memcheck's output (a run of its own) into a
+`SanitizerFinding`; `with_sanitizer(fault, finding)` weighs it against the checked run's fault: an invalid
+access in the same kernel confirms it (a device error becomes a bad access), one in another kernel is said;
+`sanitizer_fault(compiled, finding)` is the fault memcheck alone found, where the checked run found none.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+import msgspec
 
 from pt2doctor.model.minify import source_calls
 from pt2doctor.model.runtime import (
@@ -32,6 +38,7 @@ from pt2doctor.model.runtime import (
     IndexRange,
     KernelEvent,
     KernelFault,
+    SanitizerFinding,
 )
 
 # what makes NaN out of finite values, by op: the words for a kernel that fuses it
@@ -165,32 +172,83 @@ def _said(bad: Sequence[BadTensor]) -> str:
                      for b in bad)
 
 
-_SANITIZER_ACCESS = re.compile(r"Invalid (__\w+__ )?(read|write|atomic)\w* of size (\d+) bytes?", re.I)
-_SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>]*)", re.M)
+# memcheck's error headers: an invalid access (its space, operation and size), a misaligned address, a failed assert
+_SANITIZER_ERROR = re.compile(r"^=+\s+(?:(?P<access>Invalid (?:__(?P<space>\w+)__ )?(?P<op>read|write|atomic)\w* "
+                              r"of size (?P<size>\d+) bytes?)|(?P<misaligned>Misaligned [\w ]*?address)"
+                              r"|(?P<assert>(?:Warp|Device-side) assert))", re.M | re.I)
+_SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>]*)(?:\+0x[0-9a-f]+)?(?: in (\S+:\d+))?",
+                           re.M)
 _SANITIZER_NEAR = re.compile(r"is ([\d,]+) bytes (before|after) the nearest allocation at \S+ of size ([\d,]+) bytes")
 _SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
-_SANITIZER_ASSERT = re.compile(r"^=+\s+(?:Warp|Device-side) assert", re.M | re.I)
 _SANITIZER_THREAD = re.compile(r"by thread \(([\d,]+)\) in block \(([\d,]+)\)")
+_MEMCHECK = "compute-sanitizer (memcheck)"
 
 
-def sanitizer_finding(output: str) -> str:
-    """compute-sanitizer memcheck's first error in plain words: the kernel, the access and its size, where it
-    fell against the nearest allocation; a device-side assert (its message, the thread); or that it found none."""
-    access, summary = _SANITIZER_ACCESS.search(output), _SANITIZER_SUMMARY.search(output)
-    if access is None and (failed := _SANITIZER_ASSERT.search(output)) is not None:
-        thread, assertion = _SANITIZER_THREAD.search(output, failed.end()), device_assertion(output)
-        return ("compute-sanitizer (memcheck): a failed device-side assert" + (f" `{assertion}`" if assertion else "")
-                + (f" by thread ({thread.group(1)}) in block ({thread.group(2)})" if thread else "")
-                + ", not a bad memory access" + (f" ({summary.group(1)} error(s) in all)" if summary else ""))
-    if access is None:
+def sanitizer_finding(output: str) -> SanitizerFinding:
+    """compute-sanitizer memcheck's first error: an invalid or misaligned access (the kernel, the access and its
+    size, where it fell against the nearest allocation); a device-side assert (its message, the thread); or that it
+    found none."""
+    first, summary = _SANITIZER_ERROR.search(output), _SANITIZER_SUMMARY.search(output)
+    errors = int(summary.group(1)) if summary else None
+    if first is None:
         if summary is None:  # it said nothing of memory: what it said last is all there is to go on
             last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
-            return ("compute-sanitizer (memcheck) ended without its error summary, so it found nothing to name"
-                    + (f" (its last line: {last[:200]!r})" if last else " (it printed nothing)"))
-        return f"compute-sanitizer (memcheck) reported {summary.group(1)} memory error(s)"
-    at = _SANITIZER_AT.search(output, access.end())
-    near = _SANITIZER_NEAR.search(output, access.end())
-    kernel = f" in kernel {at.group(1)}" if at else ""
-    where = (f", {near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes" if near else "")
-    return (f"compute-sanitizer (memcheck): an invalid {access.group(2).lower()} of {access.group(3)} bytes"
-            f"{kernel}{where}")
+            return SanitizerFinding("nothing", f"{_MEMCHECK} ended without its error summary, so it found nothing "
+                                               "to name" + (f" (its last line: {last[:200]!r})" if last else
+                                                            " (it printed nothing)"))
+        return SanitizerFinding("errors" if errors else "nothing",
+                                f"{_MEMCHECK} reported {errors} memory error(s)", errors=errors)
+    if first.group("assert"):
+        thread, assertion = _SANITIZER_THREAD.search(output, first.end()), device_assertion(output)
+        return SanitizerFinding("assert", f"{_MEMCHECK}: a failed device-side assert"
+                                + (f" `{assertion}`" if assertion else "")
+                                + (f" by thread ({thread.group(1)}) in block ({thread.group(2)})" if thread else "")
+                                + ", not a bad memory access" + (f" ({errors} error(s) in all)" if summary else ""),
+                                errors=errors)
+    at = _SANITIZER_AT.search(output, first.end())
+    near = _SANITIZER_NEAR.search(output, first.end())
+    operation, size = (first.group("op") or "misaligned").lower(), int(first.group("size") or 0)
+    error = (f"an invalid {first.group('space') + ' ' if first.group('space') else ''}{operation} of {size} bytes"
+             if first.group("access") else f"a {first.group('misaligned').lower()}")
+    found = SanitizerFinding("access", "", error=error, kernel=at.group(1) if at else "", operation=operation,
+                             size=size, source=(at.group(2) or "") if at else "",
+                             allocation=(f"{near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes"
+                                         if near else ""), errors=errors)
+    return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}")
+
+
+def _access_words(found: SanitizerFinding) -> str:
+    return (found.error + (f" in kernel {found.kernel}" if found.kernel else "")
+            + (f" (at {found.source} of its source{f': `{found.code}`' if found.code else ''})" if found.source
+               else "")
+            + (f", {found.allocation}" if found.allocation else ""))
+
+
+def with_sanitizer(fault: KernelFault, finding: SanitizerFinding) -> KernelFault:
+    """The checked run's fault, with what compute-sanitizer found in a run of its own: an invalid access in the
+    same kernel confirms it (a kernel error is then a bad access: an address outside its buffers, not an
+    assert), one in another kernel is said beside it, for the reader to weigh; nothing else changes it."""
+    if finding.said != "access":
+        return fault
+    if finding.kernel != fault.kernel:
+        return msgspec.structs.replace(fault, words=f"{fault.words}; compute-sanitizer, in a run of its own, found "
+                                                    f"the first invalid access in another kernel ({finding.words})")
+    kind = FaultKind.BAD_ACCESS if fault.kind is FaultKind.DEVICE_ERROR else fault.kind
+    return msgspec.structs.replace(fault, kind=kind, words=f"{fault.words}; compute-sanitizer, in a run of its own, "
+                                                           f"agrees: {_access_words(finding)}")
+
+
+def sanitizer_fault(compiled: Sequence[CompiledKernels], finding: SanitizerFinding) -> KernelFault | None:
+    """The fault compute-sanitizer alone found, where the checked run saw none (a wrong result with finite
+    values, a crash it did not place): its invalid access, when in a kernel Inductor compiled. A write past a
+    buffer is memory corruption (the wrong values can be what it overwrote); a read, a bad access."""
+    if finding.said != "access":
+        return None
+    graph, kernel = next(((c.graph, k) for c in compiled for k in c.kernels if k.name == finding.kernel), ("", None))
+    if kernel is None:
+        return None
+    writes = finding.operation in ("write", "atomic")
+    return _fault(graph, kernel, kernel.name, FaultKind.MEMORY_CORRUPTION if writes else FaultKind.BAD_ACCESS,
+                  f"compute-sanitizer found {_access_words(finding)}: "
+                  + ("it writes outside its buffers, so the wrong values can be what it overwrote" if writes else
+                     "it reads outside its buffers, so the wrong values can be what it read there"))

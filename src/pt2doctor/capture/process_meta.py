@@ -27,6 +27,7 @@ from pt2doctor.model.child import MAIN_THREAD_MARK, ChildReport, ExceptionRecord
 from pt2doctor.model.export import EVENTS_FILE
 from pt2doctor.model.export_draft import CHECKS_FILE, DRAFT_FILE
 from pt2doctor.model.serialize import RecordError, read_lines, read_record
+from pt2doctor.processes.launch import COMPILE_CACHE_VARS
 
 T = TypeVar("T")
 
@@ -108,7 +109,7 @@ def is_user_file(path: str) -> bool:
 
 def _in_cache_dir(path: str) -> bool:
     """Under a compile cache the user moved (`TORCHINDUCTOR_CACHE_DIR`, `TRITON_CACHE_DIR`): generated code."""
-    dirs = [os.environ.get(name) for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")]
+    dirs = [os.environ.get(name) for name in COMPILE_CACHE_VARS]
     return any(d and os.path.abspath(path).startswith(os.path.abspath(d) + os.sep) for d in dirs)
 
 

@@ -155,7 +155,7 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         for origin in fault.sources:
             console.print(f"  from {origin.describe()}", markup=False)
     if d.runtime and d.runtime.sanitizer:
-        console.print(f"  {d.runtime.sanitizer}", markup=False)
+        console.print(f"  {d.runtime.sanitizer.words}", markup=False)
     if d.bisection:
         console.print(f"bisection: {d.bisection.describe()}", markup=False)
     for ref in d.where_to_look:

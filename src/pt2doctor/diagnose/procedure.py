@@ -28,7 +28,7 @@ from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
-from pt2doctor.diagnose.runtime_triage import runtime_triage, triages
+from pt2doctor.diagnose.runtime_triage import runtime_triage, triage_flaky, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
 from pt2doctor.diagnose.workarounds import try_export
@@ -49,14 +49,25 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
     return STOP if done else False
 
 
+def _reproduce(ctx: Context, found: Found) -> Reproduced:
+    """The failure reproduced; when it did not repeat (flaky), on CUDA, runtime triage looks for a kernel touching
+    memory outside its buffers before the procedure ends."""
+    reproduced = reproduce(ctx, found)
+    if reproduced is STOP and found.flaky:
+        recorded = found.attempts[0]
+        spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(recorded.label))
+        triage_flaky(ctx.options, ctx.runner, found, recorded, spec, on_cuda)
+    return reproduced
+
+
 def _conclude(ctx: Context, found: Found) -> bool:
     conclude(found)
     return True
 
 
 STEPS: tuple[Step, ...] = (
-    Step("reproduce", reproduce,
-         writes="attempts session headline next_steps flaky category error recording_changed_outcome notes"),
+    Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error "
+                                         "recording_changed_outcome notes original_backend backend_kind runtime"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
     Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
                                    "stage user_frames workarounds"),

@@ -2,16 +2,18 @@
 
 Contract: the step `runtime_triage` (when `triages`; `diagnose.procedure`, right after the side runs start,
 so the minifier can start from its kernel) calls `triage_runtime(options, runner, found, failed, on_cuda)`,
-which runs when the script's Inductor-compiled
-code crashed as it ran (a signal, a CUDA kernel error) or gave a wrong result with NaN/Inf in it
-(`wanted`); otherwise it does nothing. It makes one more run of the script (`Variant.kernels_checked`):
+which runs when the script's Inductor-compiled code crashed as it ran (a signal, a CUDA kernel error) or gave
+a wrong result with NaN/Inf in it, or on CUDA a wrong result at all (`wanted`); otherwise it does nothing.
+`triage_flaky` runs it for a failure that did not repeat, on CUDA (`diagnose.procedure`, before it ends).
+On CUDA, compute-sanitizer's memcheck runs first where the machine has it (`run_sanitizer`: the script as
+the user runs it, with compile caches of its own; its absence is said); a wrong result with finite values
+goes on only when it found a bad access. Then one more run of the script (`Variant.kernels_checked`):
 deterministic (no caching allocator, launches blocking and a sync after each kernel on CUDA; on CPU a
 kernel runs synchronously anyway), every kernel checked as it runs (`capture.child.kernel_check`), within a
 budget (`budget_s`): when it runs out the run is stopped and what its records hold is kept (`out_of_time`).
-It names the first bad kernel (`analysis.runtime_faults`) with the FX nodes fused into it, the user's lines
-and the fault in plain words, and sets `found.runtime`; on CUDA, compute-sanitizer's memcheck is run
-when the machine has it (`sanitizer`), and its absence is said. Progress goes to the runner's reporter.
-It never raises for what the script does.
+It names the first bad kernel (`analysis.runtime_faults`: the checked run's, weighed against memcheck's
+finding, or memcheck's alone) with the FX nodes fused into it, the user's lines and the fault in plain words,
+and sets `found.runtime`. Progress goes to the runner's reporter. It never raises for what the script does.
 """
 
 from __future__ import annotations
@@ -24,14 +26,31 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from pt2doctor.analysis.failures import asynchronous_cuda_error
-from pt2doctor.analysis.runtime_faults import device_assertion, first_bad_kernel, sanitizer_finding
+from pt2doctor.analysis.runtime_faults import (
+    device_assertion,
+    first_bad_kernel,
+    sanitizer_fault,
+    sanitizer_finding,
+    with_sanitizer,
+)
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.model import Category, Session
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.runtime import RuntimeTriage, read_compiled, read_events, read_index_checks, read_inflight
+from pt2doctor.model.minify import BackendSpec
+from pt2doctor.model.runtime import (
+    FaultKind,
+    RuntimeTriage,
+    SanitizerFinding,
+    read_compiled,
+    read_events,
+    read_index_checks,
+    read_inflight,
+)
 from pt2doctor.model.serialize import RecordError
 from pt2doctor.processes import launch
 
@@ -44,13 +63,20 @@ _NONFINITE = re.compile(r"\b(nan|inf|isnan|isinf|isfinite)\b", re.I)
 _MIN_BUDGET_S = 120.0  # a cold Inductor compile (the FX graph cache is off in this run) on a loaded machine
 _BUDGET_FACTOR = 4.0  # the checked run copies inputs and runs graphs eagerly beside them: slower than the original
 _SANITIZER_DIRS = ("/usr/local/cuda/bin",)
+_ACCESS_FAULTS = (FaultKind.BAD_ACCESS, FaultKind.MEMORY_CORRUPTION, FaultKind.OUT_OF_BOUNDS)
 
 
-def wanted(found: Found) -> bool:
-    """Inductor's code crashed as it ran, or the result was wrong with NaN/Inf in it."""
-    failure = found.session.failures[0] if found.session and found.session.failures else None
+def wanted(found: Found, on_cuda: bool) -> bool:
+    """Inductor's code crashed as it ran, or the result was wrong with NaN/Inf in it, or (on CUDA, where
+    compute-sanitizer can see a kernel write past its buffers) wrong at all."""
     if found.original_backend != "inductor" or found.torchrun is not None:  # a job's ranks would share one record
         return False
+    return _faulted(found) or (on_cuda and found.category is Category.ACCURACY)
+
+
+def _faulted(found: Found) -> bool:
+    """A crash as the compiled code ran, or a wrong result with NaN/Inf in it: what the checked run looks for."""
+    failure = found.session.failures[0] if found.session and found.session.failures else None
     if found.category is Category.RUNTIME_CRASH or (failure is not None and asynchronous_cuda_error(failure)):
         return True
     text = "\n".join((failure.message, failure.traceback)) if failure else ""
@@ -62,8 +88,8 @@ def budget_s(options: DiagnoseOptions, failed: Attempt) -> float:
     return min(budget, options.timeout_s) if options.timeout_s else budget
 
 
-def triages(ctx: Context, found: Found) -> bool:
-    return wanted(found)
+def triages(ctx: Context, found: Found, classify: Classified) -> bool:
+    return wanted(found, classify.on_cuda)
 
 
 def runtime_triage(ctx: Context, found: Found, classify: Classified) -> RuntimeTriage | None:
@@ -74,21 +100,29 @@ def runtime_triage(ctx: Context, found: Found, classify: Classified) -> RuntimeT
 
 def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found, failed: Attempt,
                    on_cuda: bool) -> None:
-    if not wanted(found):
+    if not wanted(found, on_cuda):
         return
-    budget = budget_s(options, failed)
-    where = "CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda else "C++ kernels"
-    runner.reporter.status(f"runtime triage: re-running with every kernel checked for faults and NaN/Inf ({where}; "
-                           f"budget {budget:.0f} s)")
-    started = time.monotonic()
+    budget, started = budget_s(options, failed), time.monotonic()
     with found.timed("runtime_triage"):
-        checked = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget)).result()
-        found.attempts.append(checked)
-        triage = _conclude(runner.run_dir(checked.label), runner.sessions.get(checked.label), checked, budget, started)
-        if on_cuda and triage.fault is not None:
-            triage = _with_sanitizer(options, triage, budget)
-        elif on_cuda:
-            triage = _replace(triage, sanitizer="not run: no kernel was found at fault")
+        finding = None
+        if on_cuda:
+            runner.reporter.status(f"runtime triage: compute-sanitizer's memcheck on the script "
+                                   f"(budget {budget:.0f} s)")
+            finding = run_sanitizer(options, budget)
+            runner.reporter.status(f"runtime triage: {finding.words}")
+        if _faulted(found) or (finding is not None and finding.said == "access"):
+            where = ("CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda
+                     else "C++ kernels")
+            runner.reporter.status(f"runtime triage: re-running with every kernel checked for faults and NaN/Inf "
+                                   f"({where}; budget {budget:.0f} s)")
+            checked = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget)).result()
+            found.attempts.append(checked)
+            triage = _conclude(runner.run_dir(checked.label), runner.sessions.get(checked.label), checked, budget,
+                               started, finding)
+        else:  # finite wrong values and no bad access: nothing for the checked run to look for
+            triage = RuntimeTriage(sanitizer=finding, seconds=round(time.monotonic() - started, 3), budget_s=budget,
+                                   notes=("the wrong values are finite and compute-sanitizer found no bad access: "
+                                          "no kernel was re-run checked",))
     found.runtime = triage
     fault = triage.fault
     if fault is not None:
@@ -100,7 +134,27 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
     runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
 
 
-def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: float, started: float) -> RuntimeTriage:
+def triage_flaky(options: DiagnoseOptions, runner: VariantRunner, found: Found, recorded: Attempt,
+                 backend: BackendSpec | None, on_cuda: bool) -> None:
+    """A flaky failure on CUDA (`recorded`: its recorded run, compiled with `backend`): a kernel reading or
+    writing outside its buffers makes runs differ (what it finds or overwrites there changes, and so may whether
+    it faults). The triage, compute-sanitizer first, looks for one; what it finds leads the headline and the
+    next steps."""
+    if not on_cuda or backend is None:
+        return
+    found.original_backend, found.backend_kind = backend.name, backend.kind
+    before = len(found.next_steps)
+    triage_runtime(options, runner, found, recorded, on_cuda)
+    fault = found.runtime.fault if found.runtime else None
+    if fault is None or fault.kind not in _ACCESS_FAULTS:
+        return
+    found.headline += (f" A likely cause: kernel {fault.kernel} ({fault.kind.value.replace('_', ' ')}), "
+                       "whose reads or writes outside its buffers can end otherwise from run to run.")
+    found.next_steps[:] = found.next_steps[before:] + found.next_steps[:before]
+
+
+def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: float, started: float,
+              finding: SanitizerFinding | None) -> RuntimeTriage:
     notes: list[str] = []
     try:
         compiled, events, checks = read_compiled(run_dir), read_events(run_dir), read_index_checks(run_dir)
@@ -110,6 +164,8 @@ def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: 
     out_of_time = bool(session and session.exit.timed_out)
     ended_by = (checked.signature or "") if checked.outcome == "fail" else ""
     fault = first_bad_kernel(compiled, events, checks, read_inflight(run_dir), ended_by, _assertion(run_dir))
+    if finding is not None:
+        fault = with_sanitizer(fault, finding) if fault is not None else sanitizer_fault(compiled, finding)
     if out_of_time:
         notes.append(f"the checked run reached its budget ({budget:.0f} s) and was stopped: "
                      "what it found by then is kept")
@@ -122,8 +178,8 @@ def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: 
                      "the non-finite values are the program's own, not the compiler's")
     if checked.outcome == "pass":
         notes.append("the checked run passed (the deterministic re-run does not fail)")
-    return RuntimeTriage(fault=fault, seconds=round(time.monotonic() - started, 3), budget_s=budget,
-                         out_of_time=out_of_time, run=checked.label, notes=tuple(notes))
+    return RuntimeTriage(fault=fault, sanitizer=finding, seconds=round(time.monotonic() - started, 3),
+                         budget_s=budget, out_of_time=out_of_time, run=checked.label, notes=tuple(notes))
 
 
 def _assertion(run_dir: Path) -> str | None:
@@ -134,29 +190,40 @@ def _assertion(run_dir: Path) -> str | None:
         return None
 
 
-def _replace(triage: RuntimeTriage, **changes: object) -> RuntimeTriage:
-    import msgspec
-
-    return msgspec.structs.replace(triage, **changes)
-
-
 def sanitizer_path() -> str | None:
     return shutil.which("compute-sanitizer") or next(
         (str(Path(d) / "compute-sanitizer") for d in _SANITIZER_DIRS if (Path(d) / "compute-sanitizer").exists()), None)
 
 
-def _with_sanitizer(options: DiagnoseOptions, triage: RuntimeTriage, budget: float) -> RuntimeTriage:
-    """compute-sanitizer's memcheck on the script (an illegal access: the kernel, the access, its size)."""
+def run_sanitizer(options: DiagnoseOptions, budget: float) -> SanitizerFinding:
+    """compute-sanitizer's memcheck on the script, run as the user runs it (an illegal access: the kernel, the
+    access, its size), with compile caches of its own: every kernel is compiled and autotuned under its eye (an
+    autotuner's trial launch can be the one that writes out of bounds), and the kernel's line is read from its
+    source there."""
     tool = sanitizer_path()
     if tool is None:
-        return _replace(triage, sanitizer="compute-sanitizer is not installed here (not on PATH nor in "
-                                          "/usr/local/cuda/bin): the kernel is named by the checked run alone")
+        return SanitizerFinding("not_run", "compute-sanitizer is not installed here (not on PATH nor in "
+                                           "/usr/local/cuda/bin): the kernel is named by the checked run alone")
     command = [tool, "--tool", "memcheck", "--print-limit", "4", sys.executable, str(options.script), *options.args]
+    caches = options.out_dir / "sanitizer"
+    shutil.rmtree(caches, ignore_errors=True)
     try:
-        ran = launch.run(command, timeout_s=budget, cwd=options.script.parent,
-                         env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1"})
+        ran = launch.run(command, timeout_s=budget,
+                         env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1",
+                              **launch.compile_caches_in(caches)})
     except OSError as exc:
-        return _replace(triage, sanitizer=f"compute-sanitizer did not start: {exc}")
+        return SanitizerFinding("not_run", f"compute-sanitizer did not start: {exc}")
     if ran.timed_out:
-        return _replace(triage, sanitizer=f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
-    return _replace(triage, sanitizer=sanitizer_finding(ran.output))
+        return SanitizerFinding("not_run", f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
+    finding = sanitizer_finding(ran.output)
+    return msgspec.structs.replace(finding, code=_source_line(caches, finding.source)) if finding.source else finding
+
+
+def _source_line(caches: Path, where: str) -> str:
+    """The line `file.py:29` names, in the kernel sources the run compiled into `caches` ("" when not there)."""
+    name, _, line = where.rpartition(":")
+    try:
+        path = next(caches.rglob(name), None)
+        return path.read_text(errors="replace").splitlines()[int(line) - 1].strip() if path else ""
+    except (OSError, ValueError, IndexError):
+        return ""

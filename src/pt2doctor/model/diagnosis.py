@@ -20,7 +20,7 @@ from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.session import Category, Environment
 from pt2doctor.model.versions import VersionsResult
 
-SCHEMA = "pt2doctor.diagnosis/1"
+SCHEMA = "pt2doctor.diagnosis/2"  # 2: `runtime.sanitizer` is an object (`SanitizerFinding`), not words
 
 StageOutcome = Literal["pass", "fail", "skipped"]
 

@@ -146,13 +146,34 @@ class KernelFault(msgspec.Struct, frozen=True):
     words: str
 
 
+SanitizerSaid = Literal["access", "assert", "errors", "nothing", "not_run"]
+
+
+class SanitizerFinding(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What compute-sanitizer's memcheck said of the script, run on its own (`analysis.runtime_faults`): its
+    first invalid or misaligned access (`access`: the kernel, read or write, its size in bytes, the line of the
+    kernel's source, how far from which allocation), a failed device-side assert (`assert`), errors of another kind
+    (`errors`), none (`nothing`), or why it did not run (`not_run`); `words` says it in plain words."""
+
+    said: SanitizerSaid
+    words: str
+    error: str = ""  # the access in words: `an invalid global read of 4 bytes`, `a misaligned ... address`
+    kernel: str = ""
+    operation: str = ""  # read, write, atomic, misaligned
+    size: int = 0  # bytes
+    source: str = ""  # `file.py:29`: where in the kernel's source, as memcheck names it
+    allocation: str = ""  # where the address fell: `8 bytes after an allocation of 40 bytes`
+    code: str = ""  # the kernel's source at `source`, where the run's compile cache held it
+    errors: int | None = None  # memcheck's ERROR SUMMARY count
+
+
 class RuntimeTriage(msgspec.Struct, frozen=True, omit_defaults=True):
     """The deterministic re-run with every kernel checked: the first kernel that went wrong (`fault`, None
     when no kernel is to blame); `sanitizer` what compute-sanitizer said (or why it did not run); `seconds`
     the triage took against `budget_s` (`out_of_time`: the budget ran out, what was found is kept)."""
 
     fault: KernelFault | None = None
-    sanitizer: str = ""
+    sanitizer: SanitizerFinding | None = None
     seconds: float = 0.0
     budget_s: float = 0.0
     out_of_time: bool = False

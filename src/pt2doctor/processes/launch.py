@@ -13,6 +13,8 @@ Contract:
 - `run(argv, timeout_s=..., ...)`: start, collect stdout and stderr (`merge_output`: stderr into stdout),
   and at the timeout kill the whole group: `Ran.returncode` is None then. A Ctrl-C kills the group too and
   is re-raised. A program that cannot be started raises OSError, as Popen does.
+- `compile_caches_in(folder)`: the environment that gives a child torch's compile caches of its own
+  (Inductor's and Triton's, named by `COMPILE_CACHE_VARS`) in `folder`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import IO, Any
 from pt2doctor.processes import group as process_group
 
 GRACE_S = 5.0
+COMPILE_CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 Stream = int | IO[Any] | None
 
@@ -86,3 +89,8 @@ def run(argv: Sequence[str], *, timeout_s: float | None, cwd: Path | str | None 
         proc.wait()
         raise
     return Ran(proc.returncode, out or "", err or "")
+
+
+def compile_caches_in(folder: Path) -> dict[str, str]:
+    inductor, triton = COMPILE_CACHE_VARS
+    return {inductor: str(folder / "inductor"), triton: str(folder / "triton")}

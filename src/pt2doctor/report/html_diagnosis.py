@@ -37,7 +37,7 @@ def diagnosis_section(d: Diagnosis, repro_text: str = "", issue_md: str = "") ->
         section["its fused ops"] = list(fault.ops)
         section["its ops came from"] = [o.describe() for o in fault.sources] or None
     if d.runtime is not None:
-        section["compute-sanitizer"] = d.runtime.sanitizer or None
+        section["compute-sanitizer"] = d.runtime.sanitizer.words if d.runtime.sanitizer else None
     if d.stages:
         section["stage table"] = [{"backend": b, "result": r} for b, r in d.stages.items()]
     section["runs"] = [

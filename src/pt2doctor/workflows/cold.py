@@ -13,12 +13,12 @@ from dataclasses import replace
 
 from pt2doctor.analysis.whatif_cold import ColdWarm, compare_cold_warm
 from pt2doctor.capture.runner import Reporter, RunOptions, run_script
+from pt2doctor.processes.launch import compile_caches_in
 
 
 def with_private_cache(options: RunOptions) -> RunOptions:
     cache = (options.out_dir / "compile-cache").resolve()
-    env = {**options.env, "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
-    return replace(options, env=env)
+    return replace(options, env={**options.env, **compile_caches_in(cache)})
 
 
 def measure(options: RunOptions, reporter: Reporter | None = None) -> ColdWarm:
