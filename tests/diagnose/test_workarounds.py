@@ -11,6 +11,8 @@ import pytest
 from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
+    leave_out,
+    own_settings,
     pin_backend_in_place,
     set_config,
     skip_decompositions,
@@ -103,6 +105,41 @@ def test_a_config_is_set_after_the_last_import_before_any_code_runs():
     exec(compile("\n".join(line for line in changed.splitlines()[:4]), "x.py", "exec"), namespace)  # it runs as written
 
 
+def test_the_scripts_own_compiler_settings_are_found_however_it_names_the_config_and_left_out_in_place():
+    source = textwrap.dedent('''\
+        import torch
+        import torch._inductor.config as inductor_config
+        from torch._dynamo import config
+        import torch._functorch.config
+
+        inductor_config.triton.use_tensor_descriptor = True
+        if torch.cuda.is_available():
+            config.cache_size_limit = 4
+        torch._functorch.config.donated_buffer = False
+        torch._inductor.config.freezing = True  # written in full, never imported by that name
+        other.config.freezing = True
+        torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"  # the bug under study
+    ''')
+    assert own_settings(source) == [(6, "inductor_config.triton.use_tensor_descriptor = True"),
+                                    (8, "config.cache_size_limit = 4"),
+                                    (9, "torch._functorch.config.donated_buffer = False"),
+                                    (10, "torch._inductor.config.freezing = True")]
+    assert leave_out(source, 6) == source.replace("inductor_config.triton", "# inductor_config.triton")
+    alone = leave_out(source, 8)  # the only statement of its block: a `pass` keeps the block
+    assert "    pass  # config.cache_size_limit = 4\n" in alone
+    compile(alone, "x.py", "exec")
+
+
+def test_the_scripts_own_settings_are_the_first_candidates(tmp_path):
+    script = tmp_path / "tma.py"
+    script.write_text("import torch\nimport torch._inductor.config as c\n\nc.triton.use_tensor_descriptor = True\n"
+                      "c.assume_aligned_inputs = True\n")
+    candidates = _candidates(Found(command=(str(script),)), script, script.read_text())
+    assert [kind for kind, _, _ in candidates] == ["config", "config"]
+    assert candidates[0][1].startswith("`c.triton.use_tensor_descriptor = True` (tma.py:4) left out")
+    assert "# c.triton.use_tensor_descriptor = True" in candidates[0][2]
+
+
 def test_the_narrowest_verified_workaround_is_handed_over_whatever_order_they_were_tried_in():
     call = Workaround("call", "", True, "ran", kind="call")
     config = Workaround("config", "", True, "ran", kind="config")
@@ -124,6 +161,18 @@ def test_the_narrowest_change_that_runs_is_handed_over_with_its_cost(diagnosed):
     assert first["cost"]["all_eager_s"] is not None  # the run with compilation off, beside it
     assert (run.out_dir / "workaround.patch").read_text() == first["patch"]
     assert "**Workaround** (verified" in (run.out_dir / "issue.md").read_text()
+    assert d["next_steps"][0].startswith("Workaround, verified on a copy of your script")
+
+
+@pytest.mark.slow
+def test_a_setting_the_script_makes_that_breaks_the_compile_is_left_out_first(diagnosed):
+    """The script limits max-autotune's GEMM backends to Triton, on a CPU: no choice for its matmul. Leaving its own
+    setting out (torch's default kept) compiles every graph, the narrowest change of all."""
+    run, d = diagnosed(HERE / "scripts" / "own_setting_no_gemm_choice.py", options=("--no-bisect",))
+    first = next(w for w in d["workarounds"] if w["verified"])
+    assert first["kind"] == "config" and first["change"].startswith("`inductor_config.max_autotune"), d["workarounds"]
+    assert "left out, so that setting keeps torch's default" in first["change"] and first["graphs_kept_compiled"] >= 1
+    assert "+# inductor_config.max_autotune" in first["patch"]
     assert d["next_steps"][0].startswith("Workaround, verified on a copy of your script")
 
 

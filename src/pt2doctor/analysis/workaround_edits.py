@@ -11,6 +11,11 @@ that name:
   import (before its code runs, as a config must be);
 - `skip_decompositions(source)`: every one-line `X.run_decompositions(...)` call made `X`: the exported program as
   traced, its ops not decomposed;
+- `own_settings(source)`: the compiler settings the script makes itself (one-line assignments to a key of
+  Inductor's, Dynamo's or AOTAutograd's config, through the module's name or an alias it imported), as
+  (line, text), but a `..._TESTING_ONLY` key (torch's bug injection, the stand-in for a compiler bug in tests:
+  leaving it out removes the bug under study, no workaround); `leave_out(source, line)`: that statement
+  commented out, so the key keeps torch's default;
 - `uncompile(source)`: for each `torch.compile` site (a one-line call, a decorator on its own line), the script
   with that one site compiling nothing (`torch.compile(f, ...)` -> `f`, the decorator removed), and the site.
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
@@ -149,3 +154,39 @@ def skip_decompositions(source: str) -> str | None:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "run_decompositions"
         and n.lineno == n.end_lineno]
     return _replaced(source, edits) if edits else None
+
+
+CONFIG_MODULES = ("torch._inductor.config", "torch._dynamo.config", "torch._functorch.config")
+
+
+def own_settings(source: str) -> list[tuple[int, str]]:
+    tree = _tree(source)
+    if tree is None:
+        return []
+    names = {module: module for module in CONFIG_MODULES}  # how the script spells each module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update({a.asname: a.name for a in node.names if a.asname and a.name in CONFIG_MODULES})
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                          if f"{node.module}.{a.name}" in CONFIG_MODULES})
+    settings = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno == node.end_lineno and len(node.targets) == 1 and (
+                isinstance(node.targets[0], ast.Attribute)):
+            target = ast.unparse(node.targets[0])
+            if any(target.startswith(f"{name}.") for name in names) and not target.endswith("_TESTING_ONLY"):
+                settings.append((node.lineno, _segment(source, node)))
+    return sorted(settings)
+
+
+def leave_out(source: str, line: int) -> str:
+    lines = source.splitlines(keepends=True)
+    text = lines[line - 1]
+    indent = text[:len(text) - len(text.lstrip())]
+    tree = ast.parse(source)
+    alone = any(len(body) == 1 and body[0].lineno == line for node in ast.walk(tree)
+                for body in (getattr(node, "body", None), getattr(node, "orelse", None))
+                if isinstance(body, list) and body and isinstance(body[0], ast.stmt))
+    kept = f"{indent}pass  # {text.strip()}\n" if alone else f"{indent}# {text.lstrip()}"
+    return "".join([*lines[:line - 1], kept, *lines[line:]])

@@ -4,6 +4,9 @@ Contract: `find_workarounds(runner, found)` is called once the failing stage is 
 Dynamo: a crash of its own, or a result it changes). It builds candidates from what the diagnosis found, narrowest
 first, and tries each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle
 of every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
+0. a compiler setting the script makes itself (`inductor_config.triton.use_tensor_descriptor = True`: an
+   experimental path, a tuning mode) left out, so that key keeps torch's default: every graph stays compiled;
+   each, in the script's order, up to three (`analysis.workaround_edits.own_settings`);
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
@@ -33,6 +36,8 @@ from pathlib import Path
 from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
+    leave_out,
+    own_settings,
     pin_backend_in_place,
     set_config,
     skip_decompositions,
@@ -125,9 +130,12 @@ def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str,
 
 
 def _candidates(found: Found, script: Path, source: str) -> list[tuple[WorkaroundKind, str, str]]:
-    """(kind, change in words, the script changed), narrowest first: the culprit call kept out of the graph,
-    then the function holding it."""
-    out: list[tuple[WorkaroundKind, str, str]] = []
+    """(kind, change in words, the script changed), narrowest first: the script's own compiler settings left out,
+    the culprit call kept out of the graph, then the function holding it."""
+    out: list[tuple[WorkaroundKind, str, str]] = [
+        ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default: every graph "
+                   "stays compiled", leave_out(source, line))
+        for line, text in own_settings(source)[:_MAX_SETTINGS]]
     origins = _culprit_origins(found, script)
     for origin in origins:
         if len(out) == _MAX_CALLS:
@@ -163,6 +171,7 @@ def _applies(found: Found) -> bool:
 
 
 _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is tried on its first three
+_MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
 
 
 def _culprit_origins(found: Found, script: Path) -> list[NodeOrigin]:
