@@ -107,8 +107,9 @@ def _repro(d: dict, ops: tuple[str, ...]) -> str:
 
 
 def _row(r: dict, repro: bool, cuda: bool) -> str:
-    if "error" in r:
-        return f"| {r['name']} | {r['wall']:.1f} s | - | - | no diagnosis.json: {r['error']!r} | | | | |"
+    if "error" in r:  # as many cells as the header has
+        return (f"| {r['name']} | {r['wall']:.1f} s | - | - | no diagnosis.json: {r['error']!r} | | | | |"
+                + " |" * (repro + cuda))
     return (f"| {r['name']} | {r['wall']:.1f} s | {r['triage'] or 0:.1f} s / {r['budget'] or 0:.0f} s | "
             f"`{r['kernel']}` | {r['kind']} | {r['ops']} | {r['sources']} | **{r['right']}** | {r['category']}"
             f"{' (needs the compiler)' if r['needs_compiler'] else ''} |" + (f" {r['repro']} |" if repro else "")

@@ -164,6 +164,31 @@ def test_compute_sanitizers_first_invalid_access_names_the_kernel_the_access_and
     assert misaligned.words.startswith("compute-sanitizer (memcheck): a misaligned shared or local address in kernel")
 
 
+def test_each_of_memchecks_layouts_names_its_own_errors_kernel():
+    """The first error's lines alone: a misaligned address has no allocation line, and must not take the next
+    error's; older memchecks put the line before the kernel; a C++ kernel's name has spaces and templates."""
+    two = sanitizer_finding("""========= Misaligned shared or local address
+=========     at triton_poi_fused_add_slice_0+0x6d0 in cay.py:24
+=========     by thread (0,0,0) in block (8,0,0)
+========= Invalid __global__ read of size 4 bytes
+=========     at triton_poi_fused_mul_1+0x1e0 in cb2.py:31
+=========     and is 8 bytes after the nearest allocation at 0x7f3c0000a000 of size 40 bytes
+""")
+    assert (two.kernel, two.source, two.allocation, two.operation) == ("triton_poi_fused_add_slice_0", "cay.py:24", "",
+                                                                       "misaligned")
+    older = sanitizer_finding("""========= Invalid __global__ write of size 4 bytes
+=========     at 0x50 in /tmp/torchinductor_u/x2/cx2.py:29:triton_poi_fused_index_put_0
+=========     by thread (3,0,0) in block (0,0,0)
+""")
+    assert (older.kernel, older.source) == ("triton_poi_fused_index_put_0", "/tmp/torchinductor_u/x2/cx2.py:29")
+    aten = sanitizer_finding("""========= Invalid __global__ read of size 16 bytes
+=========     at void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>(int, T2, T3)+0x1e0
+""")
+    assert aten.kernel.startswith("void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>")
+    assert aten.kernel.endswith(">(int, T2, T3)")
+    assert aten.source == ""
+
+
 def test_compute_sanitizers_other_answers_in_words():
     assert sanitizer_finding("========= ERROR SUMMARY: 0 errors\n").said == "nothing"
     asserted = sanitizer_finding("""========= COMPUTE-SANITIZER
@@ -215,6 +240,9 @@ def test_a_write_past_a_buffer_only_the_sanitizer_saw_is_memory_corruption_by_it
     assert fault.words.startswith("compute-sanitizer found an invalid global atomic of 8 bytes in kernel "
                                   "triton_spl_fused_cumsum_0 (at triton_helpers.py:418 of its source), 5,289 bytes "
                                   "after an allocation of 196,608 bytes: it writes outside its buffers")
+    twice = [*compiled, CompiledKernels("g0002", (FusedKernel("triton_spl_fused_cumsum_0", ("cumsum_1",)),))]
+    assert "(graphs g0001, g0002 each have a kernel of that name: g0001's is taken)" in (
+        sanitizer_fault(twice, overrun) or fault).words
     assert sanitizer_fault(compiled, sanitizer_finding(ILLEGAL_READ)) is None  # not a kernel of these graphs
 
 

@@ -6,10 +6,12 @@ device (Triton kernels: a NaN only compiled, an index out of range that trips a 
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runtime_triage import run_sanitizer
 
@@ -140,9 +142,10 @@ def test_a_segfault_in_a_compiled_cpu_kernel_is_minified_from_the_kernel(diagnos
 
 
 def test_compute_sanitizer_runs_the_script_as_the_user_runs_it(tmp_path, monkeypatch):
-    """The script's path as given and its arguments, from the user's directory: a relative path once ran from the
-    script's own directory, where it names nothing, and memcheck said only that Python could not open the file.
-    A stand-in for compute-sanitizer runs what it is given (the script prints memcheck's words when it ran)."""
+    """The script's path as given and its arguments, from the user's directory (a relative path once ran from the
+    script's own directory, where it names nothing, and memcheck said only that Python could not open the file),
+    with diagnose's environment for it and compile caches of its own, where the kernel's line is read before they
+    are removed. A stand-in for compute-sanitizer runs what it is given; the script prints memcheck's words."""
     tool = tmp_path / "bin" / "compute-sanitizer"
     tool.parent.mkdir()
     tool.write_text('#!/bin/sh\n[ "$1 $2 $3 $4" = "--tool memcheck --print-limit 4" ] || exit 2\nshift 4\nexec "$@"\n')
@@ -150,12 +153,20 @@ def test_compute_sanitizer_runs_the_script_as_the_user_runs_it(tmp_path, monkeyp
     monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
     script = tmp_path / "project" / "jobs" / "train.py"
     script.parent.mkdir(parents=True)
-    script.write_text("import os, sys\n"
-                      "assert sys.argv[1:] == ['--steps', '3'] and os.environ['CUDA_LAUNCH_BLOCKING'] == '1'\n"
-                      "print('========= Invalid __global__ write of size 2 bytes')\n"
-                      "print('=========     at triton_poi_fused_cat_3+0x90')\n"
-                      "print('========= ERROR SUMMARY: 1 error')\n")
+    script.write_text(textwrap.dedent('''\
+        import os, pathlib, sys
+        assert sys.argv[1:] == ["--steps", "3"] and os.environ["CUDA_LAUNCH_BLOCKING"] == "1"
+        assert os.environ["TORCHDYNAMO_DEBUG_FUNCTION"] == "step"
+        kernels = pathlib.Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]) / "ab"
+        kernels.mkdir(parents=True)
+        (kernels / "cabc.py").write_text("def triton_poi_fused_cat_3(in_ptr0):\\n    tl.store(out_ptr0 + x0, tmp0)\\n")
+        print("========= Invalid __global__ write of size 2 bytes")
+        print("=========     at triton_poi_fused_cat_3+0x90 in cabc.py:2")
+        print("========= ERROR SUMMARY: 1 error")
+    '''))
     monkeypatch.chdir(tmp_path / "project")
-    found = run_sanitizer(DiagnoseOptions(Path("jobs/train.py"), ("--steps", "3")), budget=60)
-    said = (found.said, found.kernel, found.operation, found.size)
-    assert said == ("access", "triton_poi_fused_cat_3", "write", 2), found.words
+    options = DiagnoseOptions(Path("jobs/train.py"), ("--steps", "3"), out_dir=tmp_path / "bundle")
+    found = run_sanitizer(options, 60, {"TORCHDYNAMO_DEBUG_FUNCTION": "step"}, GpuShare(True, 2))
+    said = (found.said, found.kernel, found.operation, found.size, found.code)
+    assert said == ("access", "triton_poi_fused_cat_3", "write", 2, "tl.store(out_ptr0 + x0, tmp0)"), found.words
+    assert not (tmp_path / "bundle" / "sanitizer").exists()  # its caches are no part of the bundle

@@ -114,30 +114,59 @@ def test_the_scripts_own_compiler_settings_are_found_however_it_names_the_config
 
         inductor_config.triton.use_tensor_descriptor = True
         if torch.cuda.is_available():
-            config.cache_size_limit = 4
+            config.cache_size_limit = 4  # on the GPU
         torch._functorch.config.donated_buffer = False
         torch._inductor.config.freezing = True  # written in full, never imported by that name
         other.config.freezing = True
         torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"  # the bug under study
+        inductor_config.max_autotune = True; inductor_config.cpp_wrapper = True
+        if torch.cuda.is_available(): inductor_config.epilogue_fusion = False
+        try:
+            pass
+        finally:
+            inductor_config.coordinate_descent_tuning = True
     ''')
     assert own_settings(source) == [(6, "inductor_config.triton.use_tensor_descriptor = True"),
                                     (8, "config.cache_size_limit = 4"),
                                     (9, "torch._functorch.config.donated_buffer = False"),
-                                    (10, "torch._inductor.config.freezing = True")]
+                                    (10, "torch._inductor.config.freezing = True"),
+                                    (18, "inductor_config.coordinate_descent_tuning = True")]
     assert leave_out(source, 6) == source.replace("inductor_config.triton", "# inductor_config.triton")
-    alone = leave_out(source, 8)  # the only statement of its block: a `pass` keeps the block
-    assert "    pass  # config.cache_size_limit = 4\n" in alone
-    compile(alone, "x.py", "exec")
+    for line in (8, 18):  # the only statement of its block (an `if`, a `finally`): a `pass` keeps the block
+        left = leave_out(source, line)
+        assert left.splitlines()[line - 1].lstrip().startswith("pass  # ")
+        compile(left, "x.py", "exec")
 
 
-def test_the_scripts_own_settings_are_the_first_candidates(tmp_path):
+def test_a_name_the_script_rebinds_is_not_its_config():
+    source = "import torch\nfrom torch._dynamo import config\n\nconfig = {}\nconfig.lr = 3\n"
+    assert own_settings(source) == []
+
+
+def test_the_scripts_own_settings_are_the_first_candidates_and_the_calls_keep_their_three(tmp_path):
     script = tmp_path / "tma.py"
-    script.write_text("import torch\nimport torch._inductor.config as c\n\nc.triton.use_tensor_descriptor = True\n"
-                      "c.assume_aligned_inputs = True\n")
-    candidates = _candidates(Found(command=(str(script),)), script, script.read_text())
-    assert [kind for kind, _, _ in candidates] == ["config", "config"]
-    assert candidates[0][1].startswith("`c.triton.use_tensor_descriptor = True` (tma.py:4) left out")
-    assert "# c.triton.use_tensor_descriptor = True" in candidates[0][2]
+    script.write_text(textwrap.dedent('''\
+        import torch
+        import torch._inductor.config as c
+
+        c.triton.use_tensor_descriptor = True
+        c.assume_aligned_inputs = True
+        c.max_autotune = True
+
+
+        def f(x):
+            return torch.sin(x).cos().exp().tanh()
+    '''))
+    calls = ("torch.sin", "cos", "exp", "tanh")
+    origins = tuple(NodeOrigin(op="aten.x", call=call, file=str(script), line=10) for call in calls)
+    found = Found(command=(str(script),))
+    found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "x"), 8, 4, (), (), 1, 0,
+                                1.0, True, str(tmp_path / "repro.py"), origins=origins)
+    candidates = _candidates(found, script, script.read_text())
+    assert [kind for kind, _, _ in candidates] == ["config"] * 3 + ["call"] * 3 + ["function"]
+    assert candidates[0][1] == "`c.triton.use_tensor_descriptor = True` (tma.py:4) left out, so that setting keeps " \
+                               "torch's default"
+    assert "\n# c.triton.use_tensor_descriptor = True\n" in candidates[0][2]
 
 
 def test_the_narrowest_verified_workaround_is_handed_over_whatever_order_they_were_tried_in():

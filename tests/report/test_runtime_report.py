@@ -44,3 +44,18 @@ def test_diagnosis_json_round_trips_the_triage():
     assert again.runtime == DIAGNOSIS.runtime and again.needs_compiler == DIAGNOSIS.needs_compiler
     assert again.runtime is not None and again.runtime.fault is not None
     assert again.runtime.fault.kind is FaultKind.NAN_FROM_FINITE
+
+
+def test_a_bundle_an_older_pt2doctor_wrote_is_said_so(tmp_path):
+    """diagnosis/1 held `runtime.sanitizer` as words: reading it with this pt2doctor says which wrote it."""
+    import pytest
+
+    from pt2doctor.report.document import ReportInputError
+    from pt2doctor.report.issue import load_bundle
+
+    old = dumps(DIAGNOSIS).replace(b'"schema":"pt2doctor.diagnosis/2"', b'"schema":"pt2doctor.diagnosis/1"')
+    old = old.replace(b'{"said":"not_run","words":"not run: the script ran on the CPU"}', b'"not run"')
+    (tmp_path / "diagnosis.json").write_bytes(old)
+    with pytest.raises(ReportInputError, match=r"written by another pt2doctor \(schema pt2doctor.diagnosis/1; this "
+                                               r"one reads pt2doctor.diagnosis/2\): run pt2doctor diagnose again"):
+        load_bundle(tmp_path)

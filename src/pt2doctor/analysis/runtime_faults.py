@@ -176,8 +176,10 @@ def _said(bad: Sequence[BadTensor]) -> str:
 _SANITIZER_ERROR = re.compile(r"^=+\s+(?:(?P<access>Invalid (?:__(?P<space>\w+)__ )?(?P<op>read|write|atomic)\w* "
                               r"of size (?P<size>\d+) bytes?)|(?P<misaligned>Misaligned [\w ]*?address)"
                               r"|(?P<assert>(?:Warp|Device-side) assert))", re.M | re.I)
-_SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in )?([A-Za-z_][\w:<>]*)(?:\+0x[0-9a-f]+)?(?: in (\S+:\d+))?",
-                           re.M)
+# where the error happened: `at KERNEL+0x1e0 in FILE.py:29` (CUDA 12.4 on), `at 0x50 in FILE.py:29:KERNEL` (older),
+# `at void at::native::kernel<4, ...>(...)+0x1e0` (a C++ kernel, no line info)
+_SANITIZER_AT = re.compile(r"^=+\s+at (?:0x[0-9a-f]+ in (?P<old_source>\S+:\d+):(?P<old_kernel>.+)"
+                           r"|(?P<kernel>.+?)(?:\+0x[0-9a-f]+)?(?: in (?P<source>\S+:\d+))?)\s*$", re.M)
 _SANITIZER_NEAR = re.compile(r"is ([\d,]+) bytes (before|after) the nearest allocation at \S+ of size ([\d,]+) bytes")
 _SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 _SANITIZER_THREAD = re.compile(r"by thread \(([\d,]+)\) in block \(([\d,]+)\)")
@@ -198,20 +200,22 @@ def sanitizer_finding(output: str) -> SanitizerFinding:
                                                             " (it printed nothing)"))
         return SanitizerFinding("errors" if errors else "nothing",
                                 f"{_MEMCHECK} reported {errors} memory error(s)", errors=errors)
+    following = _SANITIZER_ERROR.search(output, first.end())  # the first error's own lines: up to the next error
+    block = output[first.end():following.start() if following else len(output)]
     if first.group("assert"):
-        thread, assertion = _SANITIZER_THREAD.search(output, first.end()), device_assertion(output)
+        thread, assertion = _SANITIZER_THREAD.search(block), device_assertion(output)
         return SanitizerFinding("assert", f"{_MEMCHECK}: a failed device-side assert"
                                 + (f" `{assertion}`" if assertion else "")
                                 + (f" by thread ({thread.group(1)}) in block ({thread.group(2)})" if thread else "")
                                 + ", not a bad memory access" + (f" ({errors} error(s) in all)" if summary else ""),
                                 errors=errors)
-    at = _SANITIZER_AT.search(output, first.end())
-    near = _SANITIZER_NEAR.search(output, first.end())
+    at, near = _SANITIZER_AT.search(block), _SANITIZER_NEAR.search(block)
     operation, size = (first.group("op") or "misaligned").lower(), int(first.group("size") or 0)
     error = (f"an invalid {first.group('space') + ' ' if first.group('space') else ''}{operation} of {size} bytes"
              if first.group("access") else f"a {first.group('misaligned').lower()}")
-    found = SanitizerFinding("access", "", error=error, kernel=at.group(1) if at else "", operation=operation,
-                             size=size, source=(at.group(2) or "") if at else "",
+    kernel = (at.group("kernel") or at.group("old_kernel") or "").strip() if at else ""
+    source = (at.group("source") or at.group("old_source") or "") if at else ""
+    found = SanitizerFinding("access", "", error=error, kernel=kernel, operation=operation, size=size, source=source,
                              allocation=(f"{near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes"
                                          if near else ""), errors=errors)
     return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}")
@@ -240,15 +244,20 @@ def with_sanitizer(fault: KernelFault, finding: SanitizerFinding) -> KernelFault
 
 def sanitizer_fault(compiled: Sequence[CompiledKernels], finding: SanitizerFinding) -> KernelFault | None:
     """The fault compute-sanitizer alone found, where the checked run saw none (a wrong result with finite
-    values, a crash it did not place): its invalid access, when in a kernel Inductor compiled. A write past a
-    buffer is memory corruption (the wrong values can be what it overwrote); a read, a bad access."""
+    values, a crash it did not place): its invalid access, when in a kernel Inductor compiled (a name several
+    graphs hold is said; the first graph's is taken). A write past a buffer is memory corruption; a read or a
+    misaligned access, a bad access."""
     if finding.said != "access":
         return None
-    graph, kernel = next(((c.graph, k) for c in compiled for k in c.kernels if k.name == finding.kernel), ("", None))
-    if kernel is None:
+    graphs = [(c.graph, k) for c in compiled for k in c.kernels if k.name == finding.kernel]
+    if not graphs:
         return None
+    (graph, kernel), others = graphs[0], [g for g, _ in graphs[1:]]
     writes = finding.operation in ("write", "atomic")
+    what = ("it writes outside its buffers: what it overwrites there can change other tensors' values"
+            if writes else "it reads outside its buffers" if finding.operation == "read" else
+            "its address is not aligned as the access needs")
+    same_name = f" (graphs {', '.join([graph, *others])} each have a kernel of that name: {graph}'s is taken)" if (
+        others) else ""
     return _fault(graph, kernel, kernel.name, FaultKind.MEMORY_CORRUPTION if writes else FaultKind.BAD_ACCESS,
-                  f"compute-sanitizer found {_access_words(finding)}: "
-                  + ("it writes outside its buffers, so the wrong values can be what it overwrote" if writes else
-                     "it reads outside its buffers, so the wrong values can be what it read there"))
+                  f"compute-sanitizer found {_access_words(finding)}: {what}{same_name}")

@@ -11,11 +11,12 @@ that name:
   import (before its code runs, as a config must be);
 - `skip_decompositions(source)`: every one-line `X.run_decompositions(...)` call made `X`: the exported program as
   traced, its ops not decomposed;
-- `own_settings(source)`: the compiler settings the script makes itself (one-line assignments to a key of
-  Inductor's, Dynamo's or AOTAutograd's config, through the module's name or an alias it imported), as
-  (line, text), but a `..._TESTING_ONLY` key (torch's bug injection, the stand-in for a compiler bug in tests:
-  leaving it out removes the bug under study, no workaround); `leave_out(source, line)`: that statement
-  commented out, so the key keeps torch's default;
+- `own_settings(source)`: the compiler settings the script makes itself (assignments alone on their line to a
+  key of one of torch's compiler configs, `model.torch_text.CONFIG_MODULES`, through the module's name or an
+  alias it imported at its top and never rebinds), as (line, text), but a `..._TESTING_ONLY` key (torch's bug
+  injection, the stand-in for a compiler bug in tests: leaving it out removes the bug under study, no
+  workaround); `leave_out(source, line)`: that statement commented out (a `pass` where it was its block's only
+  statement), so the key keeps torch's default;
 - `uncompile(source)`: for each `torch.compile` site (a one-line call, a decorator on its own line), the script
   with that one site compiling nothing (`torch.compile(f, ...)` -> `f`, the decorator removed), and the site.
 `unified_patch(before, after, name)` is the change as a unified diff the user applies to their own file.
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+
+from pt2doctor.model.torch_text import CONFIG_MODULES
 
 DISABLE = "@torch.compiler.disable"
 
@@ -156,37 +159,48 @@ def skip_decompositions(source: str) -> str | None:
     return _replaced(source, edits) if edits else None
 
 
-CONFIG_MODULES = ("torch._inductor.config", "torch._dynamo.config", "torch._functorch.config")
-
-
 def own_settings(source: str) -> list[tuple[int, str]]:
     tree = _tree(source)
     if tree is None:
         return []
-    names = {module: module for module in CONFIG_MODULES}  # how the script spells each module
-    for node in ast.walk(tree):
+    modules = set(CONFIG_MODULES.values())
+    names = {module: module for module in modules}  # how the script spells each module, imported at its top
+    for node in tree.body:
         if isinstance(node, ast.Import):
-            names.update({a.asname: a.name for a in node.names if a.asname and a.name in CONFIG_MODULES})
+            names.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
-                          if f"{node.module}.{a.name}" in CONFIG_MODULES})
+                          if f"{node.module}.{a.name}" in modules})
+    rebound = {t.id for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    spellings = [name for name in names if name.split(".")[0] not in rebound]
+    lines = source.splitlines()
     settings = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and node.lineno == node.end_lineno and len(node.targets) == 1 and (
-                isinstance(node.targets[0], ast.Attribute)):
-            target = ast.unparse(node.targets[0])
-            if any(target.startswith(f"{name}.") for name in names) and not target.endswith("_TESTING_ONLY"):
-                settings.append((node.lineno, _segment(source, node)))
+    for assign in (n for n in ast.walk(tree) if isinstance(n, ast.Assign)):
+        if not (len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Attribute)
+                and _alone_on_its_line(lines, assign)):
+            continue
+        target = ast.unparse(assign.targets[0])
+        if any(target.startswith(f"{name}.") for name in spellings) and not target.endswith("_TESTING_ONLY"):
+            settings.append((assign.lineno, _segment(source, assign)))
     return sorted(settings)
+
+
+def _alone_on_its_line(lines: list[str], node: ast.stmt) -> bool:
+    """One line, holding this statement and at most a comment after it (no `;`, no `if x: ...` around it)."""
+    if node.lineno != node.end_lineno:
+        return False
+    line = lines[node.lineno - 1].encode()
+    before, after = line[:node.col_offset].decode(), line[node.end_col_offset or 0:].decode().strip()
+    return not before.strip() and (not after or after.startswith("#"))
 
 
 def leave_out(source: str, line: int) -> str:
     lines = source.splitlines(keepends=True)
     text = lines[line - 1]
     indent = text[:len(text) - len(text.lstrip())]
-    tree = ast.parse(source)
-    alone = any(len(body) == 1 and body[0].lineno == line for node in ast.walk(tree)
-                for body in (getattr(node, "body", None), getattr(node, "orelse", None))
-                if isinstance(body, list) and body and isinstance(body[0], ast.stmt))
+    alone = any(isinstance(body, list) and len(body) == 1 and isinstance(body[0], ast.stmt)
+                and body[0].lineno == line
+                for node in ast.walk(ast.parse(source)) for _, body in ast.iter_fields(node))
     kept = f"{indent}pass  # {text.strip()}\n" if alone else f"{indent}# {text.lstrip()}"
     return "".join([*lines[:line - 1], kept, *lines[line:]])

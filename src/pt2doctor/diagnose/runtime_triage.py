@@ -23,6 +23,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ from pt2doctor.analysis.runtime_faults import (
     with_sanitizer,
 )
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.model import Category, Session
@@ -108,7 +110,7 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
         if on_cuda:
             runner.reporter.status(f"runtime triage: compute-sanitizer's memcheck on the script "
                                    f"(budget {budget:.0f} s)")
-            finding = run_sanitizer(options, budget)
+            finding = run_sanitizer(options, budget, runner.call.env, runner.gpu)
             runner.reporter.status(f"runtime triage: {finding.words}")
         if _faulted(found) or (finding is not None and finding.said == "access"):
             where = ("CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda
@@ -120,9 +122,11 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
             triage = _conclude(runner.run_dir(checked.label), runner.sessions.get(checked.label), checked, budget,
                                started, finding)
         else:  # finite wrong values and no bad access: nothing for the checked run to look for
+            said = ("compute-sanitizer found no bad access" if finding is not None and finding.said != "not_run"
+                    else "compute-sanitizer did not run")
             triage = RuntimeTriage(sanitizer=finding, seconds=round(time.monotonic() - started, 3), budget_s=budget,
-                                   notes=("the wrong values are finite and compute-sanitizer found no bad access: "
-                                          "no kernel was re-run checked",))
+                                   notes=(f"the wrong values are finite and {said}: the kernels were not re-run "
+                                          "checked (the checked run looks for faults and NaN/Inf)",))
     found.runtime = triage
     fault = triage.fault
     if fault is not None:
@@ -195,35 +199,50 @@ def sanitizer_path() -> str | None:
         (str(Path(d) / "compute-sanitizer") for d in _SANITIZER_DIRS if (Path(d) / "compute-sanitizer").exists()), None)
 
 
-def run_sanitizer(options: DiagnoseOptions, budget: float) -> SanitizerFinding:
-    """compute-sanitizer's memcheck on the script, run as the user runs it (an illegal access: the kernel, the
-    access, its size), with compile caches of its own: every kernel is compiled and autotuned under its eye (an
-    autotuner's trial launch can be the one that writes out of bounds), and the kernel's line is read from its
-    source there."""
+def run_sanitizer(options: DiagnoseOptions, budget: float, env: Mapping[str, str], share: GpuShare
+                  ) -> SanitizerFinding:
+    """compute-sanitizer's memcheck on the script, run as the user runs it (its path as given, from the user's
+    directory, with diagnose's environment for it, `env`), holding the GPU alone (`share.whole()`: memcheck's run
+    has no caching allocator), with compile caches of its own: every kernel is compiled and autotuned under its
+    eye (an autotuner's trial launch can be the one that writes out of bounds), and the kernel's line is read
+    from its source there before the caches are removed."""
     tool = sanitizer_path()
     if tool is None:
         return SanitizerFinding("not_run", "compute-sanitizer is not installed here (not on PATH nor in "
                                            "/usr/local/cuda/bin): the kernel is named by the checked run alone")
     command = [tool, "--tool", "memcheck", "--print-limit", "4", sys.executable, str(options.script), *options.args]
     caches = options.out_dir / "sanitizer"
-    shutil.rmtree(caches, ignore_errors=True)
+    _remove(caches)
     try:
-        ran = launch.run(command, timeout_s=budget,
-                         env={**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "CUDA_LAUNCH_BLOCKING": "1",
-                              **launch.compile_caches_in(caches)})
+        with share.whole():
+            ran = launch.run(command, timeout_s=budget,
+                             env={**os.environ, **env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
+                                  "CUDA_LAUNCH_BLOCKING": "1", **launch.compile_caches_in(caches)})
     except OSError as exc:
         return SanitizerFinding("not_run", f"compute-sanitizer did not start: {exc}")
-    if ran.timed_out:
-        return SanitizerFinding("not_run", f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
-    finding = sanitizer_finding(ran.output)
-    return msgspec.structs.replace(finding, code=_source_line(caches, finding.source)) if finding.source else finding
+    try:
+        if ran.timed_out:
+            return SanitizerFinding("not_run",
+                                    f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
+        finding = sanitizer_finding(ran.output)
+        code = _source_line(caches, finding.source) if finding.source else ""
+        return msgspec.structs.replace(finding, code=code) if code else finding
+    finally:
+        _remove(caches)  # its compiled kernels and autotuning results: no part of the bundle
+
+
+def _remove(folder: Path) -> None:
+    if folder.is_symlink():
+        folder.unlink()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _source_line(caches: Path, where: str) -> str:
     """The line `file.py:29` names, in the kernel sources the run compiled into `caches` ("" when not there)."""
     name, _, line = where.rpartition(":")
     try:
-        path = next(caches.rglob(name), None)
-        return path.read_text(errors="replace").splitlines()[int(line) - 1].strip() if path else ""
-    except (OSError, ValueError, IndexError):
+        number = int(line)
+        path = next(caches.rglob(Path(name).name), None) if number >= 1 else None
+        return path.read_text(errors="replace").splitlines()[number - 1].strip() if path else ""
+    except (OSError, ValueError, IndexError, NotImplementedError):
         return ""

@@ -5,8 +5,9 @@ Dynamo: a crash of its own, or a result it changes). It builds candidates from w
 first, and tries each on a copy of the user's script (`diagnose.runs.run_a_copy`; never the user's file) with the oracle
 of every diagnose run: the copy runs to the end and its own checks pass. It stops at the first that passes:
 0. a compiler setting the script makes itself (`inductor_config.triton.use_tensor_descriptor = True`: an
-   experimental path, a tuning mode) left out, so that key keeps torch's default: every graph stays compiled;
-   each, in the script's order, up to three (`analysis.workaround_edits.own_settings`);
+   experimental path, a tuning mode) left out, so that key keeps torch's default (how many graphs stay compiled
+   is counted, as for every candidate); each, in the script's order, up to three
+   (`analysis.workaround_edits.own_settings`);
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
@@ -133,15 +134,17 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
     """(kind, change in words, the script changed), narrowest first: the script's own compiler settings left out,
     the culprit call kept out of the graph, then the function holding it."""
     out: list[tuple[WorkaroundKind, str, str]] = [
-        ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default: every graph "
-                   "stays compiled", leave_out(source, line))
+        ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
+         leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
     origins = _culprit_origins(found, script)
+    calls = 0
     for origin in origins:
-        if len(out) == _MAX_CALLS:
+        if calls == _MAX_CALLS:
             break
         text = disable_call(source, origin.line, origin.call) if origin.call else None
         if text is not None:
+            calls += 1
             out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
                                 "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
                                 "the rest stays compiled",

@@ -1,6 +1,6 @@
 """What `pt2doctor diagnose` found: the runs it made, the failing stage, the bisection, the repro.
 
-Contract: frozen, torch-free values, written as `diagnosis.json` (schema `pt2doctor.diagnosis/1`,
+Contract: frozen, torch-free values, written as `diagnosis.json` (schema `SCHEMA`,
 documented in docs/reference/diagnosis-json.md). `Attempt` is one run of the user's unchanged script under one variant
 (the original backend, a reference backend, compilation off); `Diagnosis` is the whole story, with
 every step's time in `timings`. A field that a step did not reach stays at its empty value, so a

@@ -6,8 +6,8 @@ and the FX nodes fused into it, with their provenance) and one `KernelEvent` per
 wrong (`RUN_DIR/kernels/events.jsonl`), and keeps the kernel in flight in a memory-mapped marker
 (`RUN_DIR/kernels/inflight`: `g0003 2 cpp_fused_div_elu_0 run`, `... done` once it returned), so a
 process that dies of a signal still names it. `KernelCheckSpec` is the child spec's part (`Hooks`).
-`RuntimeTriage` is the diagnosis's account (`diagnose.runtime_triage`), `NeedsCompiler` the stage
-comparison's (`diagnose.stage_signatures`). Torch-free.
+`RuntimeTriage` is the diagnosis's account (`diagnose.runtime_triage`), with compute-sanitizer's
+`SanitizerFinding`; `NeedsCompiler` the stage comparison's (`diagnose.stage_signatures`). Torch-free.
 """
 
 from __future__ import annotations
@@ -168,9 +168,10 @@ class SanitizerFinding(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class RuntimeTriage(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The deterministic re-run with every kernel checked: the first kernel that went wrong (`fault`, None
-    when no kernel is to blame); `sanitizer` what compute-sanitizer said (or why it did not run); `seconds`
-    the triage took against `budget_s` (`out_of_time`: the budget ran out, what was found is kept)."""
+    """Runtime triage's account: the first kernel that went wrong (`fault`, None when no kernel is to blame),
+    from the deterministic re-run with every kernel checked (`run`: its label, "" when it was not needed) and
+    what compute-sanitizer said (`sanitizer`: on CUDA, or why it did not run); `seconds` the whole triage took,
+    each of its two runs held to `budget_s` (`out_of_time`: the checked run's ran out, what was found is kept)."""
 
     fault: KernelFault | None = None
     sanitizer: SanitizerFinding | None = None

@@ -10,6 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# torch's compiler configs, by short name: what the config diff reports and a script may set (`X.key = value`).
+CONFIG_MODULES = {"dynamo": "torch._dynamo.config", "inductor": "torch._inductor.config",
+                  "functorch": "torch._functorch.config", "compiler": "torch.compiler.config"}
+
 # The exceptions Dynamo raises for a graph break it cannot or may not take (`fullgraph=True`, export).
 GRAPH_BREAK_EXCEPTIONS = frozenset({"Unsupported", "UncapturedHigherOrderOpError", "UserError"})
 

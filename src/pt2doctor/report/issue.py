@@ -22,7 +22,7 @@ import jinja2
 
 from pt2doctor.export.report.issue import export_repro_text, export_stage, export_summary, export_title_tag
 from pt2doctor.model import Category, Session
-from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage, handed_over, verified_upgrade
+from pt2doctor.model.diagnosis import SCHEMA, STAGE_TITLES, Diagnosis, FailingStage, handed_over, verified_upgrade
 from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.model.serialize import dumps, loads
 from pt2doctor.report.versions import versions_markdown
@@ -84,9 +84,17 @@ def load_bundle(out_dir: Path) -> tuple[Diagnosis, Session | None]:
 
     from pt2doctor.report.document import ReportInputError
 
+    raw = (out_dir / "diagnosis.json").read_bytes()
     try:
-        diagnosis = loads((out_dir / "diagnosis.json").read_bytes(), Diagnosis)
+        diagnosis = loads(raw, Diagnosis)
     except msgspec.DecodeError as exc:  # ValidationError is one
+        try:
+            schema = msgspec.json.decode(raw, type=dict).get("schema")
+        except msgspec.DecodeError:
+            schema = None
+        if isinstance(schema, str) and schema.startswith("pt2doctor.diagnosis/") and schema != SCHEMA:
+            raise ReportInputError(f"{out_dir / 'diagnosis.json'} was written by another pt2doctor (schema {schema}; "
+                                   f"this one reads {SCHEMA}): run pt2doctor diagnose again") from exc
         raise ReportInputError(f"{out_dir / 'diagnosis.json'} is not a pt2doctor diagnosis: {exc}") from exc
     return diagnosis, bundle_session(out_dir, diagnosis)
 

@@ -8,6 +8,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from pt2doctor.model.torch_text import CONFIG_MODULES
+
 
 def trace_logger() -> logging.Logger:
     """The `torch.__trace` logger that TORCH_TRACE writes through (2.11, 2.13)."""
@@ -41,7 +43,7 @@ def config_diff() -> dict[str, str]:
     import warnings
 
     diff: dict[str, str] = {}
-    for name in ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config"):
+    for name in (CONFIG_MODULES[short] for short in ("dynamo", "inductor", "functorch")):
         module = sys.modules.get(name)
         entries = getattr(module, "_config", None)
         is_default = getattr(module, "_is_default", None)
@@ -104,9 +106,7 @@ def config_module(name: str) -> Any:
     """A torch config module by short name: dynamo, inductor, compiler (`torch.compiler.config`) (2.13)."""
     import importlib
 
-    modules = {"dynamo": "torch._dynamo.config", "inductor": "torch._inductor.config",
-               "compiler": "torch.compiler.config", "functorch": "torch._functorch.config"}
-    return importlib.import_module(modules[name])
+    return importlib.import_module(CONFIG_MODULES[name])
 
 
 def patch_torch_compile(extra_kwargs: dict[str, Any], on_compiled: Callable[[Any], Any] | None = None) -> None:
