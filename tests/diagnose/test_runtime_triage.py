@@ -169,4 +169,5 @@ def test_compute_sanitizer_runs_the_script_as_the_user_runs_it(tmp_path, monkeyp
     found = run_sanitizer(options, 60, {"TORCHDYNAMO_DEBUG_FUNCTION": "step"}, GpuShare(True, 2))
     said = (found.said, found.kernel, found.operation, found.size, found.code)
     assert said == ("access", "triton_poi_fused_cat_3", "write", 2, "tl.store(out_ptr0 + x0, tmp0)"), found.words
+    assert found.words.endswith("(at cabc.py:2 of its source: `tl.store(out_ptr0 + x0, tmp0)`)")
     assert not (tmp_path / "bundle" / "sanitizer").exists()  # its caches are no part of the bundle

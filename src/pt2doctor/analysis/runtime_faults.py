@@ -16,8 +16,9 @@ The rules, first that applies:
    its tensor arguments had no memory, a ZeroTensor); with none in flight, after a
    kernel returned, and of SIGABRT (glibc's heap checks): memory corruption by the kernel that ran last.
 `sanitizer_finding(output)` reads compute-sanitizer memcheck's output (a run of its own) into a
-`SanitizerFinding`; `with_sanitizer(fault, finding)` weighs it against the checked run's fault: an invalid
-access in the same kernel confirms it (a device error becomes a bad access), one in another kernel is said;
+`SanitizerFinding` (`with_code` adds the kernel's source line); `with_sanitizer(fault, finding)` weighs it
+against the checked run's fault: an invalid access in the same kernel confirms it (a device error becomes a
+bad access), one in another kernel is said;
 `sanitizer_fault(compiled, finding)` is the fault memcheck alone found, where the checked run found none.
 """
 
@@ -219,6 +220,12 @@ def sanitizer_finding(output: str) -> SanitizerFinding:
                              allocation=(f"{near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes"
                                          if near else ""), errors=errors)
     return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}")
+
+
+def with_code(finding: SanitizerFinding, code: str) -> SanitizerFinding:
+    """The finding with the kernel's source line at `finding.source` (read where the run compiled it)."""
+    found = msgspec.structs.replace(finding, code=code)
+    return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}") if code else finding
 
 
 def _access_words(found: SanitizerFinding) -> str:

@@ -27,14 +27,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.analysis.runtime_faults import (
     device_assertion,
     first_bad_kernel,
     sanitizer_fault,
     sanitizer_finding,
+    with_code,
     with_sanitizer,
 )
 from pt2doctor.diagnose.found import Found
@@ -225,8 +224,7 @@ def run_sanitizer(options: DiagnoseOptions, budget: float, env: Mapping[str, str
             return SanitizerFinding("not_run",
                                     f"compute-sanitizer did not finish within the budget ({budget:.0f} s)")
         finding = sanitizer_finding(ran.output)
-        code = _source_line(caches, finding.source) if finding.source else ""
-        return msgspec.structs.replace(finding, code=code) if code else finding
+        return with_code(finding, _source_line(caches, finding.source)) if finding.source else finding
     finally:
         _remove(caches)  # its compiled kernels and autotuning results: no part of the bundle
 
