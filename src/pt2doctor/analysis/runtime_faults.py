@@ -216,16 +216,20 @@ def sanitizer_finding(output: str) -> SanitizerFinding:
              if first.group("access") else f"a {first.group('misaligned').lower()}")
     kernel = (at.group("kernel") or at.group("old_kernel") or "").strip() if at else ""
     source = (at.group("source") or at.group("old_source") or "") if at else ""
-    found = SanitizerFinding("access", "", error=error, kernel=kernel, operation=operation, size=size, source=source,
-                             allocation=(f"{near.group(1)} bytes {near.group(2)} an allocation of {near.group(3)} bytes"
-                                         if near else ""), errors=errors)
-    return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}")
+    return _worded(SanitizerFinding("access", "", error=error, kernel=kernel, operation=operation, size=size,
+                                    source=source, errors=errors,
+                                    allocation=(f"{near.group(1)} bytes {near.group(2)} an allocation of "
+                                                f"{near.group(3)} bytes" if near else "")))
 
 
 def with_code(finding: SanitizerFinding, code: str) -> SanitizerFinding:
     """The finding with the kernel's source line at `finding.source` (read where the run compiled it)."""
-    found = msgspec.structs.replace(finding, code=code)
-    return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}") if code else finding
+    return _worded(msgspec.structs.replace(finding, code=code)) if code else finding
+
+
+def _worded(found: SanitizerFinding) -> SanitizerFinding:
+    """An access finding with its words made from its fields."""
+    return msgspec.structs.replace(found, words=f"{_MEMCHECK}: {_access_words(found)}")
 
 
 def _access_words(found: SanitizerFinding) -> str:
