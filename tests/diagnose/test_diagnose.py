@@ -140,6 +140,20 @@ def test_the_users_own_backend_is_fixed_there_not_filed_and_progress_has_no_movi
     assert all(result != "skipped" for result in d["stages"].values())  # every stage run that ended is shown
 
 
+def test_the_stage_of_a_graph_failure_is_found_on_the_recorded_graph_not_by_running_the_program(diagnosed):
+    """Issue 38: the ladder climbed on the recorded graph in warm workers; the whole program runs to reproduce
+    and to confirm what is handed over, each run counted by its step."""
+    run, d = diagnosed(HERE / "custom_backend.py")
+    assert not [a for a in d["attempts"] if a["step"] == "stages"]
+    assert any("the stage was found on recorded graph" in note for note in d["notes"])
+    steps = {s["step"]: s for s in d["runs"]["steps"]}
+    assert steps["reproduce"]["whole"] == 2 and steps["stage_evidence"]["graph"] == 4
+    assert d["runs"]["whole"] == len(d["attempts"]) and set(steps) <= set(d["timings"])
+    assert d["pending"] == [] and d["stopped_by"] == ""
+    assert "verdict: backend_failure in the custom backend" in run.stderr
+    assert f"runs: {d['runs']['whole']} whole-program runs (reproduce 2" in run.stderr.replace("\n", " ")
+
+
 def test_report_reads_a_diagnose_directory_back(diagnosed, tmp_path):
     run, d = diagnosed(HERE / "custom_backend.py")
     again = pt2doctor("report", "--json", "--html", "-o", str(tmp_path / "page.html"), str(run.out_dir))

@@ -3,7 +3,8 @@
 
 Parsing, progress and printing only: the procedure is `diagnose.procedure`, the bundle
 `report.issue`. Exit status: 0 nothing fails; 1 a compiler failure diagnosed (bundle written);
-2 the script itself is at fault (`user_error`); 3 flaky; 130 interrupted; 64 usage.
+2 the script itself is at fault (`user_error`); 3 flaky; 130 interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP
+(what was found is written); 64 usage.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ class _MinifyStatus(MinifyProgress):
 
 @click.command("diagnose", context_settings=SCRIPT_COMMAND, short_help="Reproduce, classify and minify a failure.",
                epilog="Exit status: 0 nothing fails, 1 a compiler failure diagnosed (bundle written), 2 the script "
-                      "itself is at fault, 3 flaky, 130 Ctrl-C (what was found so far is written), 64 usage error, "
-                      "70 internal error of pt2doctor.")
+                      "itself is at fault, 3 flaky, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (what was found so far is "
+                      "written), 64 usage error, 70 internal error of pt2doctor. A diagnosis stopped at its --budget "
+                      "exits as it would have concluded on what it found.")
 @out_option("Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
 @click.option("--timeout", type=SECONDS, default=None, help="Stop each run of the script after this many seconds.")
 @click.option("--function", "function", default=None,
@@ -66,6 +68,9 @@ class _MinifyStatus(MinifyProgress):
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
 @click.option("--no-workarounds", is_flag=True, help="Do not try workarounds on copies of the script.")
+@click.option("--budget", type=SECONDS, default=None,
+              help="Bound the whole diagnosis to this many seconds: the best found by then is handed over (the "
+                   "verdict comes first, the repro and workarounds as time allows).")
 @program_budget_option
 @click.option("--program-patience", type=click.IntRange(min=0), default=DEFAULT_PROGRAM_PATIENCE, show_default=True,
               help="Stop reducing the program after this many checks in a row kept nothing (0: at the budget only).")
@@ -79,7 +84,8 @@ class _MinifyStatus(MinifyProgress):
                    "first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
-                     no_bisect: bool, no_workarounds: bool, program_budget: float, program_patience: int, as_json: bool,
+                     no_bisect: bool, no_workarounds: bool, budget: float | None, program_budget: float,
+                     program_patience: int, as_json: bool,
                      versions: bool, releases: tuple[str, ...], versions_cache: Path | None,
                      torch_envs: tuple[tuple[str, Path], ...], versions_budget: float, min_free_gb: float,
                      nproc_per_node: int | None, script: Path, args: tuple[str, ...]) -> int:
@@ -93,7 +99,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
         raise click.UsageError(str(exc)) from exc
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
                               function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
-                              workarounds=not no_workarounds, program_budget_s=program_budget,
+                              workarounds=not no_workarounds, budget_s=budget, program_budget_s=program_budget,
                               program_patience=program_patience or None, torchrun=torchrun,
                               versions=settings_of(releases, versions_cache, torch_envs, versions_budget, min_free_gb)
                               if versions else None)
@@ -104,7 +110,8 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
-                  bisect: bool = True, workarounds: bool = True, program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
+                  bisect: bool = True, workarounds: bool = True, budget_s: float | None = None,
+                  program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
                   program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
                   torchrun: tuple[str, ...] | None = None,
                   versions: VersionsSettings | None = None):  # type: ignore[no-untyped-def]
@@ -112,20 +119,24 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
     from pt2doctor.diagnose.procedure import DiagnoseOptions, diagnose
-    from pt2doctor.report.issue import bundle_session, write_bundle
+    from pt2doctor.diagnose.stopping import shielded
+    from pt2doctor.report.issue import bundle_session, write_bundle, write_diagnosis
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
                               jobs=max(1, jobs), minify=minify, bisect=bisect, workarounds=workarounds,
                               program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun,
-                              versions=versions)
+                              versions=versions, budget_s=budget_s)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:
         with run_lock.claim(out):
-            diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status)
-            session = bundle_session(out, diagnosis)
-            written = write_bundle(diagnosis, session, out,
-                                   collect_html_inputs(session) if session is not None else None)
+            # diagnosis.json as it stands after every step: the verdict first, nothing lost if it is stopped
+            diagnosis = diagnose(options, TerminalReporter(quiet=False), minify_status,
+                                 publish=lambda so_far: write_diagnosis(so_far, out))
+            with shielded():  # a second stop signal must not cut the bundle short
+                session = bundle_session(out, diagnosis)
+                written = write_bundle(diagnosis, session, out,
+                                       collect_html_inputs(session) if session is not None else None)
     except run_lock.DirectoryBusy as exc:
         raise click.UsageError(str(exc)) from exc
     finally:
@@ -183,6 +194,8 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(f"-> {step}", markup=False)
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in d.timings.items())
     console.print(f"[dim]{timings}[/]")
+    if d.runs is not None:
+        console.print(f"runs: {d.runs.describe()}", style="dim", markup=False)
     if written:
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
     sys.stderr.flush()

@@ -19,6 +19,7 @@ from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose import next_steps
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
+from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.diagnosis import (
     STAGE_TITLES,
@@ -28,6 +29,7 @@ from pt2doctor.model.diagnosis import (
     Diagnosis,
     FailingStage,
     ProgramRepro,
+    RunLedger,
     ShortForm,
     SourceRef,
     StageOutcome,
@@ -63,7 +65,7 @@ class Found:
     next_steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    interrupted: bool = False
+    stopped_by: str = ""  # what stopped it early: a signal's name (SIGINT: Ctrl-C) or "budget" (`diagnose.stopping`)
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
@@ -104,7 +106,14 @@ class Found:
         m, p = self.minify, self.program
         return p if p is not None and not (m is not None and m.verified) else m
 
-    def freeze(self) -> Diagnosis:
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by a signal (not by its budget, after which it hands over what it found as a conclusion)."""
+        return self.stopped_by not in ("", BUDGET)
+
+    def freeze(self, runs: RunLedger | None = None, pending: tuple[str, ...] = ()) -> Diagnosis:
+        """The verdict as a value; `runs`: what it cost (`diagnose.ledger`); `pending`: the steps still to come,
+        when it is written before the end."""
         m, p = self.minify, self.program
         environment = self.session.environment if self.session else Environment()
         chosen = self.chosen_repro()
@@ -130,7 +139,8 @@ class Found:
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
             workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look), runtime=self.runtime,
-            needs_compiler=self.needs_compiler, versions=self.versions,
+            needs_compiler=self.needs_compiler, versions=self.versions, runs=runs, pending=pending,
+            stopped_by=self.stopped_by,
         )
 
     def culprit_ops(self) -> tuple[str, ...]:
@@ -142,9 +152,12 @@ class Found:
         return p.culprit_ops if p is not None else ()
 
 
+_STOPPED_EXIT = {"SIGINT": ExitCode.INTERRUPTED, "SIGTERM": ExitCode.TERMINATED, "SIGHUP": ExitCode.HUNG_UP}
+
+
 def _exit_code(found: Found) -> int:
-    if found.interrupted:
-        return ExitCode.INTERRUPTED
+    if found.interrupted:  # as a shell reports a command a signal stopped: 128 + N
+        return _STOPPED_EXIT.get(found.stopped_by, ExitCode.INTERRUPTED)
     if found.internal_errors:
         return ExitCode.INTERNAL
     if found.category is None:
@@ -202,9 +215,15 @@ def user_error(found: Found, off: Attempt) -> None:
                             "(it also fails under torch.compiler.set_stance('force_eager')).")
 
 
-def interrupted(found: Found) -> None:
-    """What a Ctrl-C leaves: the stage table of the runs that finished (a stage is blamed only when every
-    rung below the failing one passed), and a headline saying how far it got."""
+_STOPPED = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "stopped (SIGTERM)", "SIGHUP": "stopped (SIGHUP)",
+            BUDGET: "stopped at its --budget"}
+
+
+def stopped(found: Found) -> None:
+    """What a stop leaves (Ctrl-C, SIGTERM, SIGHUP, the budget): the stage table of the runs that finished (a stage is
+    blamed only when every rung below the failing one passed), and a headline saying how far it got. A diagnosis
+    stopped at its budget with its verdict known concludes on what it found (the hand-over it had time for)."""
+    words = _STOPPED.get(found.stopped_by, f"stopped ({found.stopped_by})")
     if not found.stages and found.category is not None:
         outcomes = {a.backend: a.outcome for a in found.attempts if a.backend}
         rungs = ladder(found.original_backend)
@@ -212,13 +231,28 @@ def interrupted(found: Found) -> None:
         first_unknown = next((i for i, (b, _) in enumerate(rungs) if b not in outcomes), len(rungs))
         found.stage, found.stages = blame(rungs[:first_unknown], outcomes)
         found.stages.update({b: "skipped" for b, _ in rungs[first_unknown:]})
+    if found.stopped_by == BUDGET and found.category is not None and found.stage is not None and not found.headline:
+        refine_category(found)
+        conclude(found)
+        found.headline = f"{words}: {found.headline}"
+        found.next_steps.append("Run `pt2doctor diagnose` again with a larger --budget for the rest of the hand-over.")
+        return
     if not found.headline:
         if found.category is None:
-            found.headline = "interrupted (Ctrl-C) before the script's failure was reproduced"
+            found.headline = f"{words} before the script's failure was reproduced"
         else:
             stage = f" in {STAGE_TITLES[found.stage]}" if found.stage else "; the failing stage was not found yet"
-            found.headline = f"interrupted (Ctrl-C): {found.category.value}{stage}: {found.error}"
+            found.headline = f"{words}: {found.category.value}{stage}: {found.error}"
     found.next_steps.append("Run `pt2doctor diagnose` again to finish (what was found so far is in this bundle).")
+
+
+def refined_category(category: Category | None, stage: FailingStage | None) -> Category | None:
+    """The category once the stage is known (`refine_category` says why): one rule, for the verdict said early too."""
+    if category is Category.BACKEND_FAILURE and stage is FailingStage.DYNAMO:
+        return Category.DYNAMO_INTERNAL
+    if category is Category.USER_ERROR and stage is not None:
+        return Category.ACCURACY
+    return category
 
 
 def refine_category(found: Found) -> None:
@@ -229,16 +263,15 @@ def refine_category(found: Found) -> None:
     means the compiled code computed something else: an accuracy problem found by the script's own check
     (at the Dynamo stage: Dynamo changed what the program computes: a dropped side effect, a stale value,
     a wrong capture)."""
-    if found.category is Category.BACKEND_FAILURE and found.stage is FailingStage.DYNAMO:
-        found.category = Category.DYNAMO_INTERNAL
+    refined = refined_category(found.category, found.stage)
+    if refined is found.category:
+        return
+    found.category = refined
+    if refined is Category.DYNAMO_INTERNAL:
         found.notes.append("the graph fails as it runs even with backend='eager', which compiles nothing, and the "
                            "program passes with compilation off: the error is Dynamo's (the graph it built or its "
                            "own runtime code), not a backend's")
-        return
-    if found.category is not Category.USER_ERROR or found.stage is None:
-        return
-    found.category = Category.ACCURACY
-    if found.stage is FailingStage.DYNAMO:
+    elif found.stage is FailingStage.DYNAMO:
         found.notes.append("the script's own check fails when compiled, even with backend='eager', and passes with "
                            "compilation off: Dynamo changed what the program computes (a wrong result, treated as "
                            "accuracy at the Dynamo stage)")

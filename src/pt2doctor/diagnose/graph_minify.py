@@ -14,44 +14,39 @@ started from them.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.ranks import collectives_of_failing_graph, needs_ranks
-from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.stages import REFERENCE
-from pt2doctor.diagnose.wrong_graph import find_wrong_graph
-from pt2doctor.model import Category
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.workers import Workers
 
 
-def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path, found: Found, reporter: Reporter,
-            minify_reporter: Any) -> None:
+def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, minify_reporter: Any,
+                 recording: Recording, workers: Workers | None = None, deadline_s: float | None = None) -> None:
+    """`workers`: the warm ones the stage ladder ran in (`diagnose.narrowing.SideRuns`), else started here;
+    `deadline_s`: the reduction's share of the diagnosis's budget (its best so far is kept when it runs out)."""
     from pt2doctor.model.minify import Stage
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce
 
-    if found.category is Category.TIMEOUT:
-        found.notes.append("a hang is not minified: every query would have to wait for the timeout")
-        return
-    if found.recording_changed_outcome:
-        return
-    wrong = find_wrong_graph(run_dir, found, runner) if found.category is Category.ACCURACY else None
     reporter.status("minifying the failing graph")
     # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
     # the backend does around it), the Dynamo graph it came from, with the script's own backend
     for dynamo in (False, True):
         try:
-            recorded = load_failing(wrong.run_dir if wrong else run_dir, accuracy=wrong is not None,
-                                    out_dir=options.out_dir, prefer=wrong.prefer if wrong else None,
-                                    died_of_signal=bool(found.session and found.session.exit.signal),
-                                    dynamo=dynamo)
+            recorded = load_failing(recording.run_dir, accuracy=recording.accuracy, out_dir=options.out_dir,
+                                    prefer=recording.prefer, died_of_signal=recording.died_of_signal, dynamo=dynamo)
             if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
-                    run_dir, recorded.graph_id, found.session)):
+                    recording.run_dir, recorded.graph_id, found.session)):
                 return
-            found.minify = _minify_recorded(options, found, recorded, minify_reporter, simpler=not dynamo)
+            found.minify = _minify_recorded(options, found, recorded, minify_reporter, workers, deadline_s,
+                                            simpler=not dynamo)
         except CannotReproduce as exc:
             if dynamo or recorded.context.stage is not Stage.AOT:
                 found.notes.append(f"not minified: {exc}")
@@ -84,7 +79,7 @@ def minify_graph(options: DiagnoseOptions, runner: VariantRunner, run_dir: Path,
 
 
 def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,
-                     simpler: bool) -> Any:
+                     workers: Workers | None, deadline_s: float | None, simpler: bool) -> Any:
     """Minify `recorded` (a `reduce.fx_load.RecordedFailure`); `simpler`: a Dynamo graph whose failure shows
     with the stage's simpler backend is minified with that backend (faster queries, the stage isolated)."""
     from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
@@ -96,9 +91,11 @@ def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, mini
         context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
     fault = found.runtime.fault if found.runtime else None
     start = recorded.case_nodes(fault.nodes) if fault is not None and fault.graph == recorded.graph_id else ()
-    minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s,
-                                   expected=expected, graph_name=recorded.graph_id, start_nodes=start)
-    return minify_case(recorded.case, context, minify_options, minify_reporter).result
+    # a diagnosis stopped (Ctrl-C, SIGTERM, its budget) writes the minifier's best and ends: not verified
+    minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s, deadline_s=deadline_s,
+                                   expected=expected, graph_name=recorded.graph_id, start_nodes=start,
+                                   verify_interrupted=False)
+    return minify_case(recorded.case, context, minify_options, minify_reporter, workers=workers).result
 
 
 def _minifier_failure(exc: Exception) -> str:

@@ -41,7 +41,7 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
 
 def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found], None]) -> None:
     if ctx.options.workarounds and ctx.options.torchrun is None:  # a job's copy would need torchrun's launch too
-        with found.timed("workarounds"):
+        with found.timed("workarounds"), ctx.runner.step("workarounds"):
             tries(ctx.runner, found)
 
 
@@ -64,6 +64,8 @@ def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs
     reporter.status(f"bisection: {found.bisection.describe()}")
 
 
-def where_to_look(ctx: Context, found: Found, classify: Classified) -> tuple[SourceRef, ...]:
-    look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
+def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[SourceRef, ...]:
+    workers = side_runs.workers
+    look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir,
+               workers.pool if workers is not None else None)
     return tuple(found.where_to_look)

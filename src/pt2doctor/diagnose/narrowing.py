@@ -1,11 +1,15 @@
 """diagnose's stage-by-stage narrowing: the runs beside it, the failing stage, and what the stage says.
 
 Contract, step by step (each a `diagnose.step` step):
-- `side_runs` starts what may run beside the stage runs: the one-op control of an Inductor failure of a
-  kind a broken installation gives every program (`diagnose.control`), and the bisector, warming up,
-  when the failing graph will be minified at once and then bisected (`SideRuns`; closed at the end).
-- `stages` climbs the ladder (`diagnose.stages`): the queued reference-backend runs up to the first
-  that fails names the stage.
+- `side_runs` starts what may run beside the stage's search: the one-op control of an Inductor failure of a
+  kind a broken installation gives every program (`diagnose.control`), the minifier's warm workers when a
+  recorded graph failed (the stage ladder on the graph runs in them first), and the bisector, warming up, when the
+  failing graph will be minified and then bisected (`SideRuns`; closed at the end).
+- `stage_evidence` climbs the ladder on the recorded graph, in those workers (`diagnose.graph_stages`): when it
+  decides, the stage is known from here on, for a few graph-level runs; otherwise the whole program climbs it, its
+  runs started now (lowest rung first) so they overlap the minifier (`StageEvidence`).
+- `stages` (only where the graph did not decide) waits for those runs up to the first that fails, which names the
+  stage; rungs above it are stopped.
 - `control` waits for the control: when the trivial program fails the same way, the environment is at
   fault and the procedure stops (no culprit is named, whatever was minified meanwhile).
 - `compilation_off`: when even `eager` fails, a run with compilation off (`set_stance("force_eager")`)
@@ -17,21 +21,28 @@ Contract, step by step (each a `diagnose.step` step):
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.bisect.driver import PendingBisection
-from pt2doctor.diagnose.control import ControlKind, ControlRun, start_control
+from pt2doctor.diagnose.control import ControlKind, ControlRun, control_in, start_control
 from pt2doctor.diagnose.found import Found, environment_fails, refine_category, user_error, where
-from pt2doctor.diagnose.reproduce import Classified, Reproduced
+from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
+from pt2doctor.diagnose.recording import Recording
+from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.runs import Variant
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import STAGE_TITLES, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, FailingStage
 from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program import target_of
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.workers import Workers
 
 # categories a broken installation gives every program (no compiler, a broken Triton, a package that crashes)
 _ENVIRONMENT_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH)
@@ -41,40 +52,92 @@ _GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.R
 
 @dataclass(frozen=True)
 class SideRuns:
-    """What runs beside the stage runs: the control (None when not wanted), the bisector warming up (None when
-    not wanted), and whether the failing graph is minified before the stage is known (`early`)."""
+    """What runs beside the stage's search: the control (None when not wanted), the minifier's warm workers (None
+    when no recorded graph failed), the bisector warming up (None when not wanted), and whether the failing graph
+    is minified before the stage is known (`early`)."""
 
     control: ControlRun | None
+    workers: Workers | None
     bisector: PendingBisection | None
     early: bool
 
     def close(self) -> None:
         if self.bisector is not None:
             self.bisector.cancel()
+        if self.workers is not None:
+            self.workers.close()
 
 
 def side_runs(ctx: Context, found: Found, classify: Classified) -> SideRuns:
+    from pt2doctor.processes.workers import start_workers
+
     options, inductor = ctx.options, found.original_backend == "inductor"
-    device = "cuda" if classify.on_cuda else "cpu"
-    # Inductor failing: would a one-op program fail the same way here? (runs while the stage runs go on)
-    control = (start_control(ControlKind.INDUCTOR, device, target_of(classify.attempt.signature or "", False),
-                             options.out_dir) if inductor and found.category in _ENVIRONMENT_FAILURES else None)
-    early = options.minify and found.category in _GRAPH_FAILURES
+    graph = found.category in _GRAPH_FAILURES and not found.recording_changed_outcome
+    early = options.minify and graph
+    workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir) if graph else None
+    # Inductor failing: would a one-op program fail the same way here? In the warm workers once the minifier is
+    # done with them (`control`), else in a fresh interpreter while the stage runs go on
+    target = target_of(classify.attempt.signature or "", False)
+    control = (start_control(ControlKind.INDUCTOR, _device(classify), target, options.out_dir)
+               if workers is None and _wants_control(found) else None)
     # the bisector will likely be wanted: let it import and warm up while the minifier works
     bisector = PendingBisection(options.out_dir / "bisect", cuda=classify.on_cuda) if (
         early and options.bisect and inductor) else None
-    return SideRuns(control, bisector, early)
+    return SideRuns(control, workers, bisector, early)
 
 
-def stages(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> FailingStage | None:
+def _wants_control(found: Found) -> bool:
+    return found.original_backend == "inductor" and found.category in _ENVIRONMENT_FAILURES
+
+
+def _device(classify: Classified) -> str:
+    return "cuda" if classify.on_cuda else "cpu"
+
+
+@dataclass(frozen=True)
+class StageEvidence:
+    """How the stage is found: the ladder on the recorded graph (`graph`, when it was climbed), and where it did not
+    decide, the runs of the whole program, by backend, started lowest rung first (`queued`)."""
+
+    graph: GraphLadder | None
+    queued: dict[str, Future[Attempt]]
+
+    @property
+    def decided(self) -> bool:
+        return self.graph is not None and self.graph.conclusive
+
+
+def stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> StageEvidence:
+    """The ladder on the recorded graph where there are workers to climb it in; else (or when it does not decide)
+    the program's stage runs, started now."""
+    ladder_on_graph = None
+    if side_runs.workers is not None and recording.usable:
+        ctx.reporter.status("finding the failing stage on the recorded graph (each backend of the ladder on it alone)")
+        ladder_on_graph = climb_on_graph(side_runs.workers.pool, recording, found.original_backend,
+                                         ctx.options.out_dir)
+        if ladder_on_graph.conclusive:
+            found.stage, found.stages = blame(ladder(found.original_backend), ladder_on_graph.outcomes)
+            found.notes.append(f"the stage was found on recorded graph {ladder_on_graph.graph}, compiled alone with "
+                               f"each backend of the ladder ({ladder_on_graph.queries} graph-level runs in warm "
+                               "workers), not by running the program again")
+            return StageEvidence(ladder_on_graph, {})
+        found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
+    rungs = ladder(found.original_backend)[:-1]  # the top rung is the original run, which failed
+    return StageEvidence(ladder_on_graph, {backend: ctx.runner.submit(Variant.with_backend(backend))
+                                           for backend, _ in rungs})
+
+
+def on_the_program(ctx: Context, found: Found, stage_evidence: StageEvidence) -> bool:
+    return not stage_evidence.decided
+
+
+def stages(ctx: Context, found: Found, classify: Classified, stage_evidence: StageEvidence) -> FailingStage | None:
     """Climb the ladder up to the first run that fails; the original run is the top rung (it failed)."""
     started, a1 = time.monotonic(), classify.attempt
-    rungs, queued = ladder(found.original_backend), reproduce.queued
-    top = rungs[-1][0]
-    climb = rungs if top in queued else rungs[:-1]
+    rungs, queued = ladder(found.original_backend), stage_evidence.queued
     outcomes: dict[str, str] = {}
-    for backend, _ in climb:
-        attempt = (queued.get(backend) or ctx.runner.submit(Variant.with_backend(backend))).result()
+    for backend, _ in rungs[:-1]:
+        attempt = queued[backend].result()
         found.attempts.append(attempt)
         outcomes[backend] = attempt.outcome
         if attempt.outcome == "fail":
@@ -82,12 +145,15 @@ def stages(ctx: Context, found: Found, reproduce: Reproduced, classify: Classifi
                 found.notes.append(f"{backend} fails differently: {attempt.signature}")
             break
     for backend, future in queued.items():
-        future.cancel()
-        if backend not in outcomes and future.done() and not future.cancelled() and future.exception() is None:
+        if backend in outcomes:
+            continue
+        if future.done() and not future.cancelled() and future.exception() is None:
             outcomes[backend] = future.result().outcome  # it ran (its progress line said so): not "skipped"
             found.attempts.append(future.result())
+        else:
+            ctx.runner.stop(future)  # above the rung that failed: not wanted
     if "fail" not in outcomes.values():
-        outcomes[top] = "fail"
+        outcomes[rungs[-1][0]] = "fail"
     found.stage, found.stages = blame(rungs, outcomes)
     waited = time.monotonic() - started
     ran = sum(a.wall_s for a in found.attempts if a.backend in found.stages and a.label != a1.label)
@@ -98,14 +164,17 @@ def stages(ctx: Context, found: Found, reproduce: Reproduced, classify: Classifi
 
 
 def has_control(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
-    return side_runs.control is not None
+    return side_runs.control is not None or (side_runs.workers is not None and _wants_control(found))
 
 
-def control(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
-    """Whether the one-op control (run beside the steps so far) failed the same way: then the diagnosis is
-    concluded on the environment (`STOP`), and whatever was minified meanwhile is no culprit."""
-    assert side_runs.control is not None
-    found.control = side_runs.control.result()
+def control(ctx: Context, found: Found, side_runs: SideRuns, classify: Classified) -> bool:
+    """Whether the one-op control (run beside the steps so far, or now in the warm workers) failed the same way:
+    then the diagnosis is concluded on the environment (`STOP`), and whatever was minified meanwhile is no
+    culprit."""
+    target = target_of(classify.attempt.signature or "", False)
+    found.control = (side_runs.control.result() if side_runs.control is not None else
+                     control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
+                                ctx.options.out_dir))
     if found.control is None or not found.control.fails_the_same_way:
         return False
     found.minify = None

@@ -36,6 +36,7 @@ class DiagnoseOptions:
     workarounds: bool = True  # try workarounds on copies of the script (`diagnose.workarounds`)
     torchrun: tuple[str, ...] | None = None  # run the script as a job through torchrun, with these flags
     versions: VersionsSettings | None = None  # run the verified repro under other torch releases (`diagnose.upgrade`)
+    budget_s: float | None = None  # the whole diagnosis's seconds: the best found is handed over when they run out
 
     def __post_init__(self) -> None:
         # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves

@@ -1,8 +1,11 @@
 """The troubleshooting guide's procedure, automated: reproduce, classify, find the stage, minify, hand over.
 
-Contract: `diagnose(options, reporter) -> Diagnosis` never raises for anything the script does (it
-crashes, hangs, fails only sometimes, never compiles); every step's time is in `timings`, and a
-Ctrl-C stops the runs in flight and returns what was found so far (`interrupted=True`).
+Contract: `diagnose(options, reporter, publish=) -> Diagnosis` never raises for anything the script does (it
+crashes, hangs, fails only sometimes, never compiles); every step's time is in `timings` and every run it made in
+`runs`. The verdict is said and handed to `publish` as soon as it is known, then the diagnosis so far after every step
+(`diagnose.checkpoint`). A Ctrl-C, SIGTERM or SIGHUP stops the runs in flight and returns what was found so far
+(`stopped_by`, `interrupted=True`); so does `options.budget_s` running out, which concludes on what was found
+(`diagnose.stopping`).
 
 The procedure is `STEPS`, run by `diagnose.step.run_steps`: each step is a function of the context, the
 verdict so far and the earlier steps' results it names as parameters, and returns its own result; a
@@ -15,6 +18,7 @@ stage runs go on, and the workarounds are tried beside the maintainers' hand-ove
 from __future__ import annotations
 
 import ast
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -23,27 +27,31 @@ from pt2doctor.capture.runner import Reporter, SilentReporter
 from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction, upgrade
-from pt2doctor.diagnose.found import Found, conclude, interrupted
+from pt2doctor.diagnose.checkpoint import Checkpoint, Publish
+from pt2doctor.diagnose.found import Found, conclude, stopped
 from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.recording import pick_recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.runtime_triage import runtime_triage, triage_flaky, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
+from pt2doctor.diagnose.stopping import Stop, shielded, stoppable
 from pt2doctor.diagnose.workarounds import try_export
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
+from pt2doctor.processes import launch
 
 __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 
-def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> bool:
+def _export(ctx: Context, found: Found, classify: Classified) -> bool:
     """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
-    done = diagnose_export(ctx.runner, found, classify.attempt, reproduce.queued, ctx.options, ctx.minify_reporter)
+    done = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter)
     if done and ctx.options.workarounds:
-        with found.timed("workarounds"):
+        with found.timed("workarounds"), ctx.runner.step("workarounds"):
             try_export(ctx.runner, found)
         workaround_steps(found)
     return STOP if done else False
@@ -73,8 +81,11 @@ STEPS: tuple[Step, ...] = (
                                    "stage user_frames workarounds"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
+    Step("recording", pick_recording, writes="attempts notes"),
+    Step("stage_evidence", narrow.stage_evidence, writes="notes stage stages"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
-    Step("stages", narrow.stages, "finding the failing stage", writes="attempts notes stage stages"),
+    Step("stages", narrow.stages, "finding the failing stage", when=narrow.on_the_program,
+         writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
     Step("control", narrow.control, when=narrow.has_control,
          writes="control minify headline next_steps user_frames hint"),
@@ -93,7 +104,9 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_reporter: Any = None) -> Diagnosis:
+def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_reporter: Any = None,
+             publish: Publish | None = None) -> Diagnosis:
+    """`publish`: handed the diagnosis so far after every step (the verdict first, `diagnose.checkpoint`)."""
     reporter = reporter or SilentReporter()
     found = Found(command=(str(options.script), *options.args))
     started = time.monotonic()
@@ -103,26 +116,47 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     call = ScriptCall(options.script, options.args, options.out_dir, options.timeout_s, env, options.torchrun)
     found.torchrun = options.torchrun
     runner = VariantRunner(call, options.jobs, reporter)
+    results: dict[str, Any] = {}
+    checkpoint = Checkpoint(found, runner, results, [s.name for s in STEPS], reporter, publish)
+    stop = Stop()
     try:
-        run_steps(STEPS, Context(options, runner, reporter, minify_reporter), found)
-    except KeyboardInterrupt:
-        found.interrupted = True
-        found.notes.append("interrupted (Ctrl-C): the steps above it are complete, the rest did not run")
-        labels = {a.label for a in found.attempts}
-        found.attempts += [a for label, a in runner.finished.items() if label not in labels]
-        interrupted(found)
+        with stoppable(_alarm_s(options.budget_s), on_stop=lambda: _end_runs(runner)) as stop:
+            run_steps(STEPS, Context(options, runner, reporter, minify_reporter, checkpoint, started), found, results)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
+        with shielded():
+            found.stopped_by = stop.reason(exc)
+            found.notes.append(f"{found.stopped_by}: the steps above it are complete, the rest did not run")
+            labels = {a.label for a in found.attempts}
+            found.attempts += [a for label, a in runner.finished.items() if label not in labels]
+            stopped(found)
     finally:
-        runner.close()
-        if (shared := runner.gpu.said()) is not None:
-            found.notes.append(shared)
-        found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did not "
-                        "run, what the others found stands (exit status 70); please report it with this bundle"
-                        for error in found.internal_errors]
-        if found.internal_errors and not found.headline:
-            found.headline = (f"pt2doctor's own error in its {found.internal_errors[0]} stopped the diagnosis before "
-                              "its conclusion: what was found is in this bundle")
-        found.timings["total"] = round(time.monotonic() - started, 3)
-    return found.freeze()
+        with shielded():
+            runner.close()
+            if (shared := runner.gpu.said()) is not None:
+                found.notes.append(shared)
+            found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did "
+                            "not run, what the others found stands (exit status 70); please report it with this "
+                            "bundle" for error in found.internal_errors]
+            if found.internal_errors and not found.headline:
+                found.headline = (f"pt2doctor's own error in its {found.internal_errors[0]} stopped the diagnosis "
+                                  "before its conclusion: what was found is in this bundle")
+            found.timings["total"] = round(time.monotonic() - started, 3)
+    return checkpoint.frozen()
+
+
+def _end_runs(runner: VariantRunner) -> None:
+    """A stop: the script's runs are ended as not wanted, then every other child (verifications, look-ups)."""
+    runner.close()
+    launch.signal_all(signal.SIGTERM)
+
+
+# What of a --budget is kept for after the stop: the bundle's writing (the HTML report) and the interpreter's start
+# before the diagnosis began count in the wall time a user measures.
+_BUNDLE_S = 3.0
+
+
+def _alarm_s(budget_s: float | None) -> float | None:
+    return None if budget_s is None else max(budget_s * 0.5, budget_s * 0.97 - _BUNDLE_S)
 
 
 def _syntax_error(script: Path, found: Found) -> bool:

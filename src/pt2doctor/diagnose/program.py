@@ -7,7 +7,8 @@ export path with the failing `export` step turned off (`reduce.program` says how
 `found.program` and a note; a failure of the reducer is a note too: the diagnosis so far stands. It
 does nothing for a diagnosis that has nothing to reduce (the script's own bug, a timeout, a recompile
 limit, a failure that does not repeat) or for a job of several ranks. A graph repro that did not
-verify is kept beside the program's, as `repro_graph.py`. A Ctrl-C during the reduction is re-raised
+verify is kept beside the program's, as `repro_graph.py`. `budget_s`: the reduction's share of the diagnosis's
+budget, when it has one (the reducer's own budget otherwise). A Ctrl-C during the reduction is re-raised
 once what was reduced is written. `at_once`: how many fresh interpreters of the program may run at once
 (the GPU's share, `diagnose.gpu_share`; None: no limit), for the verification runs.
 """
@@ -33,7 +34,7 @@ _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
 
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
                        reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None,
-                       at_once: int | None = None) -> None:
+                       at_once: int | None = None, budget_s: float | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
     from pt2doctor.reduce.regression_test import no_test_note
 
@@ -49,9 +50,11 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
             found.minify = replace(found.minify,
                                    repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
-                     options.program_budget_s, options.query_timeout_s, reason, found.category is Category.ACCURACY,
+                     min(options.program_budget_s, budget_s or options.program_budget_s), options.query_timeout_s,
+                     reason, found.category is Category.ACCURACY,
                      script_line(options.script, found), export, options.program_patience,
-                     options.program_patience_s if options.program_patience else None, at_once)
+                     options.program_patience_s if options.program_patience else None, at_once,
+                     script_lines(options.script, found))
     passes = passes_with(job)
     reporter.status(f"reducing the program ({fails_as(job)}, it must fail as {job.target}"
                     f"{f', {passes} pass' if passes else ''})")
@@ -75,7 +78,13 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
 
 def script_line(script: Path, found: Found) -> int | None:
     """The line of the script the failure was raised at (the innermost frame in the script's own file)."""
+    lines = script_lines(script, found)
+    return lines[-1] if lines else None
+
+
+def script_lines(script: Path, found: Found) -> tuple[int, ...]:
+    """The lines of the script's own file in the failing traceback, outermost first."""
     failure = found.session.failures[0] if found.session and found.session.failures else None
     here = str(script.resolve())
-    frames = [f for f in failure.user_frames if f.file and str(Path(f.file).resolve()) == here] if failure else []
-    return frames[-1].line if frames else None
+    return tuple(f.line for f in failure.user_frames if f.file and f.line and str(Path(f.file).resolve()) == here
+                 ) if failure else ()

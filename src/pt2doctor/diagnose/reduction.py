@@ -8,6 +8,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.program import reduce_the_program
+from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
@@ -15,23 +16,24 @@ from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import MinifyResult
 
 
-def minifies_early(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
-    return side_runs.early
+def minifies_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> bool:
+    return side_runs.early and recording.usable
 
 
-def minify_early(ctx: Context, found: Found, classify: Classified) -> MinifyResult | None:
-    """A recorded graph failed in the backend: minified now, while the stage runs go on."""
-    minify_graph(ctx.options, ctx.runner, ctx.runner.run_dir(classify.attempt.label), found, ctx.reporter,
-                 ctx.minify_reporter)
+def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
+    """A recorded graph failed: minified now, in the workers the stage ladder ran in (while the program's stage runs
+    go on, where the graph did not decide the stage)."""
+    minify_graph(ctx.options, found, ctx.reporter, ctx.minify_reporter, recording, side_runs.workers,
+                 ctx.reduction_s())
     return found.minify
 
 
-def minifies_now(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
-    return found.stage in GRAPH_STAGES and ctx.options.minify and not side_runs.early
+def minifies_now(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> bool:
+    return found.stage in GRAPH_STAGES and ctx.options.minify and not side_runs.early and recording.usable
 
 
-def minify(ctx: Context, found: Found, classify: Classified) -> MinifyResult | None:
-    return minify_early(ctx, found, classify)
+def minify(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
+    return minify_early(ctx, found, side_runs, recording)
 
 
 def reduces_the_program(ctx: Context, found: Found) -> bool:
@@ -45,5 +47,6 @@ def program_reduction(ctx: Context, found: Found, classify: Classified) -> bool:
                   classify.attempt)
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
-                           "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit)
+                           "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit,
+                           budget_s=ctx.reduction_s())
     return found.program is not None

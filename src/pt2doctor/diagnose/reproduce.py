@@ -1,18 +1,18 @@
 """diagnose's first steps: reproduce the failure, and say which failure is diagnosed.
 
-Contract: `reproduce` runs the unchanged script twice (the first with the graph recorder on), with
-the reference-backend runs of the stage ladder queued behind them so the cores never idle; it
-concludes (`STOP`) when both pass (nothing to diagnose) or the failure does not repeat the same way
-(flaky), and otherwise returns `Reproduced`. `classify` takes the failure the first run ended with:
-its category (`analysis.failures`), a CUDA kernel error tied to the compiled graph that launched it
-(one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the failure), the rank of a job
-that failed first, and the backend and device the recording saw (`Classified`).
+Contract: `reproduce` runs the unchanged script twice, side by side: the first with the graph recorder on, each
+graph's first call judged against eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`),
+the second plain; it concludes (`STOP`) when both pass (nothing to diagnose) or the failure does not repeat the same
+way (flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows
+decides whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
+`classify` takes the failure the first run ended with: its category (`analysis.failures`), a CUDA kernel error tied
+to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
+failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,11 +21,10 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found, flaky, success
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import Variant, VariantRunner
-from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.minify import BackendSpec
+from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 
@@ -33,11 +32,10 @@ from pt2doctor.model.serialize import RecordError
 @dataclass(frozen=True)
 class Reproduced:
     """The failure, seen twice: `first` (recorded), `second` (plain, or the same label when only the plain
-    runs are diagnosed), and the stage runs queued behind them by backend (cancelled where unneeded)."""
+    runs are diagnosed)."""
 
     first: Attempt
     second: Attempt
-    queued: dict[str, Future[Attempt]]
 
 
 @dataclass(frozen=True)
@@ -53,9 +51,8 @@ class Classified:
 
 def reproduce(ctx: Context, found: Found) -> Reproduced:
     runner = ctx.runner
-    first = runner.submit(Variant.original(1, record=True))
+    first = runner.submit(Variant.original(1, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
     second = runner.submit(Variant.original(2))
-    queued = {backend: runner.submit(Variant.with_backend(backend)) for backend, _ in REFERENCE}
     a1, a2 = first.result(), second.result()
     found.attempts += [a1, a2]
     found.session = runner.sessions.get(a1.label)
@@ -64,15 +61,13 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
         return STOP
     if a1.signature != a2.signature:
         plain = _unless_recording_changed_it(runner, found, a1, a2)
-        if plain is None:  # flaky: the stage runs are not wanted (and would share the machine with what follows)
-            for future in queued.values():
-                runner.stop(future)
+        if plain is None:  # flaky
             return STOP
         if plain.outcome == "pass":
             success(found)
             return STOP
-        return Reproduced(plain, a2, queued)
-    return Reproduced(a1, a2, queued)
+        return Reproduced(plain, a2)
+    return Reproduced(a1, a2)
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
@@ -96,7 +91,7 @@ def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: 
     runner.reporter.status("the recorded run and the plain run ended differently: running each once more")
     with found.timed("reproduce_again"):
         plain_again = runner.submit(Variant.original(3))
-        recorded_again = runner.submit(Variant.original(4, record=True))
+        recorded_again = runner.submit(Variant.original(4, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
         again, again_recorded = plain_again.result(), recorded_again.result()
     found.attempts += [again, again_recorded]
     if again.signature != plain.signature:
@@ -139,10 +134,10 @@ def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -
 
 
 def failed_graph(run_dir: Path) -> str | None:
-    """The recorded graph that the graph recorder saw fail last (the failure the run ended with) in
-    `run_dir`'s run, if any."""
+    """The recorded graph that the graph recorder saw raise last (the failure the run ended with) in
+    `run_dir`'s run, if any; a graph its accuracy check judged wrong raised nothing."""
     try:
-        failures = read_failures(RunPaths(run_dir).graphs_dir)
+        failures = [f for f in read_failures(RunPaths(run_dir).graphs_dir) if f.phase != "accuracy"]
     except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
         return None
     return failures[-1].graph if failures else None

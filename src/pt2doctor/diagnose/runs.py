@@ -11,15 +11,19 @@ small thread pool (each thread supervises one child process) and returns a futur
 runs under torchrun in every variant; the run stands for the rank whose failure ended first (`analysis.ranks`):
 its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
 quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started
-and stops what is still running.
+and stops what is still running. Every run is counted for the step that asked for it (`Attempt.step`): the step
+`run_steps` is in on the submitting thread, or the part of a step a thread names with `runner.step(name)` (the
+workarounds, tried beside the maintainers' hand-over), so a diagnosis can say what each step cost in runs.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -63,8 +67,9 @@ class Variant:
     timeout_s: float | None = None  # this run's own limit (a budget), else the script call's
 
     @classmethod
-    def original(cls, n: int, record: bool = False) -> Variant:
-        return cls(f"original-{n}", record=record)
+    def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None) -> Variant:
+        """The script as it is; recorded, each graph's first call may be judged against eager too."""
+        return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance)
 
     @classmethod
     def launch_blocking(cls) -> Variant:
@@ -114,9 +119,24 @@ class ScriptCall:
     torchrun: tuple[str, ...] | None = None  # launched as a job through torch.distributed.run, with these flags
 
 
+@dataclass(frozen=True, slots=True)
+class RunMade:
+    """One run of the whole program, for the ledger (`diagnose.ledger`): the step it was made for, its label, its
+    seconds, and whether it was still wanted when it ended (False: stopped, its seconds spent all the same)."""
+
+    step: str
+    label: str
+    seconds: float
+    wanted: bool
+
+
 class VariantRunner:
-    def __init__(self, call: ScriptCall, jobs: int, reporter: Reporter) -> None:
+    def __init__(self, call: ScriptCall, jobs: int, reporter: Reporter, step: str = "",
+                 made: list[RunMade] | None = None) -> None:
         self.call = call
+        self.made: list[RunMade] = made if made is not None else []  # every run started, a copy's runner's too
+        self._default_step = step  # a copy's runner: the step of the runner it was made from
+        self._steps = threading.local()  # the step each submitting thread is in (`step`)
         self.reporter = reporter
         self.sessions: dict[str, Session] = {}
         self.finished: dict[str, Attempt] = {}  # every run that ended on its own, by label
@@ -129,10 +149,23 @@ class VariantRunner:
         self._closed = threading.Event()
         self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
 
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Runs submitted from this thread inside are counted for the step `name`."""
+        outer = getattr(self._steps, "name", None)
+        self._steps.name = name
+        try:
+            yield
+        finally:
+            self._steps.name = outer
+
+    def current_step(self) -> str:
+        return getattr(self._steps, "name", None) or self._default_step
+
     def submit(self, variant: Variant) -> Future[Attempt]:
         self._submitted += 1
         unwanted = threading.Event()
-        future = self._pool.submit(self._run, variant, unwanted)
+        future = self._pool.submit(self._run, variant, unwanted, self.current_step())
         self._unwanted[future] = unwanted
         return future
 
@@ -181,7 +214,7 @@ class VariantRunner:
             cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
         )
 
-    def _run(self, variant: Variant, unwanted: threading.Event) -> Attempt:
+    def _run(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
         options = self.options(variant, unwanted)
         if unwanted.is_set():
             raise CancelledError(variant.label)
@@ -202,7 +235,8 @@ class VariantRunner:
             self.gpu.learn(session)
         self.sessions[variant.label] = session
         self._finished += 1
-        attempt = attempt_of(variant, session, rank)
+        attempt = replace(attempt_of(variant, session, rank), step=step)
+        self.made.append(RunMade(step, variant.label, attempt.wall_s, not unwanted.is_set()))
         if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
@@ -252,7 +286,7 @@ def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tu
     call = runner.call
     copy = write_copy(call.script, folder, text)
     copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, copy_env(call.script, call.env)),
-                                1, runner.reporter)
+                                1, runner.reporter, runner.current_step(), runner.made)
     try:
         return copy_runner.submit(Variant(label, timed=True)).result(), copy_runner
     finally:

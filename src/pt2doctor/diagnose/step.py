@@ -13,7 +13,8 @@ read-only (setting one, or changing a list or dict of one, raises `UndeclaredWri
 says what each step writes, and the tests hold each step to it.
 
 `run_steps` times each step into `found.timings` (under its name), says its `status` as progress
-before it starts, and closes every result that holds something running (`close()`: a bisector warming
+before it starts, calls `ctx.after_step` with its name once it ran (the verdict is said and written as soon as it is
+known, `diagnose.procedure`), and closes every result that holds something running (`close()`: a bisector warming
 up, a control in the background) when the procedure ends, however it ends; a Ctrl-C propagates to
 `diagnose`, which keeps what was found. A step that raises (pt2doctor's own error, never the script's:
 the steps catch what the runs do) is kept in `found.internal_errors` and the procedure goes on without
@@ -26,7 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -48,6 +51,20 @@ class Context:
     runner: VariantRunner
     reporter: Reporter
     minify_reporter: Any = None  # the minifier's own progress (a `reduce` reporter), or None
+    # called with a step's name once it ran (the verdict so far is said and written as it is known)
+    after_step: Callable[[str], None] | None = None
+    started: float = 0.0  # time.monotonic() when the diagnosis started: its budget counts from then
+
+    def remaining_s(self) -> float | None:
+        """The seconds left of the diagnosis's `--budget` (None: no budget)."""
+        budget = self.options.budget_s if self.options is not None else None
+        return None if budget is None else budget - (time.monotonic() - self.started)
+
+    def reduction_s(self) -> float | None:
+        """What a reduction (the minifier, the program reducer) may take of the budget: half of what is left, so that
+        verifying what it found and the rest of the hand-over fit in the other half (None: no budget)."""
+        left = self.remaining_s()
+        return None if left is None else max(1.0, left / 2)
 
 
 class _Stop:
@@ -86,12 +103,14 @@ def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(inspect.signature(fn).parameters)[2:]
 
 
-def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, Any]:
-    """Run `steps` in order (see the module's contract); the results by step name."""
+def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """Run `steps` in order (see the module's contract); the results by step name, in `results` when given (so
+    a caller keeps those of the steps that ended, however the procedure ends)."""
     names = [s.name for s in steps]
     assert len(set(names)) == len(names), f"two steps share a name: {names}"
     verdict = {f.name for f in dataclasses.fields(found)}
-    results: dict[str, Any] = {}
+    results = {} if results is None else results
     try:
         for step in steps:
             unknown = [w for w in step.wants() if w not in names[:names.index(step.name)]]
@@ -103,21 +122,29 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found) -> dict[str, An
             if step.status:
                 ctx.reporter.status(step.status)
             try:
-                with found.timed(step.name):
+                with found.timed(step.name), _counted_for(ctx, step.name):
                     result = _call(step.run, ctx, StepView(found, step), earlier)
             except Exception as exc:
                 if settings().strict:
                     raise
                 found.internal_errors.append(f"step {step.name!r}: {type(exc).__name__}: {exc}")
                 continue
+            if result is not STOP:
+                results[step.name] = result
+            if ctx.after_step is not None:
+                ctx.after_step(step.name)
             if result is STOP:
                 break
-            results[step.name] = result
     finally:
         for result in results.values():
             if callable(getattr(result, "close", None)):
                 result.close()
     return results
+
+
+def _counted_for(ctx: Context, name: str) -> AbstractContextManager[None]:
+    """The runs the step makes are counted for it (`Attempt.step`)."""
+    return ctx.runner.step(name) if ctx.runner is not None else nullcontext()
 
 
 def _call(fn: Callable[..., Any], ctx: Context, found: StepView, earlier: dict[str, Any]) -> Any:

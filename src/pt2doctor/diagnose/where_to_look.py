@@ -3,8 +3,9 @@
 Contract: `look_where(found, run_dir, out_dir)` never raises; it fills `found.where_to_look` and adds a
 note when a look-up fails. Three things are looked up, each only where the diagnosis found it:
 - the aten culprits of a verified repro and the `CompilerBisector` result: in the installed torch, in a
-  child interpreter (`capture.source_lookup`), which resolves what it can and skips the rest (a
-  torch-level culprit of a reduced program, `torch.relu`, resolves to nothing);
+  child interpreter (`capture.source_lookup`; a child forked from the minifier's warm workers where they are still
+  open), which resolves what it can and skips the rest (a torch-level culprit of a reduced program, `torch.relu`,
+  resolves to nothing);
 - for a failure at the Dynamo stage, where Dynamo raised it: the innermost torch/_dynamo frame of the
   `dynamo_error` artifacts in the run's trace (the one of the failure's compile first), else of the
   failure's traceback (Dynamo trims its own frames from the exception it raises; the artifact, logged
@@ -15,6 +16,7 @@ Nothing is run when there is nothing to look up.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.analysis.failures import dynamo_raise_site
 from pt2doctor.capture.process_meta import RunPaths
@@ -22,12 +24,18 @@ from pt2doctor.capture.source_lookup import look_up
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
 from pt2doctor.diagnose.found import Found
-from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceRef
+from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceLookupResult, SourceRef
+from pt2doctor.model.serialize import RecordError, dumps, read_record
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.pool import WorkerPool
 
 _OP_NAMESPACES = ("aten.", "prims.")  # ops torch registers lowerings and decompositions for
 
 
-def look_where(found: Found, run_dir: Path, out_dir: Path) -> None:
+def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | None = None) -> None:
+    """`pool`: warm workers still open (the minifier's), where the look-up is one forked child rather than a new
+    interpreter importing torch."""
     chosen = found.chosen_repro()
     ops = tuple(o for o in found.culprit_ops() if o.startswith(_OP_NAMESPACES)) if chosen and chosen.verified else ()
     b = found.bisection
@@ -35,7 +43,7 @@ def look_where(found: Found, run_dir: Path, out_dir: Path) -> None:
     if ops or (b is not None and b.subsystem):
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
                                b.subsystem if b else None, b.debug_info if b else None)
-        result = look_up(request)
+        result = _in_pool(pool, request) if pool is not None else look_up(request)
         refs += result.refs
         if result.note:
             found.notes.append(f"where to look: {result.note}")
@@ -44,6 +52,28 @@ def look_where(found: Found, run_dir: Path, out_dir: Path) -> None:
         if site is not None:
             refs.append(site)
     found.where_to_look = refs
+
+
+# The look-up as a worker's job: what `python -m pt2doctor.capture.source_lookup REQUEST` runs, in a forked child.
+_LOOKUP_JOB = """
+def describe_failure(e):
+    return f"{{type(e).__name__}}: {{e}}"
+
+
+def check():
+    from pt2doctor.capture.source_lookup import main
+
+    main([{request!r}])
+"""
+
+
+def _in_pool(pool: WorkerPool, request: SourceLookup) -> SourceLookupResult:
+    Path(request.out).unlink(missing_ok=True)
+    (ran,) = pool.run([_LOOKUP_JOB.format(request=dumps(request).decode())])
+    try:
+        return read_record(Path(request.out), SourceLookupResult)
+    except (OSError, RecordError):  # it died or timed out in the worker: the fresh interpreter's way once more
+        return look_up(request) if ran.status != "ok" else SourceLookupResult(note="the source look-up wrote nothing")
 
 
 def _dynamo_site(found: Found, run_dir: Path) -> SourceRef | None:

@@ -13,8 +13,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
-3. the stage's passing backend written into every `torch.compile` call (the stage run already ran the
-   script so: that run is the verification, no new run);
+3. the stage's passing backend written into every `torch.compile` call (a stage run of the program that ran it
+   so is the verification; where the stage was found on the recorded graph, one run with it forced);
 4. where no backend passes (Dynamo itself is at fault), one `torch.compile` site at a time compiling nothing (its
    first three sites): the code it compiled runs as written, every other site stays compiled.
 `try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
@@ -24,9 +24,10 @@ config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass,
 `emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
 every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
 Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
-the script's own backend still compiled, and its cost: that run's time against the script's run with
-compilation off (run beside the first candidate when the stage ladder did not make one). `found.workarounds`
-holds every candidate tried, the verified one last.
+the script's own backend still compiled, and its cost: that run's time, and for a change that takes much of the
+compiler away (a function, a backend, a compile site) against the script's run with compilation off (the
+procedure's own, else run beside the first such candidate: one more run of the program, made only where the
+answer is in doubt). `found.workarounds` holds every candidate tried, the verified one last.
 """
 
 from __future__ import annotations
@@ -66,20 +67,42 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
         return
     script = runner.call.script.resolve()
     source = script.read_text()
-    off = _compilation_off(found)
-    pending_off = runner.submit(Variant.compilation_off()) if off is None else None
+    baseline = _Baseline(runner, found)
     for kind, change, text in _candidates(found, script, source):
-        off = off or _finished(pending_off, found)
-        if _try(runner, found, kind, change, source, text, off).verified:
+        if _try(runner, found, kind, change, source, text, baseline).verified:
             return
-    off = off or _finished(pending_off, found)
-    if _stage_backend(found, source, script.name, off):
+    if _stage_backend(runner, found, source, script.name, baseline):
         return
     for text, site, line in uncompile(source)[:_MAX_SITES]:
         change = (f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, "
                   "other compiles stay")
-        if _try(runner, found, "site", change, source, text, off).verified:
+        if _try(runner, found, "site", change, source, text, baseline).verified:
             return
+
+
+# What a workaround's cost is measured against: the script with compilation off, run only for the kinds that take
+# much of the compiler away (a function, a backend for everything, a compile site); a setting or one call kept out
+# leaves every other graph compiled, and its cost is said without a run of the script for it.
+_BROAD: tuple[WorkaroundKind, ...] = ("function", "backend", "site")
+
+
+class _Baseline:
+    """The run with compilation off that a broad workaround's cost is measured against: the procedure's own when it
+    made one, else one started beside the first broad candidate (one whole-program run, made once)."""
+
+    def __init__(self, runner: VariantRunner, found: Found) -> None:
+        self.runner, self.found = runner, found
+        self.done: Attempt | None = _compilation_off(found)
+        self.pending: Future[Attempt] | None = None
+
+    def start(self, kind: WorkaroundKind) -> None:
+        if kind in _BROAD and self.done is None and self.pending is None:
+            self.pending = self.runner.submit(Variant.compilation_off())
+
+    def result(self, kind: WorkaroundKind) -> Attempt | None:
+        if self.done is None and kind in _BROAD:
+            self.done = _finished(self.pending, self.found)
+        return self.done
 
 
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
@@ -95,10 +118,9 @@ def try_export(runner: VariantRunner, found: Found) -> None:
     source = runner.call.script.resolve().read_text()
     text = skip_decompositions(source)
     if text is not None:
-        off = _compilation_off(found)
         change = ("every `.run_decompositions(...)` call left out: the exported program runs as traced, its ops not "
                   "decomposed")
-        _try(runner, found, "call", change, source, text, off)
+        _try(runner, found, "call", change, source, text, _Baseline(runner, found))
 
 
 def try_config(runner: VariantRunner, found: Found) -> None:
@@ -110,22 +132,23 @@ def try_config(runner: VariantRunner, found: Found) -> None:
     source = runner.call.script.resolve().read_text()
     text = set_config(source, *config)
     if text is not None:
-        off = _compilation_off(found)
         change = (f"`{config[1]}` at the top of the script: every graph stays compiled, "
                   "without what the bisection blamed")
-        _try(runner, found, "config", change, source, text, off)
+        _try(runner, found, "config", change, source, text, _Baseline(runner, found))
 
 
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
-         off: Attempt | None) -> Workaround:
+         baseline: _Baseline) -> Workaround:
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
+    baseline.start(kind)
     earlier = sum(1 for w in found.workarounds if w.kind == kind)  # the kind's earlier candidates keep their runs
     name = f"{kind}-{earlier + 1}" if earlier else kind
     attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / name, f"workaround-{name}", text)
     found.attempts.append(attempt)
     session = copy_runner.sessions.get(attempt.label)
     kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
-    tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt, off, kept)
+    tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt,
+                        baseline.result(kind), kept)
     found.workarounds.append(tried)
     return tried
 
@@ -188,18 +211,27 @@ def _failing_line(found: Found, script: Path) -> int | None:
     return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
 
 
-def _stage_backend(found: Found, source: str, name: str, off: Attempt | None) -> bool:
-    """The stage's passing backend for every compile: the stage run was exactly that, so it is the verification."""
-    passed = [a for a in found.attempts if a.backend and found.stages.get(a.backend) == "pass"]
+def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, baseline: _Baseline) -> bool:
+    """The stage's passing backend for every compile: a stage run of the program already made is the verification;
+    where the stage was found on the recorded graph, the program runs once with that backend forced (as the patch
+    writes it into every `torch.compile` call)."""
+    passed = [backend for backend, outcome in found.stages.items() if outcome == "pass"]
     if not passed:
         return False
-    run = passed[-1]  # the highest rung that passed: the least taken away
-    pinned = pin_backend_in_place(source, run.backend) if run.backend else None  # as written, `backend=` added alone
+    backend = passed[-1]  # the highest rung that passed: the least taken away
+    runner.reporter.status(f"trying a workaround: backend={backend!r} for every compile")
+    baseline.start("backend")
+    run = next((a for a in found.attempts if a.backend == backend), None)
+    if run is None:
+        run = runner.submit(Variant.with_backend(backend)).result()
+        found.attempts.append(run)
+    pinned = pin_backend_in_place(source, backend)  # as written, `backend=` added alone
     patch = unified_patch(source, pinned, name) if pinned else ""
-    change = (f"`torch.compile(..., backend={run.backend!r})` for every compile: without "
+    change = (f"`torch.compile(..., backend={backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
-    found.workarounds.append(_workaround("backend", change, patch, run, off, 0))
-    return True
+    tried = _workaround("backend", change, patch, run, baseline.result("backend"), 0)
+    found.workarounds.append(tried)
+    return tried.verified
 
 
 def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt, off: Attempt | None,
@@ -215,7 +247,7 @@ def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt,
 
 
 def _finished(pending: Future[Attempt] | None, found: Found) -> Attempt | None:
-    """The compilation-off run started beside the first candidate, once it ended (None: it could not run)."""
+    """The compilation-off run started beside a broad candidate, once it ended (None: it could not run)."""
     if pending is None:
         return None
     try:

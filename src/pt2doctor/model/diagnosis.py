@@ -86,6 +86,47 @@ class Attempt:
     run_dir: str
     error: str = ""  # the one-line error as the user saw it
     rank: str | None = None  # a job's run: the rank it stands for (the first whose failure ended), `rank 1`
+    step: str = ""  # the step of diagnose that made this run (`diagnose.procedure.STEPS`, or one of its parts)
+
+
+@dataclass(frozen=True, slots=True)
+class StepRuns:
+    """What one step of diagnose cost in runs (issue #38: runs are the currency). `whole`: runs of the user's whole
+    program, each in a fresh interpreter (the reproductions, stage runs, workaround copies), with their `whole_s`
+    seconds, counted whether they ran to the end or were stopped as no longer needed; `checks`: runs of a reduced
+    candidate of the program in a warm worker (the program reducer's); `graph`: graph-level runs, of a recorded graph
+    or of a repro pt2doctor wrote (the minifier's and the bisector's queries, the stage ladder on the recorded graph,
+    repro and test verifications in fresh interpreters)."""
+
+    step: str
+    whole: int = 0
+    whole_s: float = 0.0
+    checks: int = 0
+    graph: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunLedger:
+    """Every run a diagnosis made, by step, in the order the steps ran, with the totals."""
+
+    steps: tuple[StepRuns, ...] = ()
+    whole: int = 0
+    whole_s: float = 0.0
+    checks: int = 0
+    graph: int = 0
+
+    @classmethod
+    def of(cls, steps: tuple[StepRuns, ...]) -> RunLedger:
+        return cls(steps, sum(s.whole for s in steps), round(sum(s.whole_s for s in steps), 1),
+                   sum(s.checks for s in steps), sum(s.graph for s in steps))
+
+    def describe(self) -> str:
+        """`4 whole-program runs (reproduce 2, workarounds 2; 31.2 s of runs), 57 graph-level runs`."""
+        by_step = ", ".join(f"{s.step} {s.whole}" for s in self.steps if s.whole)
+        whole = f"{self.whole} whole-program run{'' if self.whole == 1 else 's'}" + (
+            f" ({by_step}; {self.whole_s:.1f} s of runs)" if self.whole else "")
+        checks = f", {self.checks} program checks in warm workers" if self.checks else ""
+        return f"{whole}{checks}, {self.graph} graph-level run{'' if self.graph == 1 else 's'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +389,11 @@ class Diagnosis:
     runtime: RuntimeTriage | None = None  # runtime triage: the first kernel that faulted or made NaN/Inf
     needs_compiler: NeedsCompiler | None = None  # the runs without the compiler fail otherwise, out of memory
     versions: VersionsResult | None = None  # repro.py under other torch releases (`diagnose --versions`)
+    runs: RunLedger | None = None  # every run it made, by step (`diagnose.ledger`)
+    # written before the diagnosis ended (the verdict first, the hand-over after it): the steps still to come, some
+    # of which may not apply; () once it ended
+    pending: tuple[str, ...] = ()
+    stopped_by: str = ""  # why it ended early: "SIGINT", "SIGTERM", "SIGHUP" or "budget" (--budget); "" it did not
     schema: str = SCHEMA
 
     @property

@@ -28,3 +28,5 @@ class ExitCode(IntEnum):
     INTERNAL = 70  # an internal error of pt2doctor, reported in one line
     TIMEOUT = 124  # the script (or job) was stopped at --timeout, as coreutils' `timeout` exits
     INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT (128 + 2)
+    HUNG_UP = 129  # diagnose: stopped by SIGHUP (a closed terminal), 128 + 1; what was found is written
+    TERMINATED = 143  # diagnose: stopped by SIGTERM (a job's limit, a scheduler), 128 + 15; what was found is written

@@ -15,6 +15,8 @@ Contract:
   is re-raised. A program that cannot be started raises OSError, as Popen does.
 - `compile_caches_in(folder)`: the environment that gives a child torch's compile caches of its own
   (Inductor's and Triton's, named by `COMPILE_CACHE_VARS`) in `folder`.
+- `signal_all(sig)`: `sig` to the group of every child started here that is still running, without waiting (a
+  diagnosis being stopped ends its runs and verifications at once; whoever started each reaps it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import weakref
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -52,11 +56,23 @@ class Ran:
         return self.stdout + self.stderr
 
 
+_STARTED: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()  # what `signal_all` reaches
+
+
 def start(argv: Sequence[str], *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
           stdin: Stream = None, stdout: Stream = None, stderr: Stream = None, text: bool = False
           ) -> subprocess.Popen[Any]:
-    return subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env), stdin=stdin, stdout=stdout,
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env), stdin=stdin, stdout=stdout,
                             stderr=stderr, text=text, start_new_session=True)
+    _STARTED.add(proc)
+    return proc
+
+
+def signal_all(sig: signal.Signals = signal.SIGTERM) -> None:
+    for proc in list(_STARTED):
+        if proc.returncode is None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
 
 
 def stop(proc: subprocess.Popen[Any], first: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S) -> None:

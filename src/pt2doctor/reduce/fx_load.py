@@ -5,13 +5,14 @@ compile it, the recorded signature when there is one) or raises `NothingToMinify
 compile_id)` does the same for a graph another check blamed (`pt2doctor accuracy`'s probe): that Dynamo
 compile's graph, or with Inductor its forward/inference AOT graph (rule 1's blame), against the
 fp64-referenced accuracy check, with no expected signature. `load_failing`'s choice:
-1. a recorded failure: an after-AOT graph is preferred over the Dynamo graph it came from (the
+1. a recorded exception: an after-AOT graph is preferred over the Dynamo graph it came from (the
    exception passes through both), and a run-time failure of a Dynamo graph compiled by Inductor
    is blamed on its forward/inference AOT graph;
 2. no recorded exception but the `inflight` marker names a graph in flight: the process died of a
    signal while compiling or running it (the signal itself is observed again in the worker); with
    `died_of_signal` (the caller saw the process die of one) and nothing in flight, the graph that ran
    last: a kernel that wrote past a buffer's end kills the process at a later `free`, after it returned;
+   then a recorded accuracy failure (a run recorded with its graphs judged that raised nothing);
    A recorded accuracy failure (the recorder's fp64-referenced check) makes the context an
    accuracy check with the recorded tolerance, without `accuracy=True`;
 3. otherwise `NothingToMinify`, unless `accuracy=True` (a wrong result): then a graph the recorder's
@@ -127,17 +128,26 @@ def _module_from_code(path: Path, name: str, attributes: dict[str, Any]) -> torc
 
 def _choose(entries: Entries, failures: list[GraphFailure], inflight: str,
             died_of_signal: bool) -> tuple[str, str | None]:
-    """(graph id, recorded description or None for a signal death)."""
-    if failures:
-        # the run ended with its last failure (earlier ones were caught by the script); the same error is
-        # recorded by the Dynamo graph and by the AOT graph inside it: blame the AOT one, the more precise
-        last = failures[-1]
-        same = [f for f in failures if f.description == last.description]
-        failure = next((f for f in reversed(same) if _entry(entries, f.graph).stage is Stage.AOT), last)
-        return _blame_aot(entries, failure.graph), failure.description
+    """(graph id, recorded description or None for a signal death). What the run ended with comes first: an
+    exception a graph raised, then a graph in flight when the process died; a wrong result the recorder's
+    accuracy check found only after both (a run that crashed may have judged a graph wrong on its way)."""
+    raised = [f for f in failures if f.phase != "accuracy"]
+    if raised:
+        return _last(entries, raised)
     if inflight and (died_of_signal or not inflight.endswith(" ran")):
         return _blame_aot(entries, inflight.split()[0]), None
+    if failures:
+        return _last(entries, failures)
     raise NothingToMinify("no graph failed in this run (use --accuracy to look for wrong results)")
+
+
+def _last(entries: Entries, failures: list[GraphFailure]) -> tuple[str, str | None]:
+    """The run ended with its last failure (earlier ones were caught by the script); the same error is recorded by
+    the Dynamo graph and by the AOT graph inside it: blame the AOT one, the more precise."""
+    last = failures[-1]
+    same = [f for f in failures if f.description == last.description]
+    failure = next((f for f in reversed(same) if _entry(entries, f.graph).stage is Stage.AOT), last)
+    return _blame_aot(entries, failure.graph), failure.description
 
 
 def _entry(entries: Entries, graph_id: str) -> GraphEntry:

@@ -12,7 +12,8 @@ Contract: `minify_case(initial, context, options, reporter)`
    best so far (`MinifyResult.stopped_early` says why);
 3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
    when the recording knew them) and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
-   interpreter and reports `verified` only if it failed with the target signature;
+   interpreter and reports `verified` only if it failed with the target signature (an interrupted reduction's
+   best is verified too, unless `verify_interrupted` is off: a diagnosis being stopped writes it and ends);
 4. for a verified repro, asks which of its inputs' recorded properties the failure needs
    (`reduce.input_needs`: each taken away alone, same oracle): `MinifyResult.input_needs`.
 The worker pool and the verifying interpreter (`processes.workers`) may be started by the caller
@@ -54,6 +55,7 @@ class MinifyOptions:
     graph_name: str = "graph"
     verify: bool = True
     start_nodes: tuple[str, ...] = ()  # try these nodes alone first (the first bad kernel's, `diagnose.runtime_triage`)
+    verify_interrupted: bool = True  # verify the best so far of an interrupted reduction (`minify`'s Ctrl-C)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +164,8 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     test = _write_if(options.out_dir / "test_repro.py", render_test(script, draws))
     keep_only(options.out_dir, (s.saved for s in best.inputs if isinstance(s, TensorSpec) and s.saved))
     timeout_s = max(options.timeout_s, 60.0)
-    verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if options.verify else None
+    verifies = options.verify and (stopped != "interrupted" or options.verify_interrupted)
+    verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if verifies else None
     needs: tuple[InputNeed, ...] = ()
     if verification and verification.verified and stopped != "interrupted":  # what the failure needs of its inputs
         needs = probe_input_needs(best, problem.oracle, context.stage)

@@ -23,6 +23,9 @@ must still call a compiler (`calls_a_compiler`) and keep some statements exactly
 (`kept_statements`): for a wrong result the script's own check (a reduction may not loosen or tighten
 what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and (b) and claim a bitwise difference),
 and every statement that seeds an RNG.
+The first candidate is the program cut down to what its failure can depend on (`reduce.program_slice`: the
+statements of the failing traceback's lines and the check, what compiles, and what feeds into them), one check for
+what deleting statement by statement would find in one check each.
 Each check runs the candidate (`reduce.program_harness`) in a child forked from a warm zygote
 (`processes.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
@@ -62,6 +65,7 @@ from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
+from pt2doctor.reduce.program_slice import relevant_part
 from pt2doctor.reduce.program_text import delete_statements
 from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
 
@@ -85,6 +89,7 @@ class ProgramJob:
     patience: int | None = None  # stop after this many checks in a row kept nothing (None: at the budget only)
     patience_s: float | None = None  # or after this many seconds of checks kept nothing (slow checks: compiles)
     at_once: int | None = None  # fresh interpreters of the program that may run at once (the GPU's share); None: any
+    focus: tuple[int, ...] = ()  # the script's lines in the failing traceback and its check: the first cut's seeds
 
     @property
     def target(self) -> FailureSignature:
@@ -255,7 +260,10 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
         try:
-            delete_statements(source, reduction)  # the coarse steps first, on the text as written
+            focused = relevant_part(source, job.focus) if job.focus else None
+            if focused is not None:  # one check for what the failure can depend on (`reduce.program_slice`)
+                reduction(focused)
+            delete_statements(reduction.best, reduction)  # the coarse steps first, on the text as written
             pysource_minimize.minimize(reduction.best, reduction, retries=1)
         except pysource_minimize.CouldNotMinimize:
             pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction

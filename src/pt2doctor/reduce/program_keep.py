@@ -21,7 +21,7 @@ _SEEDED = {"random.Random", "np.random.default_rng", "numpy.random.default_rng",
 _SEED_METHODS = {"manual_seed", "seed"}
 
 
-def _seeds(node: ast.stmt) -> bool:
+def seeds_rng(node: ast.stmt) -> bool:
     """The statement seeds an RNG: a seeding call, or a generator made or seeded with an argument."""
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
         name = dotted(call.func)
@@ -43,7 +43,7 @@ def kept_statements(source: str, check_line: int | None) -> frozenset[str]:
         if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
             continue
         at_check = check_line is not None and node.lineno <= check_line <= (node.end_lineno or node.lineno)
-        if at_check or _seeds(node):
+        if at_check or seeds_rng(node):
             kept.add(ast.dump(node))
     return frozenset(kept)
 

@@ -41,8 +41,7 @@ def _template() -> jinja2.Template:
 
 def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
                  inputs: HtmlInputs | None = None) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [_write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))]
+    written = [write_diagnosis(diagnosis, out_dir)]
     workaround = handed_over(diagnosis.workarounds)
     if workaround is not None and workaround.patch:  # the user's file changed as the workaround changes a copy
         written.append(_write(out_dir / "workaround.patch", workaround.patch.encode()))
@@ -57,6 +56,13 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     if session is not None:
         written.append(write_diagnosis_html(diagnosis, session, out_dir / "report.html", inputs or HtmlInputs(), issue))
     return written
+
+
+def write_diagnosis(diagnosis: Diagnosis, out_dir: Path) -> Path:
+    """diagnosis.json alone, replaced at once (a reader never sees half a file): also what a diagnosis in progress
+    writes as soon as it has a verdict (`Diagnosis.pending` names the steps still to come)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _write(out_dir / "diagnosis.json", dumps(diagnosis, pretty=True))
 
 
 def write_diagnosis_html(diagnosis: Diagnosis, session: Session, path: Path, inputs: HtmlInputs,

@@ -1,13 +1,12 @@
 """`diagnose` for a script that fails in torch.export or AOTInductor: the entry point, the step, the kind.
 
-Contract: `diagnose_export(runner, found, failed_run, queued)` is called by the procedure once the
+Contract: `diagnose_export(runner, found, failed_run)` is called by the procedure once the
 failure is reproduced. It reads the export steps the failing run went through (`export.jsonl`,
 `model.export`) and the programs judged in it (`export-checks.jsonl`, `model.export_draft`), and
 returns False, touching nothing, when the failure is not in the export path (no step failed, no
 program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
 procedure goes on.
-Otherwise it cancels the queued torch.compile stage runs (they do not apply), makes the runs that tell
-the kinds apart, concludes `found` (`Found.export`) and returns True:
+Otherwise it makes the runs that tell the kinds apart, concludes `found` (`Found.export`) and returns True:
 - every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
   against the program it came from, in the run: an accuracy failure of that step, no further run;
 - every step passed, nothing was judged wrong and no package ran, but the script failed after tracing:
@@ -31,7 +30,6 @@ torch itself is at fault (an internal error, a wrong result, AOTInductor).
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,8 +70,8 @@ def export_events(run_dir: Path) -> list[ExportEvent]:
     return records(RunPaths(run_dir).export_log, ExportEvent)  # a torn last line: the lines before stand
 
 
-def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, queued: dict[str, Future[Attempt]],
-                    options: DiagnoseOptions | None = None, minify_reporter: object = None) -> bool:
+def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, options: DiagnoseOptions | None = None,
+                    minify_reporter: object = None) -> bool:
     events = export_events(runner.run_dir(failed_run.label))
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
@@ -83,8 +81,6 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, qu
     after_trace = failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events)
     if after_trace and (traced is None or not _passes_with_export_off(runner, found)):
         return False
-    for future in queued.values():  # torch.compile's stage runs say nothing about an export: stop them
-        runner.stop(future)
     entry = entry_point(events)
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:

@@ -1,0 +1,57 @@
+"""The verdict first: said and written as soon as it is known, the hand-over after it (issue #38).
+
+Contract: a `Checkpoint` is called by `diagnose.step.run_steps` after each step (`Context.after_step`). Once the
+verdict is known (the category and the stage, the category refined by the stage as the final diagnosis refines it;
+at the Dynamo stage only once the run with compilation off told a Dynamo bug from the script's own) it is said
+once, as a progress line `verdict: ...`. After every step, the diagnosis so far is handed to `publish` (the CLI
+writes it as diagnosis.json, `report.issue.write_diagnosis`), with the steps still to come (`Diagnosis.pending`) and
+the runs made so far: a diagnosis stopped from outside, or killed, leaves what it had found. `frozen()` is the
+diagnosis as it stands, by the same rule (`Found.freeze` with the run ledger, `diagnose.ledger`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pt2doctor.capture.runner import Reporter
+from pt2doctor.diagnose.found import Found, refined_category
+from pt2doctor.diagnose.ledger import run_ledger
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.model import Category
+from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
+
+Publish = Callable[[Diagnosis], object]  # what it returns is not read
+
+
+class Checkpoint:
+    def __init__(self, found: Found, runner: VariantRunner, results: dict[str, Any], steps: Sequence[str],
+                 reporter: Reporter, publish: Publish | None) -> None:
+        self.found, self.runner, self.results, self.steps = found, runner, results, list(steps)
+        self.reporter, self.publish = reporter, publish
+        self.said = False
+
+    def __call__(self, step: str) -> None:
+        if not self.said and (words := verdict_words(self.found)):
+            self.said = True
+            self.reporter.status(f"verdict: {words} (what follows is the hand-over: repro, workarounds)")
+        if self.publish is not None:
+            self.publish(self.frozen(tuple(self.steps[self.steps.index(step) + 1:])))
+
+    def frozen(self, pending: tuple[str, ...] = ()) -> Diagnosis:
+        evidence = self.results.get("stage_evidence")
+        ladder = evidence.graph.queries if evidence is not None and evidence.graph is not None else 0
+        return self.found.freeze(run_ledger(self.runner.made, self.found, ladder), pending)
+
+
+def verdict_words(found: Found) -> str | None:
+    """`backend_failure in the custom backend: NotImplementedError: ...`, once the verdict is known (see the
+    contract); None before."""
+    if found.flaky or found.category is None:
+        return None
+    if found.category is Category.USER_ERROR and found.stage is None and "compilation_off" in found.timings:
+        return f"{Category.USER_ERROR.value}: the script fails with compilation off too: {found.error}"
+    if found.stage is None or (found.stage is FailingStage.DYNAMO and "compilation_off" not in found.timings):
+        return None
+    category = refined_category(found.category, found.stage)
+    return f"{category.value if category else '?'} in {STAGE_TITLES[found.stage]}: {found.error}"

@@ -1,0 +1,113 @@
+"""The stage ladder climbed on the recorded graph, not on the whole program (issue #38: one recorded run serves
+many steps).
+
+Contract: `climb_on_graph(pool, recording, ...) -> GraphLadder` never raises for what a graph does. The graph is
+the Dynamo graph the failing run's recorder kept for the failure (`reduce.fx_load.load_failing`: the graph that
+failed, else the Dynamo graph its after-AOT graph came from; for a wrong result, the graph the accuracy check
+rejected, with the values it was judged on). Every rung of the ladder (`diagnose.stages.ladder`: `eager`,
+`aot_eager`, `aot_eager_decomp_partition`, then the script's own backend) compiles that graph alone, in the warm
+workers the minifier then uses, all at once, judged as every minifier query is (`reduce.oracle.judge`). The answer
+is `conclusive` only when the script's own backend fails on the graph exactly as the program failed (the recorded
+failure; a wrong result by the accuracy rule; a signal death by the same signal), and each lower rung either
+passes or fails that same way: then the first rung that fails is the stage, as the whole-program ladder would say,
+for a few graph-level runs instead of three runs of the program. Anything else (the graph does not fail alone, a
+lower rung fails otherwise, eager itself fails on it, a stub standing for a backend whose source could not be read,
+a backward graph, which has no Dynamo graph to compile alone) is not conclusive, says why, and the whole program
+climbs the ladder instead (`diagnose.narrowing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pt2doctor.diagnose.recording import Recording
+from pt2doctor.diagnose.stages import ladder
+from pt2doctor.model.minify import BackendKind, BackendSpec, FailureSignature, Stage
+from pt2doctor.model.signature import accuracy_signature
+from pt2doctor.reduce.core import Outcome
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.pool import RunResult, WorkerPool
+    from pt2doctor.reduce.fx_load import RecordedFailure
+
+_WORDS = {Outcome.FAILS_OTHER: "fails otherwise", Outcome.CRASHED: "crashes otherwise",
+          Outcome.TIMEOUT: "did not finish in time", Outcome.PASSES: "passes"}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphLadder:
+    """The ladder on one recorded graph: `outcomes` by backend (pass or fail, the rungs that were judged), whether
+    it decides the stage (`conclusive`, else `why` not), and how many graph-level runs it took."""
+
+    graph: str
+    outcomes: dict[str, str] = field(default_factory=dict)
+    conclusive: bool = False
+    why: str = ""
+    queries: int = 0
+
+
+def climb_on_graph(pool: WorkerPool, recording: Recording, original: str | None, out_dir: Path) -> GraphLadder:
+    from pt2doctor.reduce.fx_load import NothingToMinify
+
+    try:
+        recorded = _dynamo_graph(recording, out_dir)
+    except NothingToMinify as exc:
+        return GraphLadder("", why=f"no Dynamo graph to climb the ladder on ({exc})")
+    except Exception as exc:  # noqa: BLE001 - a graph that cannot be loaded leaves the whole-program ladder
+        return GraphLadder("", why=f"the recorded graph could not be loaded ({type(exc).__name__}: {exc})")
+    if recorded.context.backend.kind is BackendKind.STUB:
+        return GraphLadder(recorded.graph_id, why="the script's backend could not be read, only stood in for")
+    target = recorded.expected or (accuracy_signature() if recorded.context.accuracy else recording.signal_target)
+    backends = [backend for backend, _ in ladder(original)]
+    return _judge(recorded.graph_id, backends, _ask(pool, recorded, backends), target)
+
+
+def _dynamo_graph(recording: Recording, out_dir: Path) -> RecordedFailure:
+    """The recorded failing graph's Dynamo graph (see the contract), its values saved for the workers."""
+    from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
+
+    load = {"accuracy": recording.accuracy, "out_dir": out_dir, "prefer": recording.prefer,
+            "died_of_signal": recording.died_of_signal}
+    recorded = load_failing(recording.run_dir, **load)  # type: ignore[arg-type]
+    if recorded.context.stage is Stage.DYNAMO:
+        return recorded
+    if recorded.context.backward:
+        raise NothingToMinify(f"graph {recorded.graph_id} is a backward graph, compiled only inside the program")
+    return load_failing(recording.run_dir, dynamo=True, **load)  # type: ignore[arg-type]
+
+
+def _ask(pool: WorkerPool, recorded: RecordedFailure, backends: list[str]) -> list[RunResult]:
+    """Every rung at once: the reference backends by name, the top one as the recording carries it."""
+    from pt2doctor.reduce.oracle import script_for
+    from pt2doctor.reduce.repro import render
+
+    contexts = [replace(recorded.context, backend=BackendSpec(BackendKind.NAMED, backend)) for backend in backends[:-1]]
+    return pool.run([render(script_for(recorded.case, context)) for context in (*contexts, recorded.context)])
+
+
+def _judge(graph: str, backends: Sequence[str], results: Sequence[RunResult],
+           target: FailureSignature | None) -> GraphLadder:
+    from pt2doctor.reduce.oracle import judge, signature_of
+
+    lower, top_backend = backends[:-1], backends[-1]
+    top = results[-1]
+    seen = signature_of(top)
+    if target is None and seen is not None and not seen.text.startswith("InvalidRepro"):
+        target = seen  # a wrapper recorded (Inductor's compile workers): the graph alone says what failed
+    asked = len(results)
+    if target is None or judge(top, target) is not Outcome.FAILS_SAME:
+        how = "passes" if top.status == "ok" else f"{top.status}: {seen or top.text[:200]}"
+        return GraphLadder(graph, why=f"the graph alone with {top_backend!r} does not fail as the program did ({how})",
+                           queries=asked)
+    outcomes: dict[str, str] = {}
+    for backend, result in zip(lower, results[:-1]):
+        outcome = judge(result, target)
+        if outcome not in (Outcome.PASSES, Outcome.FAILS_SAME):
+            return GraphLadder(graph, why=f"the graph alone with {backend!r} {_WORDS.get(outcome, outcome.value)}",
+                               queries=asked)
+        outcomes[backend] = "pass" if outcome is Outcome.PASSES else "fail"
+    outcomes[top_backend] = "fail"
+    return GraphLadder(graph, outcomes, conclusive=True, queries=asked)
