@@ -193,7 +193,8 @@ def test_a_diagnosis_a_bug_of_ours_stopped_says_so_in_its_headline_and_keeps_wha
     script.write_text("import torch\ntorch.compile(lambda x: x.sin(), backend='eager')(torch.ones(2))\n"
                       "raise SystemExit(3)\n")
     monkeypatch.delenv(STRICT)
-    monkeypatch.setattr(procedure, "STEPS", (*procedure.STEPS[:2], Step("conclude", broken)))
+    repeated = next(s for s in procedure.STEPS if s.name == "repeated")  # the second run: does it repeat?
+    monkeypatch.setattr(procedure, "STEPS", (*procedure.STEPS[:2], repeated, Step("conclude", broken)))
     d = procedure.diagnose(DiagnoseOptions(script=script, args=(), out_dir=tmp_path / "out", timeout_s=120,
                                            jobs=1, minify=False, bisect=False, workarounds=False))
     assert d.exit_code == ExitCode.INTERNAL and len(d.attempts) >= 2

@@ -114,7 +114,9 @@ def test_diagnose_budget_hands_over_the_best_found_within_it(tmp_path):
                           timeout=300)
     took = time.monotonic() - started
     d = json.loads((out / "diagnosis.json").read_text())
-    assert took <= 44, (took, d["timings"])
+    # the diagnosis's own time within 10%; the command's, interpreter start and bundle included, on a test machine
+    # running other tests beside it, within 25%
+    assert d["timings"]["total"] <= 44 and took <= 50, (took, d["timings"])
     assert d["category"] == "backend_failure" and d["stage"] == "backend"
     assert done.returncode == 1 and d["exit_code"] == 1 and d["interrupted"] is False
     assert d["stopped_by"] == "budget" and d["headline"].startswith("stopped at its --budget: backend_failure")

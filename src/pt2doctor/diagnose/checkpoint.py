@@ -2,11 +2,13 @@
 
 Contract: a `Checkpoint` is called by `diagnose.step.run_steps` after each step (`Context.after_step`). Once the
 verdict is known (the category and the stage, the category refined by the stage as the final diagnosis refines it;
-at the Dynamo stage only once the run with compilation off told a Dynamo bug from the script's own) it is said
-once, as a progress line `verdict: ...`. After every step, the diagnosis so far is handed to `publish` (the CLI
-writes it as diagnosis.json, `report.issue.write_diagnosis`), with the steps still to come (`Diagnosis.pending`) and
-the runs made so far: a diagnosis stopped from outside, or killed, leaves what it had found. `frozen()` is the
-diagnosis as it stands, by the same rule (`Found.freeze` with the run ledger, `diagnose.ledger`).
+at the Dynamo stage only once the run with compilation off told a Dynamo bug from the script's own) it is said once,
+as a progress line `verdict: ...` (saying so when the second run of the program, which checks that the failure
+repeats, has not ended yet: `diagnose.reproduce.repeated`). After every step, the diagnosis so far is handed to
+`publish` (the CLI writes it as diagnosis.json, `report.issue.write_diagnosis`), with the steps still to come
+(`Diagnosis.pending`) and the runs made so far: a diagnosis stopped from outside, or killed, leaves what it had
+found. `frozen()` is the diagnosis as it stands, by the same rule (`Found.freeze` with the run ledger,
+`diagnose.ledger`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ class Checkpoint:
     def __call__(self, step: str) -> None:
         if not self.said and (words := verdict_words(self.found)):
             self.said = True
-            self.reporter.status(f"verdict: {words} (what follows is the hand-over: repro, workarounds)")
+            reproduced = self.results.get("reproduce")
+            pending = reproduced is not None and reproduced.pending is not None and reproduced.pending.running()
+            checking = "the second run, which checks that it repeats, is still running; " if pending else ""
+            self.reporter.status(f"verdict: {words} ({checking}what follows is the hand-over: repro, workarounds)")
         if self.publish is not None:
             self.publish(self.frozen(tuple(self.steps[self.steps.index(step) + 1:])))
 

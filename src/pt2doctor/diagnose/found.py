@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from pt2doctor.analysis.failures import first_message_line
 from pt2doctor.analysis.recompiles import recompile_chains
@@ -105,6 +105,17 @@ class Found:
         reduced program), else the reduced program."""
         m, p = self.minify, self.program
         return p if p is not None and not (m is not None and m.verified) else m
+
+    def restart_from_plain_runs(self) -> None:
+        """Recording the graphs changed how the program ends (`diagnose.reproduce.repeated`): what the steps found
+        from the recording is set aside, the runs made and their evidence are kept, and the procedure runs again
+        from `classify` on the plain runs."""
+        kept = {"command", "attempts", "notes", "timings", "torchrun", "stopped_by", "internal_errors", "session",
+                "recording_changed_outcome", "_timing"}
+        fresh = Found(command=self.command)
+        for f in fields(self):
+            if f.name not in kept:
+                setattr(self, f.name, getattr(fresh, f.name))
 
     @property
     def interrupted(self) -> bool:

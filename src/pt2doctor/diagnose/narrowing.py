@@ -2,9 +2,10 @@
 
 Contract, step by step (each a `diagnose.step` step):
 - `side_runs` starts what may run beside the stage's search: the one-op control of an Inductor failure of a
-  kind a broken installation gives every program (`diagnose.control`), the minifier's warm workers when a
-  recorded graph failed (the stage ladder on the graph runs in them first), and the bisector, warming up, when the
-  failing graph will be minified and then bisected (`SideRuns`; closed at the end).
+  kind a broken installation gives every program (`diagnose.control`), in a fresh interpreter where no recorded
+  graph failed (else in the warm workers, `control`), and the bisector, warming up, when the failing graph will be
+  minified and then bisected (`SideRuns`; closed at the end); it hands the graph steps the warm workers started
+  beside the first run (`Reproduced.workers`) when a recorded graph failed.
 - `stage_evidence` climbs the ladder on the recorded graph, in those workers (`diagnose.graph_stages`): when it
   decides, the stage is known from here on, for a few graph-level runs; otherwise the whole program climbs it, its
   runs started now (lowest rung first) so they overlap the minifier (`StageEvidence`).
@@ -31,7 +32,7 @@ from pt2doctor.diagnose.control import ControlKind, ControlRun, control_in, star
 from pt2doctor.diagnose.found import Found, environment_fails, refine_category, user_error, where
 from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
 from pt2doctor.diagnose.recording import Recording
-from pt2doctor.diagnose.reproduce import Classified
+from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.runs import Variant
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
@@ -52,9 +53,9 @@ _GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.R
 
 @dataclass(frozen=True)
 class SideRuns:
-    """What runs beside the stage's search: the control (None when not wanted), the minifier's warm workers (None
-    when no recorded graph failed), the bisector warming up (None when not wanted), and whether the failing graph
-    is minified before the stage is known (`early`)."""
+    """What runs beside the stage's search: the control (None when not wanted), the warm workers for the graph steps
+    (`Reproduced.workers`, which closes them; None when no recorded graph failed), the bisector warming up (None when
+    not wanted), and whether the failing graph is minified before the stage is known (`early`)."""
 
     control: ControlRun | None
     workers: Workers | None
@@ -64,17 +65,13 @@ class SideRuns:
     def close(self) -> None:
         if self.bisector is not None:
             self.bisector.cancel()
-        if self.workers is not None:
-            self.workers.close()
 
 
-def side_runs(ctx: Context, found: Found, classify: Classified) -> SideRuns:
-    from pt2doctor.processes.workers import start_workers
-
+def side_runs(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> SideRuns:
     options, inductor = ctx.options, found.original_backend == "inductor"
     graph = found.category in _GRAPH_FAILURES and not found.recording_changed_outcome
     early = options.minify and graph
-    workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir) if graph else None
+    workers = reproduce.workers if graph else None  # warm since the first run (closed with `reproduce`)
     # Inductor failing: would a one-op program fail the same way here? In the warm workers once the minifier is
     # done with them (`control`), else in a fresh interpreter while the stage runs go on
     target = target_of(classify.attempt.signature or "", False)
@@ -107,9 +104,19 @@ class StageEvidence:
         return self.graph is not None and self.graph.conclusive
 
 
-def stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> StageEvidence:
+def stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording,
+                   reproduce: Reproduced) -> StageEvidence:
     """The ladder on the recorded graph where there are workers to climb it in; else (or when it does not decide)
-    the program's stage runs, started now."""
+    the program's stage runs, started now. The second run of the program starts after either: the verdict comes
+    first."""
+    try:
+        return _stage_evidence(ctx, found, side_runs, recording)
+    finally:
+        if reproduce.pending is not None:
+            reproduce.pending.start()
+
+
+def _stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> StageEvidence:
     ladder_on_graph = None
     if side_runs.workers is not None and recording.usable:
         ctx.reporter.status("finding the failing stage on the recorded graph (each backend of the ladder on it alone)")

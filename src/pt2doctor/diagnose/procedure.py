@@ -32,7 +32,15 @@ from pt2doctor.diagnose.found import Found, conclude, stopped
 from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.recording import pick_recording
-from pt2doctor.diagnose.reproduce import Classified, Reproduced, classify, recorded_backend_spec, reproduce
+from pt2doctor.diagnose.reproduce import (
+    Classified,
+    Reproduced,
+    Restart,
+    classify,
+    recorded_backend_spec,
+    repeated,
+    reproduce,
+)
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.runtime_triage import runtime_triage, triage_flaky, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
@@ -84,6 +92,9 @@ STEPS: tuple[Step, ...] = (
     Step("recording", pick_recording, writes="attempts notes"),
     Step("stage_evidence", narrow.stage_evidence, writes="notes stage stages"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
+    Step("repeated", repeated, writes="attempts category error flaky headline minify next_steps notes "
+                                      "recording_changed_outcome session stage stages user_frames runtime "
+                                      "original_backend backend_kind"),
     Step("stages", narrow.stages, "finding the failing stage", when=narrow.on_the_program,
          writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
@@ -119,9 +130,15 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     results: dict[str, Any] = {}
     checkpoint = Checkpoint(found, runner, results, [s.name for s in STEPS], reporter, publish)
     stop = Stop()
+    ctx = Context(options, runner, reporter, minify_reporter, checkpoint, started)
     try:
         with stoppable(_alarm_s(options.budget_s), on_stop=lambda: _end_runs(runner)) as stop:
-            run_steps(STEPS, Context(options, runner, reporter, minify_reporter, checkpoint, started), found, results)
+            run_steps(STEPS, ctx, found, results)
+            if isinstance(restart := results.get("repeated"), Restart):  # the recording changed the outcome
+                found.restart_from_plain_runs()
+                results.clear()
+                results["reproduce"] = restart.reproduced
+                run_steps(STEPS[1:], ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
         with shielded():
             found.stopped_by = stop.reason(exc)

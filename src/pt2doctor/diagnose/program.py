@@ -8,7 +8,8 @@ export path with the failing `export` step turned off (`reduce.program` says how
 does nothing for a diagnosis that has nothing to reduce (the script's own bug, a timeout, a recompile
 limit, a failure that does not repeat) or for a job of several ranks. A graph repro that did not
 verify is kept beside the program's, as `repro_graph.py`. `budget_s`: the reduction's share of the diagnosis's
-budget, when it has one (the reducer's own budget otherwise). A Ctrl-C during the reduction is re-raised
+budget, when it has one (the reducer's own budget otherwise); `pool`: warm workers already open (the diagnosis's),
+left open. A Ctrl-C during the reduction is re-raised
 once what was reduced is written. `at_once`: how many fresh interpreters of the program may run at once
 (the GPU's share, `diagnose.gpu_share`; None: no limit), for the verification runs.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
@@ -25,6 +26,9 @@ from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.export import ExportStep
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.pool import WorkerPool
 
 _NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
 _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
@@ -34,7 +38,8 @@ _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
 
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
                        reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None,
-                       at_once: int | None = None, budget_s: float | None = None) -> None:
+                       at_once: int | None = None, budget_s: float | None = None,
+                       pool: WorkerPool | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
     from pt2doctor.reduce.regression_test import no_test_note
 
@@ -60,7 +65,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
                     f"{f', {passes} pass' if passes else ''})")
     with found.timed("program_reduction"):
         try:
-            found.program = reduce_program(job, reporter)
+            found.program = reduce_program(job, reporter, pool)
         except CannotReduce as exc:
             found.notes.append(f"program not reduced: {exc}")
         except Exception as exc:  # the diagnosis so far must survive a reducer failure

@@ -9,7 +9,7 @@ from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.recording import Recording
-from pt2doctor.diagnose.reproduce import Classified
+from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
 from pt2doctor.model.diagnosis import FailingStage
@@ -40,13 +40,14 @@ def reduces_the_program(ctx: Context, found: Found) -> bool:
     return ctx.options.minify and found.stage is not None and not (found.minify and found.minify.verified)
 
 
-def program_reduction(ctx: Context, found: Found, classify: Classified) -> bool:
-    """The program, with the stage's own backend forced (the simplest that fails), judged by that run's failure."""
+def program_reduction(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
+    """The program, with the stage's own backend forced (the simplest that fails), judged by that run's failure, in
+    the warm workers started beside the first run where there are any."""
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
                   classify.attempt)
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
                            "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit,
-                           budget_s=ctx.reduction_s())
+                           budget_s=ctx.reduction_s(), pool=reproduce.workers.pool if reproduce.workers else None)
     return found.program is not None

@@ -1,10 +1,18 @@
 """diagnose's first steps: reproduce the failure, and say which failure is diagnosed.
 
-Contract: `reproduce` runs the unchanged script twice, side by side: the first with the graph recorder on, each
-graph's first call judged against eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`),
-the second plain; it concludes (`STOP`) when both pass (nothing to diagnose) or the failure does not repeat the same
-way (flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows
-decides whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
+Contract: `reproduce` runs the unchanged script with the graph recorder on, each graph's first call judged against
+eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`), and starts the warm workers beside
+it (`processes.workers`: the stage ladder on the recorded graph, the minifier, the program reducer and the control
+run in them): the run that stands for the failure has the machine to itself but for their warm-up. When it
+failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked later
+(`repeated`), beside the graph steps, so the verdict does not wait for it; a job of several ranks runs both at once
+(which rank failed first needs both). It concludes
+(`STOP`) when both pass (nothing to diagnose) or, with both in hand, the failure does not repeat the same way
+(flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows decides
+whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
+`repeated` checks the second run: the same failure, or flaky (`STOP`, what the graph steps found set aside), or
+the recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs,
+`diagnose.procedure`).
 `classify` takes the failure the first run ended with: its category (`analysis.failures`), a CUDA kernel error tied
 to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
 failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
@@ -13,6 +21,8 @@ failure), the rank of a job that failed first, and the backend and device the re
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,21 +31,61 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found, flaky, success
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runtime_triage import triage_flaky
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
+from pt2doctor.processes.workers import Workers, start_workers
+
+
+class SecondRun:
+    """The plain run that checks a failure repeats, made once the verdict no longer needs the machine: `start()` (by
+    `diagnose.narrowing.stage_evidence`, once the stage's evidence is in hand or queued) and `result()` (by
+    `repeated`, which starts it if nothing did)."""
+
+    def __init__(self, runner: VariantRunner) -> None:
+        self._runner = runner
+        self._future: Future[Attempt] | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
+            if self._future is None:
+                self._future = self._runner.submit(Variant.original(2))
+
+    def running(self) -> bool:
+        return self._future is None or not self._future.done()
+
+    def result(self) -> Attempt:
+        self.start()
+        assert self._future is not None
+        return self._future.result()
 
 
 @dataclass(frozen=True)
 class Reproduced:
-    """The failure, seen twice: `first` (recorded), `second` (plain, or the same label when only the plain
-    runs are diagnosed)."""
+    """The failure: `first` (recorded), `second` (plain, or the same label when only the plain runs are diagnosed;
+    None while it is still to come: `pending`, checked by `repeated`), and the warm workers started beside the first
+    (None: after a restart, where the recording is not used)."""
 
     first: Attempt
-    second: Attempt
+    second: Attempt | None = None
+    pending: SecondRun | None = None
+    workers: Workers | None = None
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+
+
+@dataclass(frozen=True)
+class Restart:
+    """The recording changed how the program ends: the procedure runs again from `classify`, on the plain runs."""
+
+    reproduced: Reproduced
 
 
 @dataclass(frozen=True)
@@ -50,31 +100,88 @@ class Classified:
 
 
 def reproduce(ctx: Context, found: Found) -> Reproduced:
-    runner = ctx.runner
+    runner, options = ctx.runner, ctx.options
     first = runner.submit(Variant.original(1, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
-    second = runner.submit(Variant.original(2))
-    a1, a2 = first.result(), second.result()
-    found.attempts += [a1, a2]
-    found.session = runner.sessions.get(a1.label)
+    together = options.torchrun is not None  # a job: which rank failed first is read from both runs
+    second = runner.submit(Variant.original(2)) if together else None
+    workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False)
+    _load_graph_code_meanwhile()
+    try:
+        a1 = first.result()
+        found.attempts.append(a1)
+        found.session = runner.sessions.get(a1.label)
+        if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
+            return Reproduced(a1, pending=SecondRun(runner), workers=workers)
+        a2 = (second or runner.submit(Variant.original(2))).result()
+    except BaseException:
+        workers.close()
+        raise
+    found.attempts.append(a2)
+    reproduced = _compared(runner, found, a1, a2)
+    if reproduced is STOP:
+        workers.close()
+        return STOP
+    return Reproduced(reproduced.first, reproduced.second, workers=workers)
+
+
+def _load_graph_code_meanwhile() -> None:
+    """What loading a recorded graph imports here (torch, Dynamo, Inductor's prims: seconds on a few cores) is
+    imported while the first run goes, in a thread: the graph steps that follow it start at once."""
+    def load() -> None:
+        from pt2doctor.capture import torch_compat
+        from pt2doctor.reduce import fx_load  # noqa: F401
+
+        torch_compat.import_dynamo()
+        torch_compat.register_inductor_prims()
+
+    threading.Thread(target=load, daemon=True, name="pt2doctor-imports").start()
+
+
+def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart:
+    """The second run, checked once it ended (see the contract); what the graph steps found from a failure that does
+    not repeat is set aside."""
+    if reproduce.pending is None:
+        return True
+    a1, a2 = reproduce.first, reproduce.pending.result()
+    found.attempts.append(a2)
+    if a1.signature == a2.signature:
+        return True
+    compared = _compared(ctx.runner, found, a1, a2)
+    if compared is STOP or not found.recording_changed_outcome:
+        _set_aside(found)
+        if found.flaky:
+            spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
+            triage_flaky(ctx.options, ctx.runner, found, a1, spec, on_cuda)
+        return STOP
+    return Restart(Reproduced(compared.first, compared.second))
+
+
+def _compared(runner: VariantRunner, found: Found, a1: Attempt, a2: Attempt) -> Reproduced:
+    """Both runs in hand: nothing fails, flaky (`STOP`, concluded), the same failure, or the recording changed it."""
     if a1.outcome == "pass" and a2.outcome == "pass":
         success(found)
         return STOP
-    if a1.signature != a2.signature:
-        plain = _unless_recording_changed_it(runner, found, a1, a2)
-        if plain is None:  # flaky
-            return STOP
-        if plain.outcome == "pass":
-            success(found)
-            return STOP
-        return Reproduced(plain, a2)
-    return Reproduced(a1, a2)
+    if a1.signature == a2.signature:
+        return Reproduced(a1, a2)
+    plain = _unless_recording_changed_it(runner, found, a1, a2)
+    if plain is None:  # flaky
+        return STOP
+    if plain.outcome == "pass":
+        success(found)
+        return STOP
+    return Reproduced(plain, a2)
+
+
+def _set_aside(found: Found) -> None:
+    """What the graph steps established from a failure that did not repeat is not the diagnosis."""
+    found.stage, found.stages, found.minify, found.user_frames = None, {}, None, []
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     a1, a2 = reproduce.first, reproduce.second
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
     a1 = _tie_cuda_error_to_graph(ctx.runner, found, a1)
-    name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2.label != a1.label else None)
+    name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2 is not None and a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
     return Classified(a1, spec, on_cuda)

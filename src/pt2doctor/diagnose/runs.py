@@ -181,6 +181,11 @@ class VariantRunner:
     def _launch_dir(self, label: str) -> Path:
         return self.call.out_dir / "runs" / label
 
+    @property
+    def closed(self) -> bool:
+        """No run of this runner is wanted any more (`close`): the diagnosis is ending."""
+        return self._closed.is_set()
+
     def close(self) -> None:
         """No run is wanted any more: queued ones never start, running ones (and one starting
         right now) are terminated, and none reports progress after this."""

@@ -106,14 +106,15 @@ def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
 def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[str, Any] | None = None
               ) -> dict[str, Any]:
     """Run `steps` in order (see the module's contract); the results by step name, in `results` when given (so
-    a caller keeps those of the steps that ended, however the procedure ends)."""
+    a caller keeps those of the steps that ended, however the procedure ends, and can run the procedure again from
+    a later step with the results of the steps before it)."""
     names = [s.name for s in steps]
     assert len(set(names)) == len(names), f"two steps share a name: {names}"
     verdict = {f.name for f in dataclasses.fields(found)}
     results = {} if results is None else results
     try:
         for step in steps:
-            unknown = [w for w in step.wants() if w not in names[:names.index(step.name)]]
+            unknown = [w for w in step.wants() if w not in names[:names.index(step.name)] and w not in results]
             assert not unknown, f"step {step.name} takes {unknown}, which no step before it returns"
             assert step.fields() <= verdict, f"step {step.name} writes {step.fields() - verdict}, not the verdict's"
             earlier = {w: results.get(w) for w in step.wants()}

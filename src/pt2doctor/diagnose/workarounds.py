@@ -69,14 +69,14 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
     source = script.read_text()
     baseline = _Baseline(runner, found)
     for kind, change, text in _candidates(found, script, source):
-        if _try(runner, found, kind, change, source, text, baseline).verified:
+        if _try(runner, found, kind, change, source, text, baseline) is not False:
             return
-    if _stage_backend(runner, found, source, script.name, baseline):
+    if runner.closed or _stage_backend(runner, found, source, script.name, baseline):
         return
     for text, site, line in uncompile(source)[:_MAX_SITES]:
         change = (f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, "
                   "other compiles stay")
-        if _try(runner, found, "site", change, source, text, baseline).verified:
+        if _try(runner, found, "site", change, source, text, baseline) is not False:
             return
 
 
@@ -138,19 +138,25 @@ def try_config(runner: VariantRunner, found: Found) -> None:
 
 
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
-         baseline: _Baseline) -> Workaround:
+         baseline: _Baseline) -> bool | None:
+    """Whether the candidate verified; None when the diagnosis is being stopped (its run, ended by the stop, says
+    nothing about the candidate, and no other is tried)."""
+    if runner.closed:
+        return None
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
     baseline.start(kind)
     earlier = sum(1 for w in found.workarounds if w.kind == kind)  # the kind's earlier candidates keep their runs
     name = f"{kind}-{earlier + 1}" if earlier else kind
     attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / name, f"workaround-{name}", text)
     found.attempts.append(attempt)
+    if runner.closed:
+        return None
     session = copy_runner.sessions.get(attempt.label)
     kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
     tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt,
                         baseline.result(kind), kept)
     found.workarounds.append(tried)
-    return tried
+    return tried.verified
 
 
 def _candidates(found: Found, script: Path, source: str) -> list[tuple[WorkaroundKind, str, str]]:
@@ -224,6 +230,8 @@ def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, 
     run = next((a for a in found.attempts if a.backend == backend), None)
     if run is None:
         run = runner.submit(Variant.with_backend(backend)).result()
+        if runner.closed:
+            return True  # the diagnosis is being stopped: nothing more is tried
         found.attempts.append(run)
     pinned = pin_backend_in_place(source, backend)  # as written, `backend=` added alone
     patch = unified_patch(source, pinned, name) if pinned else ""

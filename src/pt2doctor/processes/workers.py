@@ -46,10 +46,13 @@ class Workers:
         self.close()
 
 
-def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True) -> Workers:
+def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True,
+                  fork: bool | None = None) -> Workers:
+    """`fork=False`: never fork the zygote from this process (which would import torch here first, before anything
+    else can start: `diagnose` starts its first run of the script beside the workers' warm-up instead)."""
     verifier = FreshInterpreter(out_dir) if verify else None
     servers = gpu_device_visible() or settings().minify_servers
-    fork = not servers and "torch" not in sys.modules and threading.active_count() == 1
+    fork = fork is not False and not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
     pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, on_ready=verifier.prewarm if verifier else None,

@@ -47,6 +47,7 @@ import ast
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -244,33 +245,38 @@ class ProgramReduction:
 
 def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None = None) -> ProgramRepro:
     """Reduce, write repro.py, verify (see the module docstring). `pool`: one already warming (started
-    early by the caller); it is closed here either way."""
+    early by the caller), left open (its per-check timeout is this job's while it checks); else one of its own,
+    closed at the end."""
     import pysource_minimize
 
     started = time.monotonic()
     source = job.script.read_text()
+    own = pool is None
     pool = pool or WorkerPool(1, job.timeout_s)
-    with pool:
-        pool.wait_ready()  # the budget is for checks, not the workers' warm-up
-        oracle = ProgramOracle(pool, job)
-        reduction = ProgramReduction(oracle, source, job.budget_s, reporter,
-                                     kept_statements(source, job.check_line if job.type_only else None), job.patience,
-                                     job.patience_s)
-        if not reduction(source):
-            raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
-                               f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
-        try:
-            focused = relevant_part(source, job.focus) if job.focus else None
-            if focused is not None:  # one check for what the failure can depend on (`reduce.program_slice`)
-                reduction(focused)
-            delete_statements(reduction.best, reduction)  # the coarse steps first, on the text as written
-            pysource_minimize.minimize(reduction.best, reduction, retries=1)
-        except pysource_minimize.CouldNotMinimize:
-            pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction
-        except _Stop:
-            pass
-        except KeyboardInterrupt:  # between two checks
-            reduction.stopped = "interrupted"
+    timeout_s, pool.timeout_s = pool.timeout_s, job.timeout_s
+    try:
+        with pool if own else nullcontext(pool):
+            pool.wait_ready()  # the budget is for checks, not the workers' warm-up
+            oracle = ProgramOracle(pool, job)
+            kept = kept_statements(source, job.check_line if job.type_only else None)
+            reduction = ProgramReduction(oracle, source, job.budget_s, reporter, kept, job.patience, job.patience_s)
+            if not reduction(source):
+                raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
+                                   f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
+            try:
+                focused = relevant_part(source, job.focus) if job.focus else None
+                if focused is not None:  # one check for what the failure can depend on (`reduce.program_slice`)
+                    reduction(focused)
+                delete_statements(reduction.best, reduction)  # the coarse steps first, on the text as written
+                pysource_minimize.minimize(reduction.best, reduction, retries=1)
+            except pysource_minimize.CouldNotMinimize:
+                pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction
+            except _Stop:
+                pass
+            except KeyboardInterrupt:  # between two checks
+                reduction.stopped = "interrupted"
+    finally:
+        pool.timeout_s = timeout_s
     reduction.report()
     changes = unguarded_changes(reduction.best) if job.type_only else ()
     repro, verify_runs, pinned = _write(job, reduction, changes)
