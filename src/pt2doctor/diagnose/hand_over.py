@@ -3,7 +3,7 @@
 Contract: `hand_over` gives the model's owner workarounds, tried on copies of the script
 (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
 side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a
-regression test (`diagnose.short_repro`), then the compiler bisected on the minifier's harness form
+regression test (`diagnose.short_repro`), beside the compiler bisected on a copy of the minifier's harness form
 (`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look` looks up where the
 installed torch handles the culprit ops, the bisected subsystem and a Dynamo failure (`diagnose.where_to_look`), for
 issue.md's "Where to look".
@@ -11,11 +11,13 @@ issue.md's "Where to look".
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pt2doctor.bisect.driver import bisect_repro
+from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.reproduce import Classified
@@ -24,7 +26,8 @@ from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
-from pt2doctor.model.diagnosis import FailingStage, SourceRef, Workaround
+from pt2doctor.model.diagnosis import Bisection, FailingStage, SourceRef, Workaround
+from pt2doctor.model.minify import MinifyResult
 
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
@@ -46,22 +49,46 @@ def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner,
 
 
 def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> None:
-    if not (found.minify and found.minify.verified):
+    """repro.py in PyTorch's idiom, verified, and the compiler bisected on the harness form, side by side: the
+    bisection works on a copy (`_bisected_copy`), so the short form taking repro.py's name cannot reach it."""
+    m = found.minify
+    if m is None or not m.verified:
         return
     options, reporter = ctx.options, ctx.reporter
-    reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
-    with found.timed("short_repro"):
-        hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s)
-    if found.stage not in _BISECT_START or not options.bisect:
-        return
-    reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
-    with found.timed("bisect"):
-        repro, target = Path(found.minify.repro_path), found.minify.signature.text
-        backend, pending = _BISECT_START[found.stage], side_runs.bisector
-        found.bisection = (
-            pending.run(repro, target, backend=backend, jobs=options.jobs) if pending else
-            bisect_repro(repro, target, options.out_dir / "bisect", backend=backend, jobs=options.jobs))
-    reporter.status(f"bisection: {found.bisection.describe()}")
+    bisects = found.stage in _BISECT_START and options.bisect
+    with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-bisect") as side:
+        bisection = side.submit(_bisect, ctx, _BISECT_START[found.stage], _bisected_copy(m), m.signature.text,
+                                side_runs.bisector) if bisects and found.stage is not None else None
+        reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
+        with found.timed("short_repro"):
+            hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s)
+        if bisection is not None:
+            found.bisection, found.timings["bisect"] = bisection.result()
+            reporter.status(f"bisection: {found.bisection.describe()}")
+
+
+def _bisect(ctx: Context, backend: str, repro: Path, target: str, pending: PendingBisection | None
+            ) -> tuple[Bisection, float]:
+    """CompilerBisector on `repro` from `backend`, in the process warmed up for it where there is one (`pending`);
+    with its seconds."""
+    ctx.reporter.status("bisecting the compiler on the minimal repro (CompilerBisector)")
+    started, jobs = time.monotonic(), ctx.options.jobs
+    bisection = (pending.run(repro, target, backend=backend, jobs=jobs) if pending else
+                 bisect_repro(repro, target, ctx.options.out_dir / "bisect", backend=backend, jobs=jobs))
+    return bisection, round(time.monotonic() - started, 3)
+
+
+def _bisected_copy(m: MinifyResult) -> Path:
+    """The minifier's harness form copied for the bisector, beside the values it reads (`repro_inputs.pt`)."""
+    repro = Path(m.repro_path)
+    folder = repro.parent / "bisect"
+    folder.mkdir(exist_ok=True)
+    copy = folder / repro.name
+    shutil.copyfile(repro, copy)
+    values = repro.with_name("repro_inputs.pt")
+    if values.exists() and not (folder / values.name).exists():
+        (folder / values.name).symlink_to(values)
+    return copy
 
 
 def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[SourceRef, ...]:

@@ -92,9 +92,6 @@ STEPS: tuple[Step, ...] = (
     Step("recording", pick_recording, writes="attempts notes"),
     Step("stage_evidence", narrow.stage_evidence, writes="notes stage stages"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
-    Step("repeated", repeated, writes="attempts category error flaky headline minify next_steps notes "
-                                      "recording_changed_outcome session stage stages user_frames runtime "
-                                      "original_backend backend_kind"),
     Step("stages", narrow.stages, "finding the failing stage", when=narrow.on_the_program,
          writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
@@ -107,6 +104,9 @@ STEPS: tuple[Step, ...] = (
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
+    Step("repeated", repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
+                                      "program recording_changed_outcome session stage stages user_frames runtime "
+                                      "original_backend backend_kind"),
     Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes versions workarounds"),
@@ -133,12 +133,7 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     ctx = Context(options, runner, reporter, minify_reporter, checkpoint, started)
     try:
         with stoppable(_alarm_s(options.budget_s), on_stop=lambda: _end_runs(runner)) as stop:
-            run_steps(STEPS, ctx, found, results)
-            if isinstance(restart := results.get("repeated"), Restart):  # the recording changed the outcome
-                found.restart_from_plain_runs()
-                results.clear()
-                results["reproduce"] = restart.reproduced
-                run_steps(STEPS[1:], ctx, found, results)
+            _run_procedure(ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
         with shielded():
             found.stopped_by = stop.reason(exc)
@@ -159,6 +154,24 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
                                   "before its conclusion: what was found is in this bundle")
             found.timings["total"] = round(time.monotonic() - started, 3)
     return checkpoint.frozen()
+
+
+def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:
+    """The steps; then, where a step concluded before `repeated` compared the second run with the first, that
+    comparison (a failure that does not repeat is flaky, whatever was concluded); from `classify` again, on the plain
+    runs, when the recording changed the outcome."""
+    run_steps(STEPS, ctx, found, results)
+    while True:
+        outcome = results.get("repeated")
+        reproduced = results.get("reproduce")
+        if not isinstance(outcome, Restart) and isinstance(reproduced, Reproduced):
+            outcome = repeated(ctx, found, reproduced)
+        if not isinstance(outcome, Restart):
+            return
+        found.restart_from_plain_runs()
+        results.clear()
+        results["reproduce"] = outcome.reproduced
+        run_steps(STEPS[1:], ctx, found, results)
 
 
 def _end_runs(runner: VariantRunner) -> None:

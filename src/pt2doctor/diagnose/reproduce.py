@@ -4,15 +4,15 @@ Contract: `reproduce` runs the unchanged script with the graph recorder on, each
 eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`), and starts the warm workers beside
 it (`processes.workers`: the stage ladder on the recorded graph, the minifier, the program reducer and the control
 run in them): the run that stands for the failure has the machine to itself but for their warm-up. When it
-failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked later
-(`repeated`), beside the graph steps, so the verdict does not wait for it; a job of several ranks runs both at once
-(which rank failed first needs both). It concludes
+failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked before the
+hand-over (`repeated`), so neither the verdict nor the minifier waits for it; a job of several ranks runs both at
+once (which rank failed first needs both). It concludes
 (`STOP`) when both pass (nothing to diagnose) or, with both in hand, the failure does not repeat the same way
 (flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows decides
 whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
-`repeated` checks the second run: the same failure, or flaky (`STOP`, what the graph steps found set aside), or
-the recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs,
-`diagnose.procedure`).
+`repeated` checks the second run (before the hand-over, or once the procedure ended where a step concluded before
+it: `diagnose.procedure`): the same failure, or flaky (`STOP`, what the steps before concluded set aside), or the
+recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs).
 `classify` takes the failure the first run ended with: its category (`analysis.failures`), a CUDA kernel error tied
 to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
 failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
@@ -50,6 +50,7 @@ class SecondRun:
         self._runner = runner
         self._future: Future[Attempt] | None = None
         self._lock = threading.Lock()
+        self.checked = False  # `repeated` has compared it with the first
 
     def start(self) -> None:
         with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
@@ -140,15 +141,16 @@ def _load_graph_code_meanwhile() -> None:
 def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart:
     """The second run, checked once it ended (see the contract); what the graph steps found from a failure that does
     not repeat is set aside."""
-    if reproduce.pending is None:
+    if reproduce.pending is None or reproduce.pending.checked:
         return True
     a1, a2 = reproduce.first, reproduce.pending.result()
+    reproduce.pending.checked = True
     found.attempts.append(a2)
     if a1.signature == a2.signature:
         return True
+    _set_aside(found)
     compared = _compared(ctx.runner, found, a1, a2)
     if compared is STOP or not found.recording_changed_outcome:
-        _set_aside(found)
         if found.flaky:
             spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
             triage_flaky(ctx.options, ctx.runner, found, a1, spec, on_cuda)
@@ -173,8 +175,10 @@ def _compared(runner: VariantRunner, found: Found, a1: Attempt, a2: Attempt) -> 
 
 
 def _set_aside(found: Found) -> None:
-    """What the graph steps established from a failure that did not repeat is not the diagnosis."""
-    found.stage, found.stages, found.minify, found.user_frames = None, {}, None, []
+    """What the steps before concluded from a failure that may not repeat is not the diagnosis: its verdict and what
+    was drawn from it go (the runs made stay, as evidence)."""
+    found.category, found.stage, found.stages, found.user_frames, found.hint = None, None, {}, [], ""
+    found.minify, found.program, found.control, found.headline, found.next_steps = None, None, None, "", []
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
