@@ -182,12 +182,13 @@ def test_the_narrowest_verified_workaround_is_handed_over_whatever_order_they_we
 def test_the_narrowest_change_that_runs_is_handed_over_with_its_cost(diagnosed):
     """A backend that cannot compile sigmoid, in one of two compiled functions: the sigmoid call made through
     torch.compiler.disable runs, every other graph still compiled by the user's backend."""
-    run, d = diagnosed(HERE / "scripts" / "two_functions_picky_backend.py")
+    run, d = diagnosed(HERE / "scripts" / "two_functions_picky_backend.py", options=("--cost",))
     (first, *_) = d["workarounds"]
     assert first["verified"] and "torch.compiler.disable(...)" in first["change"], d["workarounds"]
     assert "+    return torch.compiler.disable(torch.sigmoid)(x) * 3" in first["patch"]
     assert first["graphs_kept_compiled"] >= 2 and first["cost"]["seconds"] > 0
-    assert first["cost"]["all_eager_s"] is not None  # the run with compilation off, beside it
+    assert first["cost"]["all_eager_s"] is not None  # --cost: the run with compilation off, beside it
+    assert {s["step"]: s["whole"] for s in d["runs"]["steps"]}["workarounds"] == 2  # the copy's run, the baseline
     assert (run.out_dir / "workaround.patch").read_text() == first["patch"]
     assert "**Workaround** (verified" in (run.out_dir / "issue.md").read_text()
     assert d["next_steps"][0].startswith("Workaround, verified on a copy of your script")

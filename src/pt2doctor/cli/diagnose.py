@@ -68,6 +68,9 @@ class _MinifyStatus(MinifyProgress):
 @click.option("--no-minify", is_flag=True, help="Stop after finding the stage.")
 @click.option("--no-bisect", is_flag=True, help="Skip the CompilerBisector step.")
 @click.option("--no-workarounds", is_flag=True, help="Do not try workarounds on copies of the script.")
+@click.option("--cost", is_flag=True,
+              help="Also run the script once with compilation off, to say what each verified workaround costs "
+                   "against no compiler at all (one more run of the program).")
 @click.option("--budget", type=SECONDS, default=None,
               help="Bound the whole diagnosis to this many seconds: the best found by then is handed over (the "
                    "verdict comes first, the repro and workarounds as time allows).")
@@ -84,7 +87,7 @@ class _MinifyStatus(MinifyProgress):
                    "first.")
 @script_arguments
 def diagnose_command(out_dir: Path | None, timeout: float | None, function: str | None, jobs: int, no_minify: bool,
-                     no_bisect: bool, no_workarounds: bool, budget: float | None, program_budget: float,
+                     no_bisect: bool, no_workarounds: bool, cost: bool, budget: float | None, program_budget: float,
                      program_patience: int, as_json: bool,
                      versions: bool, releases: tuple[str, ...], versions_cache: Path | None,
                      torch_envs: tuple[tuple[str, Path], ...], versions_budget: float, min_free_gb: float,
@@ -99,7 +102,8 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
         raise click.UsageError(str(exc)) from exc
     diagnosis = run_diagnosis(script, args, out=out_dir or default_out_dir(script, "diagnose"), timeout=timeout,
                               function=function, jobs=jobs, minify=not no_minify, bisect=not no_bisect,
-                              workarounds=not no_workarounds, budget_s=budget, program_budget_s=program_budget,
+                              workarounds=not no_workarounds, cost=cost, budget_s=budget,
+                              program_budget_s=program_budget,
                               program_patience=program_patience or None, torchrun=torchrun,
                               versions=settings_of(releases, versions_cache, torch_envs, versions_budget, min_free_gb)
                               if versions else None)
@@ -110,7 +114,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
                   function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
-                  bisect: bool = True, workarounds: bool = True, budget_s: float | None = None,
+                  bisect: bool = True, workarounds: bool = True, cost: bool = False, budget_s: float | None = None,
                   program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
                   program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
                   torchrun: tuple[str, ...] | None = None,
@@ -125,7 +129,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
                               jobs=max(1, jobs), minify=minify, bisect=bisect, workarounds=workarounds,
                               program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun,
-                              versions=versions, budget_s=budget_s)
+                              versions=versions, budget_s=budget_s, cost=cost)
     console = Console(stderr=True, highlight=False)
     minify_status = _MinifyStatus(console)
     try:

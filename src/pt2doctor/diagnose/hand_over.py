@@ -42,10 +42,10 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
     return tuple(found.workarounds)
 
 
-def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found], None]) -> None:
+def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found, bool], None]) -> None:
     if ctx.options.workarounds and ctx.options.torchrun is None:  # a job's copy would need torchrun's launch too
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
-            tries(ctx.runner, found)
+            tries(ctx.runner, found, ctx.options.cost)
 
 
 def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> None:

@@ -37,6 +37,7 @@ class DiagnoseOptions:
     torchrun: tuple[str, ...] | None = None  # run the script as a job through torchrun, with these flags
     versions: VersionsSettings | None = None  # run the verified repro under other torch releases (`diagnose.upgrade`)
     budget_s: float | None = None  # the whole diagnosis's seconds: the best found is handed over when they run out
+    cost: bool = False  # one more run, with compilation off, that the workarounds' cost is measured against
 
     def __post_init__(self) -> None:
         # absolute, so that every path written into the bundle (repro, replay, run dirs) resolves

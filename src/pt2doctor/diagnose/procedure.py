@@ -60,7 +60,7 @@ def _export(ctx: Context, found: Found, classify: Classified) -> bool:
     done = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter)
     if done and ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
-            try_export(ctx.runner, found)
+            try_export(ctx.runner, found, ctx.options.cost)
         workaround_steps(found)
     return STOP if done else False
 

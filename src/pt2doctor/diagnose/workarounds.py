@@ -24,10 +24,10 @@ config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass,
 `emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
 every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
 Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
-the script's own backend still compiled, and its cost: that run's time, and for a change that takes much of the
-compiler away (a function, a backend, a compile site) against the script's run with compilation off (the
-procedure's own, else run beside the first such candidate: one more run of the program, made only where the
-answer is in doubt). `found.workarounds` holds every candidate tried, the verified one last.
+the script's own backend still compiled, and its cost: that run's time (the whole run, the compiled regions' steady
+state), against the script's run with compilation off where there is one (the procedure's own at the Dynamo stage;
+with `cost`, `--cost`, one run beside the first candidate: one more run of the program, which the verdict and the
+hand-over do not need). `found.workarounds` holds every candidate tried, the verified one last.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
 
-def find_workarounds(runner: VariantRunner, found: Found) -> None:
+def find_workarounds(runner: VariantRunner, found: Found, cost: bool = False) -> None:
     if not _applies(found):
         return
     script = runner.call.script.resolve()
     source = script.read_text()
-    baseline = _Baseline(runner, found)
+    baseline = _Baseline(runner, found, cost)
     for kind, change, text in _candidates(found, script, source):
         if _try(runner, found, kind, change, source, text, baseline) is not False:
             return
@@ -80,27 +80,22 @@ def find_workarounds(runner: VariantRunner, found: Found) -> None:
             return
 
 
-# What a workaround's cost is measured against: the script with compilation off, run only for the kinds that take
-# much of the compiler away (a function, a backend for everything, a compile site); a setting or one call kept out
-# leaves every other graph compiled, and its cost is said without a run of the script for it.
-_BROAD: tuple[WorkaroundKind, ...] = ("function", "backend", "site")
-
-
 class _Baseline:
-    """The run with compilation off that a broad workaround's cost is measured against: the procedure's own when it
-    made one, else one started beside the first broad candidate (one whole-program run, made once)."""
+    """The run with compilation off that a workaround's cost is measured against: the procedure's own when it made
+    one (the Dynamo stage), else, with `--cost`, one started beside the first candidate (one more run of the
+    program, made once); else none, and the cost is the workaround's own run."""
 
-    def __init__(self, runner: VariantRunner, found: Found) -> None:
-        self.runner, self.found = runner, found
+    def __init__(self, runner: VariantRunner, found: Found, cost: bool) -> None:
+        self.runner, self.found, self.cost = runner, found, cost
         self.done: Attempt | None = _compilation_off(found)
         self.pending: Future[Attempt] | None = None
 
-    def start(self, kind: WorkaroundKind) -> None:
-        if kind in _BROAD and self.done is None and self.pending is None:
+    def start(self) -> None:
+        if self.cost and self.done is None and self.pending is None:
             self.pending = self.runner.submit(Variant.compilation_off())
 
-    def result(self, kind: WorkaroundKind) -> Attempt | None:
-        if self.done is None and kind in _BROAD:
+    def result(self) -> Attempt | None:
+        if self.done is None:
             self.done = _finished(self.pending, self.found)
         return self.done
 
@@ -108,7 +103,7 @@ class _Baseline:
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
 
 
-def try_export(runner: VariantRunner, found: Found) -> None:
+def try_export(runner: VariantRunner, found: Found, cost: bool = False) -> None:
     """The failing export step left out of a copy, where it can be (see the module docstring)."""
     finding = found.export
     if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
@@ -120,10 +115,10 @@ def try_export(runner: VariantRunner, found: Found) -> None:
     if text is not None:
         change = ("every `.run_decompositions(...)` call left out: the exported program runs as traced, its ops not "
                   "decomposed")
-        _try(runner, found, "call", change, source, text, _Baseline(runner, found))
+        _try(runner, found, "call", change, source, text, _Baseline(runner, found, cost))
 
 
-def try_config(runner: VariantRunner, found: Found) -> None:
+def try_config(runner: VariantRunner, found: Found, cost: bool = False) -> None:
     """The config that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
     b = found.bisection
     config = SUBSYSTEM_CONFIG.get(b.subsystem) if b is not None and b.subsystem else None
@@ -134,7 +129,7 @@ def try_config(runner: VariantRunner, found: Found) -> None:
     if text is not None:
         change = (f"`{config[1]}` at the top of the script: every graph stays compiled, "
                   "without what the bisection blamed")
-        _try(runner, found, "config", change, source, text, _Baseline(runner, found))
+        _try(runner, found, "config", change, source, text, _Baseline(runner, found, cost))
 
 
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
@@ -144,7 +139,7 @@ def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str,
     if runner.closed:
         return None
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
-    baseline.start(kind)
+    baseline.start()
     earlier = sum(1 for w in found.workarounds if w.kind == kind)  # the kind's earlier candidates keep their runs
     name = f"{kind}-{earlier + 1}" if earlier else kind
     attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / name, f"workaround-{name}", text)
@@ -154,7 +149,7 @@ def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str,
     session = copy_runner.sessions.get(attempt.label)
     kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
     tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt,
-                        baseline.result(kind), kept)
+                        baseline.result(), kept)
     found.workarounds.append(tried)
     return tried.verified
 
@@ -226,7 +221,7 @@ def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, 
         return False
     backend = passed[-1]  # the highest rung that passed: the least taken away
     runner.reporter.status(f"trying a workaround: backend={backend!r} for every compile")
-    baseline.start("backend")
+    baseline.start()
     run = next((a for a in found.attempts if a.backend == backend), None)
     if run is None:
         run = runner.submit(Variant.with_backend(backend)).result()
@@ -237,7 +232,7 @@ def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, 
     patch = unified_patch(source, pinned, name) if pinned else ""
     change = (f"`torch.compile(..., backend={backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
-    tried = _workaround("backend", change, patch, run, baseline.result("backend"), 0)
+    tried = _workaround("backend", change, patch, run, baseline.result(), 0)
     found.workarounds.append(tried)
     return tried.verified
 
