@@ -104,7 +104,8 @@ def test_at_the_dynamo_stage_the_verdict_waits_for_the_run_with_compilation_off(
     assert verdict_words(found) is None
     found.timings["compilation_off"] = 3.0
     assert verdict_words(found) == "dynamo_internal in Dynamo (graph capture): E: x"
-    off = Found(command=("x.py",), category=Category.USER_ERROR, error="ValueError: bad", timings={"compilation_off": 1})
+    off = Found(command=("x.py",), category=Category.USER_ERROR, error="ValueError: bad",
+                timings={"compilation_off": 1.0})
     assert verdict_words(off) == "user_error: the script fails with compilation off too: ValueError: bad"
 
 

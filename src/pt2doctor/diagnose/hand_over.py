@@ -61,7 +61,8 @@ def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs
                                 side_runs.bisector) if bisects and found.stage is not None else None
         reporter.status("writing repro.py in PyTorch's idiom and verifying it both ways")
         with found.timed("short_repro"):
-            hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s)
+            hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s,
+                            side_runs.workers.forks if side_runs.workers else None)
         if bisection is not None:
             found.bisection, found.timings["bisect"] = bisection.result()
             reporter.status(f"bisection: {found.bisection.describe()}")

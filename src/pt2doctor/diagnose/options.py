@@ -8,14 +8,15 @@ from pathlib import Path
 from pt2doctor.versions.options import VersionsSettings
 
 DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
-# The program reducer stops after this many checks in a row kept nothing: on the real-bug corpus the longest
-# run of checks between two smaller programs was 86 (bench/results/realbugs-2026-11-26.md), and most checks
-# came after the last one (13 of 584, 14 of 398).
-DEFAULT_PROGRAM_PATIENCE = 150
+# The program reducer stops after this many checks in a row kept nothing. Most checks come after the last smaller
+# program (13 of 584, 14 of 398: bench/results/realbugs-2026-11-26.md): the AST pass's last sweep, finding nothing.
+# With 60 instead of 150, four of five program-reduced corpus bugs ended at the same size and one a line longer
+# (25 -> 16 lines, was 15), in 74-200 checks instead of 164-308 (bench/results/economy-2026-11-27.md).
+DEFAULT_PROGRAM_PATIENCE = 60
 # ... or after this many seconds kept nothing: a check that compiles takes seconds (2 s a check on
-# remainder_fp16_scalar, whose reduction ended at its budget), and the longest wait between two smaller
-# programs measured on the corpus was 16 s (45 checks of 0.35 s).
-DEFAULT_PROGRAM_PATIENCE_S = 60.0
+# remainder_fp16_scalar); the longest wait between two smaller programs measured on the corpus was 16 s (45 checks
+# of 0.35 s).
+DEFAULT_PROGRAM_PATIENCE_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,11 +69,24 @@ def _reproduce(ctx: Context, found: Found) -> Reproduced:
     """The failure reproduced; when it did not repeat (flaky), on CUDA, runtime triage looks for a kernel touching
     memory outside its buffers before the procedure ends."""
     reproduced = reproduce(ctx, found)
-    if reproduced is STOP and found.flaky:
+    if reproduced is STOP:
+        _triage_flaky(ctx, found)
+    return reproduced
+
+
+def _repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart:
+    """The second run compared with the first; flaky on CUDA: runtime triage, as after `_reproduce`."""
+    outcome = repeated(ctx, found, reproduce)
+    if outcome is STOP:
+        _triage_flaky(ctx, found)
+    return outcome
+
+
+def _triage_flaky(ctx: Context, found: Found) -> None:
+    if found.flaky:
         recorded = found.attempts[0]
         spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(recorded.label))
         triage_flaky(ctx.options, ctx.runner, found, recorded, spec, on_cuda)
-    return reproduced
 
 
 def _conclude(ctx: Context, found: Found) -> bool:
@@ -104,7 +117,7 @@ STEPS: tuple[Step, ...] = (
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
-    Step("repeated", repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
+    Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames runtime "
                                       "original_backend backend_kind"),
     Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection"),
@@ -165,7 +178,7 @@ def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:
         outcome = results.get("repeated")
         reproduced = results.get("reproduce")
         if not isinstance(outcome, Restart) and isinstance(reproduced, Reproduced):
-            outcome = repeated(ctx, found, reproduced)
+            outcome = _repeated(ctx, found, reproduced)
         if not isinstance(outcome, Restart):
             return
         found.restart_from_plain_runs()
@@ -180,13 +193,14 @@ def _end_runs(runner: VariantRunner) -> None:
     launch.signal_all(signal.SIGTERM)
 
 
-# What of a --budget is kept for after the stop: the bundle's writing (the HTML report) and the interpreter's start
-# before the diagnosis began count in the wall time a user measures.
+# What of a --budget is kept for after the stop: ending what runs (on a loaded machine, seconds), the bundle's
+# writing (the HTML report) and the interpreter's start before the diagnosis began count in the wall time a user
+# measures.
 _BUNDLE_S = 3.0
 
 
 def _alarm_s(budget_s: float | None) -> float | None:
-    return None if budget_s is None else max(budget_s * 0.5, budget_s * 0.97 - _BUNDLE_S)
+    return None if budget_s is None else max(budget_s * 0.5, budget_s * 0.9 - _BUNDLE_S)
 
 
 def _syntax_error(script: Path, found: Found) -> bool:

@@ -28,6 +28,7 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.export import ExportStep
 
 if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
     from pt2doctor.processes.pool import WorkerPool
 
 _NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
@@ -39,7 +40,7 @@ _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
                        reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None,
                        at_once: int | None = None, budget_s: float | None = None,
-                       pool: WorkerPool | None = None) -> None:
+                       pool: WorkerPool | None = None, forks: FreshForks | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
     from pt2doctor.reduce.regression_test import no_test_note
 
@@ -65,7 +66,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
                     f"{f', {passes} pass' if passes else ''})")
     with found.timed("program_reduction"):
         try:
-            found.program = reduce_program(job, reporter, pool)
+            found.program = reduce_program(job, reporter, pool, forks)
         except CannotReduce as exc:
             found.notes.append(f"program not reduced: {exc}")
         except Exception as exc:  # the diagnosis so far must survive a reducer failure

@@ -49,5 +49,6 @@ def program_reduction(ctx: Context, found: Found, classify: Classified, reproduc
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
                            "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit,
-                           budget_s=ctx.reduction_s(), pool=reproduce.workers.pool if reproduce.workers else None)
+                           budget_s=ctx.reduction_s(), pool=reproduce.workers.pool if reproduce.workers else None,
+                           forks=reproduce.workers.forks if reproduce.workers else None)
     return found.program is not None

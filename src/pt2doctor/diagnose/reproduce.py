@@ -31,7 +31,6 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found, flaky, success
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import Variant, VariantRunner
-from pt2doctor.diagnose.runtime_triage import triage_flaky
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt
@@ -105,7 +104,7 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     first = runner.submit(Variant.original(1, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
     together = options.torchrun is not None  # a job: which rank failed first is read from both runs
     second = runner.submit(Variant.original(2)) if together else None
-    workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False)
+    workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False, fresh_forks=True)
     _load_graph_code_meanwhile()
     try:
         a1 = first.result()
@@ -151,9 +150,6 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     _set_aside(found)
     compared = _compared(ctx.runner, found, a1, a2)
     if compared is STOP or not found.recording_changed_outcome:
-        if found.flaky:
-            spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
-            triage_flaky(ctx.options, ctx.runner, found, a1, spec, on_cuda)
         return STOP
     return Restart(Reproduced(compared.first, compared.second))
 

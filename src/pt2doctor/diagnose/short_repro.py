@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.diagnosis import ShortForm
@@ -30,27 +31,34 @@ from pt2doctor.reduce.program import ProgramJob, program_runs, verify_program
 from pt2doctor.reduce.regression_test import missing_dependencies, no_test_note, verified_test, write_harness_test
 from pt2doctor.reduce.short_repro import MISMATCH, at_torch_level, inductor_alone
 
+if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
+
 # what the short form's `torch.testing.assert_close` raises for a wrong result, whatever the dtype
 _ASSERT_CLOSE = "AssertionError: " + MISMATCH.strip()
 
 
-def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: float) -> None:
+def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: float,
+                    forks: FreshForks | None = None) -> None:
+    """`forks`: where the fresh runs that verify are forked from (`processes.fresh_forks`), else new interpreters."""
     m = found.minify
     if m is None or not m.verified:
         return
-    if m.short_repro is None or not _short(found, m, out_dir, signature, timeout_s):
-        _harness_test(found, m, timeout_s)
+    if m.short_repro is None or not _short(found, m, out_dir, signature, timeout_s, forks):
+        _harness_test(found, m, timeout_s, forks)
 
 
-def _harness_test(found: Found, m: MinifyResult, timeout_s: float) -> None:
+def _harness_test(found: Found, m: MinifyResult, timeout_s: float, forks: FreshForks | None) -> None:
     """repro.py stays the harness form: its regression test is the harness's own check in a test."""
-    test = None if missing_dependencies() else write_harness_test(Path(m.repro_path), timeout_s, dies_of=m.signature)
+    test = None if missing_dependencies() else write_harness_test(Path(m.repro_path), timeout_s, dies_of=m.signature,
+                                                                  forks=forks)
     if test is None:
         found.notes.append(no_test_note())
     found.harness_test = str(test) if test else None
 
 
-def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout_s: float) -> bool:
+def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout_s: float,
+           forks: FreshForks | None) -> bool:
     """The short forms in order; the first that reproduces both ways is handed over (True)."""
     assert m.short_repro is not None
     accuracy = m.signature.kind is FailureKind.ACCURACY
@@ -62,8 +70,8 @@ def _short(found: Found, m: MinifyResult, out_dir: Path, signature: str, timeout
         testable = test if test is not None and not missing_dependencies() else None
         with ThreadPoolExecutor(1) as thread:  # the test beside the short form's runs: it costs no wall time
             tested = (thread.submit(verified_test, testable, *program_runs(job, testable, force=False), timeout_s,
-                                    dies_of=m.signature) if testable else None)
-            runs = verify_program(short, job, force=False)
+                                    dies_of=m.signature, forks=forks) if testable else None)
+            runs = verify_program(short, job, force=False, forks=forks)
             test_verified = tested.result() if tested else False
         if runs is not None and runs.every_time:
             _hand_over(found, short, test if test_verified else None, runs)

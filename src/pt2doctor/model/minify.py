@@ -190,7 +190,9 @@ class BackendSpec:
 @dataclass(frozen=True, slots=True)
 class VerifyRuns:
     """How a repro fared where it was verified: `failed` of `runs` fresh interpreters, started side by
-    side, failed the way the original did. Verified means every one did; some but not all is a coin toss
+    side, failed the way the original did (a fresh interpreter's run: a new `python`, or, where no GPU is visible, a
+    child forked from one that imported torch and nothing else, the state a repro is in after its import lines:
+    `processes.fresh_forks`). Verified means every one did; some but not all is a coin toss
     (flaky), never a deterministic bug."""
 
     failed: int

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import prewarm_inductor_source
@@ -44,6 +45,9 @@ from pt2doctor.model.minify import FailureSignature, VerifyRuns
 from pt2doctor.model.signature import from_exit
 from pt2doctor.processes import launch
 from pt2doctor.processes.launch import Ran
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
 
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
 _BOOT_TEMPLATE = """\
@@ -162,28 +166,31 @@ def run_file(path: Path, timeout_s: float, env: dict[str, str] | None = None) ->
 
 def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
            interpreter: FreshInterpreter | None = None, runs: int = VERIFY_RUNS,
-           env: dict[str, str] | None = None, at_once: int | None = None) -> Verification:
+           env: dict[str, str] | None = None, at_once: int | None = None,
+           forks: FreshForks | None = None) -> Verification:
     """Run `path` in `runs` fresh interpreters, `at_once` of them at a time (default: all; the first in
-    `interpreter`, when it is alive), and count those that failed with exactly `target`; `env`, when given, is
-    the environment of those started here (an `interpreter` keeps its own)."""
+    `interpreter`, when it is alive; the others forked from `forks` where given: `processes.fresh_forks`), and count
+    those that failed with exactly `target`; `env`, when given, is the environment of those started here (an
+    `interpreter` keeps its own)."""
     with ThreadPoolExecutor(min(runs, at_once or runs)) as threads:
-        done = list(threads.map(lambda i: _run_once(path, timeout_s, interpreter if i == 0 else None, env),
+        done = list(threads.map(lambda i: _run_once(path, timeout_s, interpreter if i == 0 else None, env, forks),
                                 range(runs)))
     same = [seen == target for seen, _, _ in done]
     seen, returncode, tail = next((d for d, ok in zip(done, same) if not ok), done[0])
     return Verification(seen, returncode, tail, VerifyRuns(sum(same), runs))
 
 
-def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None, env: dict[str, str] | None
-              ) -> tuple[FailureSignature | None, int | None, str]:
+def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None, env: dict[str, str] | None,
+              forks: FreshForks | None) -> tuple[FailureSignature | None, int | None, str]:
     if interpreter is not None and interpreter.alive:
         try:
             proc = interpreter.run(path, timeout_s)
         except subprocess.TimeoutExpired:
             return None, None, "timed out"
         ran = Ran(proc.returncode, proc.stdout, proc.stderr)
-    else:
-        ran = run_file(path, timeout_s, env)
+    else:  # forked where it can be, else a fresh interpreter of its own
+        forked = forks.run(path, timeout_s, worker_env(env) if env is not None else None) if forks else None
+        ran = forked or run_file(path, timeout_s, env)
     if ran.returncode is None:
         return None, None, "timed out"
     return from_exit(ran.returncode, ran.output), ran.returncode, ran.output[-2000:]

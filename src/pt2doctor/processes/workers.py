@@ -25,6 +25,7 @@ from pathlib import Path
 from pt2doctor.capture import torch_compat
 from pt2doctor.model.settings import settings
 from pt2doctor.processes.fresh import FreshInterpreter
+from pt2doctor.processes.fresh_forks import FreshForks
 from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.processes.servers import gpu_device_visible
 
@@ -33,11 +34,14 @@ from pt2doctor.processes.servers import gpu_device_visible
 class Workers:
     pool: WorkerPool
     verifier: FreshInterpreter | None
+    forks: FreshForks | None = None  # fresh runs forked after `import torch` (no GPU visible: `processes.fresh_forks`)
 
     def close(self) -> None:
         self.pool.close()
         if self.verifier is not None:
             self.verifier.close()
+        if self.forks is not None:
+            self.forks.close()
 
     def __enter__(self) -> Workers:
         return self
@@ -47,9 +51,11 @@ class Workers:
 
 
 def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = True,
-                  fork: bool | None = None) -> Workers:
+                  fork: bool | None = None, fresh_forks: bool = False) -> Workers:
     """`fork=False`: never fork the zygote from this process (which would import torch here first, before anything
-    else can start: `diagnose` starts its first run of the script beside the workers' warm-up instead)."""
+    else can start: `diagnose` starts its first run of the script beside the workers' warm-up instead);
+    `fresh_forks`: also the server whose forks verify what is handed over (`processes.fresh_forks`), where no GPU is
+    visible."""
     verifier = FreshInterpreter(out_dir) if verify else None
     servers = gpu_device_visible() or settings().minify_servers
     fork = fork is not False and not servers and "torch" not in sys.modules and threading.active_count() == 1
@@ -57,4 +63,5 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
         torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
     pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, on_ready=verifier.prewarm if verifier else None,
                       repro_file=str((Path(out_dir) / "repro.py").resolve()))
-    return Workers(pool, verifier)
+    forks = FreshForks(Path(out_dir) / "fresh") if fresh_forks and not servers else None
+    return Workers(pool, verifier, forks)

@@ -33,6 +33,7 @@ from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, Te
 from pt2doctor.model.serialize import dumps
 from pt2doctor.model.signature import accuracy_signature
 from pt2doctor.processes.fresh import FreshInterpreter, Verification, verify
+from pt2doctor.processes.fresh_forks import FreshForks
 from pt2doctor.processes.pool import RunResult, WorkerPool
 from pt2doctor.processes.workers import Workers, start_workers
 from pt2doctor.reduce.core import ProgressReporter, ReductionProblem, ReductionStopped, reduce
@@ -112,7 +113,8 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions,
         except KeyboardInterrupt:
             best, stopped = problem.current, "interrupted"
         elapsed = time.monotonic() - started
-        return _finish(initial, best, problem, target, context, options, stopped, elapsed, workers.verifier)
+        return _finish(initial, best, problem, target, context, options, stopped, elapsed, workers.verifier,
+                       workers.forks)
     finally:
         if owned:
             workers.close()
@@ -147,7 +149,7 @@ def _confirm(problem: ReductionProblem[FxCase], pool: WorkerPool, context: Repro
 
 def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], target: FailureSignature,
             context: ReproContext, options: MinifyOptions, stopped: str | None, elapsed: float,
-            verifier: FreshInterpreter | None = None) -> MinifyOutcome:
+            verifier: FreshInterpreter | None = None, forks: FreshForks | None = None) -> MinifyOutcome:
     options.out_dir.mkdir(parents=True, exist_ok=True)
     repro_path = options.out_dir / "repro.py"
     calls = source_calls(best.origins)
@@ -165,7 +167,8 @@ def _finish(initial: FxCase, best: FxCase, problem: ReductionProblem[FxCase], ta
     keep_only(options.out_dir, (s.saved for s in best.inputs if isinstance(s, TensorSpec) and s.saved))
     timeout_s = max(options.timeout_s, 60.0)
     verifies = options.verify and (stopped != "interrupted" or options.verify_interrupted)
-    verification = verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier) if verifies else None
+    verification = (verify(repro_path, target, timeout_s=timeout_s, interpreter=verifier, forks=forks)
+                    if verifies else None)
     needs: tuple[InputNeed, ...] = ()
     if verification and verification.verified and stopped != "interrupted":  # what the failure needs of its inputs
         needs = probe_input_needs(best, problem.oracle, context.stage)

@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.child import Overrides
@@ -69,6 +69,9 @@ from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statemen
 from pt2doctor.reduce.program_slice import relevant_part
 from pt2doctor.reduce.program_text import delete_statements
 from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
 
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
@@ -243,10 +246,11 @@ class ProgramReduction:
                              f"{code_lines(self.best)} lines")
 
 
-def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None = None) -> ProgramRepro:
+def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None = None,
+                   forks: FreshForks | None = None) -> ProgramRepro:
     """Reduce, write repro.py, verify (see the module docstring). `pool`: one already warming (started
     early by the caller), left open (its per-check timeout is this job's while it checks); else one of its own,
-    closed at the end."""
+    closed at the end. `forks`: where the verifications' fresh runs are forked from (`processes.fresh_forks`)."""
     import pysource_minimize
 
     started = time.monotonic()
@@ -279,12 +283,12 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         pool.timeout_s = timeout_s
     reduction.report()
     changes = unguarded_changes(reduction.best) if job.type_only else ()
-    repro, verify_runs, pinned = _write(job, reduction, changes)
+    repro, verify_runs, pinned = _write(job, reduction, changes, forks)
     verified = bool(verify_runs and verify_runs.every_time)
     def runs(file: Path) -> tuple[ProgramRun, ProgramRun | None]:
         return program_runs(replace(job, args=()), file, force=not pinned)
 
-    test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once, job.target)
+    test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once, job.target, forks)
             if verified and not missing_dependencies() else None)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
@@ -297,8 +301,8 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
     )
 
 
-def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = ()
-           ) -> tuple[Path, VerifyRuns | None, bool]:
+def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = (),
+           forks: FreshForks | None = None) -> tuple[Path, VerifyRuns | None, bool]:
     """Write repro.py and verify it (not when interrupted): with the backend written into its
     `torch.compile` calls where it has any (it then runs as it stands), else with the backend forced.
     Returns the path, how often it failed compiled (None: not verified, or it did not pass with compilation
@@ -312,7 +316,7 @@ def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateCha
         repro.write_text(_header(job, reduction, in_source, changes) + source)
         if reduction.stopped == "interrupted":
             return repro, None, in_source
-        runs = verify_program(repro, job, force=not in_source)
+        runs = verify_program(repro, job, force=not in_source, forks=forks)
         if runs is not None and runs.every_time:
             return repro, runs, in_source
     return repro, runs, False
@@ -346,7 +350,8 @@ def _stale(changes: tuple[StateChange, ...]) -> str:
     return text.replace("\\", "\\\\").replace('"' * 3, "'" * 3)  # inside the docstring
 
 
-def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> VerifyRuns | None:
+def verify_program(repro: Path, job: ProgramJob, force: bool = True, forks: FreshForks | None = None
+                   ) -> VerifyRuns | None:
     """Both ways, side by side, each in fresh interpreters: compiled (`job.backend` forced unless `force` is
     off) it fails as `job.target` (how often, of `VERIFY_RUNS`), with compilation off (where there is such a
     run) it passes; None when it does not."""
@@ -361,7 +366,7 @@ def verify_program(repro: Path, job: ProgramJob, force: bool = True) -> VerifyRu
     side_by_side = 2 if job.at_once is None or job.at_once > VERIFY_RUNS else 1
     with ThreadPoolExecutor(side_by_side) as threads:  # compilation off runs once: it must pass, and it did before
         results = list(threads.map(lambda r: verify(r[1][0], job.target, timeout_s=timeout_s, runs=1 if r[0] else
-                                                    VERIFY_RUNS, at_once=job.at_once), enumerate(runs)))
+                                                    VERIFY_RUNS, at_once=job.at_once, forks=forks), enumerate(runs)))
     passes_off = all(off.seen is None and off.returncode == 0 for off in results[1:])
     return results[0].runs if passes_off else None
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -51,6 +52,9 @@ from pt2doctor.model.signature import from_description
 from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.repro import HOW_TO_RUN
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
 
 TEST_FILE = "test_repro.py"
 _UNITTEST_FAILED = from_description("exit status 1")  # what `run_tests()` exits with, as the harness says it
@@ -111,7 +115,7 @@ def _is_future(node: ast.stmt) -> bool:
 
 def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, ProgramRun | None]],
                        timeout_s: float, at_once: int | None = None,
-                       dies_of: FailureSignature | None = None) -> Path | None:
+                       dies_of: FailureSignature | None = None, forks: FreshForks | None = None) -> Path | None:
     """test_repro.py beside `repro`, verified (see the module's contract); `runs(file)` says how a file is run
     compiled and with the failing part off, as repro.py was."""
     source = repro.read_text()
@@ -121,14 +125,14 @@ def write_program_test(repro: Path, runs: Callable[[Path], tuple[ProgramRun, Pro
     test = repro.with_name(TEST_FILE)
     for text in filter(None, (inlined(source, docstring), whole(source, docstring))):
         test.write_text(text)
-        if verified_test(test, *runs(test), timeout_s, at_once, dies_of):
+        if verified_test(test, *runs(test), timeout_s, at_once, dies_of, forks=forks):
             return test
     test.unlink(missing_ok=True)
     return None
 
 
 def write_harness_test(repro: Path, timeout_s: float, at_once: int | None = None,
-                       dies_of: FailureSignature | None = None) -> Path | None:
+                       dies_of: FailureSignature | None = None, forks: FreshForks | None = None) -> Path | None:
     """test_repro.py beside the harness form `repro`, verified (see the module's contract), else None."""
     text = harness_test(repro.read_text())
     if text is None:
@@ -137,7 +141,7 @@ def write_harness_test(repro: Path, timeout_s: float, at_once: int | None = None
     test.write_text(text)
     run = ProgramRun(str(test), str(test.parent), (test.name,))
     off = text.replace(_HARNESS_TEST, _UNCOMPILED + _HARNESS_TEST)
-    if verified_test(test, run, run, timeout_s, at_once, dies_of, off_source=off):
+    if verified_test(test, run, run, timeout_s, at_once, dies_of, off_source=off, forks=forks):
         return test
     test.unlink()
     return None
@@ -166,8 +170,9 @@ _UNCOMPILED = "def compile_repro(mod, args):  # compilation off: the graph as it
 
 def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | None, timeout_s: float,
                   at_once: int | None = None, dies_of: FailureSignature | None = None,
-                  off_source: str | None = None) -> bool:
-    """`off_source`: what runs with the failing part off, where it is not the test as written."""
+                  off_source: str | None = None, forks: FreshForks | None = None) -> bool:
+    """`off_source`: what runs with the failing part off, where it is not the test as written; `forks`: where fresh
+    runs are forked from (`processes.fresh_forks`), else each is a new interpreter."""
     source = test.read_text()
     scratch = test.parent / "program"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -180,7 +185,7 @@ def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | No
             files[-1].write_text(harness_text(text, run))
     with ThreadPoolExecutor(min(len(files), at_once or len(files))) as threads:
         done = list(threads.map(lambda f: verify(f, _UNITTEST_FAILED, timeout_s=timeout_s, runs=1,
-                                                 env=as_a_maintainer_runs_it()), files))
+                                                 env=as_a_maintainer_runs_it(), forks=forks), files))
     failed_in_a_test = ((done[0].verified and _UNITTEST_SUMMARY in done[0].output_tail)
                         or (dies_of is not None and dies_of.kind is FailureKind.SIGNAL and done[0].seen == dies_of))
     return failed_in_a_test and all(off.seen is None and off.returncode == 0 for off in done[1:])
