@@ -18,6 +18,7 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
 from pt2doctor.model.diagnosis import Bisection, BisectJob
 from pt2doctor.model.serialize import RecordError, dumps, read_record
+from pt2doctor.model.settings import default_jobs
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes import launch
 
@@ -35,11 +36,11 @@ class PendingBisection:
         self._proc = launch.start([sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
                                   stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env)
 
-    def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int = 2,
+    def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int | None = None,
             timeout_s: float = 600.0) -> Bisection:
         result_path = self.out_dir / "bisect.json"
         result_path.unlink(missing_ok=True)
-        job = BisectJob(str(repro), target, str(result_path), backend, jobs)
+        job = BisectJob(str(repro), target, str(result_path), backend, jobs or default_jobs())
         try:
             assert self._proc.stdin is not None
             self._proc.stdin.write(dumps(job) + b"\n")
@@ -65,7 +66,7 @@ class PendingBisection:
         self._log.close()
 
 
-def bisect_repro(repro: Path, target: str, out_dir: Path, *, backend: str = "inductor", jobs: int = 2,
+def bisect_repro(repro: Path, target: str, out_dir: Path, *, backend: str = "inductor", jobs: int | None = None,
                  timeout_s: float = 600.0) -> Bisection:
     cuda = "'cuda" in repro.read_text()
     return PendingBisection(out_dir, cuda=cuda).run(repro, target, backend=backend, jobs=jobs, timeout_s=timeout_s)

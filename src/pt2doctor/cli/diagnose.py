@@ -9,7 +9,6 @@ Parsing, progress and printing only: the procedure is `diagnose.procedure`, the 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir, torchrun_of
 from pt2doctor.cli.versions import print_versions, settings_of, versions_options
 from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S, DEFAULT_PROGRAM_PATIENCE
+from pt2doctor.model.settings import default_jobs
 from pt2doctor.versions.options import VersionsSettings
 
 
@@ -113,7 +113,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
 
 
 def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: float | None = None,
-                  function: str | None = None, jobs: int = os.cpu_count() or 1, minify: bool = True,
+                  function: str | None = None, jobs: int | None = None, minify: bool = True,
                   bisect: bool = True, workarounds: bool = True, cost: bool = False, budget_s: float | None = None,
                   program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
                   program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
@@ -127,7 +127,8 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
     from pt2doctor.report.issue import bundle_session, write_bundle, write_diagnosis
 
     options = DiagnoseOptions(script=script, args=args, out_dir=out, timeout_s=timeout, function=function,
-                              jobs=max(1, jobs), minify=minify, bisect=bisect, workarounds=workarounds,
+                              jobs=max(1, jobs or default_jobs()), minify=minify, bisect=bisect,
+                              workarounds=workarounds,
                               program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun,
                               versions=versions, budget_s=budget_s, cost=cost)
     console = Console(stderr=True, highlight=False)

@@ -7,7 +7,6 @@ not positive, an option that was mistyped where the script should be (`run --bog
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ import click
 
 from pt2doctor.diagnose.options import DEFAULT_PROGRAM_BUDGET_S
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
+from pt2doctor.model.settings import JOBS_DEFAULT_WORDS, default_jobs
 
 SECONDS = click.FloatRange(min=0, min_open=True)  # a --timeout: a positive number of seconds
 POSITIVE = click.FloatRange(min=0, min_open=True)
@@ -86,8 +86,9 @@ program_budget_option = click.option(
     "--program-budget", "program_budget", type=SECONDS, default=DEFAULT_PROGRAM_BUDGET_S, show_default=True,
     help="Seconds to spend reducing the program itself, when no graph shows the failure (a Dynamo bug) or no graph "
          "repro verifies.")
-jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
-                           help="Runs and minifier queries in parallel.")
+jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=default_jobs,
+                           show_default=f"{JOBS_DEFAULT_WORDS}: {default_jobs()} here",
+                           help="How many runs of the script, minifier queries and verifications go at once.")
 
 
 def script_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from pt2doctor.model.settings import default_jobs
 from pt2doctor.versions.options import VersionsSettings
 
 DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
@@ -26,7 +27,7 @@ class DiagnoseOptions:
     out_dir: Path = Path("pt2doctor-diagnose")
     timeout_s: float | None = None
     function: str | None = None
-    jobs: int = 2
+    jobs: int = field(default_factory=default_jobs)
     query_timeout_s: float = 120.0
     # the program reducer's time (the Dynamo stage, or no verified graph repro)
     program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S

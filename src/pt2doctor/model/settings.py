@@ -35,6 +35,19 @@ class Settings:
     strict: bool = False
 
 
+def default_jobs() -> int:
+    """How many runs, queries and verifications go at once unless `--jobs` says otherwise, for every command and
+    step: the CPUs this process may run on (its affinity, which a container's or a scheduler's CPU set limits; not
+    the machine's count), at least one. The one definition of the default (issue #40)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+JOBS_DEFAULT_WORDS = "the CPUs this process may run on"  # how --help shows `default_jobs()`
+
+
 def settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     accuracy, warm_up = env.get(RECORD_ACCURACY), env.get(SERVER_WARM_UP_TIMEOUT)

@@ -15,7 +15,6 @@ interpreter.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.backend_source import callable_backend_spec
 from pt2doctor.capture.child.graph_inputs import input_specs
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendKind, BackendSpec, InputSpec, ScalarSpec, Stage, TensorSpec
+from pt2doctor.model.settings import default_jobs
 from pt2doctor.reduce import saved_values
 from pt2doctor.reduce.core import ProgressReporter
 from pt2doctor.reduce.fx_case import initial_case, make_base
@@ -60,7 +60,7 @@ def minify(
         raise ValueError("the graph does not run on inputs with this metadata")
     if context.accuracy:  # cut nodes get the values the graph computes there (the eager reference ran)
         base = saved_values.with_node_values(base, out)
-    options = MinifyOptions(out_dir=out, jobs=jobs or os.cpu_count() or 1, timeout_s=timeout_s)
+    options = MinifyOptions(out_dir=out, jobs=jobs or default_jobs(), timeout_s=timeout_s)
     return minify_case(initial_case(base), context, options, reporter)
 
 

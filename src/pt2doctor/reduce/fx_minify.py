@@ -23,14 +23,14 @@ Nothing here prints: progress goes to the reporter.
 
 from __future__ import annotations
 
-import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pt2doctor.capture.torch_compat import random_ops
 from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
 from pt2doctor.model.serialize import dumps
+from pt2doctor.model.settings import default_jobs
 from pt2doctor.model.signature import accuracy_signature
 from pt2doctor.processes.fresh import FreshInterpreter, Verification, verify
 from pt2doctor.processes.fresh_forks import FreshForks
@@ -49,7 +49,7 @@ from pt2doctor.reduce.short_repro import render_short, render_test
 @dataclass(frozen=True, slots=True)
 class MinifyOptions:
     out_dir: Path
-    jobs: int = os.cpu_count() or 1
+    jobs: int = field(default_factory=default_jobs)
     timeout_s: float = 120.0
     deadline_s: float | None = None
     expected: FailureSignature | None = None

@@ -14,9 +14,8 @@ first ran).
 
 from __future__ import annotations
 
-import os
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -29,6 +28,7 @@ from pt2doctor.model.accuracy import GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec, Overrides
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.serialize import convert, read_lines
+from pt2doctor.model.settings import default_jobs
 
 RESULTS = "accuracy.jsonl"
 RECHECK_DIR = "recheck-fallback-random"
@@ -40,7 +40,7 @@ class AccuracyOptions:
     tolerance: float = DEFAULT_TOLERANCE
     backend: str | None = None
     minify: bool = True
-    jobs: int = os.cpu_count() or 1
+    jobs: int = field(default_factory=default_jobs)
     minify_timeout_s: float = 120.0
 
 

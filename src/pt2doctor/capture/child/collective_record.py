@@ -14,6 +14,7 @@ not mask the script's outcome.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import signal
 import socket
@@ -35,9 +36,10 @@ def install(rank_dir: Path, deadline_s: float | None) -> None:
     from pt2doctor.capture.collectives import NCCL_DUMP_PREFIX
 
     _dir = rank_dir
-    for name, value in torch_compat.FLIGHT_RECORDER_ENV.items():
+    version = importlib.metadata.version("torch")
+    for name, value in torch_compat.flight_recorder_env(version).items():
         os.environ.setdefault(name, value)
-    for name in torch_compat.FLIGHT_RECORDER_DUMP_ENV:
+    for name in torch_compat.flight_recorder_dump_env(version):
         os.environ.setdefault(name, str(rank_dir / NCCL_DUMP_PREFIX))
     if deadline_s is not None:
         timer = threading.Timer(deadline_s, write, args=("before the timeout",))

@@ -34,9 +34,9 @@ from pt2doctor.capture.torch_compat.diagnose import (
     patch_dynamo_exception_handler,
 )
 from pt2doctor.capture.torch_compat.flight_recorder import BUFFER_SIZE as FLIGHT_RECORDER_SIZE
-from pt2doctor.capture.torch_compat.flight_recorder import DUMP_FILE_ENV as FLIGHT_RECORDER_DUMP_ENV
-from pt2doctor.capture.torch_compat.flight_recorder import ENV as FLIGHT_RECORDER_ENV
+from pt2doctor.capture.torch_compat.flight_recorder import dump_file_env as flight_recorder_dump_env
 from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recorder_dumps
+from pt2doctor.capture.torch_compat.flight_recorder import env as flight_recorder_env
 from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
 from pt2doctor.capture.torch_compat.kernels import (
     is_triton_launcher,
@@ -96,8 +96,8 @@ from pt2doctor.capture.torch_compat.warm import (
 
 __all__ = [
     "FLIGHT_RECORDER_SIZE",
-    "FLIGHT_RECORDER_DUMP_ENV",
-    "FLIGHT_RECORDER_ENV",
+    "flight_recorder_dump_env",
+    "flight_recorder_env",
     "flight_recorder_dumps",
     "RUNTIME_ESTIMATES_ENV",
     "node_origin",

@@ -7,7 +7,6 @@ torchrun), read in parallel; compiles of different processes are never merged by
 
 from __future__ import annotations
 
-import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
@@ -19,6 +18,7 @@ from pt2doctor.capture.trace.trace_reader import TraceCounters, read_trace, trac
 from pt2doctor.model import SCHEMA, Environment, ExitInfo, Extras, Session, TraceStats
 from pt2doctor.model.job import ProcessSession
 from pt2doctor.model.serialize import dumps, loads
+from pt2doctor.model.settings import default_jobs
 
 _PID = re.compile(rb"^[VIWEC]\d{4} [\d:.]+ (\d+) ")  # glog's prefix: level, date, time, thread/process id
 
@@ -40,7 +40,7 @@ def session_from_trace(path: Path, *, strict: bool = False) -> Session:
 def process_sessions(path: Path, *, strict: bool = False, jobs: int | None = None) -> tuple[ProcessSession, ...]:
     """One session per trace file at `path`, labelled by rank (or by pid), lowest rank first."""
     files = trace_files(path)
-    workers = min(len(files), jobs or os.cpu_count() or 1)
+    workers = min(len(files), jobs or default_jobs())
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             # a session crosses the process boundary as session.json's bytes (the model's own codec)
