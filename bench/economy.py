@@ -89,7 +89,9 @@ def run_case(case: str, trees: list[tuple[str, Path]], flip: bool) -> list[dict]
     program = program_of(case)
     workdir = Path(tempfile.mkdtemp(prefix=f"pt2doctor-bench-economy-{case}-"))
     caches = workdir / "caches"
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
+    env = {**os.environ,
+           "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+           "TRITON_CACHE_DIR": str(caches / "triton")}
     env.pop("PYTHONPATH", None)
     load = round(os.getloadavg()[0], 2)
     cold, code, _ = timed([sys.executable, str(program)], program.parent, env)

@@ -21,7 +21,7 @@ for step in range(3):
     ref_loss = reference(ids, labels=ids).loss
     print(f"step {step}: loss {loss.item():.4f} (eager {ref_loss.item():.4f})")
     torch.testing.assert_close(loss, ref_loss, rtol=1e-3, atol=1e-3)
-    for o, l in ((opt, loss), (ref_opt, ref_loss)):
-        o.zero_grad()
-        l.backward()
-        o.step()
+    for optimizer, step_loss in ((opt, loss), (ref_opt, ref_loss)):
+        optimizer.zero_grad()
+        step_loss.backward()
+        optimizer.step()
