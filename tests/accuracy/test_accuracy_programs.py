@@ -25,11 +25,16 @@ def test_wrong_integer_outputs_and_a_changed_dtype_fail(accuracy_run):
     run = accuracy_run("int_reductions.py", "--no-minify")
     assert run.code == 1, run.stderr[-3000:]
     smallest, products = run.doc["accuracy"]
-    assert (smallest["verdict"], products["verdict"]) == ("fail", "fail")
-    assert smallest["max_abs_err"] == 1.0 and smallest["first_divergent"]["op"] == "torch.min"
-    assert smallest["first_divergent"]["dtype"] == "uint8"
+    # the uint8 min is wrong only where Inductor vectorises it so (AVX-512 machines; not an AVX2-only one): the
+    # program's own output says which this machine is (its true minimum is 1)
+    min_wrong = "min 0" in _printed(run)
+    assert min_wrong or "min 1" in _printed(run), _printed(run)
+    assert (smallest["verdict"], products["verdict"]) == ("fail" if min_wrong else "pass", "fail")
+    if min_wrong:
+        assert smallest["max_abs_err"] == 1.0 and smallest["first_divergent"]["op"] == "torch.min"
+        assert smallest["first_divergent"]["dtype"] == "uint8" and not smallest["explained"]
     assert products["max_abs_err"] == 0.0  # equal values, in the wrong dtype
-    assert not smallest["explained"] and not products["explained"]
+    assert not products["explained"]
 
 
 @pytest.mark.parametrize("script", ["mutates_strided_input.py", "func_grad_autograd_function.py"])

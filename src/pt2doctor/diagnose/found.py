@@ -98,7 +98,11 @@ class Found:
             yield
         finally:
             self._timing.discard(step)
-            self.timings[step] = round(self.timings.get(step, 0.0) + time.monotonic() - started, 3)
+            self.took(step, time.monotonic() - started)
+
+    def took(self, step: str, seconds: float) -> None:
+        """Add `seconds` to `timings[step]`: work timed where it ran, on another thread (the bisection)."""
+        self.timings[step] = round(self.timings.get(step, 0.0) + seconds, 3)
 
     def chosen_repro(self) -> MinifyResult | ProgramRepro | None:
         """The repro that stands for the failure as repro.py: the graph's when it verified (or there is no

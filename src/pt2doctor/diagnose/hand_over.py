@@ -64,7 +64,8 @@ def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs
             hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s,
                             side_runs.workers.forks if side_runs.workers else None)
         if bisection is not None:
-            found.bisection, found.timings["bisect"] = bisection.result()
+            found.bisection, seconds = bisection.result()
+            found.took("bisect", seconds)
             reporter.status(f"bisection: {found.bisection.describe()}")
 
 
