@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from accuracy_scripts import SCRIPTS, line_of
+from clihelp import pt2doctor
 
 
 def _graph(run) -> dict:
@@ -21,6 +22,7 @@ def _graph(run) -> dict:
 def test_chain_first_divergent_node_is_the_relu_at_its_user_line(accuracy_run):
     run = accuracy_run("relu_chain.py", "--jobs", "2", "--html")
     assert run.code == 1, run.stderr[-3000:]
+    assert "accuracy: WRONG: 1 graph(s): 0 pass, 1 FAIL" in run.stderr  # line one, on stderr under --json
     graph = _graph(run)
     assert graph["graph"] == "0/0" and graph["verdict"] == "fail"
     assert graph["max_abs_err"] > 0.5 and graph["rmse_ratio"] > 100
@@ -160,3 +162,14 @@ def test_random_ops_under_a_user_backend_are_not_rechecked_with_inductors_config
     assert graph["recheck"] is None and not graph["explained"]
     assert not (run.out_dir / "recheck-fallback-random").exists()
     assert "fallback_random" not in run.stderr
+
+
+def test_a_script_that_fails_with_no_wrong_graph_exits_4_not_1(tmp_path):
+    """Issue 40, point 2: `accuracy` tells the script's own failure (4) from wrong results (1), on its first line."""
+    script = tmp_path / "gives_up.py"
+    script.write_text("import torch\n"
+                      "torch.compile(lambda x: x.sin() + 1, backend='eager')(torch.ones(4))\n"
+                      "raise RuntimeError('the script gave up')\n")
+    run = pt2doctor("accuracy", "--no-minify", "--out", str(tmp_path / "out"), str(script), timeout=600)
+    assert run.code == 4, run.stderr[-3000:]
+    assert run.stdout.splitlines()[0].startswith("accuracy: THE SCRIPT FAILED, nothing was judged (exit 4)")

@@ -63,8 +63,24 @@ def test_check_fails_over_budget_and_on_what_is_new_since_the_baseline(runs, tmp
     breaks = next(o for o in overruns if o["what"] == "graph_breaks")
     assert breaks["limit"] == 0 and breaks["actual"] == 3 and "config_change.py:14" in breaks["evidence"][0]
     assert (tmp_path / "c" / "session.json").is_file()  # the run is kept, as with `run`
+    assert json.loads(over.stdout)["exit_code"] == 1 and over.stderr.splitlines()[-1].startswith("check: OVER ")
     within = pt2doctor("check", "--max-recompiles", "1", "--out", str(tmp_path / "w"), PROGRAM)
-    assert within.code == 0 and "within the budget" in within.stdout
+    assert within.code == 0 and within.stdout.splitlines()[0] == "check: within the budget"
+
+
+def test_check_tells_a_crashed_script_from_a_budget_overrun_by_its_status_and_its_first_line(tmp_path):
+    """Issue 40, point 2: a CI job branches on 4 (the script failed, nothing judged) against 1 (over budget)."""
+    crashes = tmp_path / "crashes.py"
+    crashes.write_text("import torch\n"
+                       "f = torch.compile(lambda x: print('hi') or x + 1, backend='eager')\n"
+                       "f(torch.ones(2))\n"
+                       "raise SystemExit('the script gave up')\n")
+    text = pt2doctor("check", "--max-graph-breaks", "0", "--out", str(tmp_path / "t"), str(crashes))
+    assert text.code == 4, text.stderr[-2000:]
+    assert text.stdout.splitlines()[0].startswith("check: THE SCRIPT FAILED, nothing was judged (exit 4)")
+    as_json = pt2doctor("check", "--max-graph-breaks", "0", "--json", "--out", str(tmp_path / "j"), str(crashes))
+    doc = json.loads(as_json.stdout)
+    assert as_json.code == 4 and doc["exit_code"] == 4 and doc["script_exit_code"] == 1
 
 
 def test_check_without_a_budget_is_a_usage_error_before_anything_runs(tmp_path):

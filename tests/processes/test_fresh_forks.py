@@ -74,3 +74,13 @@ def test_a_server_that_ended_runs_nothing_and_says_so(tmp_path: Path):
     server = FreshForks(tmp_path / "fresh")
     server.close()
     assert server.run(_file(tmp_path, "x.py", "pass\n"), 10) is None
+
+
+def test_a_forked_run_autotunes_anew(forks: FreshForks, tmp_path: Path):
+    """A verification does not read an earlier one's autotuning results (issue 38, point 5), as on a machine that
+    never ran the kernels; the fresh interpreter `verify` falls back to does the same."""
+    says = _file(tmp_path, "says.py", "import torch._inductor.config as c\nprint(c.autotune_local_cache)\n")
+    ran = forks.run(says, 60)
+    assert ran is not None and ran.stdout.strip() == "False"
+    fresh = verify(says, FailureSignature(FailureKind.EXCEPTION, "Nothing: never"), runs=1)
+    assert fresh.runs.failed == 0 and "False" in fresh.output_tail

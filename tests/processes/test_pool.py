@@ -14,6 +14,9 @@ HANGS = HEADER + "def check():\n    time.sleep(600)\n"
 # A candidate may change global state; in a reused server the next one must not see it.
 SETS_CONFIG = HEADER + "import torch._inductor.config as c\nc.max_autotune = True\ndef check():\n    pass\n"
 READS_CONFIG = HEADER + "import torch._inductor.config as c\ndef check():\n    assert not c.max_autotune, 'leaked'\n"
+# Every candidate autotunes anew: none reads the block size an earlier one's autotuner chose (issue 38, point 5).
+AUTOTUNES_ANEW = HEADER + ("import torch._inductor.config as c\n"
+                           "def check():\n    assert not (c.autotune_local_cache or c.autotune_remote_cache)\n")
 
 
 @pytest.fixture(scope="module", params=["forks", "servers"])
@@ -34,6 +37,7 @@ def test_crash_and_hang_take_only_their_candidate(pool):
 def test_a_candidate_never_sees_the_config_another_one_set(pool):
     assert pool.run([SETS_CONFIG, SETS_CONFIG]) == [RunResult("ok")] * 2
     assert pool.run([READS_CONFIG, READS_CONFIG]) == [RunResult("ok")] * 2
+    assert pool.run([AUTOTUNES_ANEW, AUTOTUNES_ANEW]) == [RunResult("ok")] * 2
 
 
 def test_servers_that_never_warm_up_answer_with_the_reason():

@@ -3,8 +3,8 @@
 Exit codes (docs/reference/exit-codes.md): 0 the script succeeded; the script's own code when it exited
 non-zero; 128+N when it died of signal N; 124 on timeout; 130 when interrupted. pt2doctor's own
 usage errors exit 64 and an unreadable input under --strict exits 65. After `pt2doctor accuracy`, a
-script that succeeded but has a graph with unexplained wrong results exits 1 (`ExitCode.MISMATCH`).
-The codes are `model.exit_codes.ExitCode`.
+script that succeeded but has a graph with unexplained wrong results exits 1 (`ExitCode.MISMATCH`). Commands that
+judge a run (`check`, `accuracy`) exit by `judged_exit_code` instead. The codes are `model.exit_codes.ExitCode`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,20 @@ def exit_code_of(e: ExitInfo) -> int:
     if e.signal:
         return 128 + e.signal
     return e.code if e.code is not None else ExitCode.OK
+
+
+def judged_exit_code(session: Session, wrong: bool, *, wrong_first: bool) -> int:
+    """The status of a command that judges a run (`check` a budget, `accuracy` the graphs' results), so a CI job can
+    branch on which happened: the script stopped at its timeout (124) or by Ctrl-C (130) as always; judged `wrong`
+    (1); the script itself failed, exit N or a signal (`ExitCode.SCRIPT_FAILED`, 4); else 0. `wrong_first`: a
+    judgement made before the script failed stands (accuracy: a wrong graph is why the script's own check then
+    failed); otherwise a failed script is judged on nothing (check: a budget says nothing about a crash)."""
+    ended = session.exit
+    if ended.timed_out or ended.interrupted:
+        return exit_code_of(ended)
+    if wrong and (wrong_first or ended.ok):
+        return ExitCode.DIFFERENT
+    return ExitCode.OK if ended.ok else ExitCode.SCRIPT_FAILED
 
 
 def verdict_for(session: Session) -> Verdict:

@@ -13,9 +13,10 @@ import click
 
 from pt2doctor.analysis.compare import compare, new_since, over_budget
 from pt2doctor.analysis.job_compare import compare_jobs
+from pt2doctor.analysis.verdict import judged_exit_code
 from pt2doctor.capture.runner import RunOptions, run_script
 from pt2doctor.cli.options import SCRIPT_COMMAND, SECONDS, run_options, script_arguments
-from pt2doctor.cli.output import emit, input_errors, load_session, write_html
+from pt2doctor.cli.output import emit_report, input_errors, load_session, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model import Session
@@ -23,8 +24,9 @@ from pt2doctor.model.compare import Budget
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.job import Job
 from pt2doctor.model.serialize import dumps
-from pt2doctor.report.compare import render_check, render_comparison, render_job_comparison
+from pt2doctor.report.compare import overruns_in_brief, render_check, render_comparison, render_job_comparison
 from pt2doctor.report.document import ReportInputError, build_report, read_job_json, save_report, session_json_of
+from pt2doctor.report.gate import render_gate
 
 
 @click.command("compare", short_help="What changed between two runs (or two ranks).",
@@ -51,9 +53,9 @@ def compare_command(as_json: bool, a: Path, b: Path) -> int:
 
 
 @click.command("check", context_settings=SCRIPT_COMMAND, short_help="Run SCRIPT and fail when it is over budget.",
-               epilog="Exit status: 0 within budget, 1 over budget or new graph breaks/recompiles since --baseline; "
-                      "when the script itself fails, its own status as with `run` (124 timeout, 130 Ctrl-C); "
-                      "64 usage error.")
+               epilog="Exit status: 0 within budget, 1 over budget or new graph breaks/recompiles since --baseline, "
+                      "4 the script itself failed (nothing judged; its status is in --json), 124 it was stopped at "
+                      "--timeout, 130 Ctrl-C, 64 usage error. The first line says which.")
 @run_options
 @click.option("--max-graph-breaks", type=click.IntRange(min=0), default=None, help="Graph breaks allowed.")
 @click.option("--max-recompiles", type=click.IntRange(min=0), default=None, help="Recompiles allowed.")
@@ -75,24 +77,26 @@ def check_command(out_dir: Path | None, timeout: float | None, as_json: bool, st
     with input_errors():
         session = run_script(options, TerminalReporter(quiet=False))
     saved = options.out_dir / "session.json"
-    if as_json:
-        report = build_report(session)
-        save_report(report, saved)
-    else:
-        report = emit(session, as_json=False, save_to=saved)
-    if html:
-        click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
     overruns = over_budget(session, budget) + (new_since(before, session) if before is not None else ())
     against = " and ".join(filter(None, ("the budget" if budget != Budget() else "",
                                          f"the baseline {baseline}" if baseline is not None else "")))
+    # a budget says nothing about a crash: the script's own failure is judged on nothing
+    code = judged_exit_code(session, bool(overruns), wrong_first=False)
+    report = build_report(session)
+    save_report(report, saved)
+    gate = render_gate("check", code, wrong=f"OVER {against}: {overruns_in_brief(overruns)}",
+                       right=f"within {against}", script=report.verdict.headline)
     if as_json:
-        sys.stdout.buffer.write(dumps({"overruns": overruns, "exit_code": session.exit.code,
+        click.echo(gate, err=True, nl=False)
+        sys.stdout.buffer.write(dumps({"exit_code": code, "overruns": overruns, "script_exit_code": session.exit.code,
                                        "run_dir": str(options.out_dir)}, pretty=True) + b"\n")
     else:
+        click.echo(gate, nl=False)
+        emit_report(report)
         click.echo(render_check(overruns, against), nl=False)
-    if not session.exit.ok:  # the script's own failure comes first: a budget says nothing about a crash
-        return report.verdict.exit_code
-    return ExitCode.DIFFERENT if overruns else ExitCode.OK
+    if html:
+        click.echo(f"pt2doctor: wrote {write_html(report, options.out_dir / 'report.html')}", err=True)
+    return code
 
 
 def _job(path: Path) -> Job | None:

@@ -33,6 +33,12 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
     report = build_report(session)
     if save_to is not None:
         save_report(report, save_to)
+    emit_report(report, as_json=as_json)
+    return report
+
+
+def emit_report(report: Report, *, as_json: bool = False) -> None:
+    """A report on stdout: JSON, or the terminal text."""
     if as_json:
         sys.stdout.buffer.write(to_json_bytes(report) + b"\n")
         sys.stdout.flush()
@@ -40,7 +46,6 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
         tty = sys.stdout.isatty()
         # a log or a file is read in an editor or a CI page that wraps by itself: never hard-wrap there
         click.echo(render_terminal(report, color=tty, width=_width() if tty else UNWRAPPED), nl=False)
-    return report
 
 
 def load_session(path: Path, *, strict: bool = False) -> Session:

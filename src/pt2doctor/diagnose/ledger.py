@@ -5,7 +5,8 @@ the variant runner made (`diagnose.runs.RunMade`, stopped ones too: their second
 asked for each; the program reducer's checks (`ProgramRepro.checks`); and the graph-level runs each result
 reports: the stage ladder's queries on the recorded graph, the minifier's queries and repro.py's verifications,
 the short form's and its regression test's verifications, the bisector's queries, a reduced program's
-verifications. Steps appear in the order they started (`found.timings`); a step that made no run is left out.
+verifications. Steps appear in the order they started (`found.timings`); a step that made no run is left out. The
+ledger also says which compile caches the runs shared (`diagnose.runs.SHARED_CACHES`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import RunMade
+from pt2doctor.diagnose.runs import SHARED_CACHES, RunMade
 from pt2doctor.model.diagnosis import RunLedger, StepRuns
 from pt2doctor.model.minify import VerifyRuns
 
@@ -45,7 +46,7 @@ def run_ledger(made: Iterable[RunMade], found: Found, ladder_queries: int = 0) -
         add("program_reduction", checks=p.checks, graph=_runs(p.verify_runs) + (_TEST_RUNS if p.test else 0))
     order = list(found.timings)  # the steps in the order they started
     return RunLedger.of(tuple(sorted(steps.values(), key=lambda s: order.index(s.step) if s.step in order
-                                     else len(order))))
+                                     else len(order))), SHARED_CACHES)
 
 
 def _runs(runs: VerifyRuns | None) -> int:

@@ -44,6 +44,14 @@ from pt2doctor.processes.servers import gpu_device_visible
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
 
+# What the diagnosis's runs share of torch's compile caches (issue 38), said in diagnosis.json (`RunLedger.caches`).
+# The rule is `Variant.user_autotuning` (whole-program runs) and `torch_compat.autotune_anew` (its callers: the warm
+# workers, the fresh interpreters and forks that verify, the bisector); runtime triage's run has caches of its own.
+SHARED_CACHES = ("Inductor's FX graph cache, AOTAutograd's and Triton's compiled kernels, in the user's cache "
+                 "directories (a cached artifact is what compiling the same graph makes); never autotuning results: "
+                 "the first run reads and writes the user's, as the user's own run does, and every later run, warm "
+                 "worker and verification autotunes anew (the block size an autotuner picked can decide a failure)")
+
 
 def steady_state_s(run_dir: str | Path) -> float | None:
     """The compiled regions' steady-state seconds of a timed run (`CallTimes.steady_state_s`); None when it has none."""
@@ -65,11 +73,14 @@ class Variant:
     timed: bool = False  # each call of every torch.compile'd callable timed, to `CALL_TIMES` in its run directory
     kernel_check: KernelCheckSpec | None = None  # recording: every Inductor kernel checked as it runs
     timeout_s: float | None = None  # this run's own limit (a budget), else the script call's
+    # reads and writes the user's autotuning results, as the user's own run does: the first run only (`CACHES`)
+    user_autotuning: bool = False
 
     @classmethod
     def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None) -> Variant:
-        """The script as it is; recorded, each graph's first call may be judged against eager too."""
-        return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance)
+        """The script as it is; recorded, each graph's first call may be judged against eager too. The first run
+        (n=1) autotunes as the user's own run would; a later one autotunes anew."""
+        return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance, user_autotuning=n == 1)
 
     @classmethod
     def launch_blocking(cls) -> Variant:
@@ -206,9 +217,11 @@ class VariantRunner:
         if variant.timed:
             times = str((self._launch_dir(variant.label) / CALL_TIMES).resolve())
             overrides = msgspec.structs.replace(overrides or Overrides(), time_calls=times)
-        hooks = Hooks(overrides=overrides, export_checks=True)  # an exported program's result is judged in the run
+        anew = not variant.user_autotuning
+        # an exported program's result is judged in the run
+        hooks = Hooks(overrides=overrides, export_checks=True, autotune_anew=anew)
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
-            hooks = Hooks(overrides=overrides, export_checks=True,
+            hooks = Hooks(overrides=overrides, export_checks=True, autotune_anew=anew,
                           frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
                           record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
                           record_run_eagerly=variant.run_eagerly, kernel_check=variant.kernel_check)

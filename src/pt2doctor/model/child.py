@@ -85,6 +85,8 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     export_checks: bool = False  # exported programs the script makes or runs are judged (`export.capture.checks`)
     # every Inductor kernel checked as it runs (`capture.child.kernel_check`)
     kernel_check: KernelCheckSpec | None = None
+    # no autotuning result read from a cache or written to one (`torch_compat.autotune_anew`): every run but the first
+    autotune_anew: bool = False
 
 
 class ChildSpec(msgspec.Struct, frozen=True):

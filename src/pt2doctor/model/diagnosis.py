@@ -114,11 +114,12 @@ class RunLedger:
     whole_s: float = 0.0
     checks: int = 0
     graph: int = 0
+    caches: str = ""  # which of torch's compile caches the runs shared, in words (`diagnose.runs.SHARED_CACHES`)
 
     @classmethod
-    def of(cls, steps: tuple[StepRuns, ...]) -> RunLedger:
+    def of(cls, steps: tuple[StepRuns, ...], caches: str = "") -> RunLedger:
         return cls(steps, sum(s.whole for s in steps), round(sum(s.whole_s for s in steps), 1),
-                   sum(s.checks for s in steps), sum(s.graph for s in steps))
+                   sum(s.checks for s in steps), sum(s.graph for s in steps), caches)
 
     def describe(self) -> str:
         """`4 whole-program runs (reproduce 2, workarounds 2; 31.2 s of runs), 57 graph-level runs`."""

@@ -22,6 +22,9 @@ class ExitCode(IntEnum):
     USER_ERROR = 2  # diagnose: the script itself is at fault (it fails with compilation off too)
     REPRO_PASSES = 2  # versions: the repro passes under the user's own torch (there is no failure to look for)
     FLAKY = 3  # diagnose: the runs of the unchanged script (or of repro.py) did not fail the same way
+    # check, accuracy: the script itself failed (an exit status not 0, a signal) and nothing was judged wrong: a CI
+    # job tells it from a budget overrun or wrong results (1); the script's own status is in --json and on line one
+    SCRIPT_FAILED = 4
     NOTHING_FAILED = 3  # minify: nothing failed in the recording, or the graph does not fail alone
     USAGE = 64  # a usage error, before any script runs (not click's 2, which a script may well use itself)
     DATA = 65  # an input that cannot be read: a damaged recording, or unreadable trace lines under --strict

@@ -22,12 +22,14 @@ def warm_up(device: str = "cpu") -> None:
     with the CPU-ISA probe run beside the import (`torch_compat.prewarm_inductor`), then a tiny
     graph compiled with `compile_fx_inner` on `device` (`torch_compat.compile_tiny_graph`; on a GPU:
     the CUDA context and Triton's first compile). A zygote that forks children warms on CPU only, and must not
-    initialize CUDA (`Forks`)."""
+    initialize CUDA (`Forks`). Every candidate autotunes anew (`torch_compat.autotune_anew`): a kernel that an
+    earlier candidate autotuned is tuned again, as in the run the repro stands for."""
     import torch
 
     global _FRESH_THREADS
     _FRESH_THREADS = torch.get_num_threads()
     torch.set_num_threads(1)
+    torch_compat.autotune_anew()
     torch_compat.prewarm_inductor()
     torch_compat.compile_tiny_graph(device)
 

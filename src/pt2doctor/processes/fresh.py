@@ -17,7 +17,9 @@ Inductor's CPU-capability probe (`torch_compat.prewarm_inductor`, ~2 s a repro w
 otherwise spend on its first compile): the probe's answer is a cached fact about the machine that
 the repro's first compile computes identically. So the state it runs the script in is the state `python repro.py`
 reaches after its import lines, plus modules it would import and a machine probe it would run: nothing of any
-candidate, nothing of pt2doctor. Once the script has exited (`sys.exit`, as a repro does, or by
+candidate, nothing of pt2doctor. It autotunes anew (`torch_compat.autotune_anew`), as `python repro.py` does on a
+machine that never ran these kernels: an earlier verification's choice of block size is not read. Once the script
+has exited (`sys.exit`, as a repro does, or by
 returning) its exit status and output are final, so the interpreter's teardown (~1 s with torch
 loaded, more with a CUDA context) is skipped; an uncaught exception or a signal ends it the
 ordinary way. It imports at low priority (nice 10: on a
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pt2doctor.capture.bytecode_cache import worker_env
-from pt2doctor.capture.torch_compat import prewarm_inductor_source
+from pt2doctor.capture.torch_compat import autotune_anew_source, prewarm_inductor_source
 from pt2doctor.model.minify import FailureSignature, VerifyRuns
 from pt2doctor.model.signature import from_exit
 from pt2doctor.processes import launch
@@ -57,6 +59,7 @@ import traceback
 import torch
 import torch._dynamo
 import torch.fx
+{autotune_anew}
 path = sys.stdin.readline().strip()
 if path == "prewarm":
 {prewarm}
@@ -85,7 +88,8 @@ if path:
 @functools.cache
 def _boot() -> str:
     """The verifier's program, built on first use (it reads the prewarm's source from `torch_compat/warm.py`)."""
-    return _BOOT_TEMPLATE.format(prewarm=textwrap.indent(prewarm_inductor_source(), "    "))
+    return _BOOT_TEMPLATE.format(prewarm=textwrap.indent(prewarm_inductor_source(), "    "),
+                                 autotune_anew=autotune_anew_source())
 
 
 # A repro that fails on about half of its runs passes one verification half the time: each is run this many
@@ -111,13 +115,14 @@ class Verification:
 class FreshInterpreter:
     """A fresh `python` that has imported only torch (as every repro does first) and waits for a script."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+        """`env`: its environment (pt2doctor's worker environment made from it), else this process's."""
         Path(cwd).mkdir(parents=True, exist_ok=True)
         self.cwd = Path(cwd)
         # its own process group: a Ctrl-C meant for the reduction must not kill the verifier
         self._proc: subprocess.Popen[str] | None = launch.start(
             [sys.executable, "-c", _boot()], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=worker_env())
+            stderr=subprocess.PIPE, text=True, env=worker_env(env))
 
     def prewarm(self) -> None:
         """Import Inductor and run its CPU probe now, while waiting (see the module docstring)."""
@@ -182,15 +187,17 @@ def verify(path: Path, target: FailureSignature, *, timeout_s: float = 300.0,
 
 def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None, env: dict[str, str] | None,
               forks: FreshForks | None) -> tuple[FailureSignature | None, int | None, str]:
-    if interpreter is not None and interpreter.alive:
+    ran = None
+    if interpreter is None or not interpreter.alive:  # forked where it can be, else a fresh interpreter of its own
+        ran = forks.run(path, timeout_s, worker_env(env) if env is not None else None) if forks else None
+        interpreter = FreshInterpreter(path.parent, env) if ran is None else None
+    if interpreter is not None:
         try:
             proc = interpreter.run(path, timeout_s)
         except subprocess.TimeoutExpired:
             return None, None, "timed out"
         ran = Ran(proc.returncode, proc.stdout, proc.stderr)
-    else:  # forked where it can be, else a fresh interpreter of its own
-        forked = forks.run(path, timeout_s, worker_env(env) if env is not None else None) if forks else None
-        ran = forked or run_file(path, timeout_s, env)
+    assert ran is not None
     if ran.returncode is None:
         return None, None, "timed out"
     return from_exit(ran.returncode, ran.output), ran.returncode, ran.output[-2000:]

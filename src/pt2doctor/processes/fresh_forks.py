@@ -2,7 +2,8 @@
 
 Contract: `FreshForks(cwd)` starts a server at once (`python -c`, pt2doctor's worker environment), which imports
 exactly what a fresh interpreter verifying a repro imports before the script (`processes.fresh`: torch, Dynamo, FX,
-then Inductor with the CPU probe, a cached fact about the machine) at low priority, then forks one child per run.
+then Inductor with the CPU probe, a cached fact about the machine; autotuning anew, as there) at low priority, then
+forks one child per run.
 `run(path, timeout_s, env=None) -> Ran | None` runs `path` as `python path` would run it after those imports: as
 `__main__`, from its folder, `sys.argv` its name, `sys.path[0]` its folder, in a process group of its own, its
 stdout and stderr to files, the environment `env` where given (what torch read on import is the server's: only
@@ -28,14 +29,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 from concurrent.futures import Future
 from contextlib import suppress
 from pathlib import Path
 
 from pt2doctor.capture.bytecode_cache import worker_env
-from pt2doctor.capture.torch_compat import prewarm_inductor_source
+from pt2doctor.capture.torch_compat import autotune_anew_source, prewarm_inductor_source
 from pt2doctor.processes import launch
 from pt2doctor.processes.launch import Ran
 
@@ -46,6 +46,7 @@ import torch
 import torch._dynamo
 import torch.fx
 {prewarm}
+{autotune_anew}
 try:
     os.setpriority(os.PRIO_PROCESS, 0, 0)
 except OSError:
@@ -121,7 +122,7 @@ _READY_S = 300.0  # the server's imports, at low priority on a busy machine
 
 @functools.cache
 def _server_source() -> str:
-    return _SERVER.format(prewarm=textwrap.indent(prewarm_inductor_source(), ""))
+    return _SERVER.format(prewarm=prewarm_inductor_source(), autotune_anew=autotune_anew_source())
 
 
 class FreshForks:

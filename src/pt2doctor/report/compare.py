@@ -58,6 +58,12 @@ def render_changes(c: Comparison, names: tuple[str, str], indent: str = "") -> l
     return lines
 
 
+def overruns_in_brief(overruns: tuple[Overrun, ...]) -> str:
+    """`graph_breaks 2 (allowed 0), new graph break`: the check's first line."""
+    return ", ".join(o.what if o.what.startswith("new ") else f"{o.what} {o.actual:g} (allowed {o.limit:g})"
+                     for o in overruns)
+
+
 def render_check(overruns: tuple[Overrun, ...], against: str) -> str:
     if not overruns:
         return f"within {against}\n"

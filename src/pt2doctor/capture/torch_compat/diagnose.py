@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pt2doctor.capture.torch_compat.observe import config_module
+from pt2doctor.capture.torch_compat.warm import autotune_anew
 
 
 def compiler_bisector() -> Any | None:
@@ -23,8 +24,8 @@ def compile_every_time() -> None:
     query starts no compile-worker threads)."""
     import torch._inductor.config as inductor_config
 
-    for name, value in (("fx_graph_cache", False), ("fx_graph_remote_cache", False),
-                        ("autotune_local_cache", False), ("compile_threads", 1)):
+    autotune_anew()
+    for name, value in (("fx_graph_cache", False), ("fx_graph_remote_cache", False), ("compile_threads", 1)):
         if hasattr(inductor_config, name):
             setattr(inductor_config, name, value)
     functorch_config = config_module("functorch")

@@ -66,6 +66,27 @@ def prewarm_inductor_source() -> str:
     return inspect.getsource(prewarm_inductor) + "\nprewarm_inductor()\n"
 
 
+def autotune_anew() -> None:
+    """No autotuning result is read from a cache or written to one, here or remotely (2.11, 2.13): every kernel this
+    interpreter compiles is autotuned under its own eye, as on a machine that never ran it (Triton's configs,
+    coordinate descent, max-autotune's choices: `autotune_local_cache` and `autotune_remote_cache` cover them all).
+    Which block size the autotuner picked can decide a failure: an autotuner's trial launch may be the one that writes
+    out of bounds, and a later run that reads the choice never launches it. Self-contained (its source is run by
+    fresh interpreters: `autotune_anew_source`); a torch without these settings is left as it is."""
+    try:
+        import torch._inductor.config as inductor_config
+    except Exception:
+        return
+    for name in ("autotune_local_cache", "autotune_remote_cache", "bundled_autotune_remote_cache"):
+        if hasattr(inductor_config, name):
+            setattr(inductor_config, name, False)
+
+
+def autotune_anew_source() -> str:
+    """The source a fresh interpreter runs to call `autotune_anew` (processes.fresh, processes.fresh_forks)."""
+    return inspect.getsource(autotune_anew) + "\nautotune_anew()\n"
+
+
 def import_dynamo() -> None:
     """Import `torch._dynamo` (2.11, 2.13): a parent about to fork a zygote imports it once, so every
     forked child inherits it instead of importing it again."""
