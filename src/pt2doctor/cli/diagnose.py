@@ -57,7 +57,8 @@ class _MinifyStatus(MinifyProgress):
 
 @click.command("diagnose", context_settings=SCRIPT_COMMAND, short_help="Reproduce, classify and minify a failure.",
                epilog="Exit status: 0 nothing fails, 1 a compiler failure diagnosed (bundle written), 2 the script "
-                      "itself is at fault, 3 flaky, 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (what was found so far is "
+                      "itself is at fault, 3 flaky, 75 not diagnosed: other processes held the GPU's memory, "
+                      "130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (what was found so far is "
                       "written), 64 usage error, 70 internal error of pt2doctor. A diagnosis stopped at its --budget "
                       "exits as it would have concluded on what it found.")
 @out_option("Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from pt2doctor.analysis.failures import first_message_line
+from pt2doctor.analysis.gpu_memory import HeldMemory
 from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose import next_steps
@@ -66,6 +67,7 @@ class Found:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     stopped_by: str = ""  # what stopped it early: a signal's name (SIGINT: Ctrl-C) or "budget" (`diagnose.stopping`)
+    gpu_held: str = ""  # not diagnosed: other processes held the GPU's memory in two runs, in words (exit 75)
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
@@ -175,11 +177,22 @@ def _exit_code(found: Found) -> int:
         return _STOPPED_EXIT.get(found.stopped_by, ExitCode.INTERRUPTED)
     if found.internal_errors:
         return ExitCode.INTERNAL
+    if found.gpu_held:
+        return ExitCode.GPU_HELD
     if found.category is None:
         return ExitCode.OK
     if found.flaky:
         return ExitCode.FLAKY
     return ExitCode.USER_ERROR if found.category is Category.USER_ERROR else ExitCode.FOUND
+
+
+def gpu_held(found: Found, held: HeldMemory) -> None:
+    """Two runs ran out of GPU memory that other processes held: nothing about the program can be said (not flaky,
+    not a failure of its own); said with how much it asked for and how much the others held."""
+    found.gpu_held = held.describe()
+    found.headline = f"not diagnosed: the GPU's memory was held by other processes in two runs ({found.gpu_held})"
+    found.next_steps.append("Run it again once the GPU is free (`nvidia-smi` lists the processes that hold it) or on "
+                            "another GPU (CUDA_VISIBLE_DEVICES): the machine's state, not a flaky bug of the program.")
 
 
 def success(found: Found) -> None:

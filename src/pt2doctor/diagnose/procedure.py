@@ -95,7 +95,7 @@ def _conclude(ctx: Context, found: Found) -> bool:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error "
+    Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error gpu_held "
                                          "recording_changed_outcome notes original_backend backend_kind runtime"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
     Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "

@@ -13,6 +13,9 @@ whether the stage is found on a graph or needs runs of the program (`diagnose.na
 `repeated` checks the second run (before the hand-over, or once the procedure ended where a step concluded before
 it: `diagnose.procedure`): the same failure, or flaky (`STOP`, what the steps before concluded set aside), or the
 recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs).
+A run that ran out of GPU memory that other processes held (`analysis.gpu_memory`) is made once more in its place:
+the machine's state, never a flaky verdict; where the first run's repeat runs out again, nothing is diagnosed
+(`found.gpu_held`, exit 75), and where the second's does, the first run's failure stands, its repeat unchecked.
 `classify` takes the failure the first run ended with: its category (`analysis.failures`), a CUDA kernel error tied
 to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
 failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
@@ -27,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pt2doctor.analysis.failures import asynchronous_cuda_error
+from pt2doctor.analysis.gpu_memory import HeldMemory, held_by_others
 from pt2doctor.capture.process_meta import RunPaths
-from pt2doctor.diagnose.found import Found, flaky, success
+from pt2doctor.diagnose.found import Found, flaky, gpu_held, success
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.diagnose.step import STOP, Context
@@ -107,21 +111,53 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False, fresh_forks=True)
     _load_graph_code_meanwhile()
     try:
-        a1 = first.result()
-        found.attempts.append(a1)
+        a1, held = _unless_gpu_held(runner, found, first.result(),
+                                    Variant.original(5, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
+        if held is not None:
+            gpu_held(found, held)
+            workers.close()
+            return STOP
         found.session = runner.sessions.get(a1.label)
         if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
             return Reproduced(a1, pending=SecondRun(runner), workers=workers)
-        a2 = (second or runner.submit(Variant.original(2))).result()
+        a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
+                                    Variant.original(6))
     except BaseException:
         workers.close()
         raise
-    found.attempts.append(a2)
+    if held is not None:
+        gpu_held(found, held)
+        workers.close()
+        return STOP
     reproduced = _compared(runner, found, a1, a2)
     if reproduced is STOP:
         workers.close()
         return STOP
     return Reproduced(reproduced.first, reproduced.second, workers=workers)
+
+
+def _unless_gpu_held(runner: VariantRunner, found: Found, attempt: Attempt, again: Variant
+                     ) -> tuple[Attempt, HeldMemory | None]:
+    """`attempt` (recorded among the attempts), or where it ran out of GPU memory that other processes held
+    (`analysis.gpu_memory`), `again` made in its place: the machine's state is not the program's, and never makes a
+    flaky verdict. With what the others held where `again` ran out of it for the same reason (else None)."""
+    found.attempts.append(attempt)
+    held = _gpu_held_in(runner, attempt)
+    if held is None:
+        return attempt, None
+    runner.reporter.status(f"run {attempt.label} ran out of GPU memory that other processes held: running it again")
+    retry = runner.submit(again).result()
+    found.attempts.append(retry)
+    still = _gpu_held_in(runner, retry)
+    found.notes.append(f"run {attempt.label} ran out of GPU memory, {held.describe()}: made once more as "
+                       f"{retry.label}, which " + ("ran out again" if still else "stands for it"))
+    return retry, still
+
+
+def _gpu_held_in(runner: VariantRunner, attempt: Attempt) -> HeldMemory | None:
+    session = runner.sessions.get(attempt.label) if attempt.outcome == "fail" else None
+    failure = session.failures[0] if session is not None and session.failures else None
+    return held_by_others(failure.message) if failure is not None else None
 
 
 def _load_graph_code_meanwhile() -> None:
@@ -142,9 +178,13 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     not repeat is set aside."""
     if reproduce.pending is None or reproduce.pending.checked:
         return True
-    a1, a2 = reproduce.first, reproduce.pending.result()
+    a1 = reproduce.first
+    a2, held = _unless_gpu_held(ctx.runner, found, reproduce.pending.result(), Variant.original(6))
     reproduce.pending.checked = True
-    found.attempts.append(a2)
+    if held is not None:  # the first run's failure stands; whether it repeats could not be seen
+        found.notes.append(f"whether the failure repeats is not known: the second run ran out of GPU memory twice, "
+                           f"{held.describe()}")
+        return True
     if a1.signature == a2.signature:
         return True
     _set_aside(found)

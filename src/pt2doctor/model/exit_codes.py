@@ -26,6 +26,9 @@ class ExitCode(IntEnum):
     # job tells it from a budget overrun or wrong results (1); the script's own status is in --json and on line one
     SCRIPT_FAILED = 4
     NOTHING_FAILED = 3  # minify: nothing failed in the recording, or the graph does not fail alone
+    # diagnose: not diagnosed, the GPU's memory was held by other processes in two runs (sysexits' EX_TEMPFAIL: the
+    # machine's state; try again later)
+    GPU_HELD = 75
     USAGE = 64  # a usage error, before any script runs (not click's 2, which a script may well use itself)
     DATA = 65  # an input that cannot be read: a damaged recording, or unreadable trace lines under --strict
     INTERNAL = 70  # an internal error of pt2doctor, reported in one line
