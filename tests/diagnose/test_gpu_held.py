@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from clihelp import pt2doctor
 
 from pt2doctor.analysis.gpu_memory import held_by_others
@@ -60,3 +61,39 @@ def test_two_runs_starved_by_other_processes_say_so_with_their_own_exit_status(t
     assert run.code == 75 and d["exit_code"] == 75 and not d["flaky"], run.stderr[-3000:]
     assert d["headline"].startswith("not diagnosed: the GPU's memory was held by other processes in two runs")
     assert d["category"] is None and len(d["attempts"]) == 2
+
+
+HOG = """import sys, time, torch
+free, total = torch.cuda.mem_get_info()
+held = torch.empty(free - int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device="cuda")
+print("holding", held.numel() / 2**30, "GiB of", total / 2**30, flush=True)
+time.sleep(600)
+"""
+NEEDS_20_GIB = """import torch
+f = torch.compile(lambda x: x.sin() + 1)
+big = torch.empty(20 * 2**30, dtype=torch.uint8, device="cuda")
+print(f(torch.ones(8, device="cuda")).sum().item())
+"""
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_another_process_holds_the_diagnosis_says_so_and_never_flaky(tmp_path):
+    """The issue's own form: another process holds all but 8 GiB of the GPU; the program needs 20."""
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "hog.py").write_text(HOG)
+    script = tmp_path / "needs_20_gib.py"
+    script.write_text(NEEDS_20_GIB)
+    hog = subprocess.Popen([sys.executable, str(tmp_path / "hog.py"), "8"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout is not None and hog.stdout.readline().startswith("holding")
+        started = time.monotonic()
+        run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(script), timeout=600)
+    finally:
+        hog.kill()
+    d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())
+    assert run.code == 75 and not d["flaky"], (run.code, d["headline"], run.stderr[-3000:])
+    assert "held by other processes" in d["headline"], d["headline"]
+    print(f"diagnose: {time.monotonic() - started:.1f} s; {d['headline']}")
