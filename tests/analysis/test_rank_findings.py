@@ -103,6 +103,8 @@ def test_the_first_collective_where_the_ranks_part_names_each_ranks_op_sizes_and
     assert [(r.label, r.call.op if r.call else None) for r in parting.calls] == [("rank 0", "all_reduce"),
                                                                                   ("rank 1", "barrier")]
     assert "pairs these different collectives anyway" in parting.detail and "no rank-dependent branch" in parting.fix
+    # what differs, said (issue 40, point 4): not only that a rank issued more or fewer before
+    assert "(rank 0: all_reduce of Float[1024]; rank 1: barrier of Float[0])" in parting.detail
     text = render_job(job)
     assert "The ranks part at collective #3:" in text
     assert "rank 0: all_reduce (Float [1024]) at /job/train.py:10 [started]" in text

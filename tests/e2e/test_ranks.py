@@ -179,26 +179,31 @@ def test_a_graph_inductor_estimates_much_slower_on_one_rank_is_a_straggler_and_s
     from pt2doctor.model.job import ProcessSession
     from pt2doctor.model.session import Compile
 
-    def job(*estimates: float | None):
+    def job(*estimates: float | None, unknown: bool = False):
         def rank(n: int, ns: float | None) -> ProcessSession:
+            outputs = ("all_reduce_: -",) * (n + 1) if unknown else (f"all_gather_into_tensor: f32[{8 * (n + 1)}]",)
             compiled = Compile(CompileId(0, 0), "f", "train.py", 3, 4, 1.0, "ok", estimated_runtime_ns=ns,
-                               collective_outputs=(f"all_gather_into_tensor: f32[{8 * (n + 1)}]",))
+                               collective_outputs=outputs)
             session = Session(schema=SCHEMA, torch_version="2.13", command=("train.py",), exit=ExitInfo(code=0),
                               compiles=(compiled,))
             return ProcessSession(f"rank {n}", n, None, session)
 
-        (divergence,) = job_of(tuple(rank(n, ns) for n, ns in enumerate(estimates))).divergence
-        return divergence
+        divergence = job_of(tuple(rank(n, ns) for n, ns in enumerate(estimates))).divergence
+        return divergence[0] if divergence else None  # None: the ranks compiled alike
 
     slow = job(2e6, 6e6)
+    assert slow is not None
     (runtime,) = [c for c in slow.comparison.changes if c.kind.value == "runtime_estimate"]
     assert (runtime.before, runtime.after) == ("2 ms", "6 ms") and "uneven shard" in runtime.detail
     assert "pairs tensors of other sizes" in slow.consequence  # a hang is likelier than a straggler
     assert any("arrives late at every collective" in m for m in slow.more)
     (outputs,) = [c for c in slow.comparison.changes if c.kind.value == "collective_outputs"]
     assert (outputs.before, outputs.after) == ("all_gather_into_tensor: f32[8]", "all_gather_into_tensor: f32[16]")
-    for close in (job(2e6, 2.4e6), job(0.0, 0.0), job(None, 5e6)):  # noise, CPU's zeros, one rank not logged
-        assert [c for c in close.comparison.changes if c.kind.value == "runtime_estimate"] == []
+    # noise, CPU's zeros, one rank not logged, picoseconds (issue 40, point 4: 7.85e-06 us against 1.57e-05 us)
+    for close in (job(2e6, 2.4e6), job(0.0, 0.0), job(None, 5e6), job(7.85e-3, 1.57e-2)):
+        assert close is not None and [c for c in close.comparison.changes if c.kind.value == "runtime_estimate"] == []
+    # outputs torch logged nothing of (in-place collectives): `all_reduce_: - -> all_reduce_: -` says nothing
+    assert job(2e6, 2e6, unknown=True) is None
 
 
 def test_output_code_that_calls_other_collectives_than_the_scheduler_placed_is_a_parity_gap():
@@ -248,3 +253,15 @@ def test_a_collective_schedule_only_one_rank_reorders_and_graphs_run_in_another_
     steps = [c for p in doc["processes"] for c in p["session"]["compiles"] if c.get("collective_schedule")]
     assert len(steps) == 2 and all(c["code_collectives"] == c["collective_schedule"] for c in steps)
     assert doc["parity"] == []
+
+
+def test_a_run_that_never_said_its_torch_version_is_no_change_of_torch():
+    """Issue 40, point 4: `compare` of a job stopped at its timeout showed `torch: 2.11.0+cu130 -> ?`."""
+    from pt2doctor.analysis.compare import compare
+    from pt2doctor.model import SCHEMA, ExitInfo, Session
+
+    def session(version: str) -> Session:
+        return Session(schema=SCHEMA, torch_version=version, command=("train.py",), exit=ExitInfo(code=0))
+
+    assert [c.kind.value for c in compare(session("2.11.0+cu130"), session("")).changes] == []
+    assert [c.kind.value for c in compare(session("2.11.0+cu130"), session("2.13.0")).changes] == ["torch"]

@@ -59,11 +59,19 @@ def _detail(calls: tuple[RankCall, ...]) -> tuple[str, str]:
         return (f"{missing} issued no collective at this number: the others wait in it for a peer that never joins "
                 "(a hang until the collective's timeout)", _SAME_COUNT)
     if len({c.op for c in issued}) > 1:
-        return ("the backend pairs these different collectives anyway (a hang, an error, or the wrong data): a rank "
-                "issued more or fewer collectives before this one", _SAME_COUNT)
+        what = "; ".join(f"{c.label}: {_kind(c.call)}" for c in calls if c.call is not None)
+        return (f"the ranks issued different collectives at this number ({what}), and the backend pairs these "
+                "different collectives anyway (a hang, an error, or the wrong data): a rank-dependent branch chose "
+                "another collective here, or a rank issued more or fewer collectives before this one", _SAME_COUNT)
     return ("the ranks issued this collective with tensors of other sizes or dtypes (a hang, an error, or a reduction "
             "over mismatched data)", "give every rank tensors of the same shape here (pad the short batch or shard, "
             "or drop_last=True)")
+
+
+def _kind(call: CollectiveCall) -> str:
+    """`all_reduce of Float[1024]`: what one rank issued, as the ranks must agree on it."""
+    tensors = ", ".join(f"{dtype}{list(size)}" for size, dtype in zip(call.input_sizes, call.dtypes))
+    return f"{call.op} of {tensors}" if tensors else call.op
 
 
 def unrecorded(processes: Iterable[ProcessSession], hung: bool = False) -> tuple[str, ...]:

@@ -41,7 +41,8 @@ TIME_NOISE = TimeNoise()
 
 def compare(a: Session, b: Session, labels: tuple[str, str] = ("A", "B")) -> Comparison:
     changes: list[Change] = []
-    if a.torch_version != b.torch_version:
+    # an unknown version (a run stopped before torch said it, at a job's timeout) is no change of torch
+    if a.torch_version and b.torch_version and a.torch_version != b.torch_version:
         changes.append(Change(ChangeKind.TORCH, Direction.CHANGED, "torch", a.torch_version or "?",
                               b.torch_version or "?"))
     for kind, facts in ((ChangeKind.FAILURE, _failures), (ChangeKind.GRAPH_BREAK, _breaks),

@@ -205,10 +205,15 @@ def _schedule(c: Compile) -> str | None:
 
 
 def _outputs(c: Compile) -> str | None:
-    return "; ".join(c.collective_outputs) if c.collective_outputs else None
+    """The collectives' output tensors; None where torch logged none of them (`all_reduce_: -`, an in-place
+    collective): their count is COLLECTIVES', and two unknowns compared say nothing."""
+    if not any(not out.endswith(": -") for out in c.collective_outputs):
+        return None
+    return "; ".join(c.collective_outputs)
 
 
 RUNTIME_RATIO = 1.5
+RUNTIME_FLOOR_NS = 1e6  # a graph whose estimate is under a millisecond on both ranks cannot make a straggler
 
 
 def _runtime(c: Compile) -> str | None:
@@ -221,7 +226,7 @@ def _ns(value: float) -> str:
 
 def _slower(a: Compile, b: Compile) -> bool:
     x, y = a.estimated_runtime_ns or 0.0, b.estimated_runtime_ns or 0.0
-    return x > 0 and y > 0 and max(x, y) > RUNTIME_RATIO * min(x, y)
+    return x > 0 and y > 0 and max(x, y) >= RUNTIME_FLOOR_NS and max(x, y) > RUNTIME_RATIO * min(x, y)
 
 
 def _cache(c: Compile) -> str | None:
