@@ -79,5 +79,8 @@ def test_help_is_whole_and_names_exit_codes_and_the_default_run_directory() -> N
     for command in ("run", "accuracy", "explain", "recompiles", "diagnose"):
         text = " ".join(pt2doctor(command, "--help").stdout.split()).replace("- ", "-")
         assert "Exit status" in text and "pt2doctor-runs/SCRIPT-" in text, command
+    for command in ("run", "diagnose"):  # the job forms and where pt2doctor's options go (issue 40, point 3)
+        text = " ".join(pt2doctor(command, "--help").stdout.split())
+        assert "options go before SCRIPT" in text and "-- torchrun [TORCHRUN FLAGS] SCRIPT [ARGS]" in text, command
     assert "--tol, --tolerance" in pt2doctor("minify", "--help").stdout
     assert "--tol, --tolerance" in pt2doctor("accuracy", "--help").stdout

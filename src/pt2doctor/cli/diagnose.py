@@ -20,6 +20,7 @@ from pt2doctor.capture.runner import ScriptError, check_script
 from pt2doctor.cli.minify import MinifyProgress
 from pt2doctor.cli.options import (
     SCRIPT_COMMAND,
+    SCRIPT_FORMS,
     SECONDS,
     jobs_option,
     out_option,
@@ -56,6 +57,8 @@ class _MinifyStatus(MinifyProgress):
 
 
 @click.command("diagnose", context_settings=SCRIPT_COMMAND, short_help="Reproduce, classify and minify a failure.",
+               help="Reproduce SCRIPT's torch.compile failure, find the failing stage, minify it, write an issue "
+                    "bundle.\n\n" + SCRIPT_FORMS,
                epilog="Exit status: 0 nothing fails, 1 a compiler failure diagnosed (bundle written), 2 the script "
                       "itself is at fault, 3 flaky, 75 not diagnosed: other processes held the GPU's memory, "
                       "130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (what was found so far is "

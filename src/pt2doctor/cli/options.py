@@ -24,6 +24,13 @@ SCRIPT_COMMAND = {"ignore_unknown_options": True, "allow_interspersed_args": Fal
                   "help_option_names": ["-h", "--help"]}
 DEFAULT_RUN_DIR = "pt2doctor-runs/SCRIPT-LABEL-YYYYmmdd-HHMMSS"
 
+# the forms a command that runs a script (as a job too) is typed in, said in its --help (issue 40, point 3)
+SCRIPT_FORMS = ("pt2doctor's options go before SCRIPT: everything after SCRIPT is the script's own arguments, passed "
+                "on unchanged. A job of several ranks: `--nproc-per-node N SCRIPT [ARGS]` (torchrun, standalone, one "
+                "node), or `-- torchrun [TORCHRUN FLAGS] SCRIPT [ARGS]` with torchrun's own flags (--nnodes, "
+                "--rdzv-backend, --rdzv-endpoint: one pt2doctor per node, each writing its ranks' directories; "
+                "docs/guide/multi-rank-jobs.md).")
+
 RUN_EXIT_CODES = ("Exit status: as `python SCRIPT` (0, or the script's own code; 128+N when it died of signal N), "
                   "124 stopped at --timeout, 130 Ctrl-C, 64 usage error, 70 internal error of pt2doctor.")
 

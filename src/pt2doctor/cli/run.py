@@ -15,7 +15,7 @@ import click
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.analysis.verdict import exit_code_of
 from pt2doctor.capture.runner import RunOptions, run_job, run_script, save
-from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, run_options, script_arguments
+from pt2doctor.cli.options import RUN_EXIT_CODES, SCRIPT_COMMAND, SCRIPT_FORMS, run_options, script_arguments
 from pt2doctor.cli.output import emit, input_errors, write_html
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.model.child import Hooks
@@ -32,6 +32,7 @@ def default_out_dir(script: Path, label: str = "run") -> Path:
 
 
 @click.command("run", context_settings=SCRIPT_COMMAND, short_help="Run SCRIPT and explain its compilation.",
+               help="Run SCRIPT as `python SCRIPT ARGS` would, and explain its compilation.\n\n" + SCRIPT_FORMS,
                epilog=RUN_EXIT_CODES)
 @run_options
 @click.option("--record", is_flag=True, help="Also record compiled graphs for `pt2doctor minify`.")
