@@ -107,3 +107,31 @@ def test_an_all_reduce_whose_sizes_differ_across_ranks_names_the_rank_gloo_abort
     (call,) = waiting["collectives"]["calls"]
     assert call["op"] == "all_reduce" and call["input_sizes"] in ([[4]], [[5]])
     assert doc["parting"] is None and doc["unrecorded"] == [died[0]["label"]]
+
+
+def test_a_job_of_two_agents_each_under_pt2doctor_comes_together_in_report(tmp_path):
+    """Issue 40, point 3: `--nnodes 2` on one host (c10d rendezvous on localhost, gloo), one pt2doctor per agent as
+    under a cluster's launcher (one per node); each writes its own rank's directory, and `report` takes both."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    torchrun = ("torchrun", "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", f"localhost:{port}", "--rdzv-id", "pt2doctor-two-agents")
+    agents = [subprocess.Popen([sys.executable, "-m", "pt2doctor", "run", "--json", "--timeout", "240", "--out",
+                                str(tmp_path / f"node{n}"), "--", *torchrun, str(JOBS / "short_batch.py")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(2)]
+    ended = [agent.communicate(timeout=400) for agent in agents]
+    assert [agent.returncode for agent in agents] == [0, 0], [err[-2000:] for _, err in ended]
+    ranks = sorted(p["label"] for out, _ in ended for p in json.loads(out)["processes"])
+    assert ranks == ["rank 0", "rank 1"]  # one rank each: the agents' global ranks
+    both = pt2doctor("report", "--json", str(tmp_path / "node0"), str(tmp_path / "node1"))
+    doc = json.loads(both.stdout)
+    assert both.code == 0 and [p["label"] for p in doc["processes"]] == ["rank 0", "rank 1"]
+    (divergence,) = doc["divergence"]  # rank 1's shorter batch recompiles only there, as with --nproc-per-node 2
+    assert any(c["kind"] == "recompile" for c in divergence["comparison"]["changes"])
+    lone = pt2doctor("report", str(tmp_path / "node0"), str(tmp_path / "node1" / "missing"))
+    assert lone.code == 64 and "Traceback" not in lone.stderr

@@ -24,9 +24,14 @@ from pt2doctor.report.document import ReportInputError, read_job_json, session_j
 @click.option("--strict", is_flag=True, help="Fail on unreadable trace lines instead of skipping them.")
 @click.option("--html", "html", is_flag=True, help="Also write an HTML report (see -o).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Where --html writes (implies --html).")
-@click.argument("path", type=click.Path(path_type=Path))
-def report_command(as_json: bool, strict: bool, html: bool, output: Path | None, path: Path) -> int:
-    """Render PATH: a run directory, a diagnose directory, a session.json, or a TORCH_TRACE file/directory."""
+@click.argument("paths", type=click.Path(path_type=Path), nargs=-1, required=True, metavar="PATH...")
+def report_command(as_json: bool, strict: bool, html: bool, output: Path | None, paths: tuple[Path, ...]) -> int:
+    """Render PATH: a run directory, a diagnose directory, a session.json, or a TORCH_TRACE file/directory. Several
+    PATHs are the parts of one job, side by side: each a run directory of `run -- torchrun ...` on one node (a job of
+    several agents: one pt2doctor per node, each writing its own ranks)."""
+    if len(paths) > 1:
+        return _report_nodes(paths, as_json, strict, output or (Path("report.html") if html else None))
+    path = paths[0]
     if path.is_dir() and (path / "diagnosis.json").is_file():
         return _report_diagnosis(path, as_json, html or output is not None, output)
     saved = session_json_of(path) if path.exists() else None
@@ -66,6 +71,23 @@ def _report_processes(path: Path, saved: Job | None, as_json: bool, strict: bool
         click.echo(f"pt2doctor: wrote {write_job_html(job, page)}", err=True)
     unreadable = any(p.session.trace.unreadable for p in job.processes)
     return ExitCode.DATA if strict and unreadable else ExitCode.OK
+
+
+def _report_nodes(paths: tuple[Path, ...], as_json: bool, strict: bool, page: Path | None) -> int:
+    """The run directories of one job's agents (one per node) as one job: every rank side by side, each compared
+    with the lowest; the job ended as its first agent that failed did."""
+    jobs: list[Job] = []
+    for path in paths:
+        saved = session_json_of(path) if path.exists() else None
+        job = read_job_json(saved) if saved is not None else None
+        if job is None:
+            raise click.UsageError(f"{path} is not the run directory of a job (`run -- torchrun ...` or "
+                                   "`run --nproc-per-node N`): several PATHs are the parts of one job")
+        jobs.append(job)
+    processes = tuple(sorted((p for job in jobs for p in job.processes),
+                             key=lambda p: (p.rank is None, p.rank if p.rank is not None else 0, p.label)))
+    ended = next((job.exit for job in jobs if not job.exit.ok), jobs[0].exit)
+    return _report_processes(paths[0], Job(jobs[0].schema, jobs[0].command, ended, processes), as_json, strict, page)
 
 
 def _html_path(path: Path) -> Path:
