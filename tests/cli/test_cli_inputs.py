@@ -37,6 +37,8 @@ def test_an_out_that_cannot_be_written_is_refused(marker_script: Path, tmp_path:
 
 @pytest.mark.parametrize(("args", "says"), [
     (("run", "--bogus", str(SCRIPTS / "no_compile.py")), "No such option '--bogus'"),
+    (("run", "--tiemout", "5", str(SCRIPTS / "no_compile.py")), "Did you mean '--timeout'?"),  # issue 40, point 5
+    (("diagnose", "--budjet=5", str(SCRIPTS / "no_compile.py")), "Did you mean '--budget'?"),
     (("accuracy", "--tol", "-5", str(SCRIPTS / "no_compile.py")), "not in the range"),
     (("accuracy", "--backend", "nosuchbackend", str(SCRIPTS / "no_compile.py")),
      "torch has no backend 'nosuchbackend'"),

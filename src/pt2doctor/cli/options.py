@@ -68,7 +68,13 @@ class ScriptPath(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
         if isinstance(value, str) and value.startswith("-") and not Path(value).exists():
-            raise click.NoSuchOption(value, ctx=ctx)
+            import difflib
+
+            known = [name for p in (ctx.command.params if ctx else ()) for name in getattr(p, "opts", ())
+                     if name.startswith("-")]
+            # as click's own parser says it: `Did you mean --timeout?`
+            raise click.NoSuchOption(value.split("=", 1)[0], possibilities=difflib.get_close_matches(
+                value.split("=", 1)[0], known, n=1, cutoff=0.7), ctx=ctx)
         return Path(super().convert(value, param, ctx))  # type: ignore[arg-type]  # path_type=Path: never bytes
 
 
