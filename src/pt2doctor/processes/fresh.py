@@ -190,6 +190,8 @@ def _run_once(path: Path, timeout_s: float, interpreter: FreshInterpreter | None
     ran = None
     if interpreter is None or not interpreter.alive:  # forked where it can be, else a fresh interpreter of its own
         ran = forks.run(path, timeout_s, worker_env(env) if env is not None else None) if forks else None
+        if ran is None and launch.ending():  # the diagnosis is stopping: its fork server was ended, start nothing
+            return None, None, "stopped"
         interpreter = FreshInterpreter(path.parent, env) if ran is None else None
     if interpreter is not None:
         try:

@@ -60,6 +60,7 @@ def say(message):
 def child(job):
     code = 2
     try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.setpgid(0, 0)
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
@@ -90,6 +91,18 @@ def child(job):
 
 say({{"ready": True}})
 children, pending = {{}}, b""
+
+
+def stopped(signum, frame):  # the diagnosis is stopping: its children (each its own group) end with the server
+    for pid in list(children):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, stopped)
 while True:
     readable, _, _ = select.select([0], [], [], 0.02)
     if readable:

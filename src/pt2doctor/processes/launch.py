@@ -16,7 +16,9 @@ Contract:
 - `compile_caches_in(folder)`: the environment that gives a child torch's compile caches of its own
   (Inductor's and Triton's, named by `COMPILE_CACHE_VARS`) in `folder`.
 - `signal_all(sig)`: `sig` to the group of every child started here that is still running, without waiting (a
-  diagnosis being stopped ends its runs and verifications at once; whoever started each reaps it).
+  diagnosis being stopped ends its runs and verifications at once; whoever started each reaps it); from then on
+  `ending()` is True, and what would start a process in place of one that ended (a verification's fresh interpreter
+  where its fork server died) starts none.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -68,7 +71,16 @@ def start(argv: Sequence[str], *, cwd: Path | str | None = None, env: Mapping[st
     return proc
 
 
+_ENDING = threading.Event()
+
+
+def ending() -> bool:
+    """Every child was told to end (`signal_all`): the process is stopping."""
+    return _ENDING.is_set()
+
+
 def signal_all(sig: signal.Signals = signal.SIGTERM) -> None:
+    _ENDING.set()
     for proc in list(_STARTED):
         if proc.returncode is None:
             with suppress(ProcessLookupError, PermissionError):
