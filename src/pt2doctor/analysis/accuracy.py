@@ -63,6 +63,11 @@ def with_functions(results: Sequence[GraphAccuracy], compiles: Sequence[Compile]
     return [replace(r, function=r.function or names.get(r.graph)) for r in results]
 
 
+def any_wrong(results: Sequence[GraphAccuracy]) -> bool:
+    """A graph's compiled results are wrong, with no known non-bug to explain it: what `accuracy` fails on."""
+    return any(r.real_failure for r in results)
+
+
 def headline(results: Sequence[GraphAccuracy]) -> str:
     if not results:
         return "accuracy: no compiled graph ran, nothing to compare"

@@ -9,6 +9,7 @@ judge a run (`check`, `accuracy`) exit by `judged_exit_code` instead. The codes 
 
 from __future__ import annotations
 
+from pt2doctor.analysis.accuracy import any_wrong
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.analysis.coverage import compiled_little
 from pt2doctor.analysis.failures import first_message_line
@@ -80,7 +81,7 @@ def verdict_for(session: Session) -> Verdict:
         return Verdict(False, headline, code, failure.category)
     if failed:
         return Verdict(False, f"FAILED: the script exited with code {code}", code, None)
-    if any(r.real_failure for r in session.accuracy):  # `pt2doctor accuracy` found wrong results
+    if any_wrong(session.accuracy):  # `pt2doctor accuracy` found wrong results
         text = accuracy_headline(session.accuracy).removeprefix("accuracy: ")
         return Verdict(False, f"FAILED ({Category.ACCURACY.value}): {text}", ExitCode.MISMATCH, Category.ACCURACY)
     if not session.compiles:

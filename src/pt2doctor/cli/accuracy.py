@@ -35,6 +35,7 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
                      as_json: bool, html: bool, strict: bool, no_minify: bool, jobs: int, script: Path,
                      args: tuple[str, ...]) -> int:
     """Compare every compiled graph of SCRIPT with eager against an fp64 reference; find the first divergent op."""
+    from pt2doctor.analysis.accuracy import any_wrong
     from pt2doctor.analysis.accuracy import headline as accuracy_headline
     from pt2doctor.analysis.verdict import judged_exit_code
     from pt2doctor.cli.output import emit_report
@@ -52,7 +53,7 @@ def accuracy_command(tolerance: float, backend: str | None, out_dir: Path | None
         session = check_accuracy(options, TerminalReporter(quiet=False))
     report = build_report(session)
     save_report(report, run.out_dir / "session.json")
-    wrong = any(r.real_failure for r in session.accuracy)
+    wrong = any_wrong(session.accuracy)
     # a wrong graph is judged before the script's own check fails on it: the judgement stands
     code = judged_exit_code(session, wrong, wrong_first=True)
     judged = accuracy_headline(session.accuracy).removeprefix("accuracy: ")

@@ -113,15 +113,12 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     try:
         a1, held = _unless_gpu_held(runner, found, first.result(),
                                     Variant.original(5, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
-        if held is not None:
-            gpu_held(found, held)
-            workers.close()
-            return STOP
-        found.session = runner.sessions.get(a1.label)
-        if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
-            return Reproduced(a1, pending=SecondRun(runner), workers=workers)
-        a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
-                                    Variant.original(6))
+        if held is None:
+            found.session = runner.sessions.get(a1.label)
+            if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
+                return Reproduced(a1, pending=SecondRun(runner), workers=workers)
+            a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
+                                        Variant.original(6))
     except BaseException:
         workers.close()
         raise

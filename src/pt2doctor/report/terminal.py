@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pt2doctor.analysis.accuracy import any_wrong
 from pt2doctor.model import RecompileChain, Session
 from pt2doctor.model.session import PHASE_LABELS, PHASE_NAMES
 from pt2doctor.report.document import Report
@@ -39,7 +40,7 @@ def _sections(report: Report) -> list[object]:
         from pt2doctor.report.accuracy import render_accuracy
 
         parts.append(Text(render_accuracy(s.accuracy).rstrip(),
-                          style="red" if any(r.real_failure for r in s.accuracy) else ""))
+                          style="red" if any_wrong(s.accuracy) else ""))
     if s.trace.unreadable:
         parts.append(Text(f"note: {s.trace.unreadable} unreadable trace line(s) skipped (truncated or corrupted)",
                           style="yellow"))
