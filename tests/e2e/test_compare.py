@@ -47,6 +47,21 @@ def test_a_run_compared_with_itself_reports_nothing(runs):
     assert result.code == 0 and "No differences in compilation." in result.stdout
 
 
+def test_a_slower_compile_alone_is_shown_but_is_no_difference(runs, tmp_path):
+    """CI ran the guide's toy example twice on a loaded machine: 0.30 s -> 0.88 s of compilation, and compare
+    said the two runs differ. Wall-clock time is shown; only what compiled counts."""
+    base, _ = runs
+    session = json.loads((base / "session.json").read_text())
+    for c in session["compiles"]:
+        c["time_s"] = 3 * (c["time_s"] or 0.0) + 1.0
+    (tmp_path / "session.json").write_text(json.dumps(session))
+    result = _compare(str(base), str(tmp_path))
+    assert result.code == 0, result.stdout
+    assert "No differences in compilation." in result.stdout and "Compile time (wall-clock" in result.stdout
+    changes = json.loads(_compare("--json", str(base), str(tmp_path)).stdout)["changes"]
+    assert any(c["kind"] == "compile_time" for c in changes)
+
+
 def test_compare_rejects_what_is_not_a_run(tmp_path, runs):
     (tmp_path / "notes.txt").write_text("hello\n")
     result = _compare(str(runs[0]), str(tmp_path / "notes.txt"))

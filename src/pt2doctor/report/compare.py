@@ -8,7 +8,8 @@ from pt2doctor.model.job import JobComparison
 
 TITLES = {ChangeKind.TORCH: "torch", ChangeKind.FAILURE: "Failures", ChangeKind.GRAPH_BREAK: "Graph breaks",
            ChangeKind.RECOMPILE: "Recompiles", ChangeKind.FRAME: "Compiled frames",
-           ChangeKind.COMPILE_TIME: "Compile time", ChangeKind.CACHE: "Caches", ChangeKind.ACCURACY: "Accuracy",
+           ChangeKind.COMPILE_TIME: "Compile time (wall-clock, shown, not counted as a difference)",
+           ChangeKind.CACHE: "Caches", ChangeKind.ACCURACY: "Accuracy",
            ChangeKind.GRAPH_INPUTS: "Graph inputs (tensor metadata)", ChangeKind.COLLECTIVES: "Collectives per graph",
            ChangeKind.COLLECTIVE_SCHEDULE: "Collective schedule (Inductor)",
            ChangeKind.COLLECTIVE_OUTPUTS: "Collective outputs (tensor metadata)",
@@ -20,7 +21,8 @@ _MARK = {Direction.ADDED: "+", Direction.REMOVED: "-", Direction.CHANGED: "~"}
 def render_comparison(c: Comparison) -> str:
     lines = [f"A: {c.before}", f"B: {c.after}", ""]
     if c.same:
-        return "\n".join(lines + ["No differences in compilation."]) + "\n"
+        timing = render_changes(c, ("A", "B"))
+        return "\n".join([*lines, "No differences in compilation.", "", *timing]).rstrip() + "\n"
     return "\n".join(lines + render_changes(c, ("A", "B")))
 
 
