@@ -151,8 +151,9 @@ def test_the_stage_of_a_graph_failure_is_found_on_the_recorded_graph_not_by_runn
     assert d["runs"]["whole"] == len(d["attempts"]) and set(steps) <= set(d["timings"])
     assert "never autotuning results" in d["runs"]["caches"]  # which caches the runs shared, said
     assert d["pending"] == [] and d["stopped_by"] == ""
-    assert "verdict: backend_failure in the custom backend" in run.stderr
-    assert f"runs: {d['runs']['whole']} whole-program runs (reproduce 2" in run.stderr.replace("\n", " ")
+    assert "verdict: backend_failure in the custom backend" in run.stderr  # progress, on stderr
+    # the summary, on stdout as every command's (issue 40, point 5)
+    assert f"runs: {d['runs']['whole']} whole-program runs (reproduce 2" in run.stdout.replace("\n", " ")
 
 
 def test_report_reads_a_diagnose_directory_back(diagnosed, tmp_path):
@@ -193,10 +194,10 @@ def test_success_exits_zero(tmp_path):
     assert run.code == 0, run.stderr[-2000:]
     d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())
     assert d["category"] is None and "nothing fails" in d["headline"]
-    assert "nothing fails" in run.stderr
+    assert "nothing fails" in run.stdout
     # the stage runs queued at the start are not wanted now: stopped at once, and quietly
     assert "SIGKILL" not in run.stderr and "SIGTERM" not in run.stderr, run.stderr
-    assert "".join(run.stderr.split()).endswith("report.html"), run.stderr  # nothing reports after the bundle
+    assert "".join(run.stdout.split()).endswith("report.html"), run.stdout  # nothing reports after the bundle
 
 
 def test_function_limits_compilation_to_functions_of_that_name(diagnosed):

@@ -9,7 +9,6 @@ Parsing, progress and printing only: the procedure is `diagnose.procedure`, the 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -27,6 +26,7 @@ from pt2doctor.cli.options import (
     program_budget_option,
     script_arguments,
 )
+from pt2doctor.cli.output import summary_console
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir, torchrun_of
 from pt2doctor.cli.versions import print_versions, settings_of, versions_options
@@ -110,7 +110,7 @@ def diagnose_command(out_dir: Path | None, timeout: float | None, function: str 
                               program_budget_s=program_budget,
                               program_patience=program_patience or None, torchrun=torchrun,
                               versions=settings_of(releases, versions_cache, torch_envs, versions_budget, min_free_gb)
-                              if versions else None)
+                              if versions else None, as_json=as_json)
     if as_json:
         click.echo(dumps(diagnosis, pretty=True).decode())
     return diagnosis.exit_code
@@ -122,7 +122,8 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                   program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S,
                   program_patience: int | None = DEFAULT_PROGRAM_PATIENCE,
                   torchrun: tuple[str, ...] | None = None,
-                  versions: VersionsSettings | None = None):  # type: ignore[no-untyped-def]
+                  versions: VersionsSettings | None = None,
+                  as_json: bool = False):  # type: ignore[no-untyped-def]
     """Diagnose with live progress on stderr, write the bundle, print the summary; returns the Diagnosis."""
     from pt2doctor.capture import run_lock
     from pt2doctor.capture.report_inputs import collect_html_inputs
@@ -135,8 +136,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
                               workarounds=workarounds,
                               program_budget_s=program_budget_s, program_patience=program_patience, torchrun=torchrun,
                               versions=versions, budget_s=budget_s, cost=cost)
-    console = Console(stderr=True, highlight=False)
-    minify_status = _MinifyStatus(console)
+    minify_status = _MinifyStatus(Console(stderr=True, highlight=False))
     try:
         with run_lock.claim(out):
             # diagnosis.json as it stands after every step: the verdict first, nothing lost if it is stopped
@@ -150,7 +150,7 @@ def run_diagnosis(script: Path, args: tuple[str, ...], *, out: Path, timeout: fl
         raise click.UsageError(str(exc)) from exc
     finally:
         minify_status.stop()
-    print_diagnosis(console, diagnosis, written)
+    print_diagnosis(summary_console(as_json=as_json), diagnosis, written)
     return diagnosis
 
 
@@ -207,4 +207,4 @@ def print_diagnosis(console: Console, d, written: list[Path]) -> None:  # type: 
         console.print(f"runs: {d.runs.describe()}", style="dim", markup=False)
     if written:
         console.print("wrote " + ", ".join(str(p) for p in written), markup=False)
-    sys.stderr.flush()
+    console.file.flush()

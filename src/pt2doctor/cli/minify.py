@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.cli.options import SECONDS, OutDir, jobs_option, tolerance_option
+from pt2doctor.cli.output import summary_console
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.serialize import dumps
 
@@ -116,10 +117,11 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
                               "pt2doctor run --record SCRIPT`), or let `pt2doctor diagnose SCRIPT` do it.")
             sys.exit(ExitCode.NOTHING_FAILED)
     result = outcome.result
+    summary = summary_console(as_json=as_json)
     word = "minimal, verified" if result.minimal else ("verified" if result.verified else "NOT verified")
     if result.verify_runs is not None:
         word += f": {result.verify_runs} in fresh interpreters"
-    console.print(
+    summary.print(
         f"{result.signature}: {result.nodes_before} -> {result.nodes_after} nodes {list(result.ops)} "
         f"in {result.queries} queries, {result.time_s:.1f}s; repro ({word}): {result.repro_path}", markup=False,
     )
@@ -127,7 +129,7 @@ def minify_command(run_dir: Path, out: Path | None, timeout_s: float, jobs: int,
     if as_json:
         click.echo(dumps(result, pretty=True).decode())
     if result.stopped_early == "interrupted":
-        console.print("interrupted: the repro is the smallest graph found so far, not a minimal one")
+        summary.print("interrupted: the repro is the smallest graph found so far, not a minimal one")
         sys.exit(ExitCode.INTERRUPTED)
     sys.exit(ExitCode.OK if result.verified else ExitCode.UNVERIFIED)
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from pt2doctor.capture.run_lock import DirectoryBusy
 from pt2doctor.capture.runner import ScriptError
@@ -35,6 +36,12 @@ def emit(session: Session, *, as_json: bool, save_to: Path | None = None) -> Rep
         save_report(report, save_to)
     emit_report(report, as_json=as_json)
     return report
+
+
+def summary_console(*, as_json: bool = False) -> Console:
+    """Where every command prints its summary: stdout, the stream of results (progress, warnings and
+    `wrote` notes go to stderr); stderr when --json gives stdout to the JSON record."""
+    return Console(stderr=as_json, highlight=False)
 
 
 def emit_report(report: Report, *, as_json: bool = False) -> None:

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pt2doctor.cli.options import POSITIVE, SCRIPT_COMMAND, SECONDS, out_option
+from pt2doctor.cli.output import summary_console
 from pt2doctor.cli.progress import TerminalReporter
 from pt2doctor.cli.run import default_out_dir
 from pt2doctor.model.exit_codes import ExitCode
@@ -93,7 +94,7 @@ def versions_command(out_dir: Path | None, timeout: float | None, releases: tupl
     from pt2doctor.versions.search import search_versions
 
     settings = settings_of(releases, versions_cache, torch_envs, versions_budget, min_free_gb, timeout)
-    console = Console(stderr=True, highlight=False)
+    console = summary_console(as_json=as_json)
     if clear_cache:
         return _clear(console, settings.cache_dir)
     if repro is None:
