@@ -4,6 +4,7 @@ them) and the category each must get. One row per rule, plus the rows where two 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,27 @@ def test_a_repro_that_fails_in_every_verification_run_is_verified(tmp_path):
     diagnosis = found.freeze()
     assert not diagnosis.flaky and diagnosis.exit_code == 1 and diagnosis.repro_verified
     assert not diagnosis.headline.startswith("flaky")
+
+
+def test_a_compile_failure_the_script_caught_decides_the_category_not_its_own_assertion():
+    """Issue 39, point 4: a harness caught Inductor's compile error and asserted; the trace still holds the failed
+    compile, and that is what the compiler did."""
+    from pt2doctor.analysis.failures import caught_compile_failure
+
+    asserted = replace(failure("AssertionError", "compiled f does not match eager"), category=Category.USER_ERROR)
+    compiled = replace(failure("InductorError", "CppCompileError: C++ compile error", origin="compile",
+                               traceback=""), category=Category.KERNEL_FAILURE)
+    assert caught_compile_failure((asserted, compiled)) is compiled
+    assert caught_compile_failure((compiled, asserted)) is None  # the run ended on the compiler's own failure
+    broke = replace(compiled, category=Category.GRAPH_BREAK)
+    assert caught_compile_failure((asserted, broke)) is None  # a graph break is no compiler failure
+
+
+def test_run_says_the_compile_failure_the_script_caught(tmp_path):
+    from clihelp import pt2doctor
+
+    run = pt2doctor("run", "--json", "--out", str(tmp_path), str(Path(__file__).parents[1] / "diagnose" / "scripts"
+                                                                   / "caught_compile_error.py"))
+    verdict = run.doc["verdict"]
+    assert run.code == 1 and verdict["category"] == "kernel_failure", verdict
+    assert "(the script caught it and reported AssertionError: compiled f does not match eager" in verdict["headline"]

@@ -9,7 +9,7 @@ first that matches wins. `user_error` here means "raised by the script, not by t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pt2doctor.model import Category, Failure, FailureExplanation, Session
@@ -170,6 +170,25 @@ def classify(failure: Failure) -> Category:
 def classify_failures(session: Session) -> Session:
     failures = tuple(replace(f, category=classify(f)) for f in session.failures)
     return replace(session, failures=failures)
+
+
+_SCRIPTS_OWN = (Category.USER_ERROR, Category.ACCURACY, Category.UNCLASSIFIED)
+
+
+def caught_compile_failure(failures: Sequence[Failure]) -> Failure | None:
+    """The compile the compiler failed, where the run ended on the script's own exception instead (its check, its
+    test harness's assertion): the script caught the compile's exception and reported another. What the compiler
+    did decides the category, not the script's wording (issue #39, point 4). None where the run ended on the
+    compiler's own failure, or no compile failed in the compiler."""
+    if not failures or failures[0].origin != "exception" or failures[0].category not in _SCRIPTS_OWN:
+        return None
+    return next((f for f in failures[1:] if f.origin == "compile"
+                 and f.category in (Category.BACKEND_FAILURE, Category.KERNEL_FAILURE)), None)
+
+
+def described(failure: Failure) -> str:
+    """`Type: first line`, as a verdict or an attempt says a failure."""
+    return f"{failure.exception.rsplit('.', 1)[-1]}: {first_message_line(failure.message)}"
 
 
 def signature(session: Session) -> str | None:

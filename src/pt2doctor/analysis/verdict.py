@@ -12,7 +12,7 @@ from __future__ import annotations
 from pt2doctor.analysis.accuracy import any_wrong
 from pt2doctor.analysis.accuracy import headline as accuracy_headline
 from pt2doctor.analysis.coverage import compiled_little
-from pt2doctor.analysis.failures import first_message_line
+from pt2doctor.analysis.failures import caught_compile_failure, described, first_message_line
 from pt2doctor.model import Category, ExitInfo, Session, Verdict
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import STEP_TITLES
@@ -74,6 +74,13 @@ def verdict_for(session: Session) -> Verdict:
         headline = (f"FAILED ({Category.ACCURACY.value}): {STEP_TITLES[check.step]} does not match "
                     f"{check.against}: {clip(check.detail, 160)}{where}")
         return Verdict(False, headline, code, Category.ACCURACY)
+    caught = caught_compile_failure(session.failures) if failure is not None else None
+    if failure is not None and caught is not None:
+        # the script caught a compile's failure and reported its own: the compiler's failure decides
+        where = f" at {failure.file}:{failure.line}" if failure.file else ""
+        headline = (f"FAILED ({caught.category.value}): {clip(described(caught), 160)} (the script caught it and "
+                    f"reported {clip(described(failure), 120)}{where})")
+        return Verdict(False, headline, code, caught.category)
     if failure is not None:
         where = f" at {failure.file}:{failure.line}" if failure.file else ""
         first = clip(first_message_line(failure.message), 160)

@@ -29,7 +29,7 @@ from pathlib import Path
 import msgspec
 
 from pt2doctor.analysis import enrich, verdict_for
-from pt2doctor.analysis.failures import first_message_line, signature
+from pt2doctor.analysis.failures import caught_compile_failure, described, signature
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
 from pt2doctor.capture.script_copy import copy_env, write_copy
@@ -286,9 +286,12 @@ def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> A
     sig = signature(session)
     verdict = verdict_for(session)
     failure = session.failures[0] if session.failures else None
+    caught = caught_compile_failure(session.failures)
     error = ""
     if sig is not None:
-        error = f"{failure.exception.rsplit('.', 1)[-1]}: {first_message_line(failure.message)}" if failure else sig
+        error = described(failure) if failure else sig
+    if sig is not None and failure is not None and caught is not None:
+        error = f"{described(caught)} (the script caught it and reported {described(failure)})"
     return Attempt(
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
         category=verdict.category if sig is not None else None,
