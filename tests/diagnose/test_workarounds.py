@@ -21,7 +21,8 @@ from pt2doctor.analysis.workaround_edits import (
 )
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.workarounds import _candidates
-from pt2doctor.model.diagnosis import SUBSYSTEM_CONFIG, Workaround, handed_over
+from pt2doctor.model.compiler_settings import for_subsystem
+from pt2doctor.model.diagnosis import Workaround, handed_over
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, NodeOrigin, Stage
 
 HERE = Path(__file__).parent
@@ -98,7 +99,9 @@ def test_a_script_that_does_not_import_torch_by_name_gets_no_change():
 
 
 def test_a_config_is_set_after_the_last_import_before_any_code_runs():
-    changed = set_config(SOURCE, *SUBSYSTEM_CONFIG["inductor_fallback_random"])
+    setting = for_subsystem("inductor_fallback_random")
+    assert setting is not None
+    changed = set_config(SOURCE, setting.module, setting.line)
     assert changed == SOURCE.replace("import torch.nn.functional as F\n", "import torch.nn.functional as F\n"
                                      "import torch._inductor.config\ntorch._inductor.config.fallback_random = True\n")
     namespace: dict = {}

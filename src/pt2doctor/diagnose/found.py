@@ -22,6 +22,7 @@ from pt2doctor.diagnose import next_steps
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
+from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.diagnosis import (
     STAGE_TITLES,
     Attempt,
@@ -61,6 +62,7 @@ class Found:
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # the program reduced (`reduce.program`)
     bisection: Bisection | None = None
+    settings: SettingSearch | None = None  # compiler settings tried on the minimal graph (`diagnose.setting_search`)
     replay: str | None = None
     replay_verified: bool = False
     next_steps: list[str] = field(default_factory=list)
@@ -152,6 +154,7 @@ class Found:
             input_needs=m.input_needs if m and graph else (), short=short, test=test,
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
+            settings=self.settings,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,

@@ -1,7 +1,8 @@
 """diagnose's hand-over steps: what each reader takes away.
 
-Contract: `hand_over` gives the model's owner workarounds, tried on copies of the script
-(`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
+Contract: `hand_over` gives the model's owner workarounds, the compiler settings that remove the failure on the
+minimal graph searched first in the warm workers (`diagnose.setting_search`), then changes tried on copies of the
+script (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
 side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a
 regression test (`diagnose.short_repro`), beside the compiler bisected on a copy of the minifier's harness form
 (`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look` looks up where the
@@ -22,6 +23,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.setting_search import search_settings
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
@@ -34,12 +36,34 @@ _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITIO
 
 def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
+    text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_try_workarounds, ctx, found, find_workarounds)
+        arounds = side.submit(_owner, ctx, found, side_runs, text)
         _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
     _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
     return tuple(found.workarounds)
+
+
+def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None) -> None:
+    """The compiler settings searched on the minimal graph in the warm workers, then the workarounds on copies of the
+    script, those settings among them."""
+    workers = side_runs.workers
+    if ctx.options.workarounds and workers is not None and text is not None:
+        ctx.reporter.status("trying compiler settings on the minimal graph")
+        with found.timed("settings"):
+            found.settings = search_settings(workers.pool, found, text)
+        if found.settings is not None:
+            found.notes.append(found.settings.describe())
+    _try_workarounds(ctx, found, find_workarounds)
+
+
+def _minimal_graph_text(found: Found) -> str | None:
+    m = found.minify
+    try:
+        return Path(m.repro_path).read_text() if m is not None and m.verified else None
+    except OSError:
+        return None
 
 
 def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found, bool], None]) -> None:

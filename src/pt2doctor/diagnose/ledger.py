@@ -4,9 +4,9 @@ Contract: `run_ledger(made, found) -> RunLedger` reads what was done, and runs n
 the variant runner made (`diagnose.runs.RunMade`, stopped ones too: their seconds were spent), by the step that
 asked for each; the program reducer's checks (`ProgramRepro.checks`); and the graph-level runs each result
 reports: the stage ladder's queries on the recorded graph, the minifier's queries and repro.py's verifications,
-the short form's and its regression test's verifications, the bisector's queries, a reduced program's
-verifications. Steps appear in the order they started (`found.timings`); a step that made no run is left out. The
-ledger also says which compile caches the runs shared (`diagnose.runs.SHARED_CACHES`).
+the short form's and its regression test's verifications, the bisector's queries, the settings search's runs, a
+reduced program's verifications. Steps appear in the order they started (`found.timings`); a step that made no run
+is left out. The ledger also says which compile caches the runs shared (`diagnose.runs.SHARED_CACHES`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def run_ledger(made: Iterable[RunMade], found: Found, ladder_queries: int = 0) -
         add("short_repro", graph=_runs(found.short.runs) + (_TEST_RUNS if found.short.test else 0))
     if found.bisection is not None:
         add("bisect", graph=found.bisection.queries)
+    if found.settings is not None:
+        add("settings", graph=len(found.settings.trials))
     p = found.program
     if p is not None:
         add("program_reduction", checks=p.checks, graph=_runs(p.verify_runs) + (_TEST_RUNS if p.test else 0))

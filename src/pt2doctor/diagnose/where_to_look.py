@@ -1,7 +1,9 @@
 """Where to look in PyTorch's source for what the diagnosis found (issue #27, point 4).
 
 Contract: `look_where(found, run_dir, out_dir)` never raises; it fills `found.where_to_look` and adds a
-note when a look-up fails. Three things are looked up, each only where the diagnosis found it:
+note when a look-up fails. Four things are looked up, each only where the diagnosis found it:
+- the compiler settings the settings search found to remove the failure (`found.settings`): where the installed
+  torch's config defines each, the one verified on the whole program first;
 - the aten culprits of a verified repro and the `CompilerBisector` result: in the installed torch, in a
   child interpreter (`capture.source_lookup`; a child forked from the minifier's warm workers where they are still
   open), which resolves what it can and skips the rest (a torch-level culprit of a reduced program, `torch.relu`,
@@ -24,6 +26,7 @@ from pt2doctor.capture.source_lookup import look_up
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
 from pt2doctor.diagnose.found import Found
+from pt2doctor.model.compiler_settings import SETTINGS, Setting
 from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceLookupResult, SourceRef
 from pt2doctor.model.serialize import RecordError, dumps, read_record
 
@@ -39,10 +42,11 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     chosen = found.chosen_repro()
     ops = tuple(o for o in found.culprit_ops() if o.startswith(_OP_NAMESPACES)) if chosen and chosen.verified else ()
     b = found.bisection
+    settings = tuple(s.name for s in _verified_settings(found))
     refs: list[SourceRef] = []
-    if ops or (b is not None and b.subsystem):
+    if ops or (b is not None and b.subsystem) or settings:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
-                               b.subsystem if b else None, b.debug_info if b else None)
+                               b.subsystem if b else None, b.debug_info if b else None, settings)
         result = _in_pool(pool, request) if pool is not None else look_up(request)
         refs += result.refs
         if result.note:
@@ -52,6 +56,15 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
         if site is not None:
             refs.append(site)
     found.where_to_look = refs
+
+
+def _verified_settings(found: Found) -> list[Setting]:
+    """The settings the search found to remove the failure on the minimal graph, the one verified on the whole program
+    first."""
+    passed = {t.setting for t in found.settings.passed} if found.settings else set()
+    verified = {w.change for w in found.workarounds if w.verified and w.kind == "config"}
+    rows = [s for s in SETTINGS if s.line in passed]
+    return sorted(rows, key=lambda s: not any(f"`{s.line}`" in change for change in verified))
 
 
 # The look-up as a worker's job: what `python -m pt2doctor.capture.source_lookup REQUEST` runs, in a forked child.

@@ -7,7 +7,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
 0. a compiler setting the script makes itself (`inductor_config.triton.use_tensor_descriptor = True`: an
    experimental path, a tuning mode) left out, so that key keeps torch's default (how many graphs stay compiled
    is counted, as for every candidate); each, in the script's order, up to three
-   (`analysis.workaround_edits.own_settings`);
+   (`analysis.workaround_edits.own_settings`); then the compiler settings the settings search found to remove the
+   failure on the minimal graph (`found.settings`, `diagnose.setting_search`), each set at the top of a copy, in
+   the table's order, up to two: every graph stays compiled, without what that setting turns off;
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
@@ -20,9 +22,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
 `try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
 tried without that call (the exported program as traced, kind `call`).
 `try_config(runner, found)` is called once `CompilerBisector` has named what it blames (`found.bisection`): where a
-config turns that off alone (`model.diagnosis.SUBSYSTEM_CONFIG`: a pattern pass, `fallback_random`,
-`emulate_precision_casts`, ...), the config set at the top of a copy is tried too: the narrowest kind of all,
-every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
+setting turns that off alone (`model.compiler_settings.for_subsystem`: a pattern pass, `fallback_random`,
+`emulate_precision_casts`, ...) and no setting verified already, it is set at the top of a copy too: the narrowest
+kind of all, every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
 Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
 the script's own backend still compiled, and its cost: that run's time (the whole run, the compiled regions' steady
 state), against the script's run with compilation off where there is one (the procedure's own at the Dynamo stage;
@@ -50,14 +52,8 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import (
-    SUBSYSTEM_CONFIG,
-    Attempt,
-    FailingStage,
-    Workaround,
-    WorkaroundCost,
-    WorkaroundKind,
-)
+from pt2doctor.model.compiler_settings import SETTINGS, Setting, for_subsystem
+from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
@@ -119,17 +115,22 @@ def try_export(runner: VariantRunner, found: Found, cost: bool = False) -> None:
 
 
 def try_config(runner: VariantRunner, found: Found, cost: bool = False) -> None:
-    """The config that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
+    """The setting that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
     b = found.bisection
-    config = SUBSYSTEM_CONFIG.get(b.subsystem) if b is not None and b.subsystem else None
-    if config is None or not _applies(found):
+    setting = for_subsystem(b.subsystem) if b is not None and b.subsystem else None
+    if setting is None or not _applies(found):
         return
+    if any(w.verified and w.kind == "config" for w in found.workarounds):
+        return  # a setting verified already: the search's, as narrow
     source = runner.call.script.resolve().read_text()
-    text = set_config(source, *config)
+    text = set_config(source, setting.module, setting.line)
     if text is not None:
-        change = (f"`{config[1]}` at the top of the script: every graph stays compiled, "
-                  "without what the bisection blamed")
-        _try(runner, found, "config", change, source, text, _Baseline(runner, found, cost))
+        _try(runner, found, "config", _setting_change(setting, "what the bisection blamed"), source, text,
+             _Baseline(runner, found, cost))
+
+
+def _setting_change(setting: Setting, without: str) -> str:
+    return f"`{setting.line}` at the top of the script: every graph stays compiled, without {without}"
 
 
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
@@ -161,6 +162,10 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
+    for setting in _searched(found)[:_MAX_SEARCHED]:
+        edited = set_config(source, setting.module, setting.line)
+        if edited is not None:
+            out.append(("config", _setting_change(setting, f"{setting.touches} (found on the minimal graph)"), edited))
     origins = _culprit_origins(found, script)
     calls = 0
     for origin in origins:
@@ -199,6 +204,13 @@ def _applies(found: Found) -> bool:
 
 _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is tried on its first three
 _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
+_MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
+
+
+def _searched(found: Found) -> list[Setting]:
+    """The table's settings that removed the failure on the minimal graph, in the table's order (narrowest first)."""
+    passed = {t.setting for t in found.settings.passed} if found.settings else set()
+    return [s for s in SETTINGS if s.line in passed]
 
 
 def _culprit_origins(found: Found, script: Path) -> list[NodeOrigin]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
+from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.ids import SourceLoc
 from pt2doctor.model.minify import InputNeed, MinifyResult, NodeOrigin, VerifyRuns
@@ -56,20 +57,7 @@ SUBSYSTEM_TITLES = {
     "inductor_comprehensive_padding": "comprehensive padding",
     "aot_eager_decomp_partition_cse": "CSE in the partitioner",
 }
-# The config a user sets to turn off what `CompilerBisector` blamed (`diagnose.workarounds` tries it): its module
-# and the assignment. Its subsystems that no config turns off alone (a lowering, a decomposition) are absent.
-SUBSYSTEM_CONFIG: dict[str, tuple[str, str]] = {
-    "inductor_fallback_random": ("torch._inductor.config", "torch._inductor.config.fallback_random = True"),
-    "inductor_emulate_precision_casts": ("torch._inductor.config",
-                                         "torch._inductor.config.emulate_precision_casts = True"),
-    "inductor_layout_optimization": ("torch._inductor.config", "torch._inductor.config.layout_optimization = False"),
-    "inductor_comprehensive_padding": ("torch._inductor.config",
-                                       "torch._inductor.config.comprehensive_padding = False"),
-    "aot_eager_decomp_partition_cse": ("torch._functorch.config", "torch._functorch.config.cse = False"),
-    "joint_graph_passes": ("torch._inductor.config", "torch._inductor.config.pattern_matcher = False"),
-    "post_grad_passes": ("torch._inductor.config", "torch._inductor.config.pattern_matcher = False"),
-    "cudagraphs": ("torch._inductor.config", "torch._inductor.config.triton.cudagraphs = False"),
-}
+# The config a user sets to turn off what `CompilerBisector` blamed: `model.compiler_settings.for_subsystem`.
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +175,16 @@ class SourceRef:
 class SourceLookup:
     """What the look-up process (`capture.source_lookup`) is asked: where the installed torch defines
     the handling of `ops` (aten op names, `aten.relu.default`; names that do not resolve are skipped) and
-    of the `CompilerBisector` result (`backend`, `subsystem`, `debug_info` as `Bisection` holds them);
-    it writes a `SourceLookupResult` to `out`."""
+    of the `CompilerBisector` result (`backend`, `subsystem`, `debug_info` as `Bisection` holds them)
+    and of the compiler `settings` the settings search found to remove the failure
+    (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`."""
 
     out: str
     ops: tuple[str, ...] = ()
     backend: str | None = None
     subsystem: str | None = None
     debug_info: str | None = None
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +359,7 @@ class Diagnosis:
     original_backend: str | None = None
     attempts: tuple[Attempt, ...] = ()
     bisection: Bisection | None = None
+    settings: SettingSearch | None = None  # compiler settings tried on the minimal graph
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # repro.py as the reduced program, when no graph repro verified
     next_steps: tuple[str, ...] = ()

@@ -86,7 +86,8 @@ from pt2doctor.capture.torch_compat.record import (
     symint_hint,
     unwrap_backend_exception,
 )
-from pt2doctor.capture.torch_compat.sources import where_to_look
+from pt2doctor.capture.torch_compat.sources import MISSING as CONFIG_MISSING
+from pt2doctor.capture.torch_compat.sources import config_value, where_to_look
 from pt2doctor.capture.torch_compat.warm import (
     autotune_anew,
     autotune_anew_source,
@@ -97,6 +98,7 @@ from pt2doctor.capture.torch_compat.warm import (
 )
 
 __all__ = [
+    "CONFIG_MISSING",
     "FLIGHT_RECORDER_SIZE",
     "flight_recorder_dump_env",
     "flight_recorder_env",
@@ -131,6 +133,7 @@ __all__ = [
     "opaque_calls",
     "aot_autograd_kwargs",
     "config_lines",
+    "config_value",
     "qualified_name",
     "unwrap_backend_exception",
     "disable_aot_autograd_cache",

@@ -8,9 +8,11 @@ has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsyste
 subsystem, debug_info, ops)` gives the home of a `CompilerBisector` result: the lowering of the
 isolated node's op, the decomposition of the isolated op, the function (or, failing that, the
 `GraphTransformObserver` call) of an FX pass, the config field a config change sets; nothing where it
-cannot be found. Files are relative to the directory holding the torch package (`torch/_inductor/
-lowering.py`, as PyTorch's repository has them); a function defined outside torch is skipped. Never
-raises for a name it cannot resolve. Checked on torch 2.13.0 (CPU).
+cannot be found. `config_ref(module, key, what)` is where a config module defines a key (nested ones too),
+`config_value(module, key)` the installed torch's value of it (`MISSING` where it has none). Files are
+relative to the directory holding the torch package (`torch/_inductor/lowering.py`, as PyTorch's repository
+has them); a function defined outside torch is skipped. Never raises for a name it cannot resolve. Checked
+on torch 2.13.0 (CPU).
 """
 
 from __future__ import annotations
@@ -162,6 +164,12 @@ def _enclosing_function(lines: list[str], number: int) -> str:
 
 
 def _config_ref(module: str, field: str, subsystem: str) -> SourceRef | None:
+    return config_ref(module, field, f"CompilerBisector ({subsystem}): the config field {field}")
+
+
+def config_ref(module: str, key: str, what: str) -> SourceRef | None:
+    """Where the config module `module` defines `key` (`split_reductions`; a nested `triton.persistent_reductions`
+    inside its `class triton:`)."""
     import importlib
 
     try:
@@ -169,17 +177,51 @@ def _config_ref(module: str, field: str, subsystem: str) -> SourceRef | None:
     except (ImportError, TypeError):
         return None
     relative = _relative(file)
-    pattern = re.compile(rf"^{re.escape(field)}\s*[:=]")
-    number = next((n for n, text in enumerate(_lines(Path(file or "")), 1) if pattern.match(text)), None)
+    *classes, field = key.split(".")
+    lines, start, indent = _lines(Path(file or "")), 0, ""
+    for name in classes:  # into each enclosing class, its body one level deeper
+        start = next((n for n in range(start, len(lines)) if re.match(rf"^{indent}class {re.escape(name)}\b",
+                                                                        lines[n])), len(lines))
+        indent += "    "
+    pattern = re.compile(rf"^{indent}{re.escape(field)}\s*[:=]")
+    number = next((n + 1 for n in range(start, len(lines)) if pattern.match(lines[n])), None)
     if relative is None or number is None:
         return None
-    return SourceRef(f"CompilerBisector ({subsystem}): the config field {field}", relative, number, f"{module}.{field}")
+    return SourceRef(what, relative, number, f"{module}.{key}")
+
+
+def config_value(module: str, key: str) -> object:
+    """The installed torch's value of `module`'s `key` (dotted for a nested one), `MISSING` where it has none."""
+    import importlib
+
+    try:
+        value: object = importlib.import_module(module)
+        for part in key.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError):
+        return MISSING
+    return value
+
+
+MISSING = object()
+
+
+def _split_setting(name: str) -> tuple[str, str]:
+    """`torch._inductor.config.triton.x` -> (`torch._inductor.config`, `triton.x`): the module ends at `.config`."""
+    head, _, key = name.partition(".config.")
+    return f"{head}.config", key
 
 
 def where_to_look(ops: tuple[str, ...], backend: str | None, subsystem: str | None,
-                  debug_info: str | None) -> list[SourceRef]:
-    """Every op's places, then the bisection's, without repeats (a lowering named twice is listed once)."""
+                  debug_info: str | None, settings: tuple[str, ...] = ()) -> list[SourceRef]:
+    """Every op's places, then the bisection's, then the settings' (`torch._inductor.config.split_reductions`, as
+    the settings search found them to remove the failure), without repeats (a lowering named twice is listed
+    once)."""
     refs = [r for op in ops for r in op_sources(op)] + subsystem_sources(backend, subsystem, debug_info, ops)
+    for name in settings:
+        module, key = _split_setting(name)
+        ref = config_ref(module, key, f"the compiler setting {key}, whose change removes the failure")
+        refs += [ref] if ref else []
     out: dict[tuple[str, int], SourceRef] = {}
     for ref in refs:
         first = out.setdefault((ref.file, ref.line), ref)

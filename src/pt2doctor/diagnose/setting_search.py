@@ -1,0 +1,80 @@
+"""Compiler settings searched on the minimal failing graph, not guessed (issue #39, point 1).
+
+Contract: `search_settings(pool, found, text) -> SettingSearch | None` tries the settings table
+(`model.compiler_settings.SETTINGS`), narrowest first, each set at the top of a copy of the minifier's verified
+repro (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers, a
+batch (the workers' count) at a time, until a batch holds one that removes the failure or `BUDGET_S` has passed;
+each run is judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). None where
+no setting can reach the failure: no verified minimal graph, or a stage no setting of torch's reaches (Dynamo, the
+script's own backend). Rows that cannot matter are skipped without a run: a key the installed torch lacks or already
+holds at that value, another device's, one whose ops the graph does not hold; the functorch rows alone where the
+stage is AOTAutograd's.
+Never raises for what a candidate does. The whole program is not run here: `diagnose.workarounds` confirms what
+passed on a copy of the script, and the narrowest verified change is handed over.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+from pt2doctor.analysis.workaround_edits import set_config
+from pt2doctor.capture import torch_compat
+from pt2doctor.diagnose.found import Found
+from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, Setting, SettingSearch, SettingTrial
+from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.reduce.core import Outcome
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.pool import RunResult, WorkerPool
+
+_MODULES = {FailingStage.INDUCTOR: None,  # every row
+            FailingStage.DECOMP_PARTITION: FUNCTORCH, FailingStage.AOT_AUTOGRAD: FUNCTORCH}
+_WORDS = {Outcome.PASSES: "pass", Outcome.FAILS_SAME: "fail"}
+_CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']""")  # an input made on a GPU (`make_tensor(..., 'cuda:0')`)
+BUDGET_S = 30.0  # no batch starts past it: the workarounds wait on this search
+
+
+def search_settings(pool: WorkerPool, found: Found, text: str) -> SettingSearch | None:
+    from pt2doctor.reduce.oracle import judge
+
+    m = found.minify
+    if m is None or not m.verified or found.stage not in _MODULES:
+        return None
+    rows = applicable(found.stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+    if not rows:
+        return SettingSearch(m.repro_path, skipped=len(SETTINGS), why_not="no setting of the table applies here")
+    started, trials = time.monotonic(), []
+    for start in range(0, len(rows), pool.jobs):
+        if time.monotonic() - started > BUDGET_S:
+            break
+        batch = [(row, edited) for row in rows[start:start + pool.jobs]
+                 if (edited := set_config(text, row.module, row.line)) is not None]
+        results: list[RunResult] = pool.run([edited for _, edited in batch])
+        for (row, _), result in zip(batch, results):
+            outcome = judge(result, m.signature)
+            trials.append(SettingTrial(row.line, row.touches, _WORDS.get(outcome, _said(outcome, result))))
+        if any(t.outcome == "pass" for t in trials):
+            break
+    return SettingSearch(m.repro_path, tuple(trials), len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
+                         untried=len(rows) - len(trials) if not any(t.outcome == "pass" for t in trials) else 0)
+
+
+def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[Setting]:
+    """The table's rows that can change this graph, in its order (see the contract)."""
+    module = _MODULES.get(stage)
+    names = " ".join(ops)
+    return [row for row in SETTINGS
+            if (module is None or row.module == module) and device in row.devices
+            and (not row.needs_ops or re.search(row.needs_ops, names))
+            and _installed_differs(row)]
+
+
+def _installed_differs(row: Setting) -> bool:
+    value = torch_compat.config_value(row.module, row.key)
+    return value is not torch_compat.CONFIG_MISSING and value != row.value
+
+
+def _said(outcome: Outcome, result: RunResult) -> str:
+    return f"{outcome.value}: {result.text.strip().splitlines()[-1][:160]}" if result.text.strip() else outcome.value

@@ -1,0 +1,137 @@
+"""The compiler settings a workaround may flip: one table, narrowest first, and what a search over it found.
+
+Each `Setting` is one key of one of torch's compiler configs set to one value: what it turns off or on
+(`touches`), the devices whose code it changes, the ops a graph must hold for it to matter (`needs_ops`, a
+regular expression over the graph's op names; empty: any graph), and the `CompilerBisector` subsystem it
+turns off, where it turns off one alone. The table is ordered from the setting that takes least away (an
+emulation that keeps every optimisation) to the broadest (no fusion at all): the first that removes a
+failure is the narrowest. A key the installed torch lacks, or one already at that value, is not tried
+(`capture.torch_compat.config_value` reads it there): a new torch brings its own keys and defaults.
+
+`diagnose.setting_search` tries the table on the minimal failing graph; `diagnose.workarounds` confirms
+what passed on the whole program and hands over the narrowest verified one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Device = Literal["cpu", "cuda"]
+INDUCTOR, FUNCTORCH = "torch._inductor.config", "torch._functorch.config"
+_REDUCTIONS = r"sum|mean|amax|amin|max|min|var|std|norm|softmax|prod|argmax|argmin|any|all|cumsum|cumprod|logsumexp"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    module: str  # `torch._inductor.config`
+    key: str  # `split_reductions`, `triton.persistent_reductions`
+    value: bool | int | str
+    touches: str  # what it changes, in words: "split reductions"
+    devices: tuple[Device, ...] = ("cpu", "cuda")
+    needs_ops: str = ""  # a regular expression one of the graph's ops must match
+    subsystem: str = ""  # the CompilerBisector subsystem this turns off alone
+
+    @property
+    def line(self) -> str:
+        """The assignment a script makes (`torch._inductor.config.split_reductions = False`)."""
+        return f"{self.module}.{self.key} = {self.value!r}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.module}.{self.key}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # emulations: every optimisation stays, the compiled code rounds or draws as eager does
+    Setting(INDUCTOR, "emulate_precision_casts", True, "low-precision rounding emulated as eager rounds",
+            subsystem="inductor_emulate_precision_casts"),
+    Setting(INDUCTOR, "fallback_random", True, "random ops drawn by eager's generator",
+            needs_ops=r"rand|dropout|bernoulli|normal|uniform|multinomial", subsystem="inductor_fallback_random"),
+    # one optimisation of one kind of op
+    Setting(INDUCTOR, "online_softmax", False, "the one-pass (online) softmax", needs_ops="softmax"),
+    Setting(INDUCTOR, "optimize_scatter_upon_const_tensor", False, "scatter into a constant tensor rewritten",
+            needs_ops="scatter"),
+    Setting(INDUCTOR, "triton.persistent_reductions", False, "persistent reductions", devices=("cuda",),
+            needs_ops=_REDUCTIONS),
+    Setting(INDUCTOR, "triton.mix_order_reduction", False, "reductions of mixed order fused", devices=("cuda",),
+            needs_ops=_REDUCTIONS),
+    Setting(INDUCTOR, "split_reductions", False, "large reductions split in two", needs_ops=_REDUCTIONS),
+    Setting(INDUCTOR, "shape_padding", False, "matmul shapes padded", needs_ops=r"mm|matmul|linear|addmm|bmm"),
+    Setting(INDUCTOR, "layout_optimization", False, "convolutions' layout changed (channels last)",
+            needs_ops="convolution|conv", subsystem="inductor_layout_optimization"),
+    # code generation
+    Setting(INDUCTOR, "cpp.enable_loop_tail_vec", False, "the vectorised loop tail", devices=("cpu",)),
+    Setting(INDUCTOR, "cpp.enable_tiling_heuristics", False, "the C++ tiling heuristics", devices=("cpu",)),
+    Setting(INDUCTOR, "cpp.simdlen", 1, "vectorisation of the C++ kernels", devices=("cpu",)),
+    Setting(INDUCTOR, "triton.use_tensor_descriptor", False, "TMA tensor descriptors", devices=("cuda",)),
+    Setting(INDUCTOR, "triton.enable_persistent_tma_matmul", False, "the persistent TMA matmul", devices=("cuda",)),
+    Setting(INDUCTOR, "max_autotune", False, "autotuning of matmuls and convolutions"),
+    Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels"),
+    Setting(INDUCTOR, "cpp_wrapper", False, "the C++ wrapper"),
+    Setting(INDUCTOR, "triton.cudagraphs", False, "CUDA graphs", devices=("cuda",), subsystem="cudagraphs"),
+    # scheduling and memory
+    Setting(INDUCTOR, "loop_ordering_after_fusion", False, "loops reordered after fusion"),
+    Setting(INDUCTOR, "reorder_for_locality", False, "kernels reordered for locality"),
+    Setting(INDUCTOR, "reorder_for_peak_memory", False, "kernels reordered for peak memory"),
+    Setting(INDUCTOR, "inplace_buffers", False, "kernels writing in place"),
+    Setting(INDUCTOR, "allow_buffer_reuse", False, "buffers reused"),
+    Setting(INDUCTOR, "comprehensive_padding", False, "strides padded", subsystem="inductor_comprehensive_padding"),
+    # graph passes
+    Setting(INDUCTOR, "joint_graph_constant_folding", False, "constant folding of the joint graph"),
+    Setting(INDUCTOR, "split_cat_fx_passes", False, "the split/cat passes"),
+    Setting(INDUCTOR, "batch_fusion", False, "the batch fusion passes"),
+    Setting(FUNCTORCH, "donated_buffer", False, "buffers donated to the backward"),
+    Setting(FUNCTORCH, "cse", False, "common-subexpression elimination of the joint graph",
+            subsystem="aot_eager_decomp_partition_cse"),
+    Setting(INDUCTOR, "epilogue_fusion", False, "epilogues fused into templates"),
+    Setting(INDUCTOR, "prologue_fusion", False, "prologues fused into templates"),
+    Setting(INDUCTOR, "pattern_matcher", False, "every pattern-matcher pass (joint and post-grad)",
+            subsystem="joint_graph_passes"),
+    # broadest: every kernel one op
+    Setting(INDUCTOR, "max_fusion_size", 1, "fusion (every kernel one op)"),
+)
+
+# Subsystems a setting turns off that the table names under another (both pattern passes turn off together).
+_ALSO = {"post_grad_passes": "joint_graph_passes"}
+
+
+def for_subsystem(subsystem: str) -> Setting | None:
+    """The setting that turns off what `CompilerBisector` blamed, where one does."""
+    subsystem = _ALSO.get(subsystem, subsystem)
+    return next((s for s in SETTINGS if s.subsystem == subsystem), None)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingTrial:
+    """One setting tried on the minimal graph: `outcome` `pass` (the failure is gone), `fail` (the same failure),
+    or how it ended otherwise (`fails otherwise: ...`, `timeout`)."""
+
+    setting: str  # its line, `torch._inductor.config.split_reductions = False`
+    touches: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSearch:
+    """The table tried on the minimal failing graph (`graph`: the repro it ran), narrowest first, a batch at a time,
+    until a batch held one that removed the failure; `skipped` says which rows did not apply and why in brief."""
+
+    graph: str
+    trials: tuple[SettingTrial, ...] = ()
+    skipped: int = 0  # rows not tried: a key the installed torch lacks or has at that value, another device, no op
+    seconds: float = 0.0
+    why_not: str = ""  # where nothing was tried: why
+    untried: int = 0  # rows that applied but were not tried: the search's time budget ran out first
+
+    @property
+    def passed(self) -> tuple[SettingTrial, ...]:
+        return tuple(t for t in self.trials if t.outcome == "pass")
+
+    def describe(self) -> str:
+        if self.why_not:
+            return f"no compiler setting tried: {self.why_not}"
+        passed = ", ".join(f"`{t.setting}`" for t in self.passed) or "none"
+        rest = f"; {self.untried} more not tried, past the search's time budget" if self.untried else ""
+        return (f"{len(self.trials)} compiler setting(s) tried on the minimal graph ({self.seconds:.1f} s), "
+                f"removing the failure: {passed}{rest}")

@@ -1,0 +1,57 @@
+"""Compiler settings as workarounds, searched on the minimal graph, not guessed (issue #39, point 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pt2doctor.capture import torch_compat
+from pt2doctor.diagnose.setting_search import applicable
+from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, for_subsystem
+from pt2doctor.model.diagnosis import FailingStage
+
+REALBUGS = Path(__file__).parents[1] / "realbugs"
+
+
+def test_every_row_is_a_key_of_the_installed_torch_and_each_line_is_one_assignment():
+    """The table is read against the installed torch: a key it lacks would never be tried, silently."""
+    missing = [s.name for s in SETTINGS if torch_compat.config_value(s.module, s.key) is torch_compat.CONFIG_MISSING]
+    assert missing == []
+    assert len({s.line for s in SETTINGS}) == len(SETTINGS)
+    for s in SETTINGS:  # the line a patch writes parses (run, it would change this process's config)
+        compile(f"import {s.module}\n{s.line}\n", "patch.py", "exec")
+
+
+def test_rows_that_cannot_change_the_graph_are_not_tried():
+    rows = {s.key for s in applicable(FailingStage.INDUCTOR, ("aten.add.Tensor", "aten.relu.default"), "cpu")}
+    assert "cpp.simdlen" in rows and "emulate_precision_casts" in rows
+    assert not {"online_softmax", "optimize_scatter_upon_const_tensor", "split_reductions"} & rows  # no such op
+    assert not {k for k in rows if k.startswith("triton.")}  # another device's
+    assert "max_autotune" not in rows  # the installed torch's default already
+    reduction = {s.key for s in applicable(FailingStage.INDUCTOR, ("aten.sum.dim_IntList",), "cuda")}
+    assert {"split_reductions", "triton.persistent_reductions"} <= reduction and "cpp.simdlen" not in reduction
+    aot = applicable(FailingStage.DECOMP_PARTITION, ("aten.add.Tensor",), "cpu")
+    assert aot and all(s.module == FUNCTORCH for s in aot)
+
+
+def test_what_the_bisector_blames_is_turned_off_by_a_row_of_the_same_table():
+    assert for_subsystem("inductor_fallback_random").line == "torch._inductor.config.fallback_random = True"
+    assert for_subsystem("post_grad_passes") is for_subsystem("joint_graph_passes")
+    assert for_subsystem("lowerings") is None  # no setting turns one lowering off alone
+
+
+def test_a_real_vectorisation_bug_gets_the_setting_that_avoids_it(diagnosed):
+    """pytorch#171493 on CPU: Inductor's vectorised atomic_add store asserts. Vectorisation off (`cpp.simdlen = 1`)
+    avoids it with every graph compiled; the backend for everything was the hand-over before."""
+    run, d = diagnosed(REALBUGS / "index_add_atomic_add_vec_store.py")
+    assert d["stage"] == "inductor", d["headline"]
+    search = d["settings"]
+    assert search is not None and "torch._inductor.config.cpp.simdlen = 1" in [t["setting"] for t in search["trials"]
+                                                                              if t["outcome"] == "pass"]
+    handed = [w for w in d["workarounds"] if w["verified"]][-1]
+    assert handed["kind"] == "config" and "cpp.simdlen = 1" in handed["patch"], d["workarounds"]
+    assert handed["graphs_kept_compiled"] >= 1
+    assert any(r["function"].startswith("torch._inductor.config.cpp.") and r["file"] == "torch/_inductor/config.py"
+               for r in d["where_to_look"]), d["where_to_look"]
+    assert any(s["step"] == "settings" and s["graph"] == len(search["trials"]) for s in d["runs"]["steps"])
+    assert "cpp.simdlen = 1" in json.dumps(d["next_steps"])
