@@ -34,6 +34,25 @@ def test_a_name_that_is_no_aten_op_gives_nothing(sources, name: str) -> None:
     assert sources.op_sources(name) == []
 
 
+def test_a_reduced_programs_torch_level_culprits_are_looked_up_by_their_aten_name(sources) -> None:
+    """Issue 39, point 3: a program repro blames `torch.searchsorted`, which named no place in torch before."""
+    from pt2doctor.diagnose.where_to_look import aten_names
+
+    names = aten_names(("torch.searchsorted", "x.index_add_", "list.append"))
+    assert names == ("aten.searchsorted", "aten.index_add_", "aten.index_add", "aten.append")
+    refs = sources.where_to_look(names, None, None, None)
+    assert any(r.what.startswith("Inductor lowering of aten.searchsorted") for r in refs)
+    assert any("index_add" in r.what for r in refs) and not any("append" in r.what for r in refs)
+
+
+def test_a_config_key_is_found_in_its_module_nested_ones_too(sources) -> None:
+    ref = sources.config_ref("torch._inductor.config", "triton.persistent_reductions", "x")
+    assert ref is not None and ref.file == "torch/_inductor/config.py"
+    line = (Path(sources._torch_root()) / ref.file).read_text().splitlines()[ref.line - 1]
+    assert line.lstrip().startswith("persistent_reductions") and line.startswith("    ")
+    assert sources.config_ref("torch._inductor.config", "no_such_key", "x") is None
+
+
 def test_a_bisected_lowering_is_the_lowering_of_the_nodes_op(sources) -> None:
     refs = sources.where_to_look(("aten.relu.default",), "inductor", "lowerings", "relu_1")
     lowering = [r for r in refs if r.file == "torch/_inductor/lowering.py"]

@@ -4,7 +4,8 @@ Contract: `look_where(found, run_dir, out_dir)` never raises; it fills `found.wh
 note when a look-up fails. Four things are looked up, each only where the diagnosis found it:
 - the compiler settings the settings search found to remove the failure (`found.settings`): where the installed
   torch's config defines each, the one verified on the whole program first;
-- the aten culprits of a verified repro and the `CompilerBisector` result: in the installed torch, in a
+- the culprits of a verified repro (aten ops; a reduced program's torch-level calls by their aten name,
+  `aten_names`) and the `CompilerBisector` result: in the installed torch, in a
   child interpreter (`capture.source_lookup`; a child forked from the minifier's warm workers where they are still
   open), which resolves what it can and skips the rest (a torch-level culprit of a reduced program, `torch.relu`,
   resolves to nothing);
@@ -40,7 +41,7 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     """`pool`: warm workers still open (the minifier's), where the look-up is one forked child rather than a new
     interpreter importing torch."""
     chosen = found.chosen_repro()
-    ops = tuple(o for o in found.culprit_ops() if o.startswith(_OP_NAMESPACES)) if chosen and chosen.verified else ()
+    ops = aten_names(found.culprit_ops()) if chosen and chosen.verified else ()
     b = found.bisection
     settings = tuple(s.name for s in _verified_settings(found))
     refs: list[SourceRef] = []
@@ -65,6 +66,21 @@ def _verified_settings(found: Found) -> list[Setting]:
     verified = {w.change for w in found.workarounds if w.verified and w.kind == "config"}
     rows = [s for s in SETTINGS if s.line in passed]
     return sorted(rows, key=lambda s: not any(f"`{s.line}`" in change for change in verified))
+
+
+def aten_names(culprits: tuple[str, ...]) -> tuple[str, ...]:
+    """The culprits as op names the look-up resolves: an aten or prims op as it is; a torch-level call of a reduced
+    program (`torch.searchsorted`, `F.relu`, `x.index_add_`) by its last name as an aten op, the functional one too
+    for an in-place method (a name aten lacks resolves to nothing and is skipped)."""
+    names: list[str] = []
+    for culprit in culprits:
+        if culprit.startswith(_OP_NAMESPACES):
+            names.append(culprit)
+            continue
+        last = culprit.rsplit(".", 1)[-1].split("(")[0]
+        if last.isidentifier() and not last.startswith("__"):
+            names += [f"aten.{last}"] + ([f"aten.{last.rstrip('_')}"] if last.endswith("_") else [])
+    return tuple(dict.fromkeys(names))
 
 
 # The look-up as a worker's job: what `python -m pt2doctor.capture.source_lookup REQUEST` runs, in a forked child.

@@ -1,8 +1,8 @@
 """Where the installed torch handles what a diagnosis found: private registries read for file and line.
 
 Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its
-`default` overload), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`),
-the decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
+`default` overload, else its first), the Inductor lowering registered for it
+(`torch._inductor.lowering.lowerings`), the decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
 `torch._decomp.decomposition_table`'s) and a Python meta kernel (`torch._decomp.meta_table`), those it
 has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsystem_sources(backend,
 subsystem, debug_info, ops)` gives the home of a `CompilerBisector` result: the lowering of the
@@ -44,7 +44,10 @@ def _overload(name: str) -> Any | None:
         return None
     try:
         packet = getattr(getattr(torch.ops, parts[0]), parts[1])
-        op = getattr(packet, parts[2] if len(parts) == 3 else "default")
+        overloads = packet.overloads()
+        # `aten.searchsorted` has no `default`: its first overload (`Tensor`) stands for it
+        name = parts[2] if len(parts) == 3 else "default" if "default" in overloads or not overloads else overloads[0]
+        op = getattr(packet, name)
     except (AttributeError, RuntimeError, ImportError):  # `torch.relu`: torch.ops has no namespace `torch` op
         return None
     return op if isinstance(op, torch._ops.OpOverload) else None
