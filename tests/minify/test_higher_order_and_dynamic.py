@@ -102,6 +102,25 @@ DROPOUT_INDUCTOR = """
 """
 
 
+# flex_attention on CPU: Dynamo's graph builds the block mask under vmap with an item assignment
+# (`dense_mask[idx] = ones`), which tracing the recorded code met as a Proxy without __setitem__ (issue 39, point 5).
+FLEX_ATTENTION = """
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    def no_flex_backend(gm, example_inputs):
+        if any("flex_attention" in str(n.target) for n in gm.graph.nodes):
+            raise NotImplementedError("no_flex_backend: flex_attention unsupported")
+        return gm.forward
+
+    def f(q, k, v):
+        return torch.cos(flex_attention(q, k, v, score_mod=lambda s, b, h, m, n: s * 0.5)) + 1
+
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    torch.compile(f, backend=no_flex_backend)(q, k, v)
+"""
+
+
 def _record(tmp_path: Path, source: str) -> Path:
     script = tmp_path / "user.py"
     script.write_text(textwrap.dedent(source))
@@ -128,6 +147,15 @@ def test_cond_is_recorded_as_code_and_reduced_to_the_cond_alone(tmp_path):
     assert (result["ops"], result["verified"]) == (["higher_order.cond", "_operator.getitem"], True)
     repro = (run_dir / "repro.py").read_text()
     assert "class CondTrue0(torch.nn.Module):" in repro and "pt2doctor" not in repro.split('"""')[2]
+
+
+def test_flex_attention_with_its_block_mask_reduces_to_the_op_and_replays(tmp_path):
+    run_dir = _record(tmp_path, FLEX_ATTENTION)
+    result = _minify(run_dir)
+    assert result["verified"] and "higher_order.flex_attention" in result["ops"], result
+    assert result["nodes_after"] < result["nodes_before"]
+    ran = subprocess.run([sys.executable, str(run_dir / "repro.py")], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 1 and "no_flex_backend: flex_attention unsupported" in ran.stderr
 
 
 def test_autograd_function_reduces_to_its_apply_with_both_bodies(tmp_path):

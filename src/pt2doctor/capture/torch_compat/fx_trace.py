@@ -10,6 +10,8 @@ is looked up from its `torch.ops` namespace as a function that records a call_fu
 itself; the namespace's cached attributes (`_OpNamespace.__getattr__` caches with setattr, torch 2.11,
 2.13) are put back afterwards. `graph_module_source()` is the same function's text, which every repro
 embeds (a repro needs plain torch only), so the loader and the repro build the same graph.
+An item assignment to a traced value (`dense_mask[idx] = ones`, which Dynamo writes for flex_attention's block
+mask) is recorded as an `operator.setitem` node (FX's Proxy has no `__setitem__`; put back afterwards).
 `opaque_calls(code)` names the other functions the code calls that tracing cannot see: a torch function
 outside `__torch_function__` (functorch's `predispatch._make_dual`, `torch._C._set_fwd_grad_enabled`:
 the scaffolding Dynamo writes around `torch.func.jvp`) would run while tracing, reject a Proxy or mutate
@@ -111,6 +113,11 @@ def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
         real = getattr(namespace, op)
         patched.append((namespace, op, namespace.__dict__.get(op)))
         setattr(namespace, op, Packet(real, names) if names else record(real))
+    # `x[i] = v` on a traced value: Dynamo writes it so (flex_attention's block mask), a Proxy has no __setitem__
+    import operator
+
+    patched.append((torch.fx.Proxy, "__setitem__", torch.fx.Proxy.__dict__.get("__setitem__")))
+    torch.fx.Proxy.__setitem__ = lambda self, key, value: record(operator.setitem)(self, key, value)  # type: ignore[assignment, method-assign]
     try:
         graph = tracer.trace(module)
     finally:

@@ -1,8 +1,8 @@
 """Where the installed torch handles what a diagnosis found: private registries read for file and line.
 
-Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its
-`default` overload, else its first), the Inductor lowering registered for it
-(`torch._inductor.lowering.lowerings`), the decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
+Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its `default`
+overload, else its first), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`), the
+decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
 `torch._decomp.decomposition_table`'s) and a Python meta kernel (`torch._decomp.meta_table`), those it
 has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsystem_sources(backend,
 subsystem, debug_info, ops)` gives the home of a `CompilerBisector` result: the lowering of the
