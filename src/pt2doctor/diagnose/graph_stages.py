@@ -65,6 +65,25 @@ def climb_on_graph(pool: WorkerPool, recording: Recording, original: str | None,
     return _judge(recorded.graph_id, backends, _ask(pool, recorded, backends), target)
 
 
+def dynamo_graph_script(recording: Recording, out_dir: Path) -> tuple[str, FailureSignature] | None:
+    """The recorded failing graph's Dynamo graph as a program compiling it with the script's own backend (the
+    ladder's top rung: every phase of the compiler runs, decompositions and graph passes included), with the failure
+    it must show; None where there is none to load (a backward graph) or it cannot be loaded. Its values are saved in
+    `out_dir`, which the program names as its `__file__`'s folder: a worker runs it under the minimal repro's name."""
+    from pt2doctor.reduce.oracle import script_for
+    from pt2doctor.reduce.repro import render
+
+    try:
+        recorded = _dynamo_graph(recording, out_dir)
+    except Exception:  # noqa: BLE001 - no Dynamo graph: the caller goes without
+        return None
+    target = recorded.expected or (accuracy_signature() if recorded.context.accuracy else recording.signal_target)
+    if recorded.context.backend.kind is BackendKind.STUB or target is None:
+        return None
+    text = render(script_for(recorded.case, recorded.context))
+    return f"__file__ = {str(out_dir / 'repro.py')!r}\n{text}", target
+
+
 def _dynamo_graph(recording: Recording, out_dir: Path) -> RecordedFailure:
     """The recorded failing graph's Dynamo graph (see the contract), its values saved for the workers."""
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.graph_stages import dynamo_graph_script
 from pt2doctor.diagnose.narrowing import SideRuns
+from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.setting_search import search_settings
@@ -34,25 +36,29 @@ from pt2doctor.model.minify import MinifyResult
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
 
-def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[Workaround, ...]:
+def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns,
+              recording: Recording) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_owner, ctx, found, side_runs, text)
+        arounds = side.submit(_owner, ctx, found, side_runs, text, recording)
         _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
     _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
     return tuple(found.workarounds)
 
 
-def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None) -> None:
+def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None, recording: Recording) -> None:
     """The compiler settings searched on the minimal graph in the warm workers, then the workarounds on copies of the
     script, those settings among them."""
     workers = side_runs.workers
     if ctx.options.workarounds and workers is not None and text is not None:
         ctx.reporter.status("trying compiler settings on the minimal graph")
         with found.timed("settings"):
-            found.settings = search_settings(workers.pool, found, text)
+            folder = ctx.options.out_dir / "settings"
+            folder.mkdir(exist_ok=True)
+            dynamo = dynamo_graph_script(recording, folder) if recording.usable else None
+            found.settings = search_settings(workers.pool, found, text, dynamo)
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)

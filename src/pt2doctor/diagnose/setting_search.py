@@ -3,12 +3,13 @@
 Contract: `search_settings(pool, found, text) -> SettingSearch | None` tries the settings table
 (`model.compiler_settings.SETTINGS`), narrowest first, each set at the top of a copy of the minifier's verified
 repro (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers, a
-batch (the workers' count) at a time, until a batch holds one that removes the failure or `BUDGET_S` has passed;
-each run is judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). None where
-no setting can reach the failure: no verified minimal graph, or a stage no setting of torch's reaches (Dynamo, the
-script's own backend). Rows that cannot matter are skipped without a run: a key the installed torch lacks or already
-holds at that value, another device's, one whose ops the graph does not hold; the functorch rows alone where the
-stage is AOTAutograd's.
+batch (the workers' count) at a time (a setting that acts before Inductor's lowering on the recorded Dynamo graph
+compiled whole, where the minimal graph is one AOTAutograd made), until a batch holds one that removes the failure
+or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own failure
+(`reduce.oracle.judge`). None where no setting can reach the failure: no verified minimal graph, or a stage no
+setting of torch's reaches (Dynamo, the script's own backend). Rows that cannot matter are skipped without a run: a
+key the installed torch lacks or already holds at that value, another device's, one whose ops the graph does not
+hold; the functorch rows alone where the stage is AOTAutograd's.
 Never raises for what a candidate does. The whole program is not run here: `diagnose.workarounds` confirms what
 passed on a copy of the script, and the narrowest verified change is handed over.
 """
@@ -22,8 +23,9 @@ from typing import TYPE_CHECKING
 from pt2doctor.analysis.workaround_edits import set_config
 from pt2doctor.capture import torch_compat
 from pt2doctor.diagnose.found import Found
-from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, Setting, SettingSearch, SettingTrial
+from pt2doctor.model.compiler_settings import FUNCTORCH, LOWERING, SETTINGS, Setting, SettingSearch, SettingTrial
 from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.model.minify import FailureSignature, Stage
 from pt2doctor.reduce.core import Outcome
 
 if TYPE_CHECKING:
@@ -36,24 +38,31 @@ _CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']""")  # an input made on a GPU
 BUDGET_S = 30.0  # no batch starts past it: the workarounds wait on this search
 
 
-def search_settings(pool: WorkerPool, found: Found, text: str) -> SettingSearch | None:
+Graph = tuple[str, FailureSignature]  # a program compiling one graph, and the failure it shows
+
+
+def search_settings(pool: WorkerPool, found: Found, text: str, dynamo: Graph | None) -> SettingSearch | None:
+    """`text`: the minimal graph's repro; `dynamo`: the recorded Dynamo graph compiled whole
+    (`graph_stages.dynamo_graph_script`), where a setting acting before Inductor's lowering is tried."""
     from pt2doctor.reduce.oracle import judge
 
     m = found.minify
     if m is None or not m.verified or found.stage not in _MODULES:
         return None
-    rows = applicable(found.stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+    minimal: Graph = (text, m.signature)
+    rows = [(row, graph) for row in applicable(found.stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+            if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else dynamo) is not None]
     if not rows:
         return SettingSearch(m.repro_path, skipped=len(SETTINGS), why_not="no setting of the table applies here")
     started, trials = time.monotonic(), []
     for start in range(0, len(rows), pool.jobs):
         if time.monotonic() - started > BUDGET_S:
             break
-        batch = [(row, edited) for row in rows[start:start + pool.jobs]
-                 if (edited := set_config(text, row.module, row.line)) is not None]
-        results: list[RunResult] = pool.run([edited for _, edited in batch])
-        for (row, _), result in zip(batch, results):
-            outcome = judge(result, m.signature)
+        batch = [(row, edited, graph[1]) for row, graph in rows[start:start + pool.jobs]
+                 if (edited := set_config(graph[0], row.module, row.line)) is not None]
+        results: list[RunResult] = pool.run([edited for _, edited, _ in batch])
+        for (row, _, target), result in zip(batch, results):
+            outcome = judge(result, target)
             trials.append(SettingTrial(row.line, row.touches, _WORDS.get(outcome, _said(outcome, result))))
         if any(t.outcome == "pass" for t in trials):
             break

@@ -31,6 +31,10 @@ class Setting:
     devices: tuple[Device, ...] = ("cpu", "cuda")
     needs_ops: str = ""  # a regular expression one of the graph's ops must match
     subsystem: str = ""  # the CompilerBisector subsystem this turns off alone
+    # where it acts: "lowering" inside Inductor's compile of a graph AOTAutograd made (lowering, scheduling, code
+    # generation: the minimal after-AOT graph shows it); "graph" before that (decompositions, the joint graph, the
+    # partitioner, pre-grad passes, precision emulation): only the Dynamo graph compiled whole shows it
+    phase: Literal["lowering", "graph"] = "graph"
 
     @property
     def line(self) -> str:
@@ -41,6 +45,8 @@ class Setting:
     def name(self) -> str:
         return f"{self.module}.{self.key}"
 
+
+LOWERING: Literal["lowering"] = "lowering"
 
 SETTINGS: tuple[Setting, ...] = (
     # emulations: every optimisation stays, the compiled code rounds or draws as eager does
@@ -53,30 +59,36 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(INDUCTOR, "optimize_scatter_upon_const_tensor", False, "scatter into a constant tensor rewritten",
             needs_ops="scatter"),
     Setting(INDUCTOR, "triton.persistent_reductions", False, "persistent reductions", devices=("cuda",),
-            needs_ops=_REDUCTIONS),
+            needs_ops=_REDUCTIONS, phase=LOWERING),
     Setting(INDUCTOR, "triton.mix_order_reduction", False, "reductions of mixed order fused", devices=("cuda",),
-            needs_ops=_REDUCTIONS),
-    Setting(INDUCTOR, "split_reductions", False, "large reductions split in two", needs_ops=_REDUCTIONS),
+            needs_ops=_REDUCTIONS, phase=LOWERING),
+    Setting(INDUCTOR, "split_reductions", False, "large reductions split in two", needs_ops=_REDUCTIONS,
+            phase=LOWERING),
     Setting(INDUCTOR, "shape_padding", False, "matmul shapes padded", needs_ops=r"mm|matmul|linear|addmm|bmm"),
     Setting(INDUCTOR, "layout_optimization", False, "convolutions' layout changed (channels last)",
-            needs_ops="convolution|conv", subsystem="inductor_layout_optimization"),
+            needs_ops="convolution|conv", subsystem="inductor_layout_optimization", phase=LOWERING),
     # code generation
-    Setting(INDUCTOR, "cpp.enable_loop_tail_vec", False, "the vectorised loop tail", devices=("cpu",)),
-    Setting(INDUCTOR, "cpp.enable_tiling_heuristics", False, "the C++ tiling heuristics", devices=("cpu",)),
-    Setting(INDUCTOR, "cpp.simdlen", 1, "vectorisation of the C++ kernels", devices=("cpu",)),
-    Setting(INDUCTOR, "triton.use_tensor_descriptor", False, "TMA tensor descriptors", devices=("cuda",)),
-    Setting(INDUCTOR, "triton.enable_persistent_tma_matmul", False, "the persistent TMA matmul", devices=("cuda",)),
-    Setting(INDUCTOR, "max_autotune", False, "autotuning of matmuls and convolutions"),
-    Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels"),
-    Setting(INDUCTOR, "cpp_wrapper", False, "the C++ wrapper"),
-    Setting(INDUCTOR, "triton.cudagraphs", False, "CUDA graphs", devices=("cuda",), subsystem="cudagraphs"),
+    Setting(INDUCTOR, "cpp.enable_loop_tail_vec", False, "the vectorised loop tail", devices=("cpu",), phase=LOWERING),
+    Setting(INDUCTOR, "cpp.enable_tiling_heuristics", False, "the C++ tiling heuristics", devices=("cpu",),
+            phase=LOWERING),
+    Setting(INDUCTOR, "cpp.simdlen", 1, "vectorisation of the C++ kernels", devices=("cpu",), phase=LOWERING),
+    Setting(INDUCTOR, "triton.use_tensor_descriptor", False, "TMA tensor descriptors", devices=("cuda",),
+            phase=LOWERING),
+    Setting(INDUCTOR, "triton.enable_persistent_tma_matmul", False, "the persistent TMA matmul", devices=("cuda",),
+            phase=LOWERING),
+    Setting(INDUCTOR, "max_autotune", False, "autotuning of matmuls and convolutions", phase=LOWERING),
+    Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels", phase=LOWERING),
+    Setting(INDUCTOR, "cpp_wrapper", False, "the C++ wrapper", phase=LOWERING),
+    Setting(INDUCTOR, "triton.cudagraphs", False, "CUDA graphs", devices=("cuda",), subsystem="cudagraphs",
+            phase=LOWERING),
     # scheduling and memory
-    Setting(INDUCTOR, "loop_ordering_after_fusion", False, "loops reordered after fusion"),
-    Setting(INDUCTOR, "reorder_for_locality", False, "kernels reordered for locality"),
-    Setting(INDUCTOR, "reorder_for_peak_memory", False, "kernels reordered for peak memory"),
-    Setting(INDUCTOR, "inplace_buffers", False, "kernels writing in place"),
-    Setting(INDUCTOR, "allow_buffer_reuse", False, "buffers reused"),
-    Setting(INDUCTOR, "comprehensive_padding", False, "strides padded", subsystem="inductor_comprehensive_padding"),
+    Setting(INDUCTOR, "loop_ordering_after_fusion", False, "loops reordered after fusion", phase=LOWERING),
+    Setting(INDUCTOR, "reorder_for_locality", False, "kernels reordered for locality", phase=LOWERING),
+    Setting(INDUCTOR, "reorder_for_peak_memory", False, "kernels reordered for peak memory", phase=LOWERING),
+    Setting(INDUCTOR, "inplace_buffers", False, "kernels writing in place", phase=LOWERING),
+    Setting(INDUCTOR, "allow_buffer_reuse", False, "buffers reused", phase=LOWERING),
+    Setting(INDUCTOR, "comprehensive_padding", False, "strides padded", subsystem="inductor_comprehensive_padding",
+            phase=LOWERING),
     # graph passes
     Setting(INDUCTOR, "joint_graph_constant_folding", False, "constant folding of the joint graph"),
     Setting(INDUCTOR, "split_cat_fx_passes", False, "the split/cat passes"),
@@ -84,12 +96,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(FUNCTORCH, "donated_buffer", False, "buffers donated to the backward"),
     Setting(FUNCTORCH, "cse", False, "common-subexpression elimination of the joint graph",
             subsystem="aot_eager_decomp_partition_cse"),
-    Setting(INDUCTOR, "epilogue_fusion", False, "epilogues fused into templates"),
-    Setting(INDUCTOR, "prologue_fusion", False, "prologues fused into templates"),
+    Setting(INDUCTOR, "epilogue_fusion", False, "epilogues fused into templates", phase=LOWERING),
+    Setting(INDUCTOR, "prologue_fusion", False, "prologues fused into templates", phase=LOWERING),
     Setting(INDUCTOR, "pattern_matcher", False, "every pattern-matcher pass (joint and post-grad)",
             subsystem="joint_graph_passes"),
     # broadest: every kernel one op
-    Setting(INDUCTOR, "max_fusion_size", 1, "fusion (every kernel one op)"),
+    Setting(INDUCTOR, "max_fusion_size", 1, "fusion (every kernel one op)", phase=LOWERING),
 )
 
 # Subsystems a setting turns off that the table names under another (both pattern passes turn off together).
