@@ -129,8 +129,8 @@ def try_config(runner: VariantRunner, found: Found, cost: bool = False) -> None:
              _Baseline(runner, found, cost))
 
 
-def _setting_change(setting: Setting, without: str) -> str:
-    return f"`{setting.line}` at the top of the script: every graph stays compiled, without {without}"
+def _setting_change(setting: Setting, why: str) -> str:
+    return f"`{setting.line}` at the top of the script: every graph stays compiled, {setting.effect} ({why})"
 
 
 def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
@@ -165,7 +165,7 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
     for setting in _searched(found)[:_MAX_SEARCHED]:
         edited = set_config(source, setting.module, setting.line)
         if edited is not None:
-            out.append(("config", _setting_change(setting, f"{setting.touches} (found on the minimal graph)"), edited))
+            out.append(("config", _setting_change(setting, "found on the minimal graph"), edited))
     origins = _culprit_origins(found, script)
     calls = 0
     for origin in origins:

@@ -42,6 +42,11 @@ class Setting:
         return f"{self.module}.{self.key} = {self.value!r}"
 
     @property
+    def effect(self) -> str:
+        """What the program gets with it, in words: an emulation turned on, else an optimisation turned off."""
+        return f"{'with' if self.value is True else 'without'} {self.touches}"
+
+    @property
     def name(self) -> str:
         return f"{self.module}.{self.key}"
 
