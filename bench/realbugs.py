@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "realbugs"
@@ -47,6 +47,12 @@ class Header:
     stage: str
     culprit: str
     fails_on: str
+    workaround: str = ""  # optional: the setting the issue's thread names (`torch._inductor.config.x = False (...)`)
+
+    @property
+    def setting(self) -> str:
+        """The assignment the thread names, without the words after it."""
+        return self.workaround.split(" (", 1)[0].strip()
 
     @property
     def culprit_ops(self) -> tuple[str, ...]:
@@ -60,11 +66,11 @@ def parse_header(path: Path) -> Header:
     doc = ast.get_docstring(ast.parse(path.read_text()), clean=True) or ""
     values = dict(line.split(":", 1) for line in doc.splitlines() if ":" in line)
     values = {key.strip(): value.strip() for key, value in values.items()}
-    wanted = [f.name for f in fields(Header) if f.name != "name"]
+    wanted = [f.name for f in fields(Header) if f.name != "name" and f.default is MISSING]
     missing = [key for key in wanted if not values.get(key)]
     if missing:
         raise ValueError(f"{path}: header lacks {', '.join(missing)}")
-    return Header(name=path.stem, **{key: values[key] for key in wanted})
+    return Header(name=path.stem, workaround=values.get("workaround", ""), **{key: values[key] for key in wanted})
 
 
 def _op_name(op: str) -> str:
@@ -149,6 +155,28 @@ class Outcome:
             return f"program {program['lines_before']} -> {program['lines_after']} lines{checks}"
         return f"{self.nodes}; repro.py {short['lines']} lines" if short else str(self.nodes)
 
+    @property
+    def handed_over(self) -> dict | None:
+        """The workaround handed over: the narrowest verified one (the list is tried narrowest first)."""
+        verified = [w for w in (self.diagnosis or {}).get("workarounds") or [] if w.get("verified")]
+        order = ("upgrade", "config", "call", "function", "backend", "site")
+        return min(verified, key=lambda w: order.index(w["kind"]) if w.get("kind") in order else len(order),
+                   default=None)
+
+    @property
+    def workaround(self) -> str:
+        """The kind of the workaround handed over, the setting for a `config` one; `setting found` where the header
+        names the thread's setting and the hand-over is that setting."""
+        w = self.handed_over
+        if w is None:
+            return "-"
+        if w.get("kind") != "config":
+            return w.get("kind") or "?"
+        line = next((x.strip()[1:].strip() for x in (w.get("patch") or "").splitlines()
+                     if x.startswith("+") and "config." in x and "=" in x), "")
+        found = " (the thread's)" if self.header.setting and self.header.setting == line else ""
+        return f"config: {line or w['change'][:60]}{found}"
+
     def right(self) -> dict[str, bool]:
         return {"category": self.category == self.header.category, "stage": self.stage == self.header.stage,
                 "culprit": culprit_right(self.header, self.culprits), "verified": self.verified,
@@ -198,7 +226,8 @@ def row(o: Outcome) -> str:
     code = "-" if o.exit_code is None else str(o.exit_code)
     flag = f" **{o.note}**" if o.note else ""
     return (f"| {o.header.name} | {o.header.kind} | {_mark(right['category'], o.category)} | "
-            f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {code}{flag} | {o.seconds:.0f} |")
+            f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {o.workaround} | {code}{flag} | "
+            f"{o.seconds:.0f} |")
 
 
 def totals(outcomes: list[Outcome]) -> list[str]:
@@ -208,8 +237,13 @@ def totals(outcomes: list[Outcome]) -> list[str]:
     counts = {key: sum(o.right()[key] for o in outcomes) for key in outcomes[0].right()}
     pct = {key: f"{count}/{n} ({100 * count / n:.0f}%)" for key, count in counts.items()}
     internal = sum(o.exit_code == INTERNAL_ERROR for o in outcomes)
+    kinds: dict[str, int] = {}
+    for o in outcomes:
+        kind = o.workaround.split(":", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    said = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]))
     return [f"| **total** | {n} | {pct['category']} | {pct['stage']} | {pct['culprit']} | {pct['verified']} | "
-            f"{internal} internal errors | {sum(o.seconds for o in outcomes):.0f} |",
+            f"{said} | {internal} internal errors | {sum(o.seconds for o in outcomes):.0f} |",
             "", f"Verified repro that names the culprit: {pct['verified_culprit']}."]
 
 
@@ -226,8 +260,8 @@ def table(outcomes: list[Outcome], machine: str, load: str) -> str:
     lines = ["# Real-bug benchmark: `pt2doctor diagnose` on tests/realbugs", "",
              f"Machine: {machine}. Load average (1 min) at start/end: {load}.", "",
              "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) "
-             "| exit code | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| workaround handed over | exit code | seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
     return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
 
 
