@@ -46,6 +46,7 @@ def _refails_fresh(repro: str) -> str:
     return proc.stderr
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_dynamo_failure_names_the_users_line(diagnosed):
     run, d = diagnosed(HERE / "dynamo_failure.py", options=QUICK_PROGRAM)
     _assert_bundle(run, d)
@@ -79,6 +80,7 @@ def test_a_compile_failure_suppressed_by_the_script_is_named_not_reported_as_not
     assert any("suppress_errors = False" in step for step in d["next_steps"])
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_dynamo_internal_error_replays_its_frame_alone(diagnosed):
     """The guide's record/replay, working: replay.py compiles the failing frame again and fails the same way."""
     run, d = diagnosed(HERE / "dynamo_internal.py", options=QUICK_PROGRAM)
@@ -200,6 +202,7 @@ def test_success_exits_zero(tmp_path):
     assert "".join(run.stdout.split()).endswith("report.html"), run.stdout  # nothing reports after the bundle
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_function_limits_compilation_to_functions_of_that_name(diagnosed):
     """`--function good` (TORCHDYNAMO_DEBUG_FUNCTION): `bad` runs uncompiled, so nothing fails."""
     run, d = diagnosed(HERE / "two_functions.py", options=("--function", "good"))
@@ -313,6 +316,7 @@ def test_a_hang_in_the_backend_is_a_timeout_at_the_backend_stage(diagnosed):
     assert d["stages"]["eager"] == "pass"
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_a_kernel_error_reported_late_is_tied_to_the_graph_that_launched_it(diagnosed):
     """CUDA's way of reporting (simulated on CPU): the error shows after the graph returned, so the
     recorder saw no graph fail; the re-run with CUDA_LAUNCH_BLOCKING=1 ties it to the graph."""

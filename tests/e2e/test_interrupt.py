@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from clihelp import SCRIPTS
 
 
@@ -67,6 +68,7 @@ def test_diagnose_ctrl_c_keeps_the_partial_diagnosis(tmp_path):
     assert "total" in d["timings"]
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_diagnose_ctrl_c_after_the_verdict_keeps_the_stage_table_and_writes_issue_md(tmp_path):
     out = tmp_path / "diag"
     # slow_backend's four seconds a compile: the Ctrl-C lands while the minifier works on the graph

@@ -47,6 +47,7 @@ def test_a_branch_on_a_tensor_gets_a_verified_torch_cond(diagnosed) -> None:
     assert (fix["at"]["line"], fix["replaces"], fix["verified"], fix["script_passed"]) == (7, 3, True, True)
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_a_bad_dim_range_gets_torchs_suggestion_verified(diagnosed) -> None:
     run, d = diagnosed(SCRIPTS / "bad_dim.py")
     export = d["export"]
@@ -57,6 +58,7 @@ def test_a_bad_dim_range_gets_torchs_suggestion_verified(diagnosed) -> None:
         "b = Dim('b', min=5, max=64)", 13, 1, True)
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_a_strict_only_failure_says_non_strict_exports_it(diagnosed) -> None:
     run, d = diagnosed(SCRIPTS / "strict_only.py")
     export = d["export"]

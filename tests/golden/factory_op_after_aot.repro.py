@@ -110,6 +110,11 @@ def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
         real = getattr(namespace, op)
         patched.append((namespace, op, namespace.__dict__.get(op)))
         setattr(namespace, op, Packet(real, names) if names else record(real))
+    # `x[i] = v` on a traced value: Dynamo writes it so (flex_attention's block mask), a Proxy has no __setitem__
+    import operator
+
+    patched.append((torch.fx.Proxy, "__setitem__", torch.fx.Proxy.__dict__.get("__setitem__")))
+    torch.fx.Proxy.__setitem__ = lambda self, key, value: record(operator.setitem)(self, key, value)  # type: ignore[assignment, method-assign]
     try:
         graph = tracer.trace(module)
     finally:

@@ -143,6 +143,7 @@ def test_a_real_session_round_trips_with_its_json_unchanged(run_json):
     assert doc["failures"][0]["category"] == "graph_break"
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (30-80 s): the default run stays under 20 min
 def test_a_real_diagnosis_round_trips_with_its_json_unchanged(diagnosed):
     # the options of tests/diagnose/test_diagnose.py's run of the same script, so the run is shared
     _run, doc = diagnosed(TESTS / "diagnose" / "scripts" / "dynamo_failure.py", options=("--program-budget", "30"))

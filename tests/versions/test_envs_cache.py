@@ -79,7 +79,7 @@ def test_clearing_the_cache_removes_every_environment_and_counts_the_bytes(tmp_p
 def test_the_cli_clears_the_cache_it_is_given_and_refuses_a_malformed_environment(tmp_path):
     _made(tmp_path / "cache", "torch-2.14.1")
     run = pt2doctor("versions", "--clear-cache", "--versions-cache", str(tmp_path / "cache"))
-    assert run.code == 0 and "cleared" in run.stderr and list((tmp_path / "cache").iterdir()) == []
+    assert run.code == 0 and "cleared" in run.stdout and list((tmp_path / "cache").iterdir()) == []  # the summary
     script = tmp_path / "repro.py"
     script.write_text("")
     bad = pt2doctor("versions", "--torch-env", "2.14.1", str(script))
@@ -91,7 +91,7 @@ def test_a_repro_that_passes_under_your_torch_ends_the_search_at_once(tmp_path):
     script.write_text("import torch\nprint(torch.ones(2).sum().item())\n")
     run = pt2doctor("versions", "--out", str(tmp_path / "out"), "--versions-cache", str(tmp_path / "cache"),
                     str(script))
-    assert run.code == 2 and "passes under your torch" in run.stderr, run.stderr[-2000:]
+    assert run.code == 2 and "passes under your torch" in run.stdout, run.stdout[-2000:]  # the summary, on stdout
     assert not (tmp_path / "cache").exists()  # nothing listed, nothing installed
 
 
