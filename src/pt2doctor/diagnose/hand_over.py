@@ -25,6 +25,7 @@ from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.setting_search import applies as settings_apply
 from pt2doctor.diagnose.setting_search import search_settings
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
@@ -52,7 +53,7 @@ def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None, re
     """The compiler settings searched on the minimal graph in the warm workers, then the workarounds on copies of the
     script, those settings among them."""
     workers = side_runs.workers
-    if ctx.options.workarounds and workers is not None and text is not None:
+    if ctx.options.workarounds and workers is not None and text is not None and settings_apply(found):
         ctx.reporter.status("trying compiler settings on the minimal graph")
         with found.timed("settings"):
             folder = ctx.options.out_dir / "settings"

@@ -46,11 +46,11 @@ def search_settings(pool: WorkerPool, found: Found, text: str, dynamo: Graph | N
     (`graph_stages.dynamo_graph_script`), where a setting acting before Inductor's lowering is tried."""
     from pt2doctor.reduce.oracle import judge
 
-    m = found.minify
-    if m is None or not m.verified or found.stage not in _MODULES:
+    m, stage = found.minify, found.stage
+    if m is None or stage is None or not applies(found):
         return None
     minimal: Graph = (text, m.signature)
-    rows = [(row, graph) for row in applicable(found.stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+    rows = [(row, graph) for row in applicable(stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
             if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else dynamo) is not None]
     if not rows:
         return SettingSearch(m.repro_path, skipped=len(SETTINGS), why_not="no setting of the table applies here")
@@ -68,6 +68,11 @@ def search_settings(pool: WorkerPool, found: Found, text: str, dynamo: Graph | N
             break
     return SettingSearch(m.repro_path, tuple(trials), len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
                          untried=len(rows) - len(trials) if not any(t.outcome == "pass" for t in trials) else 0)
+
+
+def applies(found: Found) -> bool:
+    """A verified minimal graph, at a stage some setting of torch's reaches (not Dynamo, not the script's backend)."""
+    return found.minify is not None and found.minify.verified and found.stage in _MODULES
 
 
 def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[Setting]:
