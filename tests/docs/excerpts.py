@@ -17,6 +17,7 @@ are not.
 
     python tests/docs/excerpts.py [PAGE...]           run the pages' excerpts and say which no longer match
     python tests/docs/excerpts.py --write [PAGE...]   and rewrite those from their runs (whole: trim by hand)
+    python tests/docs/excerpts.py --keep DIR [PAGE...] and keep every run's transcript in DIR
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ NEEDS = re.compile(r"<!-- excerpt-needs: (?P<name>\w+) -->\s*\n(?:<!-- .+ -->\s*
 FILE = re.compile(r"<!-- excerpt-file: (?P<name>[\w./-]+) -->\s*\n$")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
-BOX_RUN = re.compile(r"([─━═│┃╌┄-])\1+")
+BOX_RUN = re.compile(r"([─━═│┃╌┄=_-])\1+")  # rules drawn to the terminal's width
 ELISION = "..."
 SHARED = ("src", "tests")  # what the scratch directory sees of the repository
 COMMAND_TIMEOUT_S = 900
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pages", nargs="*", type=Path)
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--keep", type=Path, help="write each block's transcript to KEEP/PAGE-LINE.txt")
     args = parser.parse_args(argv)
     drifted = 0
     for page in [p.resolve() for p in args.pages] or [p for p in pages() if p.exists() and excerpts(p)]:
@@ -207,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             state = (f"skipped ({outcome.skipped})" if outcome.skipped else
                      "ok" if outcome.mismatch is None else f"DRIFTED at: {outcome.mismatch}")
             print(f"{outcome.excerpt.block}: {state}", flush=True)
+            if args.keep is not None and not outcome.skipped:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                (args.keep / f"{page.stem}-{outcome.excerpt.block.line}.txt").write_text(outcome.transcript)
             drifted += outcome.mismatch is not None
         if args.write:
             rewrite(page, outcomes)
