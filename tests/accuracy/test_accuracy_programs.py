@@ -50,6 +50,7 @@ def test_the_program_prints_what_it_prints_without_pt2doctor(accuracy_run, scrip
     assert [(g["verdict"], g["error"]) for g in run.doc["accuracy"]] == [("pass", None)]
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (35-50 s): the default run stays under 20 min
 def test_a_failing_func_grad_graph_is_reported_not_an_internal_error(accuracy_run):
     """FX cannot trace the recorded `torch.func.grad` graph (`_wrap_for_grad(Proxy, 1)`: a TypeError
     that ended `pt2doctor accuracy` with exit 70): the failure is reported with the minifier's reason."""

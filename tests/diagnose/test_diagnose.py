@@ -62,6 +62,7 @@ def test_dynamo_failure_names_the_users_line(diagnosed):
     assert d["repro_verified"] and "if " in Path(d["repro"]).read_text()
 
 
+@pytest.mark.slow  # a whole diagnosis of its own (35-50 s): the default run stays under 20 min
 def test_a_hard_recompile_limit_is_explained_by_the_guard_that_failed(diagnosed):
     """fail_on_recompile_limit_hit is the program's choice: diagnose says why it recompiled, not 'a Dynamo bug'."""
     run, d = diagnosed(HERE / "recompile_limit_fail.py")
