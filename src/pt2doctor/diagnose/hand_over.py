@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pt2doctor.bisect.driver import PendingBisection, bisect_repro
 from pt2doctor.diagnose.found import Found
@@ -33,6 +35,9 @@ from pt2doctor.diagnose.where_to_look import look_where
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
 from pt2doctor.model.diagnosis import Bisection, FailingStage, SourceRef, Workaround
 from pt2doctor.model.minify import MinifyResult
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.pool import WorkerPool
 
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
@@ -52,17 +57,29 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
 def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None, recording: Recording) -> None:
     """The compiler settings searched on the minimal graph in the warm workers, then the workarounds on copies of the
     script, those settings among them."""
-    workers = side_runs.workers
-    if ctx.options.workarounds and workers is not None and text is not None and settings_apply(found):
+    if ctx.options.workarounds and text is not None and settings_apply(found) and not ctx.runner.closed:
         ctx.reporter.status("trying compiler settings on the minimal graph")
-        with found.timed("settings"):
+        with found.timed("settings"), _warm_pool(ctx, side_runs) as pool:
             folder = ctx.options.out_dir / "settings"
             folder.mkdir(exist_ok=True)
             dynamo = dynamo_graph_script(recording, folder) if recording.usable else None
-            found.settings = search_settings(workers.pool, found, text, dynamo)
+            found.settings = search_settings(pool, found, text, dynamo)
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)
+
+
+@contextmanager
+def _warm_pool(ctx: Context, side_runs: SideRuns) -> Iterator[WorkerPool]:
+    """The warm workers the graph steps ran in; where none were kept (no recorded graph failed by itself: a wrong
+    result the accuracy check found), workers started for the search alone and closed after it."""
+    if side_runs.workers is not None:
+        yield side_runs.workers.pool
+        return
+    from pt2doctor.processes.workers import start_workers
+
+    with start_workers(ctx.options.jobs, ctx.options.query_timeout_s, ctx.options.out_dir, verify=False) as workers:
+        yield workers.pool
 
 
 def _minimal_graph_text(found: Found) -> str | None:

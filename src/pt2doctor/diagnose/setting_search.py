@@ -1,6 +1,6 @@
 """Compiler settings searched on the minimal failing graph, not guessed (issue #39, point 1).
 
-Contract: `search_settings(pool, found, text) -> SettingSearch | None` tries the settings table
+Contract: `search_settings(pool, found, text, dynamo) -> SettingSearch | None` tries the settings table
 (`model.compiler_settings.SETTINGS`), narrowest first, each set at the top of a copy of the minifier's verified
 repro (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers, a
 batch (the workers' count) at a time (a setting that acts before Inductor's lowering on the recorded Dynamo graph
