@@ -157,11 +157,14 @@ class Outcome:
 
     @property
     def handed_over(self) -> dict | None:
-        """The workaround handed over: the narrowest verified one (the list is tried narrowest first)."""
-        verified = [w for w in (self.diagnosis or {}).get("workarounds") or [] if w.get("verified")]
-        order = ("upgrade", "config", "call", "function", "backend", "site")
-        return min(verified, key=lambda w: order.index(w["kind"]) if w.get("kind") in order else len(order),
-                   default=None)
+        """The workaround handed over, as diagnose picks it (`model.diagnosis.handed_over`: the narrowest verified)."""
+        from pt2doctor.model.diagnosis import Workaround, handed_over
+        from pt2doctor.model.serialize import loads
+
+        raw = (self.diagnosis or {}).get("workarounds") or []
+        typed = [loads(json.dumps(w), Workaround) for w in raw]
+        chosen = handed_over(typed)
+        return raw[typed.index(chosen)] if chosen is not None else None
 
     @property
     def workaround(self) -> str:

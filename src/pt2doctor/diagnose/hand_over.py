@@ -34,7 +34,7 @@ from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
 from pt2doctor.model.diagnosis import Bisection, FailingStage, SourceRef, Workaround
-from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.minify import FailureSignature, MinifyResult
 
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import WorkerPool
@@ -60,10 +60,7 @@ def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None, re
     if ctx.options.workarounds and text is not None and settings_apply(found) and not ctx.runner.closed:
         ctx.reporter.status("trying compiler settings on the minimal graph")
         with found.timed("settings"), _warm_pool(ctx, side_runs) as pool:
-            folder = ctx.options.out_dir / "settings"
-            folder.mkdir(exist_ok=True)
-            dynamo = dynamo_graph_script(recording, folder) if recording.usable else None
-            found.settings = search_settings(pool, found, text, dynamo)
+            found.settings = search_settings(pool, found, text, lambda: _dynamo_graph(ctx, recording))
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)
@@ -80,6 +77,15 @@ def _warm_pool(ctx: Context, side_runs: SideRuns) -> Iterator[WorkerPool]:
 
     with start_workers(ctx.options.jobs, ctx.options.query_timeout_s, ctx.options.out_dir, verify=False) as workers:
         yield workers.pool
+
+
+def _dynamo_graph(ctx: Context, recording: Recording) -> tuple[str, FailureSignature] | None:
+    """The recorded Dynamo graph compiled whole, its values saved in `settings/` of the output directory."""
+    if not recording.usable:
+        return None
+    folder = ctx.options.out_dir / "settings"
+    folder.mkdir(exist_ok=True)
+    return dynamo_graph_script(recording, folder)
 
 
 def _minimal_graph_text(found: Found) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pt2doctor.analysis.workaround_edits import set_config
@@ -41,17 +42,21 @@ BUDGET_S = 30.0  # no batch starts past it: the workarounds wait on this search
 Graph = tuple[str, FailureSignature]  # a program compiling one graph, and the failure it shows
 
 
-def search_settings(pool: WorkerPool, found: Found, text: str, dynamo: Graph | None) -> SettingSearch | None:
+def search_settings(pool: WorkerPool, found: Found, text: str,
+                    dynamo: Callable[[], Graph | None]) -> SettingSearch | None:
     """`text`: the minimal graph's repro; `dynamo`: the recorded Dynamo graph compiled whole
-    (`graph_stages.dynamo_graph_script`), where a setting acting before Inductor's lowering is tried."""
+    (`graph_stages.dynamo_graph_script`), where a setting acting before Inductor's lowering is tried: loaded (its
+    values saved) only where such a row applies and the minimal graph is not itself a Dynamo graph."""
     from pt2doctor.reduce.oracle import judge
 
     m, stage = found.minify, found.stage
     if m is None or stage is None or not applies(found):
         return None
     minimal: Graph = (text, m.signature)
-    rows = [(row, graph) for row in applicable(stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
-            if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else dynamo) is not None]
+    wanted = applicable(stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+    earlier = dynamo() if m.stage is not Stage.DYNAMO and any(row.phase != LOWERING for row in wanted) else None
+    rows = [(row, graph) for row in wanted
+            if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else earlier) is not None]
     if not rows:
         return SettingSearch(m.repro_path, skipped=len(SETTINGS), why_not="no setting of the table applies here")
     started, trials = time.monotonic(), []

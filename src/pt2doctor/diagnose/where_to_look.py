@@ -27,7 +27,7 @@ from pt2doctor.capture.source_lookup import look_up
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
 from pt2doctor.diagnose.found import Found
-from pt2doctor.model.compiler_settings import SETTINGS, Setting
+from pt2doctor.model.compiler_settings import Setting
 from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceLookupResult, SourceRef
 from pt2doctor.model.serialize import RecordError, dumps, read_record
 
@@ -62,9 +62,8 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
 def _verified_settings(found: Found) -> list[Setting]:
     """The settings the search found to remove the failure on the minimal graph, the one verified on the whole program
     first."""
-    passed = {t.setting for t in found.settings.passed} if found.settings else set()
     verified = {w.change for w in found.workarounds if w.verified and w.kind == "config"}
-    rows = [s for s in SETTINGS if s.line in passed]
+    rows = found.settings.passed_settings if found.settings else ()
     return sorted(rows, key=lambda s: not any(f"`{s.line}`" in change for change in verified))
 
 

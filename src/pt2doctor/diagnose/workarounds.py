@@ -52,7 +52,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model import Category
-from pt2doctor.model.compiler_settings import SETTINGS, Setting, for_subsystem
+from pt2doctor.model.compiler_settings import Setting, for_subsystem
 from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
@@ -162,7 +162,7 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
-    for setting in _searched(found)[:_MAX_SEARCHED]:
+    for setting in (found.settings.passed_settings if found.settings else ())[:_MAX_SEARCHED]:
         edited = set_config(source, setting.module, setting.line)
         if edited is not None:
             out.append(("config", _setting_change(setting, "found on the minimal graph"), edited))
@@ -205,12 +205,6 @@ def _applies(found: Found) -> bool:
 _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is tried on its first three
 _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
 _MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
-
-
-def _searched(found: Found) -> list[Setting]:
-    """The table's settings that removed the failure on the minimal graph, in the table's order (narrowest first)."""
-    passed = {t.setting for t in found.settings.passed} if found.settings else set()
-    return [s for s in SETTINGS if s.line in passed]
 
 
 def _culprit_origins(found: Found, script: Path) -> list[NodeOrigin]:

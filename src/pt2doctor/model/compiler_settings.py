@@ -145,6 +145,12 @@ class SettingSearch:
     def passed(self) -> tuple[SettingTrial, ...]:
         return tuple(t for t in self.trials if t.outcome == "pass")
 
+    @property
+    def passed_settings(self) -> tuple[Setting, ...]:
+        """The table's rows that removed the failure, in the table's order (narrowest first)."""
+        lines = {t.setting for t in self.passed}
+        return tuple(s for s in SETTINGS if s.line in lines)
+
     def describe(self) -> str:
         if self.why_not:
             return f"no compiler setting tried: {self.why_not}"
