@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.failures import classify
-from pt2doctor.diagnose.found import Found, conclude, refine_category
+from pt2doctor.diagnose.conclusions import conclude, refine_category
+from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Category, Failure
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns

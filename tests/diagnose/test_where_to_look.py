@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.failures import dynamo_raise_site
-from pt2doctor.diagnose.found import Found, conclude
+from pt2doctor.diagnose.conclusions import conclude
+from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceRef
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns

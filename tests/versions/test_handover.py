@@ -5,8 +5,8 @@ regression named with the release that still passed."""
 from __future__ import annotations
 
 from pt2doctor.analysis.versions import conclude
+from pt2doctor.diagnose.conclusions import conclude as conclude_diagnosis
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.found import conclude as conclude_diagnosis
 from pt2doctor.diagnose.upgrade import upgrade_workaround
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Diagnosis, FailingStage, Workaround

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pt2doctor.capture.runner import Reporter
-from pt2doctor.diagnose.found import Found, refined_category
+from pt2doctor.diagnose.conclusions import refined_category
+from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.model import Category

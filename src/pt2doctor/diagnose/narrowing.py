@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pt2doctor.bisect.driver import PendingBisection
+from pt2doctor.diagnose.conclusions import environment_fails, refine_category, user_error, where
 from pt2doctor.diagnose.control import ControlKind, ControlRun, control_in, start_control
-from pt2doctor.diagnose.found import Found, environment_fails, refine_category, user_error, where
+from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
 from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced

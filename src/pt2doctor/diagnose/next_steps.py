@@ -15,7 +15,7 @@ from pt2doctor.model.minify import MinifyResult
 
 
 class _Established(Protocol):
-    """What these read and write of `diagnose.found.Found` (which calls them: no import back)."""
+    """What these read and write of `diagnose.found.Found` (`diagnose.conclusions` calls them: no import back)."""
 
     workarounds: list[Workaround]
     next_steps: list[str]

@@ -28,7 +28,8 @@ from pt2doctor.diagnose import hand_over as over
 from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction, upgrade
 from pt2doctor.diagnose.checkpoint import Checkpoint, Publish
-from pt2doctor.diagnose.found import Found, conclude, stopped
+from pt2doctor.diagnose.conclusions import conclude, stopped
+from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.recording import pick_recording

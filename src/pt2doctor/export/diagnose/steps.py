@@ -35,8 +35,9 @@ from pathlib import Path
 
 from pt2doctor.analysis.failures import raised_in_torch
 from pt2doctor.capture.process_meta import RunPaths, records
+from pt2doctor.diagnose.conclusions import environment_fails, user_error
 from pt2doctor.diagnose.control import ControlKind, start_control
-from pt2doctor.diagnose.found import Found, environment_fails, user_error
+from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.next_steps import program_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.program import reduce_the_program

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from pt2doctor.diagnose.found import Found, traced_frames
+from pt2doctor.diagnose.conclusions import traced_frames
+from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Category, Failure, SourceLoc
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import (
