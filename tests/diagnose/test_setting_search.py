@@ -55,3 +55,46 @@ def test_a_real_vectorisation_bug_gets_the_setting_that_avoids_it(diagnosed):
                for r in d["where_to_look"]), d["where_to_look"]
     assert any(s["step"] == "settings" and s["graph"] == len(search["trials"]) for s in d["runs"]["steps"])
     assert "cpp.simdlen = 1" in json.dumps(d["next_steps"])
+
+
+# The reduced program pt2doctor wrote for pytorch#182131 (fp16_cast_before_add_elided.py): no graph verifies (the
+# accuracy rule, against fp64, finds compiled closer than eager), the script's exact check fails.
+FP16_PROGRAM = '''\
+import torch
+x = torch.arange(24).reshape(2, 3, 4) / 5
+c = 0
+
+def f(x, c):
+    z = x
+    y = z.to() + x.to(torch.float16)
+    return y
+eager = f(x, c)
+compiled = torch.compile(f)(x, c)
+torch.testing.assert_close(compiled[0], eager[0], rtol=0, atol=0)
+'''
+
+
+def test_where_no_graph_verified_the_settings_are_searched_on_the_reduced_program(tmp_path):
+    """Issue #39: the backend for everything was handed over on program repros. The table is tried on the reduced
+    program in warm workers, as its checks ran: the thread's setting (emulate_precision_casts) removes the failure,
+    the next row of the same batch does not (the judge tells them apart: the program still fails without it)."""
+    from pt2doctor.diagnose.found import Found
+    from pt2doctor.diagnose.setting_search import program_applies, search_on_program
+    from pt2doctor.model import Category
+    from pt2doctor.model.diagnosis import ProgramRepro
+    from pt2doctor.processes.pool import WorkerPool
+
+    repro = tmp_path / "repro.py"
+    repro.write_text(FP16_PROGRAM)
+    program = ProgramRepro(str(repro), "AssertionError: Tensor-likes are not equal!", None, "fallback", 25, 10, 1, 0.3,
+                           1.0, verified=True, culprit_ops=("z.to", "x.to"))
+    found = Found(command=("fp16.py",), category=Category.ACCURACY, stage=FailingStage.INDUCTOR, program=program)
+    assert program_applies(found)
+    with WorkerPool(2, 120.0) as pool:
+        search = search_on_program(pool, found, tmp_path / "fp16.py")
+    assert search is not None and search.on == "the reduced program"
+    assert [s.key for s in search.passed_settings] == ["emulate_precision_casts"], search.trials
+    assert any(t.outcome == "fail" for t in search.trials), search.trials
+    assert "tried on the reduced program" in search.describe()
+    dynamo = Found(command=("f.py",), category=Category.ACCURACY, stage=FailingStage.DYNAMO, program=program)
+    assert not program_applies(dynamo)  # no setting of Inductor's reaches a Dynamo failure

@@ -53,7 +53,7 @@ class Found:
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # the program reduced (`reduce.program`)
     bisection: Bisection | None = None
-    settings: SettingSearch | None = None  # compiler settings tried on the minimal graph (`diagnose.setting_search`)
+    settings: SettingSearch | None = None  # tried on the minimal graph or program (`diagnose.setting_search`)
     replay: str | None = None
     replay_verified: bool = False
     next_steps: list[str] = field(default_factory=list)

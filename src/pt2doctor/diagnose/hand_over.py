@@ -1,13 +1,13 @@
 """diagnose's hand-over steps: what each reader takes away.
 
 Contract: `hand_over` gives the model's owner workarounds, the compiler settings that remove the failure on the
-minimal graph searched first in the warm workers (`diagnose.setting_search`), then changes tried on copies of the
-script (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing, so they run side by
-side), and once the bisection has named what it blames, that turned off by a config: repro.py in PyTorch's idiom with a
-regression test (`diagnose.short_repro`), beside the compiler bisected on a copy of the minifier's harness form
-(`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look` looks up where the
-installed torch handles the culprit ops, the bisected subsystem and a Dynamo failure (`diagnose.where_to_look`), for
-issue.md's "Where to look".
+minimal graph (else on the reduced program) searched first in the warm workers (`diagnose.setting_search`), then
+changes tried on copies of the script (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing,
+so they run side by side), and once the bisection has named what it blames, that turned off by a config: repro.py in
+PyTorch's idiom with a regression test (`diagnose.short_repro`), beside the compiler bisected on a copy of the
+minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look`
+looks up where the installed torch handles the culprit ops, the bisected subsystem and a Dynamo failure
+(`diagnose.where_to_look`), for issue.md's "Where to look".
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import dynamo_graph_script
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.recording import Recording
-from pt2doctor.diagnose.reproduce import Classified
+from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.setting_search import applies as settings_apply
-from pt2doctor.diagnose.setting_search import search_settings
+from pt2doctor.diagnose.setting_search import program_applies, search_on_program, search_settings
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import look_where
@@ -38,40 +38,46 @@ from pt2doctor.model.minify import FailureSignature, MinifyResult
 
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import WorkerPool
+    from pt2doctor.processes.workers import Workers
 
 _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITION: "aot_eager_decomp_partition"}
 
 
-def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns,
-              recording: Recording) -> tuple[Workaround, ...]:
+def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns, recording: Recording,
+              reproduce: Reproduced) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
+    workers = side_runs.workers or reproduce.workers
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_owner, ctx, found, side_runs, text, recording)
+        arounds = side.submit(_owner, ctx, found, workers, text, recording)
         _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
     _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
     return tuple(found.workarounds)
 
 
-def _owner(ctx: Context, found: Found, side_runs: SideRuns, text: str | None, recording: Recording) -> None:
-    """The compiler settings searched on the minimal graph in the warm workers, then the workarounds on copies of the
-    script, those settings among them."""
-    if ctx.options.workarounds and text is not None and settings_apply(found) and not ctx.runner.closed:
-        ctx.reporter.status("trying compiler settings on the minimal graph")
-        with found.timed("settings"), _warm_pool(ctx, side_runs) as pool:
-            found.settings = search_settings(pool, found, text, lambda: _dynamo_graph(ctx, recording))
+def _owner(ctx: Context, found: Found, workers: Workers | None, text: str | None, recording: Recording) -> None:
+    """The compiler settings searched on the minimal graph (else the reduced program) in the warm workers, then the
+    workarounds on copies of the script, those settings among them."""
+    on_graph = text is not None and settings_apply(found)
+    if ctx.options.workarounds and (on_graph or program_applies(found)) and not ctx.runner.closed:
+        ctx.reporter.status(f"trying compiler settings on the {'minimal graph' if on_graph else 'reduced program'}")
+        with found.timed("settings"), _warm_pool(ctx, workers) as pool:
+            found.settings = (search_settings(pool, found, text, lambda: _dynamo_graph(ctx, recording))
+                              if on_graph and text is not None else
+                              search_on_program(pool, found, ctx.options.script))
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)
 
 
 @contextmanager
-def _warm_pool(ctx: Context, side_runs: SideRuns) -> Iterator[WorkerPool]:
-    """The warm workers the graph steps ran in; where none were kept (no recorded graph failed by itself: a wrong
-    result the accuracy check found), workers started for the search alone and closed after it."""
-    if side_runs.workers is not None:
-        yield side_runs.workers.pool
+def _warm_pool(ctx: Context, workers: Workers | None) -> Iterator[WorkerPool]:
+    """The warm workers the graph steps (or the program reducer) ran in; where none were kept (no recorded graph
+    failed by itself: a wrong result the accuracy check found), workers started for the search alone and closed after
+    it."""
+    if workers is not None:
+        yield workers.pool
         return
     from pt2doctor.processes.workers import start_workers
 

@@ -10,6 +10,11 @@ or `BUDGET_S` has passed; each run is judged as every minifier query is, against
 setting of torch's reaches (Dynamo, the script's own backend). Rows that cannot matter are skipped without a run: a
 key the installed torch lacks or already holds at that value, another device's, one whose ops the graph does not
 hold; the functorch rows alone where the stage is AOTAutograd's.
+`search_on_program(pool, found, script)` is the same search where no graph gave a verified repro but the program
+reduced did (`found.program`, a failure past Dynamo, a wrong result the script's own check sees): each row set at the
+top of a copy of repro.py, run in the warm workers as the program reducer's checks run (`reduce.program_harness`,
+the backend forced as its verification forced it), and judged against the reduced program's failure; every row
+applies whatever its phase (the program compiles whole), filtered by the ops of the graphs it compiled.
 Never raises for what a candidate does. The whole program is not run here: `diagnose.workarounds` confirms what
 passed on a copy of the script, and the narrowest verified change is handed over.
 """
@@ -19,11 +24,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pt2doctor.analysis.workaround_edits import set_config
 from pt2doctor.capture import torch_compat
 from pt2doctor.diagnose.found import Found
+from pt2doctor.model import Category
 from pt2doctor.model.compiler_settings import FUNCTORCH, LOWERING, SETTINGS, Setting, SettingSearch, SettingTrial
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureSignature, Stage
@@ -35,7 +42,8 @@ if TYPE_CHECKING:
 _MODULES = {FailingStage.INDUCTOR: None,  # every row
             FailingStage.DECOMP_PARTITION: FUNCTORCH, FailingStage.AOT_AUTOGRAD: FUNCTORCH}
 _WORDS = {Outcome.PASSES: "pass", Outcome.FAILS_SAME: "fail"}
-_CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']""")  # an input made on a GPU (`make_tensor(..., 'cuda:0')`)
+# an input made on a GPU (`make_tensor(..., 'cuda:0')`, `x.cuda()`)
+_CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']|\.cuda\(""")
 BUDGET_S = 30.0  # no batch starts past it: the workarounds wait on this search
 
 
@@ -47,37 +55,79 @@ def search_settings(pool: WorkerPool, found: Found, text: str,
     """`text`: the minimal graph's repro; `dynamo`: the recorded Dynamo graph compiled whole
     (`graph_stages.dynamo_graph_script`), where a setting acting before Inductor's lowering is tried: loaded (its
     values saved) only where such a row applies and the minimal graph is not itself a Dynamo graph."""
-    from pt2doctor.reduce.oracle import judge
-
     m, stage = found.minify, found.stage
     if m is None or stage is None or not applies(found):
         return None
     minimal: Graph = (text, m.signature)
-    wanted = applicable(stage, m.ops, "cuda" if _CUDA_INPUT.search(text) else "cpu")
+    wanted = applicable(stage, m.ops, _device(text))
     earlier = dynamo() if m.stage is not Stage.DYNAMO and any(row.phase != LOWERING for row in wanted) else None
     rows = [(row, graph) for row in wanted
             if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else earlier) is not None]
+    return _search(pool, rows, m.repro_path, "the minimal graph", lambda source, row: set_config(source, row.module,
+                                                                                               row.line))
+
+
+def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSearch | None:
+    """The table on the reduced program (see the contract); None where it does not apply."""
+    from pt2doctor.reduce.program import compiled_repro
+    from pt2doctor.reduce.program_harness import harness_text
+
+    p, stage = found.program, found.stage
+    if p is None or stage is None or not program_applies(found):
+        return None
+    try:
+        source = Path(p.repro_path).read_text()
+    except OSError:
+        return None
+    run, target = compiled_repro(p, script, found.category is Category.ACCURACY)
+    ops = (*(found.minify.ops if found.minify else ()), *p.culprit_ops)
+    rows = [(row, (source, target)) for row in applicable(stage, ops, _device(source))]
+
+    def edit(text: str, row: Setting) -> str | None:
+        edited = set_config(text, row.module, row.line)
+        return harness_text(edited, run) if edited is not None else None
+
+    return _search(pool, rows, p.repro_path, "the reduced program", edit)
+
+
+def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on: str,
+            edit: Callable[[str, Setting], str | None]) -> SettingSearch:
+    """Each row's edit of its subject run in the workers, a batch at a time, until a batch holds a pass or the
+    budget has passed."""
+    from pt2doctor.reduce.oracle import judge
+
     if not rows:
-        return SettingSearch(m.repro_path, skipped=len(SETTINGS), why_not="no setting of the table applies here")
+        return SettingSearch(repro, skipped=len(SETTINGS), why_not="no setting of the table applies here", on=on)
     started, trials = time.monotonic(), []
     for start in range(0, len(rows), pool.jobs):
         if time.monotonic() - started > BUDGET_S:
             break
-        batch = [(row, edited, graph[1]) for row, graph in rows[start:start + pool.jobs]
-                 if (edited := set_config(graph[0], row.module, row.line)) is not None]
+        batch = [(row, edited, subject[1]) for row, subject in rows[start:start + pool.jobs]
+                 if (edited := edit(subject[0], row)) is not None]
         results: list[RunResult] = pool.run([edited for _, edited, _ in batch])
         for (row, _, target), result in zip(batch, results):
             outcome = judge(result, target)
             trials.append(SettingTrial(row.line, row.touches, _WORDS.get(outcome, _said(outcome, result))))
         if any(t.outcome == "pass" for t in trials):
             break
-    return SettingSearch(m.repro_path, tuple(trials), len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
-                         untried=len(rows) - len(trials) if not any(t.outcome == "pass" for t in trials) else 0)
+    return SettingSearch(repro, tuple(trials), len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
+                         untried=len(rows) - len(trials) if not any(t.outcome == "pass" for t in trials) else 0, on=on)
 
 
 def applies(found: Found) -> bool:
     """A verified minimal graph, at a stage some setting of torch's reaches (not Dynamo, not the script's backend)."""
     return found.minify is not None and found.minify.verified and found.stage in _MODULES
+
+
+def program_applies(found: Found) -> bool:
+    """No verified minimal graph, a verified reduced program of a torch.compile failure at such a stage."""
+    p = found.program
+    return (not applies(found) and p is not None and p.verified and p.reason == "fallback"
+            and found.stage in _MODULES)
+
+
+def _device(text: str) -> str:
+    return "cuda" if _CUDA_INPUT.search(text) else "cpu"
 
 
 def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[Setting]:

@@ -8,8 +8,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    experimental path, a tuning mode) left out, so that key keeps torch's default (how many graphs stay compiled
    is counted, as for every candidate); each, in the script's order, up to three
    (`analysis.workaround_edits.own_settings`); then the compiler settings the settings search found to remove the
-   failure on the minimal graph (`found.settings`, `diagnose.setting_search`), each set at the top of a copy, in
-   the table's order, up to two: every graph stays compiled, without what that setting turns off;
+   failure on the minimal graph or the reduced program (`found.settings`, `diagnose.setting_search`), each set at
+   the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting turns
+   off;
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
@@ -162,10 +163,11 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
-    for setting in (found.settings.passed_settings if found.settings else ())[:_MAX_SEARCHED]:
+    search = found.settings
+    for setting in (search.passed_settings if search else ())[:_MAX_SEARCHED]:
         edited = set_config(source, setting.module, setting.line)
-        if edited is not None:
-            out.append(("config", _setting_change(setting, "found on the minimal graph"), edited))
+        if edited is not None and search is not None:
+            out.append(("config", _setting_change(setting, f"found on {search.on}"), edited))
     origins = _culprit_origins(found, script)
     calls = 0
     for origin in origins:

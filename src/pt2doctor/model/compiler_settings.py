@@ -121,8 +121,8 @@ def for_subsystem(subsystem: str) -> Setting | None:
 
 @dataclass(frozen=True, slots=True)
 class SettingTrial:
-    """One setting tried on the minimal graph: `outcome` `pass` (the failure is gone), `fail` (the same failure),
-    or how it ended otherwise (`fails otherwise: ...`, `timeout`)."""
+    """One setting tried on the minimal graph (or the reduced program): `outcome` `pass` (the failure is gone),
+    `fail` (the same failure), or how it ended otherwise (`fails otherwise: ...`, `timeout`)."""
 
     setting: str  # its line, `torch._inductor.config.split_reductions = False`
     touches: str
@@ -131,8 +131,9 @@ class SettingTrial:
 
 @dataclass(frozen=True, slots=True)
 class SettingSearch:
-    """The table tried on the minimal failing graph (`graph`: the repro it ran), narrowest first, a batch at a time,
-    until a batch held one that removed the failure; `skipped` says which rows did not apply and why in brief."""
+    """The table tried on the minimal failing graph (`graph`: the repro it ran), or on the reduced program where no
+    graph verified (`on`), narrowest first, a batch at a time, until a batch held one that removed the failure;
+    `skipped` says which rows did not apply and why in brief."""
 
     graph: str
     trials: tuple[SettingTrial, ...] = ()
@@ -140,6 +141,7 @@ class SettingSearch:
     seconds: float = 0.0
     why_not: str = ""  # where nothing was tried: why
     untried: int = 0  # rows that applied but were not tried: the search's time budget ran out first
+    on: str = "the minimal graph"  # what each row was tried on, in words ("the reduced program")
 
     @property
     def passed(self) -> tuple[SettingTrial, ...]:
@@ -156,5 +158,5 @@ class SettingSearch:
             return f"no compiler setting tried: {self.why_not}"
         passed = ", ".join(f"`{t.setting}`" for t in self.passed) or "none"
         rest = f"; {self.untried} more not tried, past the search's time budget" if self.untried else ""
-        return (f"{len(self.trials)} compiler setting(s) tried on the minimal graph ({self.seconds:.1f} s), "
+        return (f"{len(self.trials)} compiler setting(s) tried on {self.on} ({self.seconds:.1f} s), "
                 f"removing the failure: {passed}{rest}")

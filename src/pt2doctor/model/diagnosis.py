@@ -359,7 +359,7 @@ class Diagnosis:
     original_backend: str | None = None
     attempts: tuple[Attempt, ...] = ()
     bisection: Bisection | None = None
-    settings: SettingSearch | None = None  # compiler settings tried on the minimal graph
+    settings: SettingSearch | None = None  # compiler settings tried on the minimal graph or reduced program
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # repro.py as the reduced program, when no graph repro verified
     next_steps: tuple[str, ...] = ()

@@ -149,6 +149,14 @@ def program_runs(job: ProgramJob, file: Path, force: bool = True) -> tuple[Progr
             replace(where, overrides=Overrides(stance="force_eager")))
 
 
+def compiled_repro(repro: ProgramRepro, script: Path, type_only: bool) -> tuple[ProgramRun, FailureSignature]:
+    """How repro.py runs compiled, as its verification ran it (the backend forced unless its calls name it), and the
+    failure it must show: for a check of it with one change (`diagnose.setting_search`)."""
+    job = ProgramJob(script, (), repro.signature, repro.backend, Path(repro.repro_path).parent, 0.0, 0.0, repro.reason,
+                     type_only)
+    return program_runs(job, Path(repro.repro_path), force=not repro.backend_in_source)[0], job.target
+
+
 _AOTI_OFF = (Overrides(export_runs_module=True, export_eager=True),
              "with AOTInductor off (each package replaced by the exported program, run eagerly)")
 _STEP_OFF = {ExportStep.RUN_DECOMPOSITIONS: (Overrides(export_runs_module=True, decompositions_off=True),
