@@ -26,6 +26,7 @@ import os
 import platform
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -180,6 +181,19 @@ class Outcome:
         found = " (the thread's)" if self.header.setting and self.header.setting == line else ""
         return f"config: {line or w['change'][:60]}{found}"
 
+    @property
+    def repro_lines(self) -> int | None:
+        """repro.py's lines, its docstring included: what the reader of the issue sees (issue 39: at most 40)."""
+        path = (self.diagnosis or {}).get("repro")
+        try:
+            return len(Path(path).read_text().splitlines()) if path else None
+        except OSError:
+            return None
+
+    @property
+    def where_to_look(self) -> int:
+        return len((self.diagnosis or {}).get("where_to_look") or [])
+
     def right(self) -> dict[str, bool]:
         return {"category": self.category == self.header.category, "stage": self.stage == self.header.stage,
                 "culprit": culprit_right(self.header, self.culprits), "verified": self.verified,
@@ -229,8 +243,8 @@ def row(o: Outcome) -> str:
     code = "-" if o.exit_code is None else str(o.exit_code)
     flag = f" **{o.note}**" if o.note else ""
     return (f"| {o.header.name} | {o.header.kind} | {_mark(right['category'], o.category)} | "
-            f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {o.workaround} | {code}{flag} | "
-            f"{o.seconds:.0f} |")
+            f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {o.repro_lines or '-'} | {o.where_to_look} | "
+            f"{o.workaround} | {code}{flag} | {o.seconds:.0f} |")
 
 
 def totals(outcomes: list[Outcome]) -> list[str]:
@@ -245,9 +259,14 @@ def totals(outcomes: list[Outcome]) -> list[str]:
         kind = o.workaround.split(":", 1)[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     said = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    short = sum(o.repro_lines is not None and o.repro_lines <= 40 for o in outcomes)
+    looked = sum(o.where_to_look > 0 for o in outcomes)
+    seconds = sorted(o.seconds for o in outcomes)
     return [f"| **total** | {n} | {pct['category']} | {pct['stage']} | {pct['culprit']} | {pct['verified']} | "
-            f"{said} | {internal} internal errors | {sum(o.seconds for o in outcomes):.0f} |",
-            "", f"Verified repro that names the culprit: {pct['verified_culprit']}."]
+            f"{short}/{n} at most 40 | {looked}/{n} non-empty | {said} | {internal} internal errors | "
+            f"{sum(seconds):.0f} |",
+            "", f"Verified repro that names the culprit: {pct['verified_culprit']}.",
+            f"Seconds a bug: median {statistics.median(seconds):.0f}, p90 {seconds[int(0.9 * (n - 1))]:.0f}."]
 
 
 def _machine() -> str:
@@ -263,8 +282,8 @@ def table(outcomes: list[Outcome], machine: str, load: str) -> str:
     lines = ["# Real-bug benchmark: `pt2doctor diagnose` on tests/realbugs", "",
              f"Machine: {machine}. Load average (1 min) at start/end: {load}.", "",
              "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) "
-             "| workaround handed over | exit code | seconds |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| repro.py lines | where to look | workaround handed over | exit code | seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
 
 
