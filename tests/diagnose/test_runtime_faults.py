@@ -280,6 +280,24 @@ def test_the_same_failure_or_another_bug_below_is_not_a_missing_resource():
         assert found.stage is FailingStage.DYNAMO and found.needs_compiler is None
 
 
+def test_a_compile_failure_is_not_what_the_runs_without_that_backend_show():
+    """pytorch#145208 on CUDA: the compiled backward fails lowering (the script catches it and exits 1); eager
+    flex_attention leaves the captured scalar's grad None, so every lower rung and compilation off fail with the
+    script's AttributeError. The stage is the backend's, not Dynamo's, and not "fix your script first"."""
+    lowering = "InductorError: LoweringException: AssertionError:"
+    own = "AttributeError: 'NoneType' object has no attribute 'float'"
+    found, _ = _found_after_the_ladder(own)
+    compiled = Attempt("original-1", None, "fail", lowering, Category.BACKEND_FAILURE, 1, 1.0, "", error=lowering)
+    found.attempts[:2] = [compiled, compiled]
+    assert needs_the_compiler(found, compiled)
+    assert found.stage is FailingStage.INDUCTOR and found.stages["eager"] == "fail"
+    assert found.needs_compiler is not None and found.needs_compiler.compile_failure
+    assert "fails in the backend's compile" in found.needs_compiler.describe()
+    same, _ = _found_after_the_ladder(lowering)  # the same failure below: the lower rung is the stage
+    same.attempts[:2] = [compiled, compiled]
+    assert not needs_the_compiler(same, compiled) and same.stage is FailingStage.DYNAMO
+
+
 def test_resource_shortage_words():
     assert resource_shortage("OutOfMemoryError: CUDA out of memory. Tried to allocate <n> GiB") == "out of memory"
     assert resource_shortage("SIGKILL").startswith("killed")

@@ -3,9 +3,14 @@
 Contract: `needs_the_compiler(found, compiled)` is called once the stage ladder has run
 (`diagnose.procedure`, step 3). It compares the failure signature of every stage run with the compiled
 run's (`compiled`, the failure being diagnosed). When every reference run below the original backend
-that failed did so otherwise, for want of a resource (`analysis.failures.resource_shortage`: out of
-memory, killed), while the compiled run fails for what it computes, the lower rungs could not run the
-program at all: they say nothing about where its failure is. Then `found.needs_compiler` says so, the
+that failed did so otherwise, and either
+- for want of a resource (`analysis.failures.resource_shortage`: out of memory, killed), while the compiled run
+  fails for what it computes: the lower rungs could not run the program at all; or
+- the compiled run failed compiling (`backend_failure`, `kernel_failure`: the backend raised, whether the script
+  caught it and exited or not): no run without that backend can show that failure, and what they show instead (a
+  script whose reference path fails on its own, past the compile) is the program's (pytorch#145208: eager
+  flex_attention leaves a captured scalar's grad None, the compiled backward fails lowering);
+the lower rungs say nothing about where the compiled failure is. Then `found.needs_compiler` says so, the
 blame goes to the original backend's own stage, and the diagnosis goes on with the compiled program
 (runtime triage, minifying its Inductor graph) instead of concluding `user_error`. Returns whether it
 did. No runs, no I/O.
@@ -18,12 +23,15 @@ from typing import TYPE_CHECKING
 from pt2doctor.analysis.failures import resource_shortage
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stages import ladder
+from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.runtime import NeedsCompiler
 
 if TYPE_CHECKING:
     from pt2doctor.diagnose.reproduce import Classified
     from pt2doctor.diagnose.step import Context
+
+_COMPILE_FAILURES = (Category.BACKEND_FAILURE, Category.KERNEL_FAILURE)  # the backend raised compiling
 
 
 def compare_stage_signatures(ctx: Context, found: Found, classify: Classified) -> bool:
@@ -38,10 +46,12 @@ def needs_the_compiler(found: Found, compiled: Attempt) -> bool:
     if not failed or not compiled.signature or resource_shortage(compiled.signature):
         return False
     shortages = [resource_shortage(a.signature or "") for a in failed]
-    if any(a.signature == compiled.signature for a in failed) or not all(shortages):
+    compile_failure = compiled.category in _COMPILE_FAILURES
+    if any(a.signature == compiled.signature for a in failed) or not (all(shortages) or compile_failure):
         return False
     found.needs_compiler = NeedsCompiler(compiled.signature, tuple((a.label, a.signature or a.error) for a in failed),
-                                         shortages[0] or "")
+                                         (shortages[0] or "") if all(shortages) else "",
+                                         compile_failure=compile_failure and not all(shortages))
     found.notes.append(found.needs_compiler.describe())
     top, stage = rungs[-1]
     found.stage = stage

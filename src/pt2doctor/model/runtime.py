@@ -183,16 +183,22 @@ class RuntimeTriage(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class NeedsCompiler(msgspec.Struct, frozen=True):
-    """The program cannot run without the compiler: the runs without it (`uncompiled`: backend or
-    `force_eager`, and how it failed) end otherwise than the compiled run (`compiled`), for want of a
-    resource the compiled program does not need (memory: the unfused reference materializes what the
-    kernel never does)."""
+    """The runs without the original backend (`uncompiled`: backend or `force_eager`, and how it failed) end otherwise
+    than the compiled run (`compiled`), and say nothing about where its failure is: for want of a resource the
+    compiled program does not need (`resource`: memory, the unfused reference materializes what the kernel never
+    does), or because the compiled run failed compiling (`compile_failure`: the backend raised, as the script caught it
+    or not), which no run without that backend can show; their own failure is the program's, past that compile."""
 
     compiled: str
     uncompiled: tuple[tuple[str, str], ...]
     resource: str
+    compile_failure: bool = False
 
     def describe(self) -> str:
         runs = "; ".join(f"{label}: {sig}" for label, sig in self.uncompiled)
+        if self.compile_failure:
+            return (f"the runs below the original backend fail otherwise ({runs}), while compiled the program fails "
+                    f"in the backend's compile ({self.compiled}), which those runs cannot show: the compile failure "
+                    "is diagnosed, theirs is the program's own, past that compile")
         return (f"the program cannot run without the compiler ({self.resource}: {runs}), while compiled it fails "
                 f"with {self.compiled}: the compiled program is diagnosed")
