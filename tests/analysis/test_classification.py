@@ -218,3 +218,20 @@ def test_run_says_the_compile_failure_the_script_caught(tmp_path):
     verdict = run.doc["verdict"]
     assert run.code == 1 and verdict["category"] == "kernel_failure", verdict
     assert "(the script caught it and reported AssertionError: compiled f does not match eager" in verdict["headline"]
+
+
+def test_a_backward_compile_that_failed_at_backward_is_a_compile_failure_caught_or_not(tmp_path):
+    """The trace's `bwd_compilation_metrics` says a backward graph's compile failed; where the script caught it and
+    exited 1 the run's failure was "exit status 1", unclassified (pytorch#145208 on the H200 was then concluded
+    'fix your script first'). Uncaught, it stays the failure the graph raised."""
+    from clihelp import pt2doctor
+
+    script = Path(__file__).parents[1] / "diagnose" / "scripts" / "caught_backward_compile_error.py"
+    caught = pt2doctor("run", "--json", "--out", str(tmp_path / "caught"), str(script))
+    failures = caught.doc["failures"]
+    assert caught.code == 1 and [(f["origin"], f["category"]) for f in failures] == [
+        ("backward_compile", "backend_failure")], failures
+    assert failures[0]["message"] == "backward lowering failed" and caught.doc["verdict"]["category"] == \
+        "backend_failure"
+    raised = pt2doctor("run", "--json", "--out", str(tmp_path / "raised"), str(script), "raise")
+    assert [(f["origin"], f["category"]) for f in raised.doc["failures"]] == [("graph", "backend_failure")]

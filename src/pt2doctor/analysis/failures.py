@@ -111,9 +111,10 @@ def _raised_in_generated_code(f: Failure) -> bool:
 
 
 def _backend(f: Failure) -> bool:
-    """The backend failed to compile, or the graph it returned raised as it ran (origin `graph`)."""
+    """The backend failed to compile, or the graph it returned raised as it ran (origin `graph`), or its compiler
+    raised compiling a backward graph at `backward()` (AOTAutograd calls the backend's backward compiler then)."""
     return _short(f) in ("BackendCompilerFailed", "InductorError", "LoweringException", "InvalidBackend") or (
-        f.origin == "graph")
+        f.origin in ("graph", "backward_compile"))
 
 
 def _fake_op_error(f: Failure) -> bool:
@@ -182,7 +183,7 @@ def caught_compile_failure(failures: Sequence[Failure]) -> Failure | None:
     compiler's own failure, or no compile failed in the compiler."""
     if not failures or failures[0].origin != "exception" or failures[0].category not in _SCRIPTS_OWN:
         return None
-    return next((f for f in failures[1:] if f.origin == "compile"
+    return next((f for f in failures[1:] if f.origin in ("compile", "backward_compile")
                  and f.category in (Category.BACKEND_FAILURE, Category.KERNEL_FAILURE)), None)
 
 

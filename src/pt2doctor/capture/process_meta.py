@@ -174,7 +174,8 @@ def _from_exception(exc: ExceptionRecord, compile_failures: list[Failure]) -> Fa
     user = tuple(f for f in exc.frames if is_user_file(f.file))
     where = user[-1] if user else None
     short = exc.type.rsplit(".", 1)[-1]
-    match = next((f for f in compile_failures if f.exception == short), None)
+    # a backward graph's compile failure surfaces from `backward()`, tagged by the graph that raised it (below)
+    match = next((f for f in compile_failures if f.exception == short and f.origin == "compile"), None)
     if match is not None and match.file:
         # Dynamo knows the line inside the compiled function; the traceback only has the call site.
         where = SourceLoc(match.file, match.line or 0)

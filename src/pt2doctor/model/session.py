@@ -58,7 +58,8 @@ class GuardKind(str, Enum):
     OTHER = "other"
 
 
-FailureOrigin = Literal["exception", "graph", "signal", "timeout", "compile", "interrupt"]
+# "backward_compile": a backward graph's compile that failed at `backward()` (AOTAutograd compiles it lazily)
+FailureOrigin = Literal["exception", "graph", "signal", "timeout", "compile", "backward_compile", "interrupt"]
 CompileStatus = Literal["ok", "failed", "empty"]
 
 

@@ -18,7 +18,7 @@ from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.capture.trace.parse_text import parse_break_text
 from pt2doctor.model import Category, Compile, CompileId, Failure, GraphBreak, LimitHit, Phases, Recompile, SourceLoc
-from pt2doctor.model.session import CompileStatus
+from pt2doctor.model.session import CompileStatus, FailureOrigin
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
 
 _LIMIT_MARK = "recompile limit exceeded"
@@ -130,6 +130,8 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
     known = fold.compiles.get(key)
     if known is not None and m.get("is_forward") is False:
         fold.compiles[key] = _add_backward(known, m)
+        if fail_type:  # the backward's compile failed at `backward()`: a compile failure, caught by the script or not
+            _on_compile_failure(fold, cid, m, fail_type, fail_reason or "", function, "backward_compile")
         return
     fold.compiles[key] = _compile(cid, function, file, line, m)
     if fail_type:
@@ -210,7 +212,7 @@ def is_graph_break_failure(fail_type: str, reason: str) -> bool:
 
 
 def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_type: str, reason: str,
-                        function: str) -> None:
+                        function: str, origin: FailureOrigin = "compile") -> None:
     file, line = m.get("fail_user_frame_filename"), m.get("fail_user_frame_lineno")
     where = SourceLoc(file, int(line), function) if file and line else None
     if is_graph_break_failure(fail_type, reason):
@@ -221,7 +223,7 @@ def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_typ
         first = f"{first} {lines[1]}"  # Dynamo's wrapper line says nothing: keep what the backend raised
     fold.facts.compile_failures.append(Failure(
         category=Category.UNCLASSIFIED, exception=fail_type, message=first, file=file,
-        line=int(line) if line else None, origin="compile", compile_id=_frame_key(cid),
+        line=int(line) if line else None, origin=origin, compile_id=_frame_key(cid),
         user_frames=(where,) if where else (), traceback=reason,
     ))
 

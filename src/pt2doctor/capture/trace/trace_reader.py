@@ -273,6 +273,7 @@ def _unknown(kind: str) -> Callable[[_Base, Any], ev.Event]:
 _HANDLERS: dict[str, Callable[[_Base, Any], ev.Event]] = {
     "dynamo_start": _dynamo_start,
     "compilation_metrics": _metrics,
+    "bwd_compilation_metrics": _metrics,  # a backward graph compiled at `backward()` (its `is_forward` is False)
 }
 _ARTIFACT_HANDLERS: dict[str, Callable[[_Base, Any], ev.Event]] = {
     "dynamo_graph_break_reason": _graph_break,
@@ -286,6 +287,6 @@ _PAYLOAD_KINDS = frozenset(
      "dynamo_cpp_guards_str", "dynamo_guards", "optimize_ddp_split_graph", "compiled_autograd_graph",
      "graph_break", "chromium_event", "describe_tensor", "describe_storage", "describe_source",
      "create_symbol", "guard_added", "guard_added_fast", "propagate_real_tensors", "symbolic_shape_specialization",
-     "bwd_compilation_metrics", "aot_autograd_backward_compilation_metrics", "link", "missing_fake_kernel",
+     "aot_autograd_backward_compilation_metrics", "link", "missing_fake_kernel",
      "mismatched_fake_kernel", "expression_created", "unbacked_symbol", "exported_program"}
 )
