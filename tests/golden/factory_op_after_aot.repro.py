@@ -140,9 +140,13 @@ def check():
     try:
         mod(*args)
         synchronize()
+        eager_error = None
     except Exception as e:
-        raise InvalidRepro(f"eager run fails: {type(e).__name__}") from e
-    compile_repro(mod, args)(*args)
+        eager_error = e
+    compiled = compile_repro(mod, args)
+    if eager_error is not None:
+        raise InvalidRepro(f"eager run fails: {type(eager_error).__name__}") from eager_error
+    compiled(*args)
     synchronize()
 
 

@@ -147,3 +147,23 @@ def test_a_boxed_backward_call_is_judged_and_kept_on_the_inputs_it_was_given(tmp
     assert (failure.graph, failure.phase, failure.values) == ("g0002", "accuracy", "g0002.failed.inputs.pt")
     kept = load_values(tmp_path / "graphs" / "g0002.failed.inputs.pt")
     assert torch.equal(kept[0], x) and torch.equal(kept[1], g)
+
+
+@pytest.mark.slow  # two C++ compiles (20-80 s on 2 cores)
+def test_after_aot_a_compile_failure_is_the_failure_whatever_eager_does(tmp_path):
+    """pytorch#145208 on CUDA: a flex_attention backward graph's eager run fails (its reference implementation has
+    the bug too) and Inductor fails lowering it; the repro rejected it as invalid ("eager run fails") and the graph
+    was not minified. Here eager fails an assertion and Inductor's C++ compile fails (injected): the repro shows the
+    compile failure; a graph that compiles and whose eager run fails stays invalid."""
+    code = ("def forward(self, x):\n"
+            "    torch.ops.aten._assert_async.msg(torch.ops.aten.gt.Scalar(torch.ops.aten.sum.default(x), 1e9), "
+            "'eager fails')\n"
+            "    return (torch.ops.aten.relu.default(x),)\n")
+    inject = "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'"
+    for name, lines, expected in (("compile_fails.py", (inject,), "CppCompileError"),
+                                  ("compiles.py", (), "InvalidRepro: eager run fails: RuntimeError")):
+        repro = tmp_path / name
+        repro.write_text(render(ReproScript(Stage.AOT, code, (TensorSpec((4,), (1,)),), config_lines=lines)))
+        run = subprocess.run([sys.executable, repro.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        said = next(line for line in run.stderr.splitlines() if line.startswith(FAILURE_MARKER))
+        assert run.returncode == 1 and expected in said, run.stderr[-2000:]
