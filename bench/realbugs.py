@@ -35,7 +35,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "realbugs"
 INTERNAL_ERROR = 70
-_OP = re.compile(r"\b(?:torch\.ops\.)?(?:aten|torch)\.[A-Za-z_][\w.]*")
+_OP = re.compile(r"\b(?:torch\.ops\.)?(?:aten|torch|higher_order)\.[A-Za-z_][\w.]*")
 @dataclass(frozen=True)
 class Header:
     """The docstring header of one corpus script (field names as written in the header)."""
@@ -77,7 +77,7 @@ def parse_header(path: Path) -> Header:
 def _op_name(op: str) -> str:
     """`aten.bartlett_window.default`, `aten.scatter.src`, `torch.ops.aten.relu`, `torch.relu`, `relu.default`,
     `torch.nn.functional.relu` -> the bare op name (an aten op's overload, whatever its name, is dropped)."""
-    parts = re.sub(r"^(torch\.ops\.)?(aten|torch)\.", "", op.strip()).split(".")
+    parts = re.sub(r"^(torch\.ops\.)?(aten|torch|higher_order)\.", "", op.strip()).split(".")
     return parts[0] if len(parts) <= 2 else parts[-1]
 
 

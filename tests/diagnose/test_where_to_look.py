@@ -30,7 +30,19 @@ def test_an_aten_op_resolves_to_its_inductor_lowering(sources) -> None:
     assert lowering.file == "torch/_inductor/lowering.py" and lowering.line > 0 and lowering.function
 
 
-@pytest.mark.parametrize("name", ["aten.no_such_op.default", "torch.relu", "list.append", "relu"])
+def test_a_higher_order_op_resolves_to_its_lowering_and_its_definition(sources) -> None:
+    """pytorch#145208 / #145050 on CUDA: a flex_attention backward graph failing to lower named no place in torch."""
+    from pt2doctor.diagnose.where_to_look import aten_names
+
+    assert aten_names(("higher_order.flex_attention_backward",)) == ("higher_order.flex_attention_backward",)
+    refs = {r.what: r for r in sources.op_sources("higher_order.flex_attention_backward")}
+    lowering = refs["Inductor lowering of flex_attention_backward"]
+    assert lowering.file == "torch/_inductor/kernel/flex/flex_attention.py" and lowering.line > 0
+    assert refs["higher-order op flex_attention_backward"].file == "torch/_higher_order_ops/flex_attention.py"
+
+
+@pytest.mark.parametrize("name", ["aten.no_such_op.default", "torch.relu", "list.append", "relu",
+                                  "higher_order.no_such_op"])
 def test_a_name_that_is_no_aten_op_gives_nothing(sources, name: str) -> None:
     assert sources.op_sources(name) == []
 

@@ -34,7 +34,7 @@ from pt2doctor.model.serialize import RecordError, dumps, read_record
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import WorkerPool
 
-_OP_NAMESPACES = ("aten.", "prims.")  # ops torch registers lowerings and decompositions for
+_OP_NAMESPACES = ("aten.", "prims.", "higher_order.")  # ops torch registers lowerings and decompositions for
 
 
 def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | None = None) -> None:

@@ -4,7 +4,7 @@ title: Some FlexAttention learned bias bugs/limitations
 kind: crash
 category: backend_failure
 stage: inductor
-culprit: flex_attention_backward lowering (torch/_inductor/kernel/flex/flex_attention.py process_joint_outputs); a captured 0-d tensor that requires grad and is used unindexed in score_mod (score * scalar) yields an unnamed scalar ComputedBuffer for its grad, and get_out() fails `assert buf.name is not None`
+culprit: higher_order.flex_attention_backward lowering (torch/_inductor/kernel/flex/flex_attention.py process_joint_outputs); a captured 0-d tensor that requires grad and is used unindexed in score_mod (score * scalar) yields an unnamed scalar ComputedBuffer for its grad, and get_out() fails `assert buf.name is not None`
 fails_on: torch 2.11.0+cu130 on H200 (triton 3.6.0): InductorError: LoweringException: AssertionError (bare `assert buf.name is not None`) in the compiled backward; the script catches it and exits 1. Issue open since 2025-01; fix PR #185988 (2026-06, "Fixes #145208") reproduced it on main before the fix; torch 2.13's process_joint_outputs has no fix either. Found by a corpus hunt (a helper), checked on the lent H200
 """
 import sys

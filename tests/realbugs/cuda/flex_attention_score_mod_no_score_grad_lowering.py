@@ -4,7 +4,7 @@ title: Make flex_attention work if `score_mod`'s output doesn't require gradient
 kind: crash
 category: backend_failure
 stage: inductor
-culprit: flex_attention_backward lowering; when score_mod returns a value independent of `score`, the score_mod joint graph returns None for the score gradient and the Inductor lowering (process_joint_outputs: "joint_subgraph_buffer is None - this is a bug!") / template has no grad_scores subgraph to inline
+culprit: higher_order.flex_attention_backward lowering; when score_mod returns a value independent of `score`, the score_mod joint graph returns None for the score gradient and the Inductor lowering (process_joint_outputs: "joint_subgraph_buffer is None - this is a bug!") / template has no grad_scores subgraph to inline
 fails_on: torch 2.11.0+cu130 on H200 (triton 3.6.0): InductorError: LoweringException: AssertionError: joint_subgraph_buffer is None - this is a bug!; the script catches it and exits 1. A small stand-in for the issue's repro (it needs healpix data): a score_mod that ignores `score`; fix PR #185991 (2026-06, matched by content); torch 2.13's create_fw_bw_graph still returns None for the score gradient. Found by a corpus hunt (a helper), checked on the lent H200
 """
 import sys

@@ -1,7 +1,8 @@
 """Where the installed torch handles what a diagnosis found: private registries read for file and line.
 
 Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its `default`
-overload, else its first), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`), the
+overload, else its first) or a higher-order op's (`higher_order.flex_attention_backward`: also where its class is
+defined), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`), the
 decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
 `torch._decomp.decomposition_table`'s) and a Python meta kernel (`torch._decomp.meta_table`), those it
 has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsystem_sources(backend,
@@ -36,10 +37,14 @@ def _torch_root() -> Path:
 
 
 def _overload(name: str) -> Any | None:
-    """The `OpOverload` named `ns.op[.overload]` under `torch.ops`, or None."""
+    """The `OpOverload` named `ns.op[.overload]` under `torch.ops` (a higher-order op, `higher_order.op`, itself), or
+    None."""
     import torch
 
     parts = name.split(".")
+    if parts[0] == "higher_order" and len(parts) == 2:
+        hop = getattr(torch.ops.higher_order, parts[1], None)
+        return hop if isinstance(hop, torch._ops.HigherOrderOperator) else None
     if len(parts) not in (2, 3) or not all(parts):
         return None
     try:
@@ -100,6 +105,7 @@ def op_sources(name: str) -> list[SourceRef]:
     op = _overload(name)
     if op is None:
         return []
+    import torch
     import torch._decomp as core
     from torch._inductor import decomposition, lowering
 
@@ -112,6 +118,8 @@ def op_sources(name: str) -> list[SourceRef]:
          core.decomposition_table.get(op) if inductors is None else None),
         ("meta kernel of", core.meta_table.get(op)),
     ]
+    if isinstance(op, torch._ops.HigherOrderOperator):  # where the op itself is defined: its dense and fake kernels
+        found.append(("higher-order op", type(op)))
     refs = [_function_ref(f"{what} {op}", fn, packet) for what, fn in found if fn is not None]
     return [r for r in refs if r is not None]
 
