@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pt2doctor.capture.runner import Reporter
-from pt2doctor.diagnose.conclusions import refined_category
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.model import Category
+from pt2doctor.model.category_policy import refined
 from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
 
 Publish = Callable[[Diagnosis], object]  # what it returns is not read
@@ -59,5 +59,5 @@ def verdict_words(found: Found) -> str | None:
         return f"{Category.USER_ERROR.value}: the script fails with compilation off too: {found.error}"
     if found.stage is None or (found.stage is FailingStage.DYNAMO and "compilation_off" not in found.timings):
         return None
-    category = refined_category(found.category, found.stage)
+    category = refined(found.category, found.stage)
     return f"{category.value if category else '?'} in {STAGE_TITLES[found.stage]}: {found.error}"

@@ -18,6 +18,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, SourceLoc
+from pt2doctor.model.category_policy import refined
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Control, FailingStage
 from pt2doctor.model.minify import BackendKind
 
@@ -110,15 +111,6 @@ def stopped(found: Found) -> None:
     found.next_steps.append("Run `pt2doctor diagnose` again to finish (what was found so far is in this bundle).")
 
 
-def refined_category(category: Category | None, stage: FailingStage | None) -> Category | None:
-    """The category once the stage is known (`refine_category` says why): one rule, for the verdict said early too."""
-    if category is Category.BACKEND_FAILURE and stage is FailingStage.DYNAMO:
-        return Category.DYNAMO_INTERNAL
-    if category is Category.USER_ERROR and stage is not None:
-        return Category.ACCURACY
-    return category
-
-
 def refine_category(found: Found) -> None:
     """What the stage says about the category. Called once the stage is known; at the Dynamo stage that
     is after the run with compilation off passed, with `backend='eager'` failing: nothing compiles there,
@@ -127,11 +119,11 @@ def refine_category(found: Found) -> None:
     means the compiled code computed something else: an accuracy problem found by the script's own check
     (at the Dynamo stage: Dynamo changed what the program computes: a dropped side effect, a stale value,
     a wrong capture)."""
-    refined = refined_category(found.category, found.stage)
-    if refined is found.category:
+    category = refined(found.category, found.stage)
+    if category is found.category:
         return
-    found.category = refined
-    if refined is Category.DYNAMO_INTERNAL:
+    found.category = category
+    if category is Category.DYNAMO_INTERNAL:
         found.notes.append("the graph fails as it runs even with backend='eager', which compiles nothing, and the "
                            "program passes with compilation off: the error is Dynamo's (the graph it built or its "
                            "own runtime code), not a backend's")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.diagnosis import (
     Attempt,
@@ -177,4 +178,4 @@ def _exit_code(found: Found) -> int:
         return ExitCode.OK
     if found.flaky:
         return ExitCode.FLAKY
-    return ExitCode.USER_ERROR if found.category is Category.USER_ERROR else ExitCode.FOUND
+    return policy(found.category).exit_code

@@ -37,7 +37,7 @@ from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.runs import Variant
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, FailingStage
 from pt2doctor.processes.fresh import verify
 from pt2doctor.reduce.program import target_of
@@ -46,10 +46,6 @@ from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 if TYPE_CHECKING:
     from pt2doctor.processes.workers import Workers
 
-# categories a broken installation gives every program (no compiler, a broken Triton, a package that crashes)
-_ENVIRONMENT_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH)
-# categories whose failure the graph recorder saw in a compiled graph: minified while the stages run
-_GRAPH_FAILURES = (Category.KERNEL_FAILURE, Category.BACKEND_FAILURE, Category.RUNTIME_CRASH, Category.ACCURACY)
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ class SideRuns:
 
 def side_runs(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> SideRuns:
     options, inductor = ctx.options, found.original_backend == "inductor"
-    graph = found.category in _GRAPH_FAILURES and not found.recording_changed_outcome
+    graph = policy(found.category).graph and not found.recording_changed_outcome
     early = options.minify and graph
     workers = reproduce.workers if graph else None  # warm since the first run (closed with `reproduce`)
     # Inductor failing: would a one-op program fail the same way here? In the warm workers once the minifier is
@@ -85,7 +81,7 @@ def side_runs(ctx: Context, found: Found, classify: Classified, reproduce: Repro
 
 
 def _wants_control(found: Found) -> bool:
-    return found.original_backend == "inductor" and found.category in _ENVIRONMENT_FAILURES
+    return found.original_backend == "inductor" and policy(found.category).environment
 
 
 def _device(classify: Classified) -> str:
@@ -214,7 +210,7 @@ def refine(ctx: Context, found: Found) -> FailingStage | None:
 
 def replays(ctx: Context, found: Found) -> bool:
     # a limit hit has no frame
-    return found.stage is FailingStage.DYNAMO and found.category is not Category.RECOMPILATION
+    return found.stage is FailingStage.DYNAMO and policy(found.category).compilation_off
 
 
 def replay(ctx: Context, found: Found, classify: Classified) -> str | None:

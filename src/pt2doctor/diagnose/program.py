@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.export import ExportStep
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from pt2doctor.processes.fresh_forks import FreshForks
     from pt2doctor.processes.pool import WorkerPool
 
-_NOT_REDUCED = (Category.TIMEOUT, Category.RECOMPILATION, Category.USER_ERROR)
 _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
         "fallback": "graph minification gave no verified repro",
         "export": "the failure is in torch.export: no compiled graph shows it"}
@@ -44,7 +43,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
     from pt2doctor.reduce.regression_test import no_test_note
 
-    if found.category in _NOT_REDUCED or found.flaky:
+    if not policy(found.category).reduced or found.flaky:
         return
     if options.torchrun is not None:
         found.notes.append("program not reduced: the reducer runs the program as one process, and this one is a job "
@@ -57,7 +56,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
                                    repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
     job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
                      min(options.program_budget_s, budget_s or options.program_budget_s), options.query_timeout_s,
-                     reason, found.category is Category.ACCURACY,
+                     reason, policy(found.category).wrong_result,
                      script_line(options.script, found), export, options.program_patience,
                      options.program_patience_s if options.program_patience else None, at_once,
                      script_lines(options.script, found))

@@ -18,7 +18,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.wrong_graph import find_wrong_graph
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.minify import FailureSignature
 from pt2doctor.reduce.program import target_of
 
@@ -37,14 +37,14 @@ class Recording:
 
 def pick_recording(ctx: Context, found: Found, classify: Classified) -> Recording:
     run_dir = ctx.runner.run_dir(classify.attempt.label)
-    if found.category is Category.TIMEOUT:
-        found.notes.append("a hang is not minified: every query would have to wait for the timeout")
+    if (why := policy(found.category).not_minified):
+        found.notes.append(why)
         return Recording(run_dir, usable=False)
     if found.recording_changed_outcome:  # nothing is taken from a recording that does not fail as the program does
         return Recording(run_dir, usable=False)
     died = bool(found.session and found.session.exit.signal)
     signal = target_of(classify.attempt.signature or "", False) if died else None
-    if found.category is not Category.ACCURACY:
+    if not policy(found.category).wrong_result:
         return Recording(run_dir, True, died_of_signal=died, signal_target=signal)
     wrong = find_wrong_graph(run_dir, found, ctx.runner)
     return Recording(wrong.run_dir, True, True, wrong.prefer, died, signal)

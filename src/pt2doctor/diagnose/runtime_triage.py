@@ -41,6 +41,7 @@ from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.model import Category, Session
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import BackendSpec
 from pt2doctor.model.runtime import (
@@ -72,7 +73,7 @@ def wanted(found: Found, on_cuda: bool) -> bool:
     compute-sanitizer can see a kernel write past its buffers) wrong at all."""
     if found.original_backend != "inductor" or found.torchrun is not None:  # a job's ranks would share one record
         return False
-    return _faulted(found) or (on_cuda and found.category is Category.ACCURACY)
+    return _faulted(found) or (on_cuda and policy(found.category).wrong_result)
 
 
 def _faulted(found: Found) -> bool:

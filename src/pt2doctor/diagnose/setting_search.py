@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from pt2doctor.analysis.workaround_edits import set_config
 from pt2doctor.capture import torch_compat
 from pt2doctor.diagnose.found import Found
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import FUNCTORCH, LOWERING, SETTINGS, Setting, SettingSearch, SettingTrial
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureSignature, Stage
@@ -79,7 +79,7 @@ def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSe
         source = Path(p.repro_path).read_text()
     except OSError:
         return None
-    run, target = compiled_repro(p, script, found.category is Category.ACCURACY)
+    run, target = compiled_repro(p, script, policy(found.category).wrong_result)
     ops = (*(found.minify.ops if found.minify else ()), *p.culprit_ops)
     rows = [(row, (source, target)) for row in applicable(stage, ops, _device(source))]
 

@@ -23,15 +23,13 @@ from typing import TYPE_CHECKING
 from pt2doctor.analysis.failures import resource_shortage
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stages import ladder
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.runtime import NeedsCompiler
 
 if TYPE_CHECKING:
     from pt2doctor.diagnose.reproduce import Classified
     from pt2doctor.diagnose.step import Context
-
-_COMPILE_FAILURES = (Category.BACKEND_FAILURE, Category.KERNEL_FAILURE)  # the backend raised compiling
 
 
 def compare_stage_signatures(ctx: Context, found: Found, classify: Classified) -> bool:
@@ -46,7 +44,7 @@ def needs_the_compiler(found: Found, compiled: Attempt) -> bool:
     if not failed or not compiled.signature or resource_shortage(compiled.signature):
         return False
     shortages = [resource_shortage(a.signature or "") for a in failed]
-    compile_failure = compiled.category in _COMPILE_FAILURES
+    compile_failure = policy(compiled.category).compiler_raised
     if any(a.signature == compiled.signature for a in failed) or not (all(shortages) or compile_failure):
         return False
     found.needs_compiler = NeedsCompiler(compiled.signature, tuple((a.label, a.signature or a.error) for a in failed),

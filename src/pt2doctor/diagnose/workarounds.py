@@ -52,7 +52,7 @@ from pt2doctor.analysis.workaround_edits import (
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
-from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import Setting, for_subsystem
 from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
@@ -197,7 +197,7 @@ def _compilation_off(found: Found) -> Attempt | None:
 
 def _applies(found: Found) -> bool:
     """A compiler stage is at fault (not the script, not the machine) and the failure repeats."""
-    if found.flaky or found.category in (None, Category.USER_ERROR, Category.RECOMPILATION):
+    if found.flaky or not policy(found.category).workarounds:
         return False
     if found.control is not None and found.control.fails_the_same_way:
         return False

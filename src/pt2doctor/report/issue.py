@@ -21,7 +21,8 @@ from pathlib import Path
 import jinja2
 
 from pt2doctor.export.report.issue import export_repro_text, export_stage, export_summary, export_title_tag
-from pt2doctor.model import Category, Session
+from pt2doctor.model import Session
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import SCHEMA, STAGE_TITLES, Diagnosis, FailingStage, handed_over, verified_upgrade
 from pt2doctor.model.report_inputs import HtmlInputs
 from pt2doctor.model.serialize import dumps, loads
@@ -50,7 +51,7 @@ def write_bundle(diagnosis: Diagnosis, session: Session | None, out_dir: Path,
     flaky_repro = diagnosis.repro_runs is not None and diagnosis.repro_runs.flaky
     environment = diagnosis.control is not None and diagnosis.control.fails_the_same_way  # not the program's bug
     if (diagnosis.failed and (flaky_repro or not diagnosis.flaky) and not environment
-            and diagnosis.category is not Category.USER_ERROR):
+            and policy(diagnosis.category).issue):
         issue = render_issue(diagnosis, session)
         written.append(_write(out_dir / "issue.md", issue.encode()))
     if session is not None:
@@ -175,7 +176,7 @@ _PROGRAM_LINES = 150  # a script this short is the best repro of a Dynamo wrong 
 
 def _program(d: Diagnosis) -> str:
     """The whole script, for a wrong result Dynamo itself causes (no graph shows it: the program does)."""
-    if d.stage is not FailingStage.DYNAMO or d.category is not Category.ACCURACY or not d.command:
+    if d.stage is not FailingStage.DYNAMO or not policy(d.category).wrong_result or not d.command:
         return ""
     try:
         text = Path(d.command[0]).read_text()
@@ -188,13 +189,13 @@ def _summary(d: Diagnosis, stage: str) -> str:
     backend = f"backend={d.original_backend!r}" if d.original_backend else "its backend"
     if d.export is not None:
         return export_summary(d.export)
-    if d.stage is FailingStage.DYNAMO and d.category is Category.ACCURACY:
+    if d.stage is FailingStage.DYNAMO and policy(d.category).wrong_result:
         return ("`torch.compile` changes what the program computes: its own check fails when compiled, also with "
                 "`backend='eager'` (so no backend is involved), and passes with compilation off "
                 "(`torch.compiler.set_stance('force_eager')`).")
     if d.stage is FailingStage.DYNAMO:
         return "`torch.compile` fails while Dynamo traces the program (it fails with `backend='eager'` too)."
-    if d.category is Category.ACCURACY:
+    if policy(d.category).wrong_result:
         return (f"`torch.compile` with {backend} gives different results from eager; the first stage that "
                 f"shows it is {stage}.")
     return f"`torch.compile` with {backend} fails in {stage}; the simpler backends below it pass."
@@ -210,13 +211,13 @@ def _job(d: Diagnosis) -> str:
 
 
 def _expected(d: Diagnosis) -> str:
-    if d.category is Category.ACCURACY:
+    if policy(d.category).wrong_result:
         return "the compiled program's results match eager within the fp64-referenced tolerance."
     return "the compiled program runs and computes what eager computes."
 
 
 def _actual(d: Diagnosis, stage: str) -> str:
-    if d.category is Category.ACCURACY:
+    if policy(d.category).wrong_result:
         return f"the results differ ({d.error or 'accuracy check failed'})."
     return f"it fails in {stage} with `{d.error}`."
 
