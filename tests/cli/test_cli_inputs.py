@@ -30,6 +30,19 @@ def test_an_out_that_is_a_file_is_refused_before_the_script_runs(tmp_path: Path,
     assert not (tmp_path / "ran").exists()
 
 
+def test_an_option_after_the_script_goes_to_the_script_and_a_note_says_so(tmp_path: Path) -> None:
+    """`pt2doctor run SCRIPT --out DIR` hands `--out DIR` to the script (its argv is its own); the user meant
+    pt2doctor's --out and found the bundle elsewhere, silently."""
+    script = tmp_path / "argv.py"
+    script.write_text("import pathlib, sys\npathlib.Path(sys.argv[-1]).write_text(' '.join(sys.argv[1:]))\n")
+    mark = tmp_path / "said"
+    run = pt2doctor("run", str(script), "--out", str(mark), cwd=tmp_path)
+    assert run.code == 0 and mark.read_text() == f"--out {mark}"  # the script got it, untouched
+    assert "note: --out after SCRIPT went to the script" in run.stderr and "go before SCRIPT" in run.stderr
+    quiet = pt2doctor("run", str(script), "--size", str(mark), cwd=tmp_path)
+    assert quiet.code == 0 and "note:" not in quiet.stderr
+
+
 def test_an_out_that_cannot_be_written_is_refused(marker_script: Path, tmp_path: Path) -> None:
     run = pt2doctor("run", "--out", "/proc/pt2doctor-cannot-be-here", str(marker_script), str(tmp_path / "ran"))
     assert run.code == 64 and "cannot be written" in run.stderr and not (tmp_path / "ran").exists()

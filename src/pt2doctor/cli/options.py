@@ -105,9 +105,19 @@ jobs_option = click.option("--jobs", type=click.IntRange(min=1), default=default
 
 
 def script_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`SCRIPT [ARGS]...`: the script and its own argv, passed through untouched."""
+    """`SCRIPT [ARGS]...`: the script and its own argv, passed through untouched; where one of them is also an option
+    of the command (`diagnose SCRIPT --out DIR`), a note on stderr says it went to the script."""
     return _apply(fn, (click.argument("script", type=ScriptPath()),
-                       click.argument("args", nargs=-1, type=click.UNPROCESSED)))
+                       click.argument("args", nargs=-1, type=click.UNPROCESSED, callback=_said_to_the_script)))
+
+
+def _said_to_the_script(ctx: click.Context, param: click.Parameter, args: tuple[str, ...]) -> tuple[str, ...]:
+    own = {name for p in ctx.command.params for name in getattr(p, "opts", ()) if name.startswith("--")}
+    theirs = [arg for arg in args if arg.split("=", 1)[0] in own]
+    if theirs:
+        click.echo(f"pt2doctor: note: {', '.join(theirs)} after SCRIPT went to the script, as its own arguments; "
+                   f"{ctx.info_name}'s options go before SCRIPT", err=True)
+    return args
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
