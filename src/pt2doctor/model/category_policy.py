@@ -1,7 +1,7 @@
 """What `diagnose` does for each failure category: one table (issue #39, point 6).
 
 Contract: `policy(category)` is the row of `POLICIES` for a category (`None`, not classified yet: `UNKNOWN`, which
-tries nothing). The diagnosis's steps and the issue's wording read its columns instead of listing categories of
+tries no workaround). The diagnosis's steps and the issue's wording read its columns instead of listing categories of
 their own, so a new category is one row here (and its classification rule in `analysis.failures`). Pure data, no
 torch. The columns:
 - `graph`: the graph recorder sees this failure in a compiled graph: the failing graph is minified while the stage
@@ -68,7 +68,7 @@ POLICIES: dict[Category, Policy] = {
                              reduced=False),
     Category.UNCLASSIFIED: Policy(),
 }
-UNKNOWN = Policy(not_minified="a failure not classified is not minified", reduced=False, workarounds=False)
+UNKNOWN = Policy(workarounds=False)  # no category yet: no workaround is tried for it
 
 
 def policy(category: Category | None) -> Policy:
