@@ -70,7 +70,8 @@ def test_custom_backend_in_user_script(tmp_path):
     assert subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "run", capture_output=True).returncode == 1
 
 
-@pytest.mark.parametrize("servers", ["0", "1"], ids=["forks", "servers"])  # servers: the GPU way
+@pytest.mark.parametrize("servers", ["0", pytest.param("1", marks=pytest.mark.slow)],  # servers: the GPU way (40 s)
+                         ids=["forks", "servers"])
 def test_segfaulting_backend(tmp_path, servers):
     code, result = _minify_script(tmp_path, SEGFAULTS, env={"PT2DOCTOR_MINIFY_SERVERS": servers})
     assert code == 0, result
