@@ -35,6 +35,8 @@ def test_a_higher_order_op_resolves_to_its_lowering_and_its_definition(sources) 
     from pt2doctor.diagnose.where_to_look import aten_names
 
     assert aten_names(("higher_order.flex_attention_backward",)) == ("higher_order.flex_attention_backward",)
+    assert aten_names(("torch.ops.higher_order.while_loop", "torch.ops.aten.rrelu_with_noise")) == (
+        "higher_order.while_loop", "aten.rrelu_with_noise")  # an export program's culprits, as its code calls them
     refs = {r.what: r for r in sources.op_sources("higher_order.flex_attention_backward")}
     lowering = refs["Inductor lowering of flex_attention_backward"]
     assert lowering.file == "torch/_inductor/kernel/flex/flex_attention.py" and lowering.line > 0

@@ -148,6 +148,9 @@ def test_a_decomposition_judged_wrong_in_the_run_is_an_accuracy_failure_of_run_d
     assert (export["step"], export["kind"]) == ("run_decompositions", "wrong_result")
     assert "mutated user inputs none -> ['noise']" in export["judged"]
     assert [a["label"] for a in d["attempts"] if a["label"] == "force_eager"] == []  # judged in the run: no off run
+    # where to look: the export path ends the procedure before its own where-to-look step, which named nothing
+    assert any("rrelu_with_noise" in r["what"] and r["file"].startswith("torch/") for r in d["where_to_look"]), \
+        d["where_to_look"]
 
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"

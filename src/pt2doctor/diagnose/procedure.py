@@ -47,6 +47,7 @@ from pt2doctor.diagnose.runtime_triage import runtime_triage, triage_flaky, tria
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
 from pt2doctor.diagnose.stopping import Stop, shielded, stoppable
+from pt2doctor.diagnose.where_to_look import look_where
 from pt2doctor.diagnose.workarounds import try_export
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
@@ -63,6 +64,9 @@ def _export(ctx: Context, found: Found, classify: Classified) -> bool:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             try_export(ctx.runner, found, ctx.options.cost)
         workaround_steps(found)
+    if done:  # the procedure's own where-to-look step does not run after this one
+        with found.timed("where_to_look"):
+            look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
     return STOP if done else False
 
 
@@ -100,7 +104,7 @@ STEPS: tuple[Step, ...] = (
                                          "recording_changed_outcome notes original_backend backend_kind runtime"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
     Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
-                                   "stage user_frames workarounds"),
+                                   "stage user_frames where_to_look workarounds"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
     Step("recording", pick_recording, writes="attempts notes"),

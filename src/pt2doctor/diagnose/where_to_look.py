@@ -72,7 +72,7 @@ def aten_names(culprits: tuple[str, ...]) -> tuple[str, ...]:
     program (`torch.searchsorted`, `F.relu`, `x.index_add_`) by its last name as an aten op, the functional one too
     for an in-place method (a name aten lacks resolves to nothing and is skipped)."""
     names: list[str] = []
-    for culprit in culprits:
+    for culprit in (c.removeprefix("torch.ops.") for c in culprits):  # `torch.ops.aten.rrelu_with_noise`
         if culprit.startswith(_OP_NAMESPACES):
             names.append(culprit)
             continue
