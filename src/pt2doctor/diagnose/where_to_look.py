@@ -5,7 +5,8 @@ note when a look-up fails. Four things are looked up, each only where the diagno
 - the compiler settings the settings search found to remove the failure (`found.settings`): where the installed
   torch's config defines each, the one verified on the whole program first;
 - the culprits of a verified repro (aten ops; a reduced program's torch-level calls by their aten name,
-  `aten_names`) and the `CompilerBisector` result: in the installed torch, in a
+  `aten_names`; an op's Inductor lowering only where the failing stage is Inductor's or a backend's) and the
+  `CompilerBisector` result: in the installed torch, in a
   child interpreter (`capture.source_lookup`; a child forked from the minifier's warm workers where they are still
   open), which resolves what it can and skips the rest (a torch-level culprit of a reduced program, `torch.relu`,
   resolves to nothing);
@@ -49,7 +50,7 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
                                b.subsystem if b else None, b.debug_info if b else None, settings)
         result = _in_pool(pool, request) if pool is not None else look_up(request)
-        refs += result.refs
+        refs += [r for r in result.refs if _reaches(r, found.stage)]
         if result.note:
             found.notes.append(f"where to look: {result.note}")
     if found.stage is FailingStage.DYNAMO:
@@ -57,6 +58,15 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
         if site is not None:
             refs.append(site)
     found.where_to_look = refs
+
+
+_LOWERED = (FailingStage.INDUCTOR, FailingStage.BACKEND)  # stages whose failure may be in Inductor's lowering
+
+
+def _reaches(ref: SourceRef, stage: FailingStage | None) -> bool:
+    """An op's Inductor lowering is no place to look for a failure in a stage before Inductor's (an export's
+    `run_decompositions`, AOTAutograd): its decompositions and meta kernels are."""
+    return stage is None or stage in _LOWERED or not ref.what.startswith("Inductor lowering of")
 
 
 def _verified_settings(found: Found) -> list[Setting]:
