@@ -153,12 +153,8 @@ def test_a_dynamo_failure_is_located_by_its_trace_artifact_not_the_trimmed_trace
     assert [r.file for r in found.where_to_look] == ["torch/_dynamo/variables/builtin.py"] and not found.notes
 
 
-def test_an_ops_inductor_lowering_is_no_place_to_look_before_inductor() -> None:
+def test_an_ops_inductor_lowering_is_no_place_to_look_before_inductor(sources) -> None:
     """An export's run_decompositions failure (AOTAutograd's stage) named aten.any's Inductor lowering."""
-    from pt2doctor.diagnose.where_to_look import _reaches
-
-    lowering = SourceRef("Inductor lowering of aten.any.default", "torch/_inductor/lowering.py", 1, "any")
-    decomposition = SourceRef("decomposition (torch._decomp; not in Inductor's table) of aten.any.default",
-                              "torch/_refs/__init__.py", 1, "any")
-    assert not _reaches(lowering, FailingStage.AOT_AUTOGRAD) and _reaches(decomposition, FailingStage.AOT_AUTOGRAD)
-    assert _reaches(lowering, FailingStage.INDUCTOR) and _reaches(lowering, FailingStage.BACKEND)
+    refs = [r.what for r in sources.where_to_look(("aten.any.default",), None, None, None, lowerings=False)]
+    assert refs and not any(w.startswith("Inductor lowering of") for w in refs)
+    assert any(w.startswith("Inductor lowering of") for w in [r.what for r in sources.op_sources("aten.any.default")])

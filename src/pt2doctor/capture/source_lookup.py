@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     request = loads(argv[0], SourceLookup)
     try:
         refs = torch_compat.where_to_look(request.ops, request.backend, request.subsystem, request.debug_info,
-                                          request.settings)
+                                          request.settings, request.lowerings)
         result = SourceLookupResult(tuple(refs))
     except Exception as exc:  # a torch whose registries moved: say so, the diagnosis goes on
         result = SourceLookupResult(note=f"the source look-up failed: {type(exc).__name__}: {exc}")

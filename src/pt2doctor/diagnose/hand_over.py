@@ -47,9 +47,8 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
               reproduce: Reproduced) -> tuple[Workaround, ...]:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
-    workers = side_runs.workers or reproduce.workers
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_owner, ctx, found, workers, text, recording)
+        arounds = side.submit(_owner, ctx, found, reproduce.workers, text, recording)
         _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
     _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
@@ -59,13 +58,12 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
 def _owner(ctx: Context, found: Found, workers: Workers | None, text: str | None, recording: Recording) -> None:
     """The compiler settings searched on the minimal graph (else the reduced program) in the warm workers, then the
     workarounds on copies of the script, those settings among them."""
-    on_graph = text is not None and settings_apply(found)
-    if ctx.options.workarounds and (on_graph or program_applies(found)) and not ctx.runner.closed:
-        ctx.reporter.status(f"trying compiler settings on the {'minimal graph' if on_graph else 'reduced program'}")
+    graph = text if settings_apply(found) else None
+    if ctx.options.workarounds and (graph is not None or program_applies(found)) and not ctx.runner.closed:
+        ctx.reporter.status(f"trying compiler settings on the {'minimal graph' if graph else 'reduced program'}")
         with found.timed("settings"), _warm_pool(ctx, workers) as pool:
-            found.settings = (search_settings(pool, found, text, lambda: _dynamo_graph(ctx, recording))
-                              if on_graph and text is not None else
-                              search_on_program(pool, found, ctx.options.script))
+            found.settings = (search_on_program(pool, found, ctx.options.script) if graph is None else
+                              search_settings(pool, found, graph, lambda: _dynamo_graph(ctx, recording)))
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)

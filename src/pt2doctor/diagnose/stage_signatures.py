@@ -44,12 +44,12 @@ def needs_the_compiler(found: Found, compiled: Attempt) -> bool:
     if not failed or not compiled.signature or resource_shortage(compiled.signature):
         return False
     shortages = [resource_shortage(a.signature or "") for a in failed]
+    short = all(shortages)
     compile_failure = policy(compiled.category).compiler_raised
-    if any(a.signature == compiled.signature for a in failed) or not (all(shortages) or compile_failure):
+    if any(a.signature == compiled.signature for a in failed) or not (short or compile_failure):
         return False
     found.needs_compiler = NeedsCompiler(compiled.signature, tuple((a.label, a.signature or a.error) for a in failed),
-                                         (shortages[0] or "") if all(shortages) else "",
-                                         compile_failure=compile_failure and not all(shortages))
+                                         (shortages[0] or "") if short else "", compile_failure=not short)
     found.notes.append(found.needs_compiler.describe())
     top, stage = rungs[-1]
     found.stage = stage

@@ -48,9 +48,10 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     refs: list[SourceRef] = []
     if ops or (b is not None and b.subsystem) or settings:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
-                               b.subsystem if b else None, b.debug_info if b else None, settings)
+                               b.subsystem if b else None, b.debug_info if b else None, settings,
+                               lowerings=found.stage is None or found.stage in _LOWERED)
         result = _in_pool(pool, request) if pool is not None else look_up(request)
-        refs += [r for r in result.refs if _reaches(r, found.stage)]
+        refs += result.refs
         if result.note:
             found.notes.append(f"where to look: {result.note}")
     if found.stage is FailingStage.DYNAMO:
@@ -61,12 +62,6 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
 
 
 _LOWERED = (FailingStage.INDUCTOR, FailingStage.BACKEND)  # stages whose failure may be in Inductor's lowering
-
-
-def _reaches(ref: SourceRef, stage: FailingStage | None) -> bool:
-    """An op's Inductor lowering is no place to look for a failure in a stage before Inductor's (an export's
-    `run_decompositions`, AOTAutograd): its decompositions and meta kernels are."""
-    return stage is None or stage in _LOWERED or not ref.what.startswith("Inductor lowering of")
 
 
 def _verified_settings(found: Found) -> list[Setting]:

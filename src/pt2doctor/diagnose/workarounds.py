@@ -163,11 +163,12 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
-    search = found.settings
-    for setting in (search.passed_settings if search else ())[:_MAX_SEARCHED]:
-        edited = set_config(source, setting.module, setting.line)
-        if edited is not None and search is not None:
-            out.append(("config", _setting_change(setting, f"found on {search.on}"), edited))
+    if found.settings is not None:
+        found_on = f"found on {found.settings.on}"
+        for setting in found.settings.passed_settings[:_MAX_SEARCHED]:
+            edited = set_config(source, setting.module, setting.line)
+            if edited is not None:
+                out.append(("config", _setting_change(setting, found_on), edited))
     origins = _culprit_origins(found, script)
     calls = 0
     for origin in origins:

@@ -177,7 +177,9 @@ class SourceLookup:
     the handling of `ops` (aten op names, `aten.relu.default`; names that do not resolve are skipped) and
     of the `CompilerBisector` result (`backend`, `subsystem`, `debug_info` as `Bisection` holds them)
     and of the compiler `settings` the settings search found to remove the failure
-    (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`."""
+    (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`. `lowerings`: whether an
+    op's Inductor lowering is a place to look (not for a failure in a stage before Inductor's: an export's
+    `run_decompositions`, AOTAutograd)."""
 
     out: str
     ops: tuple[str, ...] = ()
@@ -185,6 +187,7 @@ class SourceLookup:
     subsystem: str | None = None
     debug_info: str | None = None
     settings: tuple[str, ...] = ()
+    lowerings: bool = True
 
 
 @dataclass(frozen=True, slots=True)

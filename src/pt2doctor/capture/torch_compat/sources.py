@@ -2,7 +2,7 @@
 
 Contract: `op_sources(name)` gives, for an aten op name (`aten.relu.default`; `aten.relu` means its `default`
 overload, else its first) or a higher-order op's (`higher_order.flex_attention_backward`: also where its class is
-defined), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`), the
+defined), the Inductor lowering registered for it (`torch._inductor.lowering.lowerings`; unless `lowerings` is off), the
 decomposition Inductor applies (`torch._inductor.decomposition.decompositions`; else, said so, the core
 `torch._decomp.decomposition_table`'s) and a Python meta kernel (`torch._decomp.meta_table`), those it
 has; a name that is no op (`torch.relu`, `list.append`) gives nothing. `subsystem_sources(backend,
@@ -101,7 +101,7 @@ def _lines(file: Path) -> list[str]:
         return []
 
 
-def op_sources(name: str) -> list[SourceRef]:
+def op_sources(name: str, lowerings: bool = True) -> list[SourceRef]:
     op = _overload(name)
     if op is None:
         return []
@@ -112,7 +112,7 @@ def op_sources(name: str) -> list[SourceRef]:
     packet = ".".join(name.split(".")[:2])
     inductors = decomposition.decompositions.get(op)
     found = [
-        ("Inductor lowering of", lowering.lowerings.get(op)),
+        ("Inductor lowering of", lowering.lowerings.get(op) if lowerings else None),
         ("Inductor's decomposition of", inductors),
         ("decomposition (torch._decomp; not in Inductor's table) of",
          core.decomposition_table.get(op) if inductors is None else None),
@@ -224,11 +224,11 @@ def _split_setting(name: str) -> tuple[str, str]:
 
 
 def where_to_look(ops: tuple[str, ...], backend: str | None, subsystem: str | None,
-                  debug_info: str | None, settings: tuple[str, ...] = ()) -> list[SourceRef]:
-    """Every op's places, then the bisection's, then the settings' (`torch._inductor.config.split_reductions`, as
-    the settings search found them to remove the failure), without repeats (a lowering named twice is listed
-    once)."""
-    refs = [r for op in ops for r in op_sources(op)] + subsystem_sources(backend, subsystem, debug_info, ops)
+                  debug_info: str | None, settings: tuple[str, ...] = (), lowerings: bool = True) -> list[SourceRef]:
+    """Every op's places (`lowerings`: its Inductor lowering among them), then the bisection's, then the settings'
+    (`torch._inductor.config.split_reductions`, as the settings search found them to remove the failure), without
+    repeats (a lowering named twice is listed once)."""
+    refs = [r for op in ops for r in op_sources(op, lowerings)] + subsystem_sources(backend, subsystem, debug_info, ops)
     for name in settings:
         module, key = _split_setting(name)
         ref = config_ref(module, key, f"the compiler setting {key}, whose change removes the failure")

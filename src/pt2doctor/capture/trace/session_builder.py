@@ -128,9 +128,10 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
         _on_limit_hit(fold, key, function, file, line, fail_reason, fatal=fail_type == "FailOnRecompileLimitHit")
         return
     known = fold.compiles.get(key)
-    if known is not None and m.get("is_forward") is False:
-        fold.compiles[key] = _add_backward(known, m)
-        if fail_type:  # the backward's compile failed at `backward()`: a compile failure, caught by the script or not
+    if m.get("is_forward") is False:  # a backward graph compiled at `backward()`: part of its frame's compile
+        if known is not None:
+            fold.compiles[key] = _add_backward(known, m)
+        if fail_type:  # a compile failure, caught by the script or not
             _on_compile_failure(fold, cid, m, fail_type, fail_reason or "", function, "backward_compile")
         return
     fold.compiles[key] = _compile(cid, function, file, line, m)
