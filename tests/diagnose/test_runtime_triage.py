@@ -171,3 +171,22 @@ def test_compute_sanitizer_runs_the_script_as_the_user_runs_it(tmp_path, monkeyp
     assert said == ("access", "triton_poi_fused_cat_3", "write", 2, "tl.store(out_ptr0 + x0, tmp0)"), found.words
     assert found.words.endswith("(at cabc.py:2 of its source: `tl.store(out_ptr0 + x0, tmp0)`)")
     assert not (tmp_path / "bundle" / "sanitizer").exists()  # its caches are no part of the bundle
+
+
+@pytest.mark.parametrize(("said", "triaged"), [
+    ("Greatest absolute difference: 41.4 at index (0, 2)\nGreatest relative difference: inf at index (0, 1)", False),
+    ("Greatest absolute difference: nan at index (0, 2)\nGreatest relative difference: nan at index (0, 2)", True),
+    ("assert torch.isfinite(out).all()", True),
+])
+def test_a_wrong_result_is_triaged_for_nonfinite_values_not_for_an_infinite_relative_difference(said, triaged):
+    """`assert_close` says the relative difference is inf wherever eager's value is zero: the values are finite and
+    a run checking every kernel for NaN/Inf would find nothing (pytorch#185509's wrong gradients ran it in vain)."""
+    from pt2doctor.diagnose.found import Found
+    from pt2doctor.diagnose.runtime_triage import wanted
+    from pt2doctor.model import SCHEMA, Category, Session
+    from pt2doctor.model.session import ExitInfo, Failure
+
+    failure = Failure(Category.ACCURACY, "AssertionError", "Tensor-likes are not close!\n" + said)
+    found = Found(command=("python", "train.py"), category=Category.ACCURACY, original_backend="inductor",
+                  session=Session(SCHEMA, "2.13.0", ("train.py",), ExitInfo(1), failures=(failure,)))
+    assert wanted(found, on_cuda=False) is triaged

@@ -110,6 +110,9 @@ def test_a_wrong_gradient_is_minified_from_the_backward_graph(diagnosed):
     assert d["repro_verified"], d["notes"]
     repro = (run.out_dir / "repro.py").read_text()
     assert "is_backward=True" in repro and "aot backward" in repro
+    # in PyTorch's idiom: the backward graph as `bw_compiler` is handed it, the harness kept beside it
+    assert d["short"]["lines"] <= 40 and "torch.compile(fn, backend=inductor_alone" in repro, d["notes"]
+    assert (run.out_dir / "repro_graph.py").exists() and d["short"]["test"]
 
 
 @pytest.mark.slow

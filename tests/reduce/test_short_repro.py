@@ -73,7 +73,7 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
 
 
 @pytest.mark.parametrize("change", [
-    {"backward": True},
+    {"backward": True, "backend": BackendSpec(BackendKind.NAMED, "aot_eager")},  # its own bw_compiler
     {"stage": Stage.AOTI},
     {"backend": BackendSpec(BackendKind.SOURCE, "my_backend", "def my_backend(gm, inputs): ...")},
     {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", storage=0, requires_grad=True),
@@ -241,3 +241,40 @@ def test_inductor_alone_compiles_an_aten_graph_as_written(tmp_path):
     assert _script(tmp_path / "repro.py").returncode == -11  # SIGSEGV (the bug, on torch 2.13)
     (tmp_path / "repro.py").write_text(traced)
     assert _script(tmp_path / "repro.py").returncode == 0
+
+
+def test_a_backward_graph_is_compiled_by_inductor_alone_as_a_backward_graph():
+    """What AOTAutograd hands `bw_compiler` is compiled as it was (`is_backward=True`), not traced again as a
+    forward graph."""
+    script = replace(SCRIPT, backward=True, config_lines=())
+    text, test = render_short(script), render_test(script)
+    assert text is not None and test is not None
+    for written in (text, test):
+        assert "compiled = compile_fx_inner(gm, list(example_inputs), is_backward=True)" in written
+        assert "torch.compile(fn, backend=inductor_alone, fullgraph=True)" in written and "make_fx" not in written
+    assert "(Inductor alone compiles the backward graph as AOTAutograd hands it over" in text
+    assert at_torch_level(text) is None  # compiled as written: in aten ops
+    compile(text, "repro.py", "exec")
+
+
+@pytest.mark.slow  # two C++ compiles
+def test_a_backward_graphs_short_form_shows_its_bug_and_passes_without_it(tmp_path):
+    script = replace(SCRIPT, backward=True, config_lines=(
+        "import torch._inductor.config", "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'accuracy'"))
+    text = render_short(script)
+    assert text is not None
+    (tmp_path / "repro.py").write_text(text)
+    failed = _script(tmp_path / "repro.py")
+    assert failed.returncode == 1 and MISMATCH.strip() in failed.stderr, failed.stderr[-2000:]
+    (tmp_path / "repro.py").write_text(text.replace("'accuracy'", "None"))
+    assert _script(tmp_path / "repro.py").returncode == 0
+
+
+def test_many_saved_inputs_are_made_by_their_names():
+    names = [f"arg{i}" for i in range(7)]  # `args = [saved['arg0'], ...]` would not fit a line
+    script = replace(SCRIPT, backward=True, config_lines=(), inputs=tuple(
+        TensorSpec((2, 3), (3, 1), "float32", "cpu", saved=name) for name in names), forward_code=(
+        "def forward(self, a, b, c, d, e, f, g):\n"
+        "    return (torch.ops.aten.relu.default(a + b + c + d + e + f + g),)\n"))
+    text = render_short(script)
+    assert text is not None and f"names = {names!r}\nargs = [saved[name] for name in names]\n" in text

@@ -22,7 +22,10 @@ does (through a `torch.compile` backend that hands the graph to `compile_fx_inne
 lives, when the aten graph traced again by AOTAutograd no longer shows it): an after-AOT graph as written,
 another first recorded in aten ops by `make_fx`.
 
-What has no short form (None): an exported program (AOTInductor), a backward graph, a backend the
+A backward graph of Inductor's is its aten form compiled as `bw_compiler` compiled it (`inductor_alone` with
+`is_backward=True`), its inputs the saved activations and tangents it was given.
+
+What has no short form (None): an exported program (AOTInductor), another backend's backward graph, a backend the
 recording could not name (defined in the user's script: the harness form carries its source), views of one
 storage that require grad, a graph with submodules or attributes (higher-order ops), and private functions
 tracing must record itself (functorch's scaffolding). `diagnose` verifies the short form both ways in fresh
@@ -49,8 +52,9 @@ def render_short(script: ReproScript, draws: bool = False) -> str | None:
         return None
     check = (f"assert actual == expected, {MISMATCH!r} + f'{{actual}} != {{expected}}'" if draws else
              f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)")
-    return _blocks(pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-                   pieces.function, pieces.make_args, "\n".join(pieces.body(check)))
+    return _compiled_as_it_was(script, _blocks(
+        pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
+        pieces.function, pieces.make_args, "\n".join(pieces.body(check))))
 
 
 # The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
@@ -65,8 +69,15 @@ def render_test(script: ReproScript, draws: bool = False) -> str | None:
     test = "\n".join(["class TestRepro(TestCase):", "    def test_compiled_matches_eager(self):",
                       *("        " + line for line in pieces.body("self.assertEqual(actual, expected)"))])
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
-    return _blocks(pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config,
-                   pieces.function, pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()')
+    return _compiled_as_it_was(script, _blocks(
+        pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config, pieces.function,
+        pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()'))
+
+
+def _compiled_as_it_was(script: ReproScript, text: str) -> str | None:
+    """A backward graph is compiled as AOTAutograd's `bw_compiler` compiled it: by Inductor alone, as a backward
+    graph (`inductor_alone`); `torch.compile` would trace it again as a forward graph of its own."""
+    return inductor_alone(text, aten=True, backward=True) if script.backward else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +122,9 @@ def _blocks(*blocks: str) -> str:
 
 
 def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
-    if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backward or script.backend.kind is not BackendKind.NAMED:
+    if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backend.kind is not BackendKind.NAMED:
+        return None
+    if script.backward and script.backend.name != "inductor":  # another backend's own bw_compiler: the harness's
         return None
     function, bases = _function(script), _bases(script.inputs)
     if function is None or bases is None:
@@ -122,9 +135,8 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     made = (['saved = torch.load(Path(__file__).with_name("repro_inputs.pt"), weights_only=True)'] if saved else [])
     made += ["torch.manual_seed(0)"] if any(_RANDOM in made for made in [*base_lines, *inputs]) else []
     made += base_lines
-    one_line = f"args = [{', '.join(inputs)}]"
     if inputs:
-        made += [one_line] if len(one_line) <= _ONE_LINE else ["args = [", *(f"    {made}," for made in inputs), "]"]
+        made += _args_lines(inputs, script.inputs)
     made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
@@ -132,6 +144,30 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
     return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines))
+
+
+def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
+    """`args = [...]` on one line where it fits; saved values as they are (a backward graph's saved activations and
+    tangents) by their names; else an input a line."""
+    one_line = f"args = [{', '.join(inputs)}]"
+    if len(one_line) <= _ONE_LINE:
+        return [one_line]
+    names = [s.saved for s in specs if isinstance(s, TensorSpec)]
+    if len(names) == len(inputs) and inputs == [f"saved[{n!r}]" for n in names]:
+        return [*_wrapped("names = [", [repr(n) for n in names], "]"), "args = [saved[name] for name in names]"]
+    return ["args = [", *(f"    {made}," for made in inputs), "]"]
+
+
+def _wrapped(opening: str, items: list[str], closing: str) -> list[str]:
+    """`opening` items, `closing` over as few lines as fit `_ONE_LINE`, continued under the first item."""
+    lines, line = [], opening
+    for index, item in enumerate(items):
+        piece = item + (", " if index < len(items) - 1 else closing)
+        if len(line) + len(piece.rstrip()) > _ONE_LINE and line.strip() != opening.strip():
+            lines.append(line.rstrip())
+            line = " " * len(opening)
+        line += piece
+    return [*lines, line]
 
 
 def _imports(script: ReproScript) -> str:
@@ -253,9 +289,12 @@ def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def at_torch_level(text: str) -> str | None:
     """`text` with every `torch.ops.aten.NAME.OVERLOAD(...)` call that has a public `torch.NAME` written as that
-    (the arguments as they are); None when no call has one."""
+    (the arguments as they are); None when no call has one, or where Inductor compiles fn's graph as written
+    (`inductor_alone`: a backward graph), which must stay in aten ops."""
     import torch
 
+    if _ALONE in text:
+        return None
     tree = ast.parse(text)
     renamed = 0
     for node in ast.walk(tree):
@@ -276,35 +315,41 @@ def at_torch_level(text: str) -> str | None:
 
 
 _INDUCTOR = "backend='inductor'"
+_ALONE = "backend=inductor_alone"
 _INDUCTOR_ALONE = '''def inductor_alone(gm, example_inputs):
-    """Inductor on the aten graph as AOTAutograd hands it over, with no AOTAutograd in between."""
+    """Inductor on the {what} as AOTAutograd hands it over, with no AOTAutograd in between."""
     {graph}with torch._guards.tracing(None):  # outside Dynamo's trace, as the aten graph reaches Inductor
-        compiled = compile_fx_inner({name}, list(example_inputs))
+        compiled = compile_fx_inner({name}, list(example_inputs){backward})
     return lambda *args: compiled(list(args))
 '''
 
 
-def inductor_alone(text: str, aten: bool = False) -> str | None:
+def inductor_alone(text: str, aten: bool = False, backward: bool = False) -> str | None:
     """An aten-level short form (or its test) whose graph Inductor compiles alone, as AOTAutograd hands a graph
     over (`compile_fx_inner`: private, where the bug lives), not after AOTAutograd traced it again, which may take
     another path; still through `torch.compile` (a backend), so compilation off still turns it off. With `aten`
     (fn calls aten ops: an after-AOT graph) Inductor compiles Dynamo's graph as written, which is the aten graph;
     else `make_fx` records it first. Tracing again may change it: `make_fx` runs each op, so a product with a
-    ZeroTensor becomes a ZeroTensor and a composite op its decomposition. None when `text` does not compile
-    with Inductor."""
+    ZeroTensor becomes a ZeroTensor and a composite op its decomposition. With `backward` (fn is a backward graph:
+    saved activations and tangents in, gradients out) Inductor compiles it as one, as AOTAutograd's `bw_compiler`
+    does. None when `text` does not compile with Inductor."""
     if f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)" not in text:
         return None
     tree = ast.parse(text)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fn")
     lines = text.splitlines(keepends=True)
     made = "" if aten else "graph = make_fx(gm)(*example_inputs)\n    "
-    lines.insert(fn.lineno - 1, _INDUCTOR_ALONE.format(graph=made, name="gm" if aten else "graph") + "\n\n")
+    what = "backward graph" if backward else "aten graph"
+    lines.insert(fn.lineno - 1, _INDUCTOR_ALONE.format(what=what, graph=made, name="gm" if aten else "graph",
+                                                       backward=", is_backward=True" if backward else "") + "\n\n")
     text = "".join(lines).replace(f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)",
-                                  "torch.compile(fn, backend=inductor_alone, fullgraph=True)")
+                                  f"torch.compile(fn, {_ALONE}, fullgraph=True)")
     text = text.replace("\nimport torch\n", "\nimport torch\nfrom torch._inductor.compile_fx import compile_fx_inner\n"
                         + ("" if aten else "from torch.fx.experimental.proxy_tensor import make_fx\n"), 1)
-    return text.replace(" while the bug is present.\n", " while the bug is present (Inductor alone compiles the aten "
-                        "graph, as AOTAutograd hands it over).\n", 1)
+    said = ("the backward graph as AOTAutograd hands it over: saved activations and tangents in, gradients out"
+            if backward else "the aten graph, as AOTAutograd hands it over")
+    present = " while the bug is present"
+    return text.replace(f"{present}.\n", f"{present} (Inductor alone compiles {said}).\n", 1)
 
 
 def _aten_name(func: ast.expr) -> str | None:
