@@ -170,3 +170,16 @@ def test_after_aot_a_compile_failure_is_the_failure_whatever_eager_does(tmp_path
         run = subprocess.run([sys.executable, repro.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         said = next(line for line in run.stderr.splitlines() if line.startswith(FAILURE_MARKER))
         assert run.returncode == 1 and expected in said, run.stderr[-2000:]
+
+
+def test_a_backward_graphs_stage_is_found_on_it_by_the_backend_alone(bw_recording, tmp_path):
+    """No Dynamo graph of its own: its backend's compile of it (the top rung) is asked alone, in a warm worker, and
+    fails as the program did: the backend's stage, the lower rungs not run (not by three runs of the program)."""
+    from pt2doctor.diagnose.graph_stages import climb_on_graph
+    from pt2doctor.diagnose.recording import Recording
+    from pt2doctor.processes.pool import WorkerPool
+
+    with WorkerPool(1, 120.0) as pool:
+        ladder = climb_on_graph(pool, Recording(bw_recording, True), "backend", tmp_path)
+    assert ladder.conclusive and ladder.after_aot, ladder.why
+    assert (ladder.outcomes, ladder.queries) == ({"backend": "fail"}, 1)

@@ -11,9 +11,14 @@ is `conclusive` only when the script's own backend fails on the graph exactly as
 failure; a wrong result by the accuracy rule; a signal death by the same signal), and each lower rung either
 passes or fails that same way: then the first rung that fails is the stage, as the whole-program ladder would say,
 for a few graph-level runs instead of three runs of the program. Anything else (the graph does not fail alone, a
-lower rung fails otherwise, eager itself fails on it, a stub standing for a backend whose source could not be read,
-a backward graph, which has no Dynamo graph to compile alone) is not conclusive, says why, and the whole program
-climbs the ladder instead (`diagnose.narrowing`).
+lower rung fails otherwise, eager itself fails on it, a stub standing for a backend whose source could not be read)
+is not conclusive, says why, and the whole program climbs the ladder instead (`diagnose.narrowing`).
+
+A backward graph has no Dynamo graph of its own to climb on: AOTAutograd made it, and only the script's backend
+compiles it (its `bw_compiler`). That top rung alone is asked (`after_aot`): compiled alone, as AOTAutograd handed it
+over, and judged against its own eager run; where it fails as the program did, the compile of that graph is at fault
+(a graph AOTAutograd got wrong computes the same wrong values eagerly, and no check of it fails), so the stage is the
+backend's, and the lower rungs, which do not apply past AOTAutograd, are not run ("skipped").
 """
 
 from __future__ import annotations
@@ -47,13 +52,14 @@ class GraphLadder:
     conclusive: bool = False
     why: str = ""
     queries: int = 0
+    after_aot: bool = False  # a backward graph: the script's backend alone compiled it (see the contract)
 
 
 def climb_on_graph(pool: WorkerPool, recording: Recording, original: str | None, out_dir: Path) -> GraphLadder:
     from pt2doctor.reduce.fx_load import NothingToMinify
 
     try:
-        recorded = _dynamo_graph(recording, out_dir)
+        recorded = _dynamo_graph(recording, out_dir, backward=True)
     except NothingToMinify as exc:
         return GraphLadder("", why=f"no Dynamo graph to climb the ladder on ({exc})")
     except Exception as exc:  # noqa: BLE001 - a graph that cannot be loaded leaves the whole-program ladder
@@ -62,6 +68,9 @@ def climb_on_graph(pool: WorkerPool, recording: Recording, original: str | None,
         return GraphLadder(recorded.graph_id, why="the script's backend could not be read, only stood in for")
     target = recorded.expected or (accuracy_signature() if recorded.context.accuracy else recording.signal_target)
     backends = [backend for backend, _ in ladder(original)]
+    if recorded.context.backward:
+        top = backends[-1:]
+        return replace(_judge(recorded.graph_id, top, _ask(pool, recorded, top), target), after_aot=True)
     return _judge(recorded.graph_id, backends, _ask(pool, recorded, backends), target)
 
 
@@ -84,14 +93,15 @@ def dynamo_graph_script(recording: Recording, out_dir: Path) -> tuple[str, Failu
     return f"__file__ = {str(out_dir / 'repro.py')!r}\n{text}", target
 
 
-def _dynamo_graph(recording: Recording, out_dir: Path) -> RecordedFailure:
-    """The recorded failing graph's Dynamo graph (see the contract), its values saved for the workers."""
+def _dynamo_graph(recording: Recording, out_dir: Path, backward: bool = False) -> RecordedFailure:
+    """The recorded failing graph's Dynamo graph (see the contract), its values saved for the workers; with
+    `backward`, a failing backward graph itself."""
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
 
     load = {"accuracy": recording.accuracy, "out_dir": out_dir, "prefer": recording.prefer,
             "died_of_signal": recording.died_of_signal}
     recorded = load_failing(recording.run_dir, **load)  # type: ignore[arg-type]
-    if recorded.context.stage is Stage.DYNAMO:
+    if recorded.context.stage is Stage.DYNAMO or (backward and recorded.context.backward):
         return recorded
     if recorded.context.backward:
         raise NothingToMinify(f"graph {recorded.graph_id} is a backward graph, compiled only inside the program")

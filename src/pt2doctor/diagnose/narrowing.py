@@ -121,9 +121,13 @@ def _stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: 
                                          ctx.options.out_dir)
         if ladder_on_graph.conclusive:
             found.stage, found.stages = blame(ladder(found.original_backend), ladder_on_graph.outcomes)
-            found.notes.append(f"the stage was found on recorded graph {ladder_on_graph.graph}, compiled alone with "
-                               f"each backend of the ladder ({ladder_on_graph.queries} graph-level runs in warm "
-                               "workers), not by running the program again")
+            how = ("by the script's backend as AOTAutograd handed it over, its compiled run judged against its eager "
+                   "one (the lower rungs do not apply past AOTAutograd: skipped)" if ladder_on_graph.after_aot else
+                   "with each backend of the ladder")
+            runs = ladder_on_graph.queries
+            found.notes.append(f"the stage was found on recorded graph {ladder_on_graph.graph}, compiled alone {how} "
+                               f"({runs} graph-level run{'s' if runs != 1 else ''} in warm workers), not by running "
+                               "the program again")
             return StageEvidence(ladder_on_graph, {})
         found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
     rungs = ladder(found.original_backend)[:-1]  # the top rung is the original run, which failed
