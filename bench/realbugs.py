@@ -22,6 +22,7 @@ import argparse
 import ast
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -266,7 +267,8 @@ def totals(outcomes: list[Outcome]) -> list[str]:
             f"{short}/{n} at most 40 | {looked}/{n} non-empty | {said} | {internal} internal errors | "
             f"{sum(seconds):.0f} |",
             "", f"Verified repro that names the culprit: {pct['verified_culprit']}.",
-            f"Seconds a bug: median {statistics.median(seconds):.0f}, p90 {seconds[int(0.9 * (n - 1))]:.0f}."]
+            f"Seconds a bug: median {statistics.median(seconds):.0f}, "
+            f"p90 {seconds[math.ceil(0.9 * n) - 1]:.0f} (nearest rank)."]
 
 
 def _machine() -> str:
