@@ -146,3 +146,41 @@ def test_a_stop_of_the_diagnosis_exits_as_a_shell_reports_the_signal():
         assert found.interrupted and found.freeze().exit_code == code
     budget = Found(command=("x.py",), category=Category.KERNEL_FAILURE, stopped_by="budget")
     assert not budget.interrupted and budget.freeze().exit_code == 1
+
+
+# A backend whose compiled forward adds one: the script's own check (an assert) sees a wrong value.
+WRONG_BY_ONE = """
+import torch
+from torch._dynamo.backends.common import aot_autograd
+
+def off_by_one(gm, example_inputs):
+    return lambda *args: [o + 1 for o in gm(*args)]
+
+def f(x):
+    return x.sin() * 2
+
+x = torch.randn(8)
+compiled = torch.compile(f, backend=aot_autograd(fw_compiler=off_by_one))(x)
+assert torch.equal(compiled, f(x)), "compiled and eager differ"
+"""
+
+
+def test_the_scripts_own_check_with_a_graph_judged_wrong_is_a_wrong_result_before_any_stage_run(tmp_path):
+    """The first run judged the compiled graph wrong against eager on the program's values: the script's assert is
+    a wrong result its check found (no three runs of the program to learn it); an assert with no graph judged
+    wrong stays the script's own error until the stage runs say otherwise."""
+    from pt2doctor.capture.recorded_run import record_script
+    from pt2doctor.diagnose.reproduce import _judged_wrong
+
+    for name, text, category in (("wrong.py", WRONG_BY_ONE, Category.ACCURACY),
+                                 ("right.py", WRONG_BY_ONE.replace("[o + 1 for", "[o for"), Category.USER_ERROR)):
+        script = tmp_path / name
+        script.write_text(text if category is Category.ACCURACY else text.replace("torch.equal(compiled, f(x))",
+                                                                                    "False"))
+        run_dir = tmp_path / f"run-{name}"
+        assert record_script(script, run_dir, accuracy_tolerance=1e-4) == 1
+        found = Found(command=("python", name), category=Category.USER_ERROR,
+                      error="AssertionError: compiled and eager differ")
+        _judged_wrong(run_dir, found)
+        assert found.category is category, found.notes
+        assert bool(found.notes) is (category is Category.ACCURACY)

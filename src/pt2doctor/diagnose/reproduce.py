@@ -37,7 +37,9 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ranks import name_rank
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.diagnose.step import STOP, Context
+from pt2doctor.diagnose.wrong_graph import accuracy_failures
 from pt2doctor.model import Category
+from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
@@ -222,7 +224,22 @@ def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2 is not None and a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
     found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
+    _judged_wrong(ctx.runner.run_dir(a1.label), found)
     return Classified(a1, spec, on_cuda)
+
+
+def _judged_wrong(run_dir: Path, found: Found) -> None:
+    """The script's own exception, where the first run's accuracy check judged a compiled graph wrong against eager
+    on the values the program passed it: a wrong result its check found (`Policy.judged_wrong`), known before any
+    stage run of the program."""
+    promoted = policy(found.category).judged_wrong
+    wrong = [f.graph for f in accuracy_failures(run_dir)] if promoted else []
+    if not promoted or not wrong:
+        return
+    found.notes.append(f"the script's own check failed ({found.error}), and the first run judged compiled graph "
+                       f"{wrong[-1]} wrong against eager on the values the program passed it: a wrong result "
+                       f"({promoted.value})")
+    found.category = promoted
 
 
 def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: Attempt,

@@ -25,7 +25,10 @@ torch. The columns:
   on, and the issue speaks of a wrong result;
 - `at_dynamo` / `past_dynamo`: the category once the stage is known, where it says more (`refined`): a backend's
   failure with `backend='eager'`, which compiles nothing, is Dynamo's own; the script's own exception, which only
-  compiled runs raise, is a wrong result its check found.
+  compiled runs raise, is a wrong result its check found;
+- `judged_wrong`: the category where the first run's accuracy check judged a compiled graph wrong against eager on
+  the values the program passed it (before any stage is known): the script's own exception then is a wrong result
+  its check found, and that graph's ladder and minifier are the stage's evidence.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Policy:
     wrong_result: bool = False
     at_dynamo: Category | None = None  # the category once the stage is Dynamo (None: unchanged)
     past_dynamo: Category | None = None  # the category once any stage is found (None: unchanged)
+    judged_wrong: Category | None = None  # the category where the first run judged a graph wrong (None: unchanged)
 
 
 POLICIES: dict[Category, Policy] = {
@@ -63,7 +67,8 @@ POLICIES: dict[Category, Policy] = {
     Category.GRAPH_BREAK: Policy(),
     Category.RECOMPILATION: Policy(reduced=False, workarounds=False, compilation_off=False),
     Category.USER_ERROR: Policy(reduced=False, workarounds=False, issue=False, exit_code=ExitCode.USER_ERROR,
-                                at_dynamo=Category.ACCURACY, past_dynamo=Category.ACCURACY),
+                                at_dynamo=Category.ACCURACY, past_dynamo=Category.ACCURACY,
+                                judged_wrong=Category.ACCURACY),
     Category.TIMEOUT: Policy(not_minified="a hang is not minified: every query would have to wait for the timeout",
                              reduced=False),
     Category.UNCLASSIFIED: Policy(),
