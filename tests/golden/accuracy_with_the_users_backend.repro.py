@@ -86,8 +86,13 @@ imports only the standard library and torch, and has no `from __future__` import
 - `fp64_module(mod)`: `mod` computing in float64: parameters, buffers, tensor constants and the
   float dtypes the graph names itself (`.float()`, `dtype=`, `.to(torch.float32)`), as torch's
   `cast_dtype_args_to_fp64` does for after-AOT graphs; a bitcast `.view(dtype)` is left alone.
-- `reference_runs(eager, args)`: eager in fp32 and the fp64 reference, each on copies and from the
-  RNG state of the call, which is restored afterwards (so the compiled call draws what it would).
+- `reference_runs(eager, args, grads=False)`: eager in fp32 and the fp64 reference, each on copies and from the
+  RNG state of the call, which is restored afterwards (so the compiled call draws what it would); with `grads`,
+  each followed by its backward (`with_grads`).
+- `with_grads(fn)`: `fn` followed by its backward, as `same_two_models` checks a Dynamo graph: its outputs, then
+  the gradients of the sum of its floating outputs that require grad with respect to each input that requires
+  grad (None where one gets none; `()` where nothing requires grad). The backward a compiled `fn` runs is the
+  compiled one: a wrong gradient shows on a forward graph.
 - `same_outputs(expected, actual, reference, tol)`: the verdict. A tensor output keeps its dtype and
   shape. A floating one is judged by `torch._dynamo.utils.same` (as `same_two_models`: allclose, else
   RMSE(actual, fp64) within a multiple of RMSE(expected, fp64)); without an fp64 value (the fp64 run
@@ -178,21 +183,39 @@ def _bitcast(node):
     return target == "view"
 
 
-def reference_runs(eager, args, fp64=True):
+def reference_runs(eager, args, fp64=True, grads=False):
     """(expected, reference): `eager` on copies of `args`, and (with `fp64`) its fp64 copy on fp64
-    copies, both from the RNG state of the call, which is restored when done. `expected` raises what
-    eager raises; `reference` is None where the fp64 run raises (an op without an fp64 kernel)."""
+    copies, both from the RNG state of the call, which is restored when done; with `grads`, each with its
+    backward (`with_grads`). `expected` raises what eager raises; `reference` is None where the fp64 run raises
+    (an op without an fp64 kernel)."""
+    run = with_grads if grads else (lambda fn: fn)
     with kept_state():
         state = rng_state()
-        expected = eager(*copy_inputs(args))
+        expected = run(eager)(*copy_inputs(args))
         reference = None
         if fp64:
             set_rng_state(state)
             try:
-                reference = fp64_module(eager)(*copy_inputs(args, fp64=True))
+                reference = run(fp64_module(eager))(*copy_inputs(args, fp64=True))
             except Exception:
                 reference = None
     return expected, reference
+
+
+def with_grads(fn):
+    """`fn` followed by its backward (see the contract)."""
+    from torch.utils._pytree import tree_leaves
+
+    def run(*args):
+        outputs = fn(*args)
+        wanted = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        losses = [o.sum() for o in tree_leaves(outputs)
+                  if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+        if not wanted or not losses:
+            return outputs, ()
+        return outputs, torch.autograd.grad(sum(losses), wanted, allow_unused=True)
+
+    return run
 
 
 def same_outputs(expected, actual, reference, tolerance):
@@ -227,9 +250,10 @@ def same_output(expected, actual, reference, tolerance):
                      ignore_non_fp=fp64, log_error=lambda *args, **kwargs: None))
 
 
-def same_as_fp64_reference(mod, args, expected, actual, tolerance):
-    """`same_outputs` against the fp64 reference of `mod` on `args`, for a caller that ran eager itself."""
-    return same_outputs(expected, actual, reference_runs(mod, args)[1], tolerance)
+def same_as_fp64_reference(mod, args, expected, actual, tolerance, grads=False):
+    """`same_outputs` against the fp64 reference of `mod` on `args`, for a caller that ran eager itself (with
+    `grads`, each run with its backward: `with_grads`)."""
+    return same_outputs(expected, actual, reference_runs(mod, args, grads=grads)[1], tolerance)
 
 
 def rng_state():

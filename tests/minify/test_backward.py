@@ -108,11 +108,13 @@ def test_a_wrong_gradient_is_minified_from_the_backward_graph(diagnosed):
     run, d = diagnosed(REALBUGS / "interpolate_conv_pool_where_grads.py")
     assert (d["category"], d["stage"]) == ("accuracy", "inductor")
     assert d["repro_verified"], d["notes"]
+    # in PyTorch's idiom: the forward in torch calls whose backward shows it (its Dynamo graph, smaller than the
+    # backward graph, judged with its gradients), the harness kept beside it
     repro = (run.out_dir / "repro.py").read_text()
-    assert "is_backward=True" in repro and "aot backward" in repro
-    # in PyTorch's idiom: the backward graph as `bw_compiler` is handed it, the harness kept beside it
-    assert d["short"]["lines"] <= 40 and "torch.compile(fn, backend=inductor_alone" in repro, d["notes"]
-    assert (run.out_dir / "repro_graph.py").exists() and d["short"]["test"]
+    assert "def grads(f, *args):" in repro and "interpolate" in repro and "aten." not in repro, d["notes"]
+    assert d["short"]["lines"] <= 40 and d["short"]["test"], d["notes"]
+    assert any(n.startswith("minified the Dynamo graph") and "with its backward" in n for n in d["notes"])
+    assert "reference_runs(mod, args, grads=GRADS)" in (run.out_dir / "repro_graph.py").read_text()
 
 
 @pytest.mark.slow
@@ -183,3 +185,54 @@ def test_a_backward_graphs_stage_is_found_on_it_by_the_backend_alone(bw_recordin
         ladder = climb_on_graph(pool, Recording(bw_recording, True), "backend", tmp_path)
     assert ladder.conclusive and ladder.after_aot, ladder.why
     assert (ladder.outcomes, ladder.queries) == ({"backend": "fail"}, 1)
+
+
+# An aot_autograd backend whose forward is right and whose backward adds one to every gradient.
+WRONG_BACKWARD = BackendSpec(BackendKind.SOURCE, "wrong_backward", textwrap.dedent('''\
+    from torch._dynamo.backends.common import aot_autograd
+
+
+    def _off_by_one(gm, example_inputs):
+        def run(*args):
+            return [o + 1 if isinstance(o, torch.Tensor) else o for o in gm(*args)]
+        return run
+
+
+    wrong_backward = aot_autograd(fw_compiler=lambda gm, example_inputs: gm, bw_compiler=_off_by_one)
+    '''))
+
+
+@pytest.mark.parametrize("grads", [False, True])
+def test_a_dynamo_graph_judged_with_its_backward_shows_a_wrong_gradient(tmp_path, grads):
+    """A forward graph whose backward is compiled wrong passes judged on its outputs and fails judged with its
+    gradients too, both as the harness form and in PyTorch's idiom (`grads(f, *args)`)."""
+    from pt2doctor.reduce.short_repro import render_short
+
+    script = ReproScript(Stage.DYNAMO, "def forward(self, x, w):\n    return ((x * w).sin(),)\n",
+                         (TensorSpec((4,), (1,), requires_grad=True), TensorSpec((4,), (1,))), WRONG_BACKWARD,
+                         accuracy=True, grads=grads)
+    short = render_short(script)
+    assert short is None  # a backend defined in the script: only the harness form carries its source
+    repro = tmp_path / "repro.py"
+    repro.write_text(render(script))
+    run = subprocess.run([sys.executable, repro.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == (1 if grads else 0), run.stderr[-2000:]
+    if grads:
+        assert f"{FAILURE_MARKER}AccuracyMismatch" in run.stderr
+
+
+def test_the_short_form_judged_with_its_backward_compares_the_gradients(tmp_path):
+    from pt2doctor.reduce.short_repro import inductor_alone, render_short
+
+    script = ReproScript(Stage.DYNAMO, "def forward(self, x, w):\n    return ((x * w).sin(),)\n",
+                         (TensorSpec((4,), (1,), requires_grad=True), TensorSpec((4,), (1,))),
+                         BackendSpec(BackendKind.NAMED, "aot_eager"), accuracy=True, grads=True)
+    short = render_short(script)
+    assert short is not None and "def grads(f, *args):" in short
+    assert "expected = grads(fn, *[a.clone() if isinstance(a, torch.Tensor) else a for a in args])" in short
+    assert "actual = grads(torch.compile(fn, backend='aot_eager', fullgraph=True), *args)" in short
+    inductors = short.replace("backend='aot_eager'", "backend='inductor'")
+    assert inductor_alone(inductors) is None  # a graph Inductor compiles alone has no backward
+    (tmp_path / "repro.py").write_text(short)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]  # aot_eager computes the same gradients

@@ -61,13 +61,16 @@ def _check(ns: dict[str, Any], backend: str, target: str) -> int:
 
     from pt2doctor.model.signature import from_description
 
+    grads = bool(ns.get("GRADS"))  # a repro judged with its backward: each run with it (`with_grads`)
+    run = ns["with_grads"] if grads else (lambda fn: fn)
     try:
         torch_compat.reset_dynamo()
         mod = ns["Repro"]()
         args = ns["make_inputs"]()
-        expected = mod(*args)
-        actual = torch.compile(mod, backend=backend)(*args)
-        if ns.get("ACCURACY") and not ns["same_as_fp64_reference"](mod, args, expected, actual, ns["TOLERANCE"]):
+        expected = run(mod)(*args)
+        actual = run(torch.compile(mod, backend=backend))(*args)
+        if ns.get("ACCURACY") and not ns["same_as_fp64_reference"](mod, args, expected, actual, ns["TOLERANCE"],
+                                                                    grads):
             return 1 if target.startswith("AccuracyMismatch") else 0
     except Exception as exc:  # the repro's own definition of "how it failed"
         return 1 if from_description(ns["describe_failure"](exc)).text == target else 0

@@ -37,29 +37,42 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
 
     reporter.status("minifying the failing graph")
     # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
-    # the backend does around it), the Dynamo graph it came from, with the script's own backend
-    for dynamo in (False, True):
+    # the backend does around it), the Dynamo graph it came from, with the script's own backend; a wrong
+    # backward graph's Dynamo graph, judged with its backward, first where it is no larger (`_torch_level_first`)
+    grads = _torch_level_first(recording)
+    attempts = [(True, True), (False, False)] if grads else [(False, False), (True, False)]
+    for dynamo, grads in attempts:
+        last = (dynamo, grads) == attempts[-1]
         try:
             recorded = load_failing(recording.run_dir, accuracy=recording.accuracy, out_dir=options.out_dir,
-                                    prefer=recording.prefer, died_of_signal=recording.died_of_signal, dynamo=dynamo)
+                                    prefer=recording.prefer, died_of_signal=recording.died_of_signal, dynamo=dynamo,
+                                    grads=grads)
             if not dynamo and needs_ranks(found, recorded.graph_id, collectives_of_failing_graph(
                     recording.run_dir, recorded.graph_id, found.session)):
                 return
             found.minify = _minify_recorded(options, found, recorded, minify_reporter, workers, deadline_s,
                                             simpler=not dynamo)
         except CannotReproduce as exc:
-            if dynamo or recorded.context.stage is not Stage.AOT:
+            if last or (recorded.context.stage is not Stage.AOT and not grads):
                 found.notes.append(f"not minified: {exc}")
                 break
-            found.notes.append(f"the after-AOT graph is not minified: {exc}")
-            reporter.status("the after-AOT graph does not fail alone: minifying the Dynamo graph it came from")
+            which = "the Dynamo graph, judged with its backward," if grads else "the after-AOT graph"
+            found.notes.append(f"{which} is not minified: {exc}")
+            reporter.status(f"{which} does not fail alone: minifying the "
+                            + ("backward graph" if grads else "Dynamo graph it came from"))
             continue
         except NothingToMinify as exc:
+            if grads:  # no Dynamo graph to judge with its backward: the backward graph
+                continue
             found.notes.append(f"not minified: {exc}")
         except Exception as exc:  # the diagnosis so far must survive a minifier failure
             found.notes.append(_minifier_failure(exc))
         else:
-            if dynamo:
+            if grads:
+                found.notes.append(f"minified the Dynamo graph {recorded.graph_id} with its backward (the gradients "
+                                   "judged with the outputs): its backward graph failed, and a forward in torch "
+                                   "calls whose backward shows it is the shorter repro")
+            elif dynamo:
                 found.notes.append(f"minified the Dynamo graph {recorded.graph_id} with the script's backend "
                                    f"({recorded.context.backend.name!r}): its after-AOT graph does not fail alone")
         break
@@ -76,6 +89,28 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
                                f"from the whole graph of {m.nodes_before}" if dict(m.passes).get("kernel_nodes") else
                                f"{kernel} does not fail the same way cut out of its graph: minified from the whole "
                                f"graph of {m.nodes_before}")
+
+
+def _torch_level_first(recording: Recording) -> bool:
+    """A wrong backward graph whose Dynamo graph is no larger and has a short form (`reduce.short_repro`: no
+    higher-order op, a backend by name): that graph judged with its backward (torch calls whose backward shows the
+    failure) is minified first, the backward graph (aten ops on saved activations) where it does not fail alone."""
+    from pt2doctor.reduce.fx_load import load_failing
+    from pt2doctor.reduce.oracle import script_for
+    from pt2doctor.reduce.short_repro import render_short
+
+    if not recording.accuracy:
+        return False
+    load = {"accuracy": True, "prefer": recording.prefer, "died_of_signal": recording.died_of_signal}
+    try:
+        failing = load_failing(recording.run_dir, **load)  # type: ignore[arg-type]
+        if not failing.context.backward:
+            return False
+        dynamo = load_failing(recording.run_dir, dynamo=True, grads=True, **load)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - no Dynamo graph to go by: the backward graph alone
+        return False
+    return (len(dynamo.case.call_nodes) <= len(failing.case.call_nodes)
+            and render_short(script_for(dynamo.case, dynamo.context)) is not None)
 
 
 def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,

@@ -41,7 +41,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -166,9 +166,10 @@ def _blame_aot(entries: Entries, graph_id: str) -> str:
 
 def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DEFAULT_TOLERANCE,
                  out_dir: Path | None = None, prefer: str | None = None, died_of_signal: bool = False,
-                 dynamo: bool = False) -> RecordedFailure:
+                 dynamo: bool = False, grads: bool = False) -> RecordedFailure:
     """See the module docstring; `dynamo`: instead of the chosen after-AOT graph, the Dynamo graph it came
-    from, compiled with the script's own backend (for when the after-AOT graph does not fail alone)."""
+    from, compiled with the script's own backend (for when the after-AOT graph does not fail alone); with `grads`,
+    a backward graph's too, judged with its backward (`ReproScript.grads`): a wrong gradient shows there."""
     graphs, entries, failures = _read_run(run_dir)
     inflight = ((graphs / "inflight").read_bytes().decode(errors="replace").strip()
                 if (graphs / "inflight").exists() else "")
@@ -186,14 +187,17 @@ def load_failing(run_dir: Path, *, accuracy: bool = False, tolerance: float = DE
         if description and description.startswith(ACCURACY_TYPE):  # found while recording
             accuracy = True
             tolerance = next((f.tolerance for f in failures if f.phase == "accuracy" and f.tolerance), tolerance)
+    grads = dynamo and grads and accuracy
     if dynamo:
-        graph_id = _dynamo_parent(entries, graph_id)
-    return _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+        graph_id = _dynamo_parent(entries, graph_id, grads)
+    recorded = _load(graphs, entries, failures, graph_id, description, accuracy, tolerance, out_dir)
+    return replace(recorded, context=replace(recorded.context, grads=True)) if grads else recorded
 
 
-def _dynamo_parent(entries: Entries, graph_id: str) -> str:
+def _dynamo_parent(entries: Entries, graph_id: str, grads: bool = False) -> str:
+    """A backward graph's Dynamo graph shows its failure only judged with its backward (`grads`)."""
     entry = _entry(entries, graph_id)
-    if entry.stage is not Stage.AOT or entry.parent is None or entry.aot_kind == "backward":
+    if entry.stage is not Stage.AOT or entry.parent is None or (entry.aot_kind == "backward" and not grads):
         raise NothingToMinify(f"graph {graph_id} has no Dynamo graph to fall back to")
     return entry.parent
 

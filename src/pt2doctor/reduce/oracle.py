@@ -34,6 +34,7 @@ class ReproContext:
     header: tuple[str, ...] = ()
     backward: bool = False  # an after-AOT backward graph (`ReproScript.backward`)
     inductor_configs: str = "None"  # Stage.AOTI (`ReproScript.inductor_configs`)
+    grads: bool = False  # a Dynamo graph judged with its backward (`ReproScript.grads`)
 
 
 def script_for(case: FxCase, context: ReproContext) -> ReproScript:
@@ -41,7 +42,7 @@ def script_for(case: FxCase, context: ReproContext) -> ReproScript:
         stage=context.stage, forward_code=case.code, inputs=case.inputs, backend=context.backend,
         prelude=case.prelude, config_lines=context.config_lines, accuracy=context.accuracy,
         tolerance=context.tolerance, header=context.header, backward=context.backward,
-        inductor_configs=context.inductor_configs,
+        inductor_configs=context.inductor_configs, grads=context.grads,
     )
 
 

@@ -27,6 +27,8 @@ text is a standalone program that needs plain torch only (no pt2doctor import):
 - For the Dynamo stage, an int input that was a SymInt when the graph failed is compiled as one
   (`torch.compiler.config.dynamic_sources` naming exactly those arguments), so a graph that became
   dynamic after a recompile fails in the repro as it did.
+- A Dynamo graph judged `grads` (a wrong result AOTAutograd's backward graph showed) runs forward and backward,
+  compiled and eager, and the gradients are judged with the outputs (`accuracy_rule.with_grads`).
 - A backward graph (`backward`: what AOTAutograd hands `bw_compiler`) runs standalone on its own
   inputs (saved activations, tangents); Inductor compiles it with `is_backward=True`, another
   `aot_autograd` backend (its source, or its registered name) with its own `bw_compiler`.
@@ -68,6 +70,7 @@ class ReproScript:
     header: tuple[str, ...] = ()  # versions, the failure it reproduces
     backward: bool = False  # an after-AOT backward graph: compiled as the backend's bw_compiler would
     inductor_configs: str = "None"  # Stage.AOTI: the `inductor_configs` argument of aoti_compile_and_package, as source
+    grads: bool = False  # accuracy of a Dynamo graph judged with its backward too (`accuracy_rule.with_grads`)
 
 
 def render(script: ReproScript) -> str:
@@ -79,7 +82,8 @@ def render(script: ReproScript) -> str:
     # and cannot compile every one of them again from code
     handed_over = tuple(op for op in traced_ops if op.startswith(("higher_order.", "torch.")))
     constants = f"ACCURACY = True\nTOLERANCE = {script.tolerance!r}\n" if script.accuracy else ""
-    check = t.CHECK_ACCURACY if script.accuracy else t.CHECK
+    constants += "GRADS = True  # judged with its backward (`with_grads`)\n" if script.accuracy and script.grads else ""
+    check = (t.CHECK_ACCURACY if not script.grads else t.with_grads(t.CHECK_ACCURACY)) if script.accuracy else t.CHECK
     parts = [
         _docstring(script),
         t.IMPORTS + (t.INDUCTOR_PRIMS if any(call in code for call in inductor_prim_calls()) else ""),
@@ -195,6 +199,8 @@ def _docstring(script: ReproScript) -> str:
     lines = ["Minimal repro written by pt2doctor; needs plain torch only.", ""]
     lines += list(script.header)
     lines += [f"Stage: {script.stage.value}.", HOW_TO_RUN]
+    if script.grads and script.accuracy:
+        lines.append("Judged with its backward too: the gradients of the sum of its outputs, compiled against eager.")
     return '"""' + "\n".join(lines) + '\n"""\n'
 
 

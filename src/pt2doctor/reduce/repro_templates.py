@@ -211,6 +211,16 @@ def check():
         raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
 '''
 
+
+
+def with_grads(check: str) -> str:
+    """CHECK_ACCURACY with each side's backward run and judged too (`accuracy_rule.with_grads`)."""
+    eager, compiled = "reference_runs(mod, args)", "actual = compile_repro(mod, args)(*args)"
+    assert eager in check and compiled in check, "CHECK_ACCURACY no longer runs both sides as written here"
+    return (check.replace(eager, "reference_runs(mod, args, grads=GRADS)")
+            .replace(compiled, "actual = with_grads(compile_repro(mod, args))(*args)"))
+
+
 MAIN = f'''
 
 if __name__ == "__main__":

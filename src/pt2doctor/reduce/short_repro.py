@@ -22,6 +22,8 @@ does (through a `torch.compile` backend that hands the graph to `compile_fx_inne
 lives, when the aten graph traced again by AOTAutograd no longer shows it): an after-AOT graph as written,
 another first recorded in aten ops by `make_fx`.
 
+A Dynamo graph judged with its backward (`ReproScript.grads`) calls each side through `grads(f, *args)` (`GRADS`):
+its outputs and the gradients of their sum with respect to the inputs that require grad, compared together.
 A backward graph of Inductor's is its aten form compiled as `bw_compiler` compiled it (`inductor_alone` with
 `is_backward=True`), its inputs the saved activations and tangents it was given.
 
@@ -54,7 +56,7 @@ def render_short(script: ReproScript, draws: bool = False) -> str | None:
              f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)")
     return _compiled_as_it_was(script, _blocks(
         pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-        pieces.function, pieces.make_args, "\n".join(pieces.body(check))))
+        pieces.function, GRADS if pieces.grads else "", pieces.make_args, "\n".join(pieces.body(check))))
 
 
 # The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
@@ -71,7 +73,7 @@ def render_test(script: ReproScript, draws: bool = False) -> str | None:
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
     return _compiled_as_it_was(script, _blocks(
         pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config, pieces.function,
-        pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()'))
+        GRADS if pieces.grads else "", pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()'))
 
 
 def _compiled_as_it_was(script: ReproScript, text: str) -> str | None:
@@ -91,17 +93,19 @@ class _Pieces:
     compiled: str
     draws: bool = False  # the graph draws random numbers: compiled code draws its own (Inductor's RNG)
     fresh: bool = False  # inputs are views of one tensor: made again for each call (`make_args`), not cloned
+    grads: bool = False  # each call followed by its backward (`GRADS`), the gradients compared too
 
     def body(self, check: str) -> list[str]:
         compare = [_DRAWN, "actual, expected = [[(t.dtype, t.shape) for t in out] for out in (actual, expected)]",
                    check] if self.draws else [check]
+        eager, compiled = ("grads(fn, ", f"grads({self.compiled}, ") if self.grads else ("fn(", f"{self.compiled}(")
         if not self.inputs:
-            return ["expected = fn()", f"actual = {self.compiled}()", *compare]
+            return [f"expected = {eager})", f"actual = {compiled})", *compare]
         if self.fresh:
-            return ["expected = fn(*make_args())", f"actual = {self.compiled}(*make_args())", *compare]
+            return [f"expected = {eager}*make_args())", f"actual = {compiled}*make_args())", *compare]
         # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
-        eager = "expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
-        return [*self.inputs, eager, f"actual = {self.compiled}(*args)", *compare]
+        copies = f"expected = {eager}*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
+        return [*self.inputs, copies, f"actual = {compiled}*args)", *compare]
 
     @property
     def make_args(self) -> str:
@@ -115,6 +119,14 @@ class _Pieces:
 
 _DRAWN = "# fn draws random numbers, which compiled code draws its own way: compare what a draw cannot change"
 
+# A wrong gradient of a forward graph: each call with its backward, as `accuracy_rule.with_grads` runs it.
+GRADS = '''def grads(f, *args):
+    """f's outputs, and the gradients of their sum with respect to the inputs that require grad."""
+    out = f(*args)
+    loss = sum(o.sum() for o in out if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point())
+    wanted = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    return out, torch.autograd.grad(loss, wanted, allow_unused=True)'''
+
 
 def _blocks(*blocks: str) -> str:
     """Top-level blocks two blank lines apart, as PEP 8 has them."""
@@ -125,6 +137,8 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backend.kind is not BackendKind.NAMED:
         return None
     if script.backward and script.backend.name != "inductor":  # another backend's own bw_compiler: the harness's
+        return None
+    if script.grads and draws:  # compared on dtypes and shapes only: no gradient would show
         return None
     function, bases = _function(script), _bases(script.inputs)
     if function is None or bases is None:
@@ -140,10 +154,12 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
-    docstring = '"""' + "\n".join([*header, "{run} while the bug is present."]) + '\n"""'
+    judged = ["The gradients are compared too: the backward is where it goes wrong."] if script.grads else []
+    docstring = '"""' + "\n".join([*header, *judged, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
-    return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines))
+    return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines),
+                   grads=script.grads and script.accuracy)
 
 
 def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
@@ -332,9 +348,10 @@ def inductor_alone(text: str, aten: bool = False, backward: bool = False) -> str
     else `make_fx` records it first. Tracing again may change it: `make_fx` runs each op, so a product with a
     ZeroTensor becomes a ZeroTensor and a composite op its decomposition. With `backward` (fn is a backward graph:
     saved activations and tangents in, gradients out) Inductor compiles it as one, as AOTAutograd's `bw_compiler`
-    does. None when `text` does not compile with Inductor."""
-    if f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)" not in text:
-        return None
+    does. None when `text` does not compile with Inductor, or calls each side through `grads` (its backward
+    compiled too: a graph Inductor compiles alone has none)."""
+    if f"torch.compile(fn, {_INDUCTOR}, fullgraph=True)" not in text or GRADS.splitlines()[0] in text:
+        return None  # not Inductor's; or its backward is wanted too, which a graph compiled alone has not
     tree = ast.parse(text)
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fn")
     lines = text.splitlines(keepends=True)
