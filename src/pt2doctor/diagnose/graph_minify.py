@@ -39,8 +39,7 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
     # the after-AOT graph first; when it does not fail alone (the failure needs what AOTAutograd or
     # the backend does around it), the Dynamo graph it came from, with the script's own backend; a wrong
     # backward graph's Dynamo graph, judged with its backward, first where it is no larger (`_torch_level_first`)
-    grads = _torch_level_first(recording)
-    attempts = [(True, True), (False, False)] if grads else [(False, False), (True, False)]
+    attempts = [(True, True), (False, False)] if _torch_level_first(recording) else [(False, False), (True, False)]
     for dynamo, grads in attempts:
         last = (dynamo, grads) == attempts[-1]
         try:

@@ -233,11 +233,11 @@ def _judged_wrong(run_dir: Path, found: Found) -> None:
     on the values the program passed it: a wrong result its check found (`Policy.judged_wrong`), known before any
     stage run of the program."""
     promoted = policy(found.category).judged_wrong
-    wrong = [f.graph for f in accuracy_failures(run_dir)] if promoted else []
+    wrong = accuracy_failures(run_dir) if promoted else []
     if not promoted or not wrong:
         return
     found.notes.append(f"the script's own check failed ({found.error}), and the first run judged compiled graph "
-                       f"{wrong[-1]} wrong against eager on the values the program passed it: a wrong result "
+                       f"{wrong[-1].graph} wrong against eager on the values the program passed it: a wrong result "
                        f"({promoted.value})")
     found.category = promoted
 

@@ -38,6 +38,7 @@ interpreters before it hands it over (`diagnose.short_repro`); the harness form 
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, TensorSpec
@@ -154,12 +155,13 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     made += [f"torch._dynamo.mark_dynamic(args[{i}], {dim})" for i, spec in enumerate(script.inputs)  # as it failed
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
-    judged = ["The gradients are compared too: the backward is where it goes wrong."] if script.grads else []
+    grads = script.grads and script.accuracy
+    judged = ["The gradients are compared too: the backward is where it goes wrong."] if grads else []
     docstring = '"""' + "\n".join([*header, *judged, "{run} while the bug is present."]) + '\n"""'
     compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
     return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines),
-                   grads=script.grads and script.accuracy)
+                   grads=grads)
 
 
 def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
@@ -175,15 +177,10 @@ def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
 
 
 def _wrapped(opening: str, items: list[str], closing: str) -> list[str]:
-    """`opening` items, `closing` over as few lines as fit `_ONE_LINE`, continued under the first item."""
-    lines, line = [], opening
-    for index, item in enumerate(items):
-        piece = item + (", " if index < len(items) - 1 else closing)
-        if len(line) + len(piece.rstrip()) > _ONE_LINE and line.strip() != opening.strip():
-            lines.append(line.rstrip())
-            line = " " * len(opening)
-        line += piece
-    return [*lines, line]
+    """`opening` items, `closing` over as few lines as fit `_ONE_LINE`, continued under the first item (the items
+    have no spaces: they break only between items)."""
+    return textwrap.wrap(opening + ", ".join(items) + closing, _ONE_LINE, subsequent_indent=" " * len(opening),
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def _imports(script: ReproScript) -> str:
