@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pt2doctor.capture import torch_compat
 from pt2doctor.diagnose.setting_search import applicable
 from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, for_subsystem
@@ -96,5 +98,43 @@ def test_where_no_graph_verified_the_settings_are_searched_on_the_reduced_progra
     assert [s.key for s in search.passed_settings] == ["emulate_precision_casts"], search.trials
     assert any(t.outcome == "fail" for t in search.trials), search.trials
     assert "tried on the reduced program" in search.describe()
-    dynamo = Found(command=("f.py",), category=Category.ACCURACY, stage=FailingStage.DYNAMO, program=program)
-    assert not program_applies(dynamo)  # no setting of Inductor's reaches a Dynamo failure
+    dynamo = applicable(FailingStage.DYNAMO, program.culprit_ops, "cpu")
+    assert dynamo == [] or all(s.module == "torch._dynamo.config" for s in dynamo)  # no Inductor row at Dynamo's
+
+
+NUMPY_PROGRAM = """import numpy as np
+import torch
+
+i8 = np.array([-128, -100, -3, 0, 5, 100, 127], dtype=np.int8)
+
+def f(a):
+    return np.cumsum(a)
+
+e = f(i8)
+c = torch.compile(f, backend="eager")(i8)
+assert np.array_equal(e, c) and e.dtype == c.dtype, (e.dtype, c.dtype)
+"""
+
+
+def test_a_dynamo_failure_gets_dynamos_setting_searched_on_its_reduced_program(tmp_path):
+    """numpy_cumsum_int8_dtype (pytorch#157079's shape): a Dynamo-stage wrong result was handed "compile nothing at
+    this site". Dynamo's rows are searched on the reduced program: `trace_numpy = False` removes it (NumPy runs as
+    NumPy), the guard rows are not tried (the program writes no dunder, no module)."""
+    pytest.importorskip("numpy")
+    from pt2doctor.diagnose.found import Found
+    from pt2doctor.diagnose.setting_search import program_applies, search_on_program
+    from pt2doctor.model import Category
+    from pt2doctor.model.diagnosis import ProgramRepro
+    from pt2doctor.processes.pool import WorkerPool
+
+    repro = tmp_path / "repro.py"
+    repro.write_text(NUMPY_PROGRAM)
+    program = ProgramRepro(str(repro), "AssertionError: (dtype('int64'), dtype('int8'))", "eager", "dynamo", 14, 9,
+                           1, 0.3, 1.0, verified=True, culprit_ops=("numpy.cumsum",), backend_in_source=True)
+    found = Found(command=("np.py",), category=Category.ACCURACY, stage=FailingStage.DYNAMO, program=program)
+    assert program_applies(found)
+    with WorkerPool(2, 120.0) as pool:
+        search = search_on_program(pool, found, tmp_path / "np.py")
+    assert search is not None, found.notes
+    assert [s.key for s in search.passed_settings] == ["trace_numpy"], search.trials
+    assert not any("dunder" in t.touches or "dict" in t.touches for t in search.trials)

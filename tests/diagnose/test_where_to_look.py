@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.analysis.failures import dynamo_raise_site
+from pt2doctor.analysis.failures import dynamo_raise_site, torch_raise_site
 from pt2doctor.diagnose.conclusions import conclude
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Category
@@ -87,6 +87,38 @@ def test_the_lookup_runs_in_a_child_and_comes_back_as_a_record(sources, tmp_path
     assert any(r.file == "torch/_inductor/lowering.py" for r in result.refs)
 
 
+# pytorch#160449's shape (the corpus's random_random_stale_dynamic, reduced): Dynamo's model of a `random.Random`
+RANDOM_PROGRAM = """import random
+import torch
+
+def f(x, rng):
+    return x + rng.randint(1, 100)
+
+compiled = torch.compile(f, dynamic=True, backend="eager")
+for shape in [(1,), (1, 5), (2, 2)]:
+    e, c = f(torch.zeros(shape), random.Random(0)), compiled(torch.zeros(shape), random.Random(0))
+    torch.testing.assert_close(c, e)
+"""
+
+
+def test_a_dynamo_stage_program_names_the_trackers_that_traced_its_lines(sources, tmp_path: Path) -> None:
+    """Issue 39, point 3: a Dynamo bug named no tracker. The look-up's child runs the reduced program and names the
+    tracker methods that traced its compiled lines (RandomVariable's, not a tensor's or a builtin's), wherever the
+    program ends (here it may fail its assert: the trackers are kept)."""
+    from pt2doctor.capture.source_lookup import look_up
+
+    program = tmp_path / "repro.py"
+    program.write_text(RANDOM_PROGRAM)
+    result = look_up(SourceLookup(str(tmp_path / "out.json"), program=str(program)))
+    assert not result.note
+    assert result.refs and len(result.refs) <= 4
+    first = result.refs[0]
+    assert first.function == "RandomVariable.call_method" and first.file.startswith("torch/_dynamo/variables/")
+    assert first.what.startswith("Dynamo's RandomVariable, which traced repro.py:5") and first.line > 0
+    assert not any(r.function.startswith(("TensorVariable", "BuiltinVariable", "ConstantVariable"))
+                   for r in result.refs)
+
+
 DYNAMO_ERROR = """Traceback (most recent call last):
   File "/venv/lib/python3.11/site-packages/torch/_dynamo/convert_frame.py", line 2102, in _compile
   File "/venv/lib/python3.11/site-packages/torch/_dynamo/variables/builtin.py", line 1242, in call_unimplemented
@@ -106,6 +138,33 @@ def test_the_dynamo_site_is_the_innermost_dynamo_frame_past_its_raising_helpers(
 def test_a_traceback_without_dynamo_frames_has_no_dynamo_site() -> None:
     assert dynamo_raise_site('  File "/w/train.py", line 9, in <module>\n  File "/w/my_torch/_dynamo/x.py", '
                              'line 3, in g\n') is None
+
+
+SEGFAULT = """Fatal Python error: Segmentation fault
+
+Thread 0x00007fd6d33d56c0 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/subproc_pool.py", line 9 in wait
+
+Current thread 0x00007fd6fb25cb80 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/_ops.py", line 875 in __call__
+  File "/venv/lib/python3.11/site-packages/torch/_functorch/_aot_autograd/runtime_wrappers.py", line 432 in f
+  File "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py", line 1446 in _fn
+  File "/w/jvp.py", line 12 in <module>
+"""
+
+
+def test_a_crash_outside_dynamo_is_located_at_torchs_innermost_frame() -> None:
+    """jvp_ldexp_aot_eager_segfault and export_unflattened_dynamic_reexport named no place in torch: the frame
+    faulthandler dumped for the thread that took the signal (innermost first, `line N in f`), past `_ops.py`'s
+    `__call__`; an export step's raise; a path whose package dir holds another `torch/` (`_functorch/`)."""
+    assert torch_raise_site(SEGFAULT) == SourceRef(
+        "where torch raised it", "torch/_functorch/_aot_autograd/runtime_wrappers.py", 432, "f")
+    raised = ('Traceback (most recent call last):\n  File "/w/x.py", line 36, in <module>\n'
+              '  File "/venv/site-packages/torch/export/dynamic_shapes.py", line 700, in _check\n'
+              'torch._dynamo.exc.UserError: Detected mismatch\n')
+    assert torch_raise_site(raised) == SourceRef("where torch raised it", "torch/export/dynamic_shapes.py", 700,
+                                                 "_check")
+    assert torch_raise_site('  File "/w/pytorch/train.py", line 9, in <module>\n') is None
 
 
 def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:

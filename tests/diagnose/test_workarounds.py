@@ -11,6 +11,7 @@ import pytest
 from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
+    disable_line_call,
     leave_out,
     own_settings,
     pin_backend_in_place,
@@ -68,20 +69,92 @@ def test_each_call_of_the_minimal_graph_is_a_candidate_in_its_order_then_the_fun
     '''))
     calls = [("torch.arange", 5), ("operator.getitem", 6), ("torch.searchsorted", 6), ("operator.getitem", 7)]
     origins = tuple(NodeOrigin(op="aten.x", call=call, file=str(script), line=line) for call, line in calls)
-    found = Found(command=(str(script),))
-    found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "x"), 8, 4, (), (), 1, 0,
-                                1.0, True, str(tmp_path / "repro.py"), origins=origins)
-    candidates = _candidates(found, script, script.read_text())
+    candidates = _candidates(_minified(script, origins), script, script.read_text())
     assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [
         ("call", "`torch.arange`"), ("call", "`torch.searchsorted`"), ("function", "`@torch.compiler.disable`")]
     assert "`token_lengths` (packed.py:5)" in candidates[2][1]
     assert "torch.compiler.disable(torch.searchsorted)(offsets[1:], flat, right=True)" in candidates[1][2]
 
 
+def test_a_culprit_whose_name_is_not_on_its_line_is_kept_out_through_the_call_that_ran_it(tmp_path):
+    """fractional_max_pool_empty_window_lowering (`_m(t)[0]`: the op ran under a module) and
+    normal_sample_dtype_promotion (`d.sample()`: torch.distributions called `torch.normal`) were handed the backend
+    for everything: `torch.normal` or `FractionalMaxPool2d` is on no line of the script. The module's call, else the
+    line's only call, goes through `torch.compiler.disable`; two culprits of one line are one candidate."""
+    script = tmp_path / "m.py"
+    script.write_text(textwrap.dedent('''\
+        import torch
+
+        pool = torch.nn.FractionalMaxPool2d(2, output_size=(2, 2), return_indices=True)
+
+        def f(x, loc, scale):
+            t = pool(x)[0] + torch.sin(x).sum()
+            d = torch.distributions.Normal(loc, scale)
+            return t, d.sample()
+    '''))
+    origins = (NodeOrigin(op="aten.fractional_max_pool2d.default", call="torch.nn.modules.pooling.FractionalMaxPool2d",
+                          file=str(script), line=6, module="pool"),
+               NodeOrigin(op="aten.expand.default", call="expand", file=str(script), line=8),
+               NodeOrigin(op="aten.normal.Tensor_Tensor", call="torch.normal", file=str(script), line=8))
+    candidates = _candidates(_minified(script, origins), script, script.read_text())
+    assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [
+        ("call", "`pool`"), ("call", "`d.sample`"), ("function", "`@torch.compiler.disable`")]
+    assert "t = torch.compiler.disable(pool)(x)[0] + torch.sin(x).sum()" in candidates[0][2]
+    assert "return t, torch.compiler.disable(d.sample)()" in candidates[1][2]
+    assert disable_line_call(script.read_text(), 6) is None  # two calls on the line and no module: which is unknown
+
+
+def test_no_call_is_kept_out_where_every_compile_refuses_a_graph_break(tmp_path):
+    """int8_bmm_dtype: `torch.compile(model, fullgraph=True)`; the copy with `torch.compiler.disable(torch.matmul)`
+    failed with "Attempted to call function marked as skipped", a whole-program run for nothing."""
+    script = tmp_path / "bmm.py"
+    script.write_text("import torch\n\ndef model(a, b):\n    return torch.matmul(a, b)\n\n"
+                      "c = torch.compile(model, fullgraph=True)(a, b)\n")
+    found = _minified(script, (NodeOrigin(op="aten.bmm.default", call="torch.matmul", file=str(script), line=4),))
+    assert _candidates(found, script, script.read_text()) == []  # nor the function: the compile target itself
+    script.write_text(script.read_text().replace("fullgraph=True", "fullgraph=False"))
+    assert [kind for kind, _, _ in _candidates(found, script, script.read_text())] == ["call"]
+
+
+def _minified(script: Path, origins: tuple[NodeOrigin, ...]) -> Found:
+    """A diagnosis of `script` whose verified minimal graph's nodes came from `origins`."""
+    found = Found(command=(str(script),))
+    found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "x"), 8, 4, (), (), 1, 0,
+                                1.0, True, str(script.parent / "repro.py"), origins=origins)
+    return found
+
+
 def test_the_function_holding_the_line_is_disabled_above_its_decorators():
-    changed, name = disable_function(SOURCE, 7) or ("", "")
-    assert name == "head" and changed == SOURCE.replace("@some.decorator", "@torch.compiler.disable\n@some.decorator")
-    assert disable_function(SOURCE, 10) is None  # module level: no function holds it
+    source = SOURCE.replace("model = torch.compile(head", "model = torch.compile(lambda x: head(x)")
+    changed, name = disable_function(source, 7) or ("", "")
+    assert name == "head" and changed == source.replace("@some.decorator", "@torch.compiler.disable\n@some.decorator")
+    assert disable_function(source, 10) is None  # module level: no function holds it
+
+
+def test_a_function_a_site_compiles_itself_is_no_function_to_disable():
+    """int8_bmm_dtype, fractional_max_pool_empty_window_lowering, ...: `@torch.compiler.disable` on `model` with
+    `torch.compile(model)` later: torch.compile unwraps it and compiles `model` all the same (the copy failed as
+    before, a whole-program run spent for nothing); on a `@torch.compile` function it is that site uncompiled."""
+    assert disable_function(SOURCE, 7) is None  # `torch.compile(head, ...)`
+    assert disable_function(SOURCE, 15) is None  # `@torch.compile` on `tail`
+
+
+def test_torch_compile_compiles_a_disabled_function_all_the_same():
+    """Why the rule above holds, on the installed torch (if a torch ever honours the mark, the rule can go)."""
+    torch = pytest.importorskip("torch")
+
+    @torch.compiler.disable
+    def f(x):
+        return x + 1
+
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(gm)
+        return gm
+
+    torch.compile(f, backend=backend)(torch.ones(2))
+    assert len(counts) == 1
 
 
 def test_the_backend_is_written_into_each_compile_call_as_written():

@@ -243,9 +243,10 @@ def first_message_line(message: str) -> str:
 _CXX_ERROR = re.compile(r"(?:^|:\d+:\d+: |\s)(?:fatal )?error: ")
 
 
-_TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-# the helpers every graph break raises through (`unimplemented`): the frame that called them says why
-_DYNAMO_RAISERS = ("torch/_dynamo/exc.py",)
+# a traceback's frame, and a fatal signal's as faulthandler prints it (`File "x.py", line 3 in f`)
+_TRACEBACK_FRAME = re.compile(r'File "([^"]+)", line (\d+),? in (\S+)')
+# the helpers raises go through (Dynamo's `unimplemented`, ...): the frame that called them says why
+_RAISERS = ("torch/_dynamo/exc.py", "torch/_ops.py", "torch/utils/_contextlib.py")
 
 
 def dynamo_raise_site(traceback: str) -> SourceRef | None:
@@ -253,10 +254,23 @@ def dynamo_raise_site(traceback: str) -> SourceRef | None:
     its raising helpers, with the file relative to the torch package's directory (`torch/_dynamo/variables/
     builtin.py`); None when no frame of the traceback is Dynamo's (it trims its own frames from what it
     raises unless TORCHDYNAMO_VERBOSE=1: its `dynamo_error` trace artifact keeps them)."""
-    for file, line, function in reversed(_TRACEBACK_FRAME.findall(traceback.replace("\\", "/"))):
-        at = file.rfind("torch/_dynamo/")
-        if at >= 0 and (at == 0 or file[at - 1] == "/") and not file.endswith(_DYNAMO_RAISERS):
-            return SourceRef("where Dynamo raised it", file[at:], int(line), function)
+    return _raise_site(traceback, "torch/_dynamo/", "where Dynamo raised it")
+
+
+def torch_raise_site(traceback: str) -> SourceRef | None:
+    """Where inside torch a failure was raised (or, for a fatal signal, what torch was running): the innermost
+    frame of `traceback` in the torch package, past its raising helpers (`torch/export/dynamic_shapes.py`)."""
+    return _raise_site(traceback, "torch/", "where torch raised it")
+
+
+def _raise_site(traceback: str, package: str, what: str) -> SourceRef | None:
+    traceback = traceback.rpartition("Current thread ")[2]  # faulthandler's: the thread that took the signal
+    frames = _TRACEBACK_FRAME.findall(traceback.replace("\\", "/"))
+    # a traceback lists the innermost frame last; faulthandler's dump of a fatal signal lists it first
+    for file, line, function in frames if "most recent call first" in traceback else reversed(frames):
+        inside = re.search(f"(?:^|/)({re.escape(package)}.*)$", file)  # the leftmost: `torch/_functorch/` holds
+        if inside and not file.endswith(_RAISERS):                          # a `torch/` of its own
+            return SourceRef(what, inside[1], int(line), function)
     return None
 
 

@@ -5,7 +5,13 @@ patch is the change alone) and is None where it does not apply, or where the scr
 that name:
 - `disable_call(source, line, call)`: the calls at `line` of the culprit's name (`torch.sigmoid`, `x.cos`,
   `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
-- `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`;
+- `disable_line_call(source, line, module)`: the call at `line` of the module the culprit ran under (`gn(t)`), else
+  the line's only call (`d.sample()`), made so, where the culprit's name is not on its line;
+- `fullgraph_everywhere(source)`: every `torch.compile` site refuses a graph break (`fullgraph=True`): no call can be
+  kept out of its graph;
+- `disable_function(source, line)`: `@torch.compiler.disable` on the innermost function holding `line`, unless a
+  `torch.compile` site compiles that function itself (`torch.compile(f)` compiles `f` disabled or not; the
+  decorator's site is `uncompile`'s);
 - `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator;
 - `set_config(source, module, line)`: `import module` and the assignment `line` after the script's last top-level
   import (before its code runs, as a config must be);
@@ -71,6 +77,22 @@ def disable_call(source: str, line: int, call: str) -> str | None:
     return _replaced(source, [(c.func, f"torch.compiler.disable({_segment(source, c.func)})") for c in calls])
 
 
+def disable_line_call(source: str, line: int, module: str = "") -> tuple[str, str] | None:
+    """Where the culprit's own name is not on its line (a module's call, `gn(t)`; a library's method,
+    `d.sample()`, that ran the op): the call at `line` spelled as `module` (`self.sub`, `gn`: the module the op ran
+    under), else the line's only call, made through `torch.compiler.disable`; with that call as written."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line == n.end_lineno]
+    named = [c for c in calls if module and _segment(source, c.func) == module]
+    chosen = named or (calls if len(calls) == 1 else [])
+    if not chosen:
+        return None
+    func = _segment(source, chosen[0].func)
+    return _replaced(source, [(c.func, f"torch.compiler.disable({func})") for c in chosen]), func
+
+
 def pin_backend_in_place(source: str, backend: str) -> str | None:
     """`source` with `backend=` in every `torch.compile(...)` call and bare `@torch.compile` decorator, each edited
     where it stands. `reduce.program.pin_backend` pins a reduced program, which is unparsed text already; a patch of
@@ -100,7 +122,8 @@ def disable_function(source: str, line: int) -> tuple[str, str] | None:
     if not holders:
         return None
     function = max(holders, key=lambda n: n.lineno)  # the innermost
-    if any(ast.unparse(d).startswith("torch.compiler.disable") for d in function.decorator_list):
+    if any(ast.unparse(d).startswith("torch.compiler.disable") for d in function.decorator_list) or \
+            _compiled_itself(source, tree, function):
         return None
     first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
     lines = source.splitlines(keepends=True)
@@ -133,18 +156,53 @@ def uncompile(source: str) -> list[tuple[str, str, int]]:
         return []
     lines = source.splitlines(keepends=True)
     out: list[tuple[str, str, int]] = []
+    for node, site in _sites(source, tree):
+        if isinstance(node, ast.Call):
+            out.append((_replaced(source, [(node, _segment(source, node.args[0]))]), _segment(source, node),
+                        node.lineno))
+        else:
+            out.append(("".join(lines[:site.lineno - 1] + lines[site.lineno:]),
+                        f"{lines[site.lineno - 1].strip()} on `{node.name}`", site.lineno))
+    return sorted(out, key=lambda site: site[2])
+
+
+def _sites(source: str, tree: ast.Module) -> list[tuple[ast.Call | ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]]:
+    """Each `torch.compile` site the edits handle: a one-line `torch.compile(f, ...)` call (the call, twice), or a
+    decorator on its own line (the function it compiles, the decorator)."""
+    lines = source.splitlines()
+    sites: list[tuple[ast.Call | ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]] = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.compile" and node.args
                 and node.lineno == node.end_lineno):
-            out.append((_replaced(source, [(node, _segment(source, node.args[0]))]), _segment(source, node),
-                        node.lineno))
+            sites.append((node, node))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for d in node.decorator_list:
-                text = lines[d.lineno - 1].strip()
-                if d.lineno == d.end_lineno and text == "@" + _segment(source, d) and _segment(source, d).startswith(
-                        "torch.compile") and not _segment(source, d).startswith("torch.compiler"):
-                    out.append(("".join(lines[:d.lineno - 1] + lines[d.lineno:]), f"{text} on `{node.name}`", d.lineno))
-    return sorted(out, key=lambda site: site[2])
+            sites += [(node, d) for d in node.decorator_list
+                      if d.lineno == d.end_lineno and lines[d.lineno - 1].strip() == "@" + _segment(source, d)
+                      and _segment(source, d).startswith("torch.compile")
+                      and not _segment(source, d).startswith("torch.compiler")]
+    return sites
+
+
+def fullgraph_everywhere(source: str) -> bool:
+    """Every `torch.compile` site passes `fullgraph=True`: a call kept out of the graph through
+    `torch.compiler.disable` is a graph break, which such a compile refuses (`Unsupported: Attempted to call function
+    marked as skipped`)."""
+    tree = _tree(source)
+    sites = _sites(source, tree) if tree is not None else []
+    calls = [site for _, site in sites if isinstance(site, ast.Call)]
+    return bool(sites) and len(calls) == len(sites) and all(
+        any(k.arg == "fullgraph" and isinstance(k.value, ast.Constant) and k.value.value is True for k in c.keywords)
+        for c in calls)
+
+
+def _compiled_itself(source: str, tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`function` is what a site compiles (`torch.compile(f)`, `@torch.compile`): `torch.compiler.disable` on it
+    changes nothing (torch.compile unwraps it and compiles `f` all the same) or uncompiles that site."""
+    for node, _ in _sites(source, tree):
+        if node is function or (isinstance(node, ast.Call) and isinstance(node.args[0], ast.Name)
+                                and node.args[0].id == function.name):
+            return True
+    return False
 
 
 def skip_decompositions(source: str) -> str | None:

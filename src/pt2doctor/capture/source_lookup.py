@@ -5,7 +5,8 @@ REQUEST` (a `SourceLookup`, encoded with the codec) in a child interpreter, sinc
 Inductor's lowerings and decompositions (seconds, and state the diagnosing process keeps out of itself),
 and returns the `SourceLookupResult` the child wrote to `request.out`; when there is none (a timeout, a
 crash, a torch that moved its registries) an empty result whose `note` says why. The child's work is
-`torch_compat.where_to_look`.
+`torch_compat.where_to_look`, then, for a Dynamo-stage failure, `torch_compat.dynamo_trackers` on its reduced program
+(run in its own directory).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def look_up(request: SourceLookup, timeout_s: float = 120.0) -> SourceLookupResu
     out.unlink(missing_ok=True)
     try:
         proc = launch.run([sys.executable, "-m", __spec__.name, dumps(request).decode()], timeout_s=timeout_s,
-                          env=with_package_path(worker_env()))
+                          env=with_package_path(worker_env()),
+                          cwd=Path(request.program).parent if request.program else None)
     except OSError as exc:
         return SourceLookupResult(note=f"the source look-up did not start: {exc}")
     if proc.timed_out:
@@ -44,6 +46,8 @@ def main(argv: list[str]) -> int:
     try:
         refs = torch_compat.where_to_look(request.ops, request.backend, request.subsystem, request.debug_info,
                                           request.settings, request.lowerings)
+        if request.program:  # last: it runs the program, which may leave this interpreter in any state
+            refs += torch_compat.dynamo_trackers(Path(request.program))
         result = SourceLookupResult(tuple(refs))
     except Exception as exc:  # a torch whose registries moved: say so, the diagnosis goes on
         result = SourceLookupResult(note=f"the source look-up failed: {type(exc).__name__}: {exc}")

@@ -7,11 +7,13 @@ batch (the workers' count) at a time (a setting that acts before Inductor's lowe
 compiled whole, where the minimal graph is one AOTAutograd made), until a batch holds one that removes the failure
 or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own failure
 (`reduce.oracle.judge`). None where no setting can reach the failure: no verified minimal graph, or a stage no
-setting of torch's reaches (Dynamo, the script's own backend). Rows that cannot matter are skipped without a run: a
-key the installed torch lacks or already holds at that value, another device's, one whose ops the graph does not
-hold; the functorch rows alone where the stage is AOTAutograd's.
+setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot matter are skipped without
+a run: a key the installed torch lacks or already holds at that value, another device's, one whose ops the graph
+does not hold; the functorch rows alone where the stage is AOTAutograd's, Dynamo's alone where it is Dynamo's (and
+never past it).
 `search_on_program(pool, found, script)` is the same search where no graph gave a verified repro but the program
-reduced did (`found.program`, a failure past Dynamo, a wrong result the script's own check sees): each row set at the
+reduced did (`found.program`: a failure past Dynamo, a wrong result the script's own check sees, or a Dynamo-stage
+failure, with Dynamo's rows: a guard it leaves out, a construct it traces): each row set at the
 top of a copy of repro.py, run in the warm workers as the program reducer's checks run (`reduce.program_harness`,
 the backend forced as its verification forced it), and judged against the reduced program's failure; every row
 applies whatever its phase (the program compiles whole), filtered by the ops of the graphs it compiled.
@@ -31,7 +33,15 @@ from pt2doctor.analysis.workaround_edits import set_config
 from pt2doctor.capture import torch_compat
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.compiler_settings import FUNCTORCH, LOWERING, SETTINGS, Setting, SettingSearch, SettingTrial
+from pt2doctor.model.compiler_settings import (
+    DYNAMO,
+    FUNCTORCH,
+    LOWERING,
+    SETTINGS,
+    Setting,
+    SettingSearch,
+    SettingTrial,
+)
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureSignature, Stage
 from pt2doctor.reduce.core import Outcome
@@ -39,8 +49,8 @@ from pt2doctor.reduce.core import Outcome
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import RunResult, WorkerPool
 
-_MODULES = {FailingStage.INDUCTOR: None,  # every row
-            FailingStage.DECOMP_PARTITION: FUNCTORCH, FailingStage.AOT_AUTOGRAD: FUNCTORCH}
+_MODULES = {FailingStage.INDUCTOR: None,  # every row past Dynamo's (what Dynamo traced is not the failure)
+            FailingStage.DECOMP_PARTITION: FUNCTORCH, FailingStage.AOT_AUTOGRAD: FUNCTORCH, FailingStage.DYNAMO: DYNAMO}
 _WORDS = {Outcome.PASSES: "pass", Outcome.FAILS_SAME: "fail"}
 # an input made on a GPU (`make_tensor(..., 'cuda:0')`, `x.cuda()`)
 _CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']|\.cuda\(""")
@@ -116,13 +126,15 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
 
 def applies(found: Found) -> bool:
     """A verified minimal graph, at a stage some setting of torch's reaches (not Dynamo, not the script's backend)."""
-    return found.minify is not None and found.minify.verified and found.stage in _MODULES
+    return (found.minify is not None and found.minify.verified and found.stage in _MODULES
+            and found.stage is not FailingStage.DYNAMO)
 
 
 def program_applies(found: Found) -> bool:
-    """No verified minimal graph, a verified reduced program of a torch.compile failure at such a stage."""
+    """No verified minimal graph, a verified reduced program of a torch.compile failure at such a stage (a Dynamo
+    failure's program too: Dynamo's rows)."""
     p = found.program
-    return (not applies(found) and p is not None and p.verified and p.reason == "fallback"
+    return (not applies(found) and p is not None and p.verified and p.reason in ("fallback", "dynamo")
             and found.stage in _MODULES)
 
 
@@ -135,7 +147,7 @@ def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[S
     module = _MODULES.get(stage)
     names = " ".join(ops)
     return [row for row in SETTINGS
-            if (module is None or row.module == module) and device in row.devices
+            if (row.module == module if module else row.module != DYNAMO) and device in row.devices
             and (not row.needs_ops or re.search(row.needs_ops, names))
             and _installed_differs(row)]
 

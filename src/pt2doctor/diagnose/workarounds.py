@@ -12,7 +12,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting turns
    off;
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
-   line: Dynamo breaks the graph around that call alone; each of the script's calls in the minimal graph, in its
+   line (where its name is not on the line, the call of the module it ran under, else the line's only call:
+   `gn(t)`, `d.sample()`): Dynamo breaks the graph around that call alone (none where every compile passes
+   `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
@@ -41,6 +43,8 @@ from pathlib import Path
 from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
+    disable_line_call,
+    fullgraph_everywhere,
     leave_out,
     own_settings,
     pin_backend_in_place,
@@ -170,14 +174,17 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
     origins = _culprit_origins(found, script)
-    calls = 0
-    for origin in origins:
-        if calls == _MAX_CALLS:
+    tried: set[str] = set()
+    breaks = not fullgraph_everywhere(source)  # a call kept out is a graph break: a run in vain under fullgraph=True
+    for origin in origins if breaks else ():
+        if len(tried) == _MAX_CALLS:
             break
-        text = disable_call(source, origin.line, origin.call) if origin.call else None
-        if text is not None:
-            calls += 1
-            out.append(("call", f"`{origin.call}` at {script.name}:{origin.line} called through "
+        text, call = disable_call(source, origin.line, origin.call) if origin.call else None, origin.call
+        if text is None:  # a module's call (`gn(t)`), a library's method (`d.sample()`) ran the culprit
+            text, call = disable_line_call(source, origin.line, origin.module) or (None, "")
+        if text is not None and text not in tried:
+            tried.add(text)
+            out.append(("call", f"`{call}` at {script.name}:{origin.line} called through "
                                 "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
                                 "the rest stays compiled",
                         text))

@@ -8,8 +8,9 @@ emulation that keeps every optimisation) to the broadest (no fusion at all): the
 failure is the narrowest. A key the installed torch lacks, or one already at that value, is not tried
 (`capture.torch_compat.config_value` reads it there): a new torch brings its own keys and defaults.
 
-`diagnose.setting_search` tries the table on the minimal failing graph; `diagnose.workarounds` confirms
-what passed on the whole program and hands over the narrowest verified one.
+`diagnose.setting_search` tries the table on the minimal failing graph (Dynamo's rows, for a failure no graph shows,
+on the reduced program); `diagnose.workarounds` confirms what passed on the whole program and hands over the
+narrowest verified one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Device = Literal["cpu", "cuda"]
-INDUCTOR, FUNCTORCH = "torch._inductor.config", "torch._functorch.config"
+INDUCTOR, FUNCTORCH, DYNAMO = "torch._inductor.config", "torch._functorch.config", "torch._dynamo.config"
 _REDUCTIONS = r"sum|mean|amax|amin|max|min|var|std|norm|softmax|prod|argmax|argmin|any|all|cumsum|cumprod|logsumexp"
 
 
@@ -107,6 +108,25 @@ SETTINGS: tuple[Setting, ...] = (
             subsystem="joint_graph_passes"),
     # broadest: every kernel one op
     Setting(INDUCTOR, "max_fusion_size", 1, "fusion (every kernel one op)", phase=LOWERING),
+    # Dynamo's (a Dynamo-stage failure: tried on the reduced program, `needs_ops` read against what its compiled code
+    # calls and the state written between its calls): guards it leaves out, what it traces of one construct, then
+    # how it specializes every input
+    Setting(DYNAMO, "assume_dunder_attributes_remain_unchanged", False,
+            "dunder attributes (`__code__`, `__defaults__`) assumed unchanged, unguarded",
+            needs_ops=r"__(?!dict__)\w+__"),
+    Setting(DYNAMO, "guard_nn_modules_using_dict_tags", False, "nn.Module guards by their `__dict__`'s version tag",
+            needs_ops=r"__dict__|\bself\."),
+    Setting(DYNAMO, "skip_tensor_guards_with_matching_dict_tags", False,
+            "tensor guards skipped where a `__dict__`'s version tag matches", needs_ops="__dict__"),
+    Setting(DYNAMO, "trace_numpy", False, "NumPy calls traced as torch ops", needs_ops=r"\bnumpy\.|\bnp\."),
+    Setting(DYNAMO, "capture_autograd_function", False, "autograd.Function traced into the graph",
+            needs_ops=r"autograd\.Function|\.apply\b"),
+    Setting(DYNAMO, "capture_func_transforms", False, "torch.func transforms traced into the graph",
+            needs_ops=r"torch\.func\.|functorch|vmap"),
+    Setting(DYNAMO, "inline_invoke_subgraph", True, "nested compile regions inlined",
+            needs_ops="nested_compile_region|invoke_subgraph"),
+    Setting(DYNAMO, "specialize_int", True, "int inputs specialized (a recompile per value)"),
+    Setting(DYNAMO, "automatic_dynamic_shapes", False, "shapes made dynamic after a recompile"),
 )
 
 # Subsystems a setting turns off that the table names under another (both pattern passes turn off together).

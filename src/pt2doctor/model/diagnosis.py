@@ -179,7 +179,8 @@ class SourceLookup:
     and of the compiler `settings` the settings search found to remove the failure
     (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`. `lowerings`: whether an
     op's Inductor lowering is a place to look (not for a failure in a stage before Inductor's: an export's
-    `run_decompositions`, AOTAutograd)."""
+    `run_decompositions`, AOTAutograd). `program`: a reduced program of a Dynamo-stage failure (repro.py), run there
+    to name the trackers of Dynamo's that traced its lines (`torch_compat.dynamo_trackers`); empty: none."""
 
     out: str
     ops: tuple[str, ...] = ()
@@ -188,6 +189,7 @@ class SourceLookup:
     debug_info: str | None = None
     settings: tuple[str, ...] = ()
     lowerings: bool = True
+    program: str = ""
 
 
 @dataclass(frozen=True, slots=True)

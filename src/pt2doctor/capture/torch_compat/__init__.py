@@ -17,6 +17,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `kernels`: runtime triage: Inductor's debug config, each kernel's fused FX nodes, the output code's kernels;
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
 - `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
+- `trackers`: which of Dynamo's variable trackers traced a reduced program's lines (a Dynamo-stage bug's place).
 - `flight_recorder`: the collectives a rank issued (torch's Flight Recorder, NCCL and gloo).
 - `pytree`: flattening nested containers of tensors as torch does (the accuracy probe, the export checks).
 """
@@ -88,6 +89,7 @@ from pt2doctor.capture.torch_compat.record import (
 )
 from pt2doctor.capture.torch_compat.sources import MISSING as CONFIG_MISSING
 from pt2doctor.capture.torch_compat.sources import config_value, where_to_look
+from pt2doctor.capture.torch_compat.trackers import dynamo_trackers
 from pt2doctor.capture.torch_compat.warm import (
     autotune_anew,
     autotune_anew_source,
@@ -171,6 +173,7 @@ __all__ = [
     "is_operator",
     "mutates_an_argument",
     "where_to_look",
+    "dynamo_trackers",
     "kernel_debug_config",
     "kernel_nodes",
     "kernel_provenance_keys",

@@ -55,9 +55,10 @@ def _callable_name(target: Any, name: str) -> str:
 
 
 def _module_path(entry: Any) -> str:
-    """`L['self'].sub` -> `self.sub`: the attribute path of the module the node ran under."""
-    path = entry[0] if isinstance(entry, tuple) else str(entry)
-    return re.sub(r"^L\['(\w+)'\]", r"\1", str(path)).replace("._modules['", ".").replace("']", "")
+    """`L['self'].sub`, `G['gn']` -> `self.sub`, `gn`: the attribute path of the module the node ran under."""
+    from pt2doctor.capture.trace.guard_text import pretty_source
+
+    return pretty_source(str(entry[0] if isinstance(entry, tuple) else entry))
 
 
 @functools.lru_cache(maxsize=256)  # the nodes of one user line share one stack trace: parsed once

@@ -146,7 +146,7 @@ def _origin(failure: GuardFailure, expr: str) -> GuardOrigin:
 
 def _tensor_failure(m: re.Match[str], ctx: _Ctx) -> GuardFailure:
     kind = _KINDS[m["what"]]
-    name, dim = _pretty_source(m["name"]), int(m["dim"]) if m["dim"] else None
+    name, dim = pretty_source(m["name"]), int(m["dim"]) if m["dim"] else None
     exp, act = (m["exp"] or "").strip() or None, (m["act"] or "").strip() or None
     if kind is GuardKind.DTYPE:
         exp, act = _TORCH_DTYPES.get(exp or "", exp), _TORCH_DTYPES.get(act or "", act)
@@ -176,26 +176,26 @@ def _not_tensor(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _NOT_TENSOR.match(expr)
     if m is None:
         return None
-    return ctx.failure(GuardKind.TYPE, _pretty_source(m["name"]), expected="tensor", actual=m["type"])
+    return ctx.failure(GuardKind.TYPE, pretty_source(m["name"]), expected="tensor", actual=m["type"])
 
 
 def _not_function(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _NOT_FUNCTION.match(expr)
     if m is None:
         return None
-    return ctx.failure(GuardKind.TYPE, _pretty_source(m["name"]), expected="function")
+    return ctx.failure(GuardKind.TYPE, pretty_source(m["name"]), expected="function")
 
 
 def _type_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if "___check_type_id" not in expr:
         return None
-    return ctx.failure(GuardKind.TYPE, _pretty_source(_first_arg(expr)))
+    return ctx.failure(GuardKind.TYPE, pretty_source(_first_arg(expr)))
 
 
 def _obj_id(expr: str, ctx: _Ctx) -> GuardFailure | None:
     if "___check_obj_id" not in expr:
         return None
-    return ctx.failure(GuardKind.IDENTITY, _pretty_source(_first_arg(expr)))
+    return ctx.failure(GuardKind.IDENTITY, pretty_source(_first_arg(expr)))
 
 
 _DICT_CONTAINS = re.compile(r"___dict_contains\('(?P<key>[^']+)',\s*(?P<obj>.+?)\.__dict__\)")
@@ -205,7 +205,7 @@ def _dict_contains(expr: str, ctx: _Ctx) -> GuardFailure | None:
     m = _DICT_CONTAINS.search(expr)
     if m is None:
         return None
-    return ctx.failure(GuardKind.ATTRIBUTE, f"{_pretty_source(m['obj'])}.{m['key']}")
+    return ctx.failure(GuardKind.ATTRIBUTE, f"{pretty_source(m['obj'])}.{m['key']}")
 
 
 def _on_global_object(raw: str, expr: str) -> bool:
@@ -223,7 +223,7 @@ def _symbolic(expr: str, ctx: _Ctx) -> GuardFailure | None:
     size = _SIZE_SRC.search(expr)
     if not (size or re.search(r"\b[su]\d+\b", expr) or any(op in expr for op in ("<=", ">=", " < ", " > "))):
         return None
-    subject = _pretty_source(size["src"]) if size else _pretty_expr(expr)
+    subject = pretty_source(size["src"]) if size else _pretty_expr(expr)
     dim = int(size["dim"]) if size else None
     bound = _LOWER_BOUND.match(expr) if size else None
     # torch specializes sizes 0 and 1, so a dynamic graph's least size is 2 (0/1 specialization)
@@ -240,7 +240,7 @@ def _equality(expr: str, ctx: _Ctx) -> GuardFailure | None:
     eq = _EQ.match(expr)
     if eq is None:
         return None
-    subject, rhs = _pretty_source(eq["lhs"]), eq["rhs"].strip()
+    subject, rhs = pretty_source(eq["lhs"]), eq["rhs"].strip()
     if is_dynamo_temporary(subject):  # Dynamo's name for it means nothing to the user: no condition
         return ctx.failure(GuardKind.VALUE, subject, expected=rhs)
     kind = GuardKind.GLOBAL if eq["lhs"].startswith(("G[", "G.")) else GuardKind.VALUE
@@ -287,7 +287,7 @@ def _first_arg(expr: str) -> str:
 _SOURCE_PART = re.compile(r"""(?:L|G)\[['"]([^'"]+)['"]\]""")
 
 
-def _pretty_source(source: str) -> str:
+def pretty_source(source: str) -> str:
     """`L['x']` -> `x`, `G['C'].flag` -> `C.flag`,
     `L['self']._modules['fc']._parameters['weight']` -> `self.fc.weight`."""
     text = _SOURCE_PART.sub(r"\1", source.strip())
@@ -298,4 +298,4 @@ def _pretty_source(source: str) -> str:
 
 
 def _pretty_expr(expr: str) -> str:
-    return _pretty_source(expr)
+    return pretty_source(expr)
