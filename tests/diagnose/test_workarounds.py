@@ -55,7 +55,8 @@ def test_the_culprit_call_goes_through_torch_compiler_disable_and_nothing_else_c
 
 def test_each_call_of_the_minimal_graph_is_a_candidate_in_its_order_then_the_function(tmp_path):
     """Keeping the first of a kernel's calls out may leave the fault in the graph (a fused searchsorted and
-    index, pytorch#186536: `torch.arange` out, the index still wrong): the next call is tried; a subscript
+    index, pytorch#186536: `torch.arange` out, the index still wrong): the next call is tried, one that makes a
+    tensor from nothing (`torch.arange`: out of the graph, its value an input, the graph the same) last; a subscript
     (`operator.getitem`) is no call to wrap and costs no run."""
     script = tmp_path / "packed.py"
     script.write_text(textwrap.dedent('''\
@@ -71,9 +72,9 @@ def test_each_call_of_the_minimal_graph_is_a_candidate_in_its_order_then_the_fun
     origins = tuple(NodeOrigin(op="aten.x", call=call, file=str(script), line=line) for call, line in calls)
     candidates = _candidates(_minified(script, origins), script, script.read_text())
     assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [
-        ("call", "`torch.arange`"), ("call", "`torch.searchsorted`"), ("function", "`@torch.compiler.disable`")]
-    assert "`token_lengths` (packed.py:5)" in candidates[2][1]
-    assert "torch.compiler.disable(torch.searchsorted)(offsets[1:], flat, right=True)" in candidates[1][2]
+        ("call", "`torch.searchsorted`"), ("call", "`torch.arange`"), ("function", "`@torch.compiler.disable`")]
+    assert "`token_lengths` (packed.py:6)" in candidates[2][1]
+    assert "torch.compiler.disable(torch.searchsorted)(offsets[1:], flat, right=True)" in candidates[0][2]
 
 
 def test_a_culprit_whose_name_is_not_on_its_line_is_kept_out_through_the_call_that_ran_it(tmp_path):

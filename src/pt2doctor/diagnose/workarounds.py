@@ -14,7 +14,7 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line (where its name is not on the line, the call of the module it ran under, else the line's only call:
    `gn(t)`, `d.sample()`): Dynamo breaks the graph around that call alone (none where every compile passes
-   `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its
+   `fullgraph=True`, which refuses the break), calls making a tensor from nothing (`torch.ones`) last; each of the script's calls in the minimal graph, in its
    order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
@@ -37,6 +37,7 @@ hand-over do not need). `found.workarounds` holds every candidate tried, the ver
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
             edited = set_config(source, setting.module, setting.line)
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
-    origins = _culprit_origins(found, script)
+    origins = sorted(_culprit_origins(found, script), key=lambda o: bool(_FACTORY.search(o.call)))
     tried: set[str] = set()
     breaks = not fullgraph_everywhere(source)  # a call kept out is a graph break: a run in vain under fullgraph=True
     for origin in origins if breaks else ():
@@ -213,6 +214,9 @@ def _applies(found: Found) -> bool:
 
 
 _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is tried on its first three
+# a call that makes a tensor from nothing: kept out, its value enters the graph as an input and the graph computes
+# the same (group_norm_constant_input_decomp: `torch.ones` tried first, the GroupNorm not at all); tried last
+_FACTORY = re.compile(r"(?:^|\.)(?:ones|zeros|full|empty|arange|eye|linspace|tensor|rand|randn|randint)(?:_like)?$")
 _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
 _MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
 
