@@ -14,8 +14,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
 1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
    line (where its name is not on the line, the call of the module it ran under, else the line's only call:
    `gn(t)`, `d.sample()`): Dynamo breaks the graph around that call alone (none where every compile passes
-   `fullgraph=True`, which refuses the break), calls making a tensor from nothing (`torch.ones`) last; each of the script's calls in the minimal graph, in its
-   order, up to three (keeping one of several ops out may leave the fault in the graph: the next is tried);
+   `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its order but
+   calls making a tensor from nothing (`torch.ones`) last, up to three (keeping one of several ops out may leave
+   the fault in the graph: the next is tried);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (a stage run of the program that ran it
