@@ -119,6 +119,40 @@ def test_a_dynamo_stage_program_names_the_trackers_that_traced_its_lines(sources
                    for r in result.refs)
 
 
+# pytorch#155745's shape (the corpus's input_mutation_alias_no_recompile, reduced): AOTAutograd compiled for two
+# separate inputs, then called with two overlapping views of one base, one of them mutated
+ALIAS_PROGRAM = """import torch
+
+def f(x, y):
+    x.mul_(2)
+    return x + y
+
+f_compiled = torch.compile(f, backend="aot_eager")
+f_compiled(torch.ones(4), torch.ones(4))
+base = torch.ones(8)
+out = f_compiled(base[:4], base[2:6])
+ref = torch.ones(8)
+torch.testing.assert_close(out, f(ref[:4], ref[2:6]))
+"""
+
+
+def test_an_aot_stage_program_names_the_aotautograd_code_a_plain_compile_does_not_reach(sources, tmp_path):
+    """Issue 39, point 3: an AOTAutograd-stage wrong result with a program repro named no place. The look-up's child
+    runs a plain compile with the stage's backend, then the program, and names the AOTAutograd code only the program
+    reached: the handling of mutated aliased inputs (`merge_view_inputs`), not the code every compile runs, not the
+    wrappers AOTAutograd generates per graph."""
+    from pt2doctor.capture.source_lookup import look_up
+
+    program = tmp_path / "repro.py"
+    program.write_text(ALIAS_PROGRAM)
+    result = look_up(SourceLookup(str(tmp_path / "out.json"), program=str(program), reached_by="aot_eager"))
+    assert not result.note
+    functions = [r.function for r in result.refs]
+    assert "merge_view_inputs" in functions and len(functions) <= 4, functions
+    assert all(r.file.startswith("torch/_functorch/") and r.file.endswith(".py") for r in result.refs)
+    assert "create_joint" not in functions and "<module>" not in functions  # every compile's; generated code
+
+
 DYNAMO_ERROR = """Traceback (most recent call last):
   File "/venv/lib/python3.11/site-packages/torch/_dynamo/convert_frame.py", line 2102, in _compile
   File "/venv/lib/python3.11/site-packages/torch/_dynamo/variables/builtin.py", line 1242, in call_unimplemented

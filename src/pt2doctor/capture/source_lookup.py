@@ -5,8 +5,8 @@ REQUEST` (a `SourceLookup`, encoded with the codec) in a child interpreter, sinc
 Inductor's lowerings and decompositions (seconds, and state the diagnosing process keeps out of itself),
 and returns the `SourceLookupResult` the child wrote to `request.out`; when there is none (a timeout, a
 crash, a torch that moved its registries) an empty result whose `note` says why. The child's work is
-`torch_compat.where_to_look`, then, for a Dynamo-stage failure, `torch_compat.dynamo_trackers` on its reduced program
-(run in its own directory).
+`torch_compat.where_to_look`, then, for a failure no graph shows, what of the compiler its reduced program reached
+(`torch_compat.dynamo_trackers`, `torch_compat.aot_paths`; the program run in its own directory).
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def main(argv: list[str]) -> int:
         refs = torch_compat.where_to_look(request.ops, request.backend, request.subsystem, request.debug_info,
                                           request.settings, request.lowerings)
         if request.program:  # last: it runs the program, which may leave this interpreter in any state
-            refs += torch_compat.dynamo_trackers(Path(request.program))
+            program = Path(request.program)
+            refs += (torch_compat.dynamo_trackers(program) if request.reached_by == "eager" else
+                     torch_compat.aot_paths(program, request.reached_by))
         result = SourceLookupResult(tuple(refs))
     except Exception as exc:  # a torch whose registries moved: say so, the diagnosis goes on
         result = SourceLookupResult(note=f"the source look-up failed: {type(exc).__name__}: {exc}")

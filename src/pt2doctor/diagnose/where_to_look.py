@@ -12,7 +12,9 @@ note when a look-up fails. Five things are looked up, each only where the diagno
   resolves to nothing);
 - for a failure at the Dynamo stage with a verified reduced program, the trackers of Dynamo's that traced its lines
   (`torch_compat.dynamo_trackers`, run on repro.py in the look-up's child: one run of the small program), in place
-  of its calls' decompositions, which the failing stage never ran;
+  of its calls' decompositions, which the failing stage never ran; at an AOTAutograd stage, where the reduced
+  program is the repro (no graph verified), the AOTAutograd code it reached that a plain compile with that stage's
+  backend does not (`torch_compat.aot_paths`: one run of the program and of a plain one);
 - for a failure at the Dynamo stage (not a wrong result: its raise is the script's own check), where Dynamo raised
   it: the innermost torch/_dynamo frame of the `dynamo_error` artifacts in the run's trace (the one of the
   failure's compile first), else of the failure's traceback (Dynamo trims its own frames from the exception it
@@ -33,6 +35,7 @@ from pt2doctor.capture.source_lookup import look_up
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import Setting
 from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceLookupResult, SourceRef
@@ -49,8 +52,11 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     interpreter importing torch."""
     chosen = found.chosen_repro()
     dynamo = found.stage is FailingStage.DYNAMO
-    # at the Dynamo stage no decomposition or lowering ran (eager fails): the trackers that traced the program do
-    program = found.program.repro_path if dynamo and found.program and found.program.verified else ""
+    # a failure no graph shows: what of the compiler its reduced program reached (at the Dynamo stage no
+    # decomposition or lowering ran, eager fails: the trackers that traced it, in place of its calls' decompositions)
+    reached_by = next((backend for backend, stage in REFERENCE if stage is found.stage), "")
+    p = found.program
+    program = p.repro_path if reached_by and p and p.verified and (chosen is p or dynamo) else ""
     ops = aten_names(found.culprit_ops()) if chosen and chosen.verified and not dynamo else ()
     b = found.bisection
     settings = tuple(s.name for s in _verified_settings(found))
@@ -58,7 +64,8 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     if ops or (b is not None and b.subsystem) or settings or program:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
                                b.subsystem if b else None, b.debug_info if b else None, settings,
-                               lowerings=found.stage is None or found.stage in _LOWERED, program=program)
+                               lowerings=found.stage is None or found.stage in _LOWERED, program=program,
+                               reached_by=reached_by)
         # the program runs in a fresh interpreter, never in a warm worker that later jobs share
         result = _in_pool(pool, request) if pool is not None and not program else look_up(request)
         refs += result.refs

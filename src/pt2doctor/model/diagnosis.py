@@ -179,8 +179,10 @@ class SourceLookup:
     and of the compiler `settings` the settings search found to remove the failure
     (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`. `lowerings`: whether an
     op's Inductor lowering is a place to look (not for a failure in a stage before Inductor's: an export's
-    `run_decompositions`, AOTAutograd). `program`: a reduced program of a Dynamo-stage failure (repro.py), run there
-    to name the trackers of Dynamo's that traced its lines (`torch_compat.dynamo_trackers`); empty: none."""
+    `run_decompositions`, AOTAutograd). `program`: a reduced program (repro.py) of a failure no graph shows, run there
+    to name what of the compiler it reached: with `reached_by` `eager` (a Dynamo-stage failure) the trackers of
+    Dynamo's that traced its lines (`torch_compat.dynamo_trackers`), with an AOTAutograd backend (`aot_eager`) the
+    AOTAutograd code it reached that a plain compile does not (`torch_compat.aot_paths`); empty: none."""
 
     out: str
     ops: tuple[str, ...] = ()
@@ -190,6 +192,7 @@ class SourceLookup:
     settings: tuple[str, ...] = ()
     lowerings: bool = True
     program: str = ""
+    reached_by: str = "eager"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `kernels`: runtime triage: Inductor's debug config, each kernel's fused FX nodes, the output code's kernels;
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
 - `sources`: where the installed torch handles an op or a bisected subsystem (lowerings, decompositions).
-- `trackers`: which of Dynamo's variable trackers traced a reduced program's lines (a Dynamo-stage bug's place).
+- `reached`: what of the compiler a reduced program reached: Dynamo's variable trackers that traced its lines,
+  AOTAutograd's code a plain program does not reach (a Dynamo- or AOTAutograd-stage bug's place).
 - `flight_recorder`: the collectives a rank issued (torch's Flight Recorder, NCCL and gloo).
 - `pytree`: flattening nested containers of tensors as torch does (the accuracy probe, the export checks).
 """
@@ -63,6 +64,7 @@ from pt2doctor.capture.torch_compat.observe import (
 )
 from pt2doctor.capture.torch_compat.provenance import node_origin
 from pt2doctor.capture.torch_compat.pytree import tree_flatten, tree_leaves, tree_unflatten
+from pt2doctor.capture.torch_compat.reached import aot_paths, dynamo_trackers
 from pt2doctor.capture.torch_compat.record import (
     accuracy_rule_source,
     aot_autograd_kwargs,
@@ -89,7 +91,6 @@ from pt2doctor.capture.torch_compat.record import (
 )
 from pt2doctor.capture.torch_compat.sources import MISSING as CONFIG_MISSING
 from pt2doctor.capture.torch_compat.sources import config_value, where_to_look
-from pt2doctor.capture.torch_compat.trackers import dynamo_trackers
 from pt2doctor.capture.torch_compat.warm import (
     autotune_anew,
     autotune_anew_source,
@@ -174,6 +175,7 @@ __all__ = [
     "mutates_an_argument",
     "where_to_look",
     "dynamo_trackers",
+    "aot_paths",
     "kernel_debug_config",
     "kernel_nodes",
     "kernel_provenance_keys",

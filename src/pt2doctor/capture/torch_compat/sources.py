@@ -58,7 +58,7 @@ def _overload(name: str) -> Any | None:
     return op if isinstance(op, torch._ops.OpOverload) else None
 
 
-def _relative(file: str | None) -> str | None:
+def torch_relative(file: str | None) -> str | None:
     if not file:
         return None
     try:
@@ -67,7 +67,7 @@ def _relative(file: str | None) -> str | None:
         return None
 
 
-def _function_ref(what: str, fn: Any, registered: str | None = None) -> SourceRef | None:
+def function_ref(what: str, fn: Any, registered: str | None = None) -> SourceRef | None:
     """`fn`'s definition; for a function a factory made (`make_pointwise.<locals>.inner`, shared by
     many ops), the line in the same file that registers `registered` (`relu = register_pointwise(aten.relu)`)
     when there is one, since the shared body says nothing about this op."""
@@ -77,7 +77,7 @@ def _function_ref(what: str, fn: Any, registered: str | None = None) -> SourceRe
         line = inspect.getsourcelines(fn)[1]
     except (TypeError, OSError):
         return None
-    relative = _relative(file)
+    relative = torch_relative(file)
     if relative is None or file is None:
         return None
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
@@ -120,7 +120,7 @@ def op_sources(name: str, lowerings: bool = True) -> list[SourceRef]:
     ]
     if isinstance(op, torch._ops.HigherOrderOperator):  # where the op itself is defined: its dense and fake kernels
         found.append(("higher-order op", type(op)))
-    refs = [_function_ref(f"{what} {op}", fn, packet) for what, fn in found if fn is not None]
+    refs = [function_ref(f"{what} {op}", fn, packet) for what, fn in found if fn is not None]
     return [r for r in refs if r is not None]
 
 
@@ -159,7 +159,7 @@ def _pass_ref(subsystem: str, name: str) -> SourceRef | None:
         for file in files:
             lines = _lines(file)
             number = next((n for n, text in enumerate(lines, 1) if pattern.search(text)), None)
-            relative = _relative(str(file))
+            relative = torch_relative(str(file))
             if number is not None and relative is not None:
                 function = name if pattern is defined else _enclosing_function(lines, number)
                 return SourceRef(f"CompilerBisector ({subsystem}) isolates {what} {name}", relative, number, function)
@@ -187,7 +187,7 @@ def config_ref(module: str, key: str, what: str) -> SourceRef | None:
         file = inspect.getsourcefile(importlib.import_module(module))
     except (ImportError, TypeError):
         return None
-    relative = _relative(file)
+    relative = torch_relative(file)
     *classes, field = key.split(".")
     lines, start, indent = _lines(Path(file or "")), 0, ""
     for name in classes:  # into each enclosing class, its body one level deeper
