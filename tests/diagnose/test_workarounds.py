@@ -117,6 +117,37 @@ def test_no_call_is_kept_out_where_every_compile_refuses_a_graph_break(tmp_path)
     assert [kind for kind, _, _ in _candidates(found, script, script.read_text())] == ["call"]
 
 
+def test_a_reduced_programs_culprit_calls_are_kept_out_where_the_script_makes_them(tmp_path):
+    """parameter_view_mutation_no_grad and input_mutation_alias_no_recompile (AOTAutograd-stage failures no graph
+    showed) were handed `backend='eager'` for everything: the reduced program names `param1.mul_`, which the script
+    makes as written; kept out of the graph, the mutation runs eagerly. A `with` item (`torch.no_grad()`) is no
+    candidate, nor the `forward` of the module `torch.compile(model)` compiles (that whole compile, uncompiled)."""
+    from pt2doctor.model.diagnosis import ProgramRepro
+
+    script = tmp_path / "m.py"
+    script.write_text(textwrap.dedent('''\
+        import torch
+
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                param1 = torch.nn.Parameter(x.relu())
+                with torch.no_grad():
+                    param1.mul_(2.0)
+                return param1
+
+
+        model = M()
+        torch.compile(model)(torch.randn(4))
+    '''))
+    found = Found(command=(str(script),))
+    found.program = ProgramRepro(str(tmp_path / "repro.py"), "x", None, "fallback", 20, 9, 1, 0.1, 1.0, True,
+                                 culprit_ops=("torch.no_grad", "param1.mul_"))
+    candidates = _candidates(found, script, script.read_text())
+    assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [("call", "`param1.mul_`")]
+    assert "torch.compiler.disable(param1.mul_)(2.0)" in candidates[0][2]
+
+
 def _minified(script: Path, origins: tuple[NodeOrigin, ...]) -> Found:
     """A diagnosis of `script` whose verified minimal graph's nodes came from `origins`."""
     found = Found(command=(str(script),))

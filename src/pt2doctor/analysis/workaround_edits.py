@@ -5,6 +5,8 @@ patch is the change alone) and is None where it does not apply, or where the scr
 that name:
 - `disable_call(source, line, call)`: the calls at `line` of the culprit's name (`torch.sigmoid`, `x.cos`,
   `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
+- `calls_named(source, names)`: where the script calls each of `names` as written (a reduced program's culprit
+  calls), outside `with` items;
 - `disable_line_call(source, line, module)`: the call at `line` of the module the culprit ran under (`gn(t)`), else
   the line's only call (`d.sample()`), made so, where the culprit's name is not on its line;
 - `fullgraph_everywhere(source)`: every `torch.compile` site refuses a graph break (`fullgraph=True`): no call can be
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Sequence
 
 from pt2doctor.model.torch_text import CONFIG_MODULES
 
@@ -75,6 +78,21 @@ def disable_call(source: str, line: int, call: str) -> str | None:
     if not calls:
         return None
     return _replaced(source, [(c.func, f"torch.compiler.disable({_segment(source, c.func)})") for c in calls])
+
+
+def calls_named(source: str, names: Sequence[str]) -> list[tuple[str, int]]:
+    """(name, line) for each call in `source` spelled as one of `names` (`x.mul_`, `torch.cat`: a reduced program's
+    culprit calls, as its text, which is the script's), in the names' order, then the lines'; a call that is a `with`
+    item (`torch.no_grad()`) is left out: kept out of the graph it would guard nothing."""
+    tree = _tree(source)
+    if tree is None:
+        return []
+    managers = {id(item.context_expr) for n in ast.walk(tree) if isinstance(n, (ast.With, ast.AsyncWith))
+                for item in n.items}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n) not in managers
+             and n.func.lineno == n.func.end_lineno]
+    return [(name, line) for name in names
+            for line in sorted({c.func.lineno for c in calls if _segment(source, c.func) == name})]
 
 
 def disable_line_call(source: str, line: int, module: str = "") -> tuple[str, str] | None:
@@ -196,11 +214,24 @@ def fullgraph_everywhere(source: str) -> bool:
 
 
 def _compiled_itself(source: str, tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """`function` is what a site compiles (`torch.compile(f)`, `@torch.compile`): `torch.compiler.disable` on it
-    changes nothing (torch.compile unwraps it and compiles `f` all the same) or uncompiles that site."""
+    """`function` is what a site compiles (`torch.compile(f)`, `@torch.compile`, the `forward` of a module
+    `torch.compile(model)` compiles): `torch.compiler.disable` on it changes nothing (torch.compile unwraps it and
+    compiles `f` all the same) or uncompiles that whole site (a module's `forward`)."""
+    owner = next((c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and function in c.body), None)
+    instances = {t.id: n.value.func.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                 and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                 for t in n.targets if isinstance(t, ast.Name)}  # `model = Model()`
     for node, _ in _sites(source, tree):
-        if node is function or (isinstance(node, ast.Call) and isinstance(node.args[0], ast.Name)
-                                and node.args[0].id == function.name):
+        if node is function:
+            return True
+        if not isinstance(node, ast.Call):
+            continue
+        target = node.args[0]
+        if isinstance(target, ast.Name) and target.id == function.name:
+            return True
+        module = (instances.get(target.id) if isinstance(target, ast.Name) else  # the class of what it compiles
+                  target.func.id if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) else None)
+        if function.name == "forward" and owner is not None and module == owner:
             return True
     return False
 

@@ -11,7 +11,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    failure on the minimal graph or the reduced program (`found.settings`, `diagnose.setting_search`), each set at
    the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting turns
    off;
-1. a culprit call (one the minimal graph's nodes came from) made through `torch.compiler.disable(...)` at its
+1. a culprit call (one the minimal graph's nodes came from; where no graph verified, one the reduced program names,
+   where the script makes it as written) made through `torch.compiler.disable(...)` at its
    line (where its name is not on the line, the call of the module it ran under, else the line's only call:
    `gn(t)`, `d.sample()`): Dynamo breaks the graph around that call alone (none where every compile passes
    `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its order but
@@ -43,6 +44,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from pt2doctor.analysis.workaround_edits import (
+    calls_named,
     disable_call,
     disable_function,
     disable_line_call,
@@ -175,7 +177,7 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
             edited = set_config(source, setting.module, setting.line)
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
-    origins = sorted(_culprit_origins(found, script), key=lambda o: bool(_FACTORY.search(o.call)))
+    origins = sorted(_culprit_origins(found, script, source), key=lambda o: bool(_FACTORY.search(o.call)))
     tried: set[str] = set()
     breaks = not fullgraph_everywhere(source)  # a call kept out is a graph break: a run in vain under fullgraph=True
     for origin in origins if breaks else ():
@@ -222,9 +224,17 @@ _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tri
 _MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
 
 
-def _culprit_origins(found: Found, script: Path) -> list[NodeOrigin]:
-    """Where in the script itself the minimal graph's nodes came from (their calls and lines), in its order."""
-    origins = source_calls(found.minify.origins) if found.minify and found.minify.verified else ()
+def _culprit_origins(found: Found, script: Path, source: str) -> list[NodeOrigin]:
+    """Where in the script itself the minimal graph's nodes came from (their calls and lines), in its order; where no
+    graph verified, the reduced program's culprit calls where the script makes them (the program keeps the script's
+    text: `param1.mul_`, `rng.randint`)."""
+    if found.minify and found.minify.verified:
+        origins: tuple[NodeOrigin, ...] = source_calls(found.minify.origins)
+    elif (p := found.program) is not None and p.verified and p.reason != "export":
+        origins = tuple(NodeOrigin(op="", call=call, file=str(script), line=line)
+                        for call, line in calls_named(source, p.culprit_ops))
+    else:
+        origins = ()
     return [o for o in origins if o.file and o.line and Path(o.file).resolve() == script]
 
 
