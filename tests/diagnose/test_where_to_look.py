@@ -119,6 +119,24 @@ def test_a_dynamo_stage_program_names_the_trackers_that_traced_its_lines(sources
                    for r in result.refs)
 
 
+def test_what_the_program_reached_is_looked_up_beside_the_hand_over_and_joins_where_to_look(tmp_path: Path) -> None:
+    """The `reached` step starts the look-up once the program is reduced; `where_to_look` takes its places (and no
+    decomposition of the program's calls: a Dynamo-stage failure ran none). A failure a graph shows starts nothing."""
+    from pt2doctor.diagnose.where_to_look import look_where, start_reached
+    from pt2doctor.model.diagnosis import ProgramRepro
+
+    program = tmp_path / "repro.py"
+    program.write_text(RANDOM_PROGRAM)
+    found = Found(command=("rng.py",), category=Category.ACCURACY, stage=FailingStage.DYNAMO)
+    found.program = ProgramRepro(str(program), "AssertionError", "eager", "dynamo", 21, 11, 1, 0.1, 1.0, True,
+                                 culprit_ops=("rng.randint",), backend_in_source=True)
+    reached = start_reached(found, tmp_path)
+    look_where(found, tmp_path, tmp_path, reached=reached)
+    assert [r.function for r in found.where_to_look] == ["RandomVariable.call_method"], found.notes
+    graph = Found(command=("g.py",), category=Category.ACCURACY, stage=FailingStage.INDUCTOR)
+    assert start_reached(graph, tmp_path).result().refs == ()
+
+
 # pytorch#155745's shape (the corpus's input_mutation_alias_no_recompile, reduced): AOTAutograd compiled for two
 # separate inputs, then called with two overlapping views of one base, one of them mutated
 ALIAS_PROGRAM = """import torch

@@ -31,7 +31,7 @@ from pt2doctor.diagnose.setting_search import applies as settings_apply
 from pt2doctor.diagnose.setting_search import program_applies, search_on_program, search_settings
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
-from pt2doctor.diagnose.where_to_look import look_where
+from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
 from pt2doctor.model.diagnosis import Bisection, FailingStage, SourceRef, Workaround
 from pt2doctor.model.minify import FailureSignature, MinifyResult
@@ -151,8 +151,14 @@ def _bisected_copy(m: MinifyResult) -> Path:
     return copy
 
 
-def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> tuple[SourceRef, ...]:
+def reached(ctx: Context, found: Found) -> Reached:
+    """What of the compiler the reduced program reached, looked up beside the hand-over (`where_to_look` reads it)."""
+    return start_reached(found, ctx.options.out_dir)
+
+
+def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns,
+                  reached: Reached) -> tuple[SourceRef, ...]:
     workers = side_runs.workers
     look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir,
-               workers.pool if workers is not None else None)
+               workers.pool if workers is not None else None, reached)
     return tuple(found.where_to_look)

@@ -125,6 +125,7 @@ STEPS: tuple[Step, ...] = (
     Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames runtime "
                                       "original_backend backend_kind"),
+    Step("reached", over.reached),
     Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection settings"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes versions workarounds"),

@@ -1,6 +1,6 @@
 """Where to look in PyTorch's source for what the diagnosis found (issue #27, point 4).
 
-Contract: `look_where(found, run_dir, out_dir)` never raises; it fills `found.where_to_look` and adds a
+Contract: `look_where(found, run_dir, out_dir, pool, reached)` never raises; it fills `found.where_to_look` and adds a
 note when a look-up fails. Five things are looked up, each only where the diagnosis found it:
 - the compiler settings the settings search found to remove the failure (`found.settings`): where the installed
   torch's config defines each, the one verified on the whole program first;
@@ -11,7 +11,8 @@ note when a look-up fails. Five things are looked up, each only where the diagno
   open), which resolves what it can and skips the rest (a torch-level culprit of a reduced program, `torch.relu`,
   resolves to nothing);
 - for a failure at the Dynamo stage with a verified reduced program, the trackers of Dynamo's that traced its lines
-  (`torch_compat.dynamo_trackers`, run on repro.py in the look-up's child: one run of the small program), in place
+  (`torch_compat.dynamo_trackers`, run on repro.py in a look-up child started beside the hand-over, `start_reached`:
+  one run of the small program), in place
   of its calls' decompositions, which the failing stage never ran; at an AOTAutograd stage, where the reduced
   program is the repro (no graph verified), the AOTAutograd code it reached that a plain compile with that stage's
   backend does not (`torch_compat.aot_paths`: one run of the program and of a plain one);
@@ -26,6 +27,7 @@ Nothing is run when there is nothing to look up.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,28 +49,59 @@ if TYPE_CHECKING:
 _OP_NAMESPACES = ("aten.", "prims.", "higher_order.")  # ops torch registers lowerings and decompositions for
 
 
-def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | None = None) -> None:
-    """`pool`: warm workers still open (the minifier's), where the look-up is one forked child rather than a new
-    interpreter importing torch."""
-    chosen = found.chosen_repro()
-    dynamo = found.stage is FailingStage.DYNAMO
-    # a failure no graph shows: what of the compiler its reduced program reached (at the Dynamo stage no
-    # decomposition or lowering ran, eager fails: the trackers that traced it, in place of its calls' decompositions)
+class Reached:
+    """What of the compiler a failure's reduced program reached (`torch_compat.dynamo_trackers`, `aot_paths`), looked
+    up in a fresh interpreter beside the hand-over (one run of the small program, and of a plain one at an
+    AOTAutograd stage; the program never runs in a warm worker that later jobs share): `start_reached` starts it once
+    the program is reduced (`request` None: nothing to look up), `look_where` takes its places."""
+
+    def __init__(self, request: SourceLookup | None) -> None:
+        self._side = ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-reached")
+        self._lookup = self._side.submit(look_up, request) if request is not None else None
+
+    def result(self) -> SourceLookupResult:
+        try:
+            return self._lookup.result() if self._lookup is not None else SourceLookupResult()
+        finally:
+            self._side.shutdown(wait=False)
+
+    def close(self) -> None:
+        self._side.shutdown(wait=False, cancel_futures=True)
+
+
+def start_reached(found: Found, out_dir: Path) -> Reached:
+    """The look-up of what the reduced program reached, started; nothing where there is no such program: a failure a
+    graph shows, a stage past AOTAutograd's (its lowerings and passes are looked up by op)."""
     reached_by = next((backend for backend, stage in REFERENCE if stage is found.stage), "")
     p = found.program
-    program = p.repro_path if reached_by and p and p.verified and (chosen is p or dynamo) else ""
+    if not (reached_by and p and p.verified and (found.chosen_repro() is p or found.stage is FailingStage.DYNAMO)):
+        return Reached(None)
+    return Reached(SourceLookup(str(out_dir / "where_to_look.reached.json"), program=p.repro_path,
+                                reached_by=reached_by))
+
+
+def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | None = None,
+               reached: Reached | None = None) -> None:
+    """`pool`: warm workers still open (the minifier's), where the look-up is one forked child rather than a new
+    interpreter importing torch; `reached`: the look-up of what the reduced program reached, started earlier."""
+    chosen = found.chosen_repro()
+    dynamo = found.stage is FailingStage.DYNAMO
+    # at the Dynamo stage no decomposition or lowering ran (eager fails): what the program reached stands for its calls
     ops = aten_names(found.culprit_ops()) if chosen and chosen.verified and not dynamo else ()
     b = found.bisection
     settings = tuple(s.name for s in _verified_settings(found))
     refs: list[SourceRef] = []
-    if ops or (b is not None and b.subsystem) or settings or program:
+    if ops or (b is not None and b.subsystem) or settings:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
                                b.subsystem if b else None, b.debug_info if b else None, settings,
-                               lowerings=found.stage is None or found.stage in _LOWERED, program=program,
-                               reached_by=reached_by)
-        # the program runs in a fresh interpreter, never in a warm worker that later jobs share
-        result = _in_pool(pool, request) if pool is not None and not program else look_up(request)
+                               lowerings=found.stage is None or found.stage in _LOWERED)
+        result = _in_pool(pool, request) if pool is not None else look_up(request)
         refs += result.refs
+        if result.note:
+            found.notes.append(f"where to look: {result.note}")
+    if reached is not None:  # what the reduced program reached, looked up beside the hand-over
+        result = reached.result()
+        refs += [r for r in result.refs if r not in refs]
         if result.note:
             found.notes.append(f"where to look: {result.note}")
     if (dynamo or not refs) and not policy(found.category).wrong_result:  # a wrong result's raise is the script's check
