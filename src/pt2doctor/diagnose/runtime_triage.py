@@ -5,9 +5,10 @@ so the minifier can start from its kernel) calls `triage_runtime(options, runner
 which runs when the script's Inductor-compiled code crashed as it ran (a signal, a CUDA kernel error) or gave
 a wrong result with NaN/Inf in it, or on CUDA a wrong result at all (`wanted`); otherwise it does nothing.
 `triage_flaky` runs it for a failure that did not repeat, on CUDA (`diagnose.procedure`, before it ends).
-On CUDA, compute-sanitizer's memcheck runs first where the machine has it (`run_sanitizer`: the script as
+On CUDA, compute-sanitizer's memcheck runs where the machine has it (`run_sanitizer`: the script as
 the user runs it, with compile caches of its own; its absence is said); a wrong result with finite values
-goes on only when it found a bad access. Then one more run of the script (`Variant.kernels_checked`):
+goes on only when it found a bad access. One more run of the script (`Variant.kernels_checked`; for a crash or
+NaN/Inf it is wanted whatever memcheck finds, and starts beside memcheck, as the GPU's share allows):
 deterministic (no caching allocator, launches blocking and a sync after each kernel on CUDA; on CPU a
 kernel runs synchronously anyway), every kernel checked as it runs (`capture.child.kernel_check`), within a
 budget (`budget_s`): when it runs out the run is stopped and what its records hold is kept (`out_of_time`).
@@ -107,19 +108,23 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
     if not wanted(found, on_cuda):
         return
     budget, started = budget_s(options, failed), time.monotonic()
+    where = "CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda else "C++ kernels"
+    checking = f"re-running with every kernel checked for faults and NaN/Inf ({where}; budget {budget:.0f} s)"
     with found.timed("runtime_triage"):
-        finding = None
+        finding, pending = None, None
+        if _faulted(found):  # the checked run is wanted whatever memcheck says: it runs beside memcheck
+            runner.reporter.status(f"runtime triage: {checking}")
+            pending = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget))
         if on_cuda:
             runner.reporter.status(f"runtime triage: compute-sanitizer's memcheck on the script "
                                    f"(budget {budget:.0f} s)")
             finding = run_sanitizer(options, budget, runner.call.env, runner.gpu)
             runner.reporter.status(f"runtime triage: {finding.words}")
-        if _faulted(found) or (finding is not None and finding.said == "access"):
-            where = ("CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda
-                     else "C++ kernels")
-            runner.reporter.status(f"runtime triage: re-running with every kernel checked for faults and NaN/Inf "
-                                   f"({where}; budget {budget:.0f} s)")
-            checked = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget)).result()
+        if pending is not None or (finding is not None and finding.said == "access"):
+            if pending is None:
+                runner.reporter.status(f"runtime triage: {checking}")
+                pending = runner.submit(Variant.kernels_checked(options.out_dir, on_cuda, budget))
+            checked = pending.result()
             found.attempts.append(checked)
             triage = _conclude(runner.run_dir(checked.label), runner.sessions.get(checked.label), checked, budget,
                                started, finding)
@@ -204,10 +209,11 @@ def sanitizer_path() -> str | None:
 def run_sanitizer(options: DiagnoseOptions, budget: float, env: Mapping[str, str], share: GpuShare
                   ) -> SanitizerFinding:
     """compute-sanitizer's memcheck on the script, run as the user runs it (its path as given, from the user's
-    directory, with diagnose's environment for it, `env`), holding the GPU alone (`share.whole()`: memcheck's run
-    has no caching allocator), with compile caches of its own: every kernel is compiled and autotuned under its
-    eye (an autotuner's trial launch can be the one that writes out of bounds), and the kernel's line is read
-    from its source there before the caches are removed."""
+    directory, with diagnose's environment for it, `env`), in a slot of the GPU's share (`share.slot()`: beside
+    other runs only where the program's measured peak, with the caching allocator, leaves room for two; memcheck's
+    run has none, and its peak is not above that), with compile caches of its own: every kernel is compiled and
+    autotuned under its eye (an autotuner's trial launch can be the one that writes out of bounds), and the kernel's
+    line is read from its source there before the caches are removed."""
     tool = sanitizer_path()
     if tool is None:
         return SanitizerFinding("not_run", "compute-sanitizer is not installed here (not on PATH nor in "
@@ -216,7 +222,7 @@ def run_sanitizer(options: DiagnoseOptions, budget: float, env: Mapping[str, str
     caches = options.out_dir / "sanitizer"
     _remove(caches)
     try:
-        with share.whole():
+        with share.slot():
             ran = launch.run(command, timeout_s=budget,
                              env={**os.environ, **env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
                                   "CUDA_LAUNCH_BLOCKING": "1", **launch.compile_caches_in(caches)})
