@@ -135,6 +135,9 @@ def test_what_the_program_reached_is_looked_up_beside_the_hand_over_and_joins_wh
     assert [r.function for r in found.where_to_look] == ["RandomVariable.call_method"], found.notes
     graph = Found(command=("g.py",), category=Category.ACCURACY, stage=FailingStage.INDUCTOR)
     assert start_reached(graph, tmp_path).result().refs == ()
+    export = Found(command=("e.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.AOT_AUTOGRAD,
+                   program=ProgramRepro(str(program), "x", None, "export", 20, 9, 1, 0.1, 1.0, True))
+    assert start_reached(export, tmp_path).result().refs == ()  # export's own entry, not the failure's, would differ
 
 
 # pytorch#155745's shape (the corpus's input_mutation_alias_no_recompile, reduced): AOTAutograd compiled for two

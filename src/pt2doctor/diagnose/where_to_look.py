@@ -71,10 +71,13 @@ class Reached:
 
 def start_reached(found: Found, out_dir: Path) -> Reached:
     """The look-up of what the reduced program reached, started; nothing where there is no such program: a failure a
-    graph shows, a stage past AOTAutograd's (its lowerings and passes are looked up by op)."""
+    graph shows, a stage past AOTAutograd's (its lowerings and passes are looked up by op), a torch.export program
+    (every export reaches AOTAutograd code a `torch.compile` does not: the difference would name export's own entry,
+    not the failure's)."""
     reached_by = next((backend for backend, stage in REFERENCE if stage is found.stage), "")
     p = found.program
-    if not (reached_by and p and p.verified and (found.chosen_repro() is p or found.stage is FailingStage.DYNAMO)):
+    if not (reached_by and p and p.verified and p.reason != "export"  # export reaches AOTAutograd its own way
+            and (found.chosen_repro() is p or found.stage is FailingStage.DYNAMO)):
         return Reached(None)
     return Reached(SourceLookup(str(out_dir / "where_to_look.reached.json"), program=p.repro_path,
                                 reached_by=reached_by))
