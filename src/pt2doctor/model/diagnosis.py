@@ -179,10 +179,8 @@ class SourceLookup:
     and of the compiler `settings` the settings search found to remove the failure
     (`torch._inductor.config.split_reductions`); it writes a `SourceLookupResult` to `out`. `lowerings`: whether an
     op's Inductor lowering is a place to look (not for a failure in a stage before Inductor's: an export's
-    `run_decompositions`, AOTAutograd). `program`: a reduced program (repro.py) of a failure no graph shows, run there
-    to name what of the compiler it reached: with `reached_by` `eager` (a Dynamo-stage failure) the trackers of
-    Dynamo's that traced its lines (`torch_compat.dynamo_trackers`), with an AOTAutograd backend (`aot_eager`) the
-    AOTAutograd code it reached that a plain compile does not (`torch_compat.aot_paths`); empty: none."""
+    `run_decompositions`, AOTAutograd). `program` (empty: none): a reduced program run there to name what of the
+    compiler it reached, with `reached_by` the stage's backend (`torch_compat.dynamo_trackers`, `aot_paths`)."""
 
     out: str
     ops: tuple[str, ...] = ()

@@ -25,8 +25,7 @@ import runpy
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -149,25 +148,16 @@ def _run(program: Path, called: Callable[[FrameType], None]) -> None:
         if event == "call":
             called(frame)
 
-    with _as_main(program):
-        sys.setprofile(profile)
-        threading.setprofile(profile)
-        try:
-            runpy.run_path(str(program.resolve()), run_name="__main__")
-        except BaseException:  # noqa: BLE001 - the program fails as it was reduced to; what the compiler did is kept
-            pass
-        finally:
-            sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
-
-
-@contextmanager
-def _as_main(program: Path) -> Iterator[None]:
-    argv = sys.argv
-    sys.argv = [str(program.resolve())]
+    argv, sys.argv = sys.argv, [str(program.resolve())]
+    sys.setprofile(profile)
+    threading.setprofile(profile)
     try:
-        yield
+        runpy.run_path(str(program.resolve()), run_name="__main__")
+    except BaseException:  # noqa: BLE001 - the program fails as it was reduced to; what the compiler did is kept
+        pass
     finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
         sys.argv = argv
 
 
