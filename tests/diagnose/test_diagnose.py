@@ -152,6 +152,9 @@ def test_the_stage_of_a_graph_failure_is_found_on_the_recorded_graph_not_by_runn
     steps = {s["step"]: s for s in d["runs"]["steps"]}
     assert steps["reproduce"]["whole"] == 2 and steps["stage_evidence"]["graph"] == 4
     assert d["runs"]["whole"] == len(d["attempts"]) and set(steps) <= set(d["timings"])
+    # the first run starts anew, as the user's own; its repeat is forked from an interpreter that has imported torch
+    # (the control) and, as it failed the same way, so is every run after it
+    assert [a["forked"] for a in d["attempts"]] == [False] + [True] * (len(d["attempts"]) - 1)
     assert "never autotuning results" in d["runs"]["caches"]  # which caches the runs shared, said
     assert d["pending"] == [] and d["stopped_by"] == ""
     assert "verdict: backend_failure in the custom backend" in run.stderr  # progress, on stderr

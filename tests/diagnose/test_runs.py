@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner, sets_environment
+from pt2doctor.processes.fresh_forks import FreshForks
+
+HERE = Path(__file__).parent
 
 
 def test_a_running_run_that_is_not_wanted_is_stopped_and_a_queued_one_never_starts(tmp_path):
@@ -45,3 +49,54 @@ def test_only_the_first_run_reads_the_users_autotuning_results_every_later_one_a
     first, second, stage = seen.read_text().splitlines()
     assert first.split()[0] == "True"  # the user's own setting, untouched
     assert second == stage == "False False"
+
+
+def test_a_forked_run_records_what_a_new_interpreter_records(tmp_path):
+    """Issue 38: a later run forked from an interpreter that has imported torch (`Forking`) is the same run: the same
+    failure, the same compiled graphs in its trace and recording, its output in its own files; only the first run,
+    and any run before the forks are trusted but the control, starts anew."""
+    script = SCRIPTS / "backend_failure.py"
+    forks = FreshForks(tmp_path / "fresh")
+    runner = VariantRunner(ScriptCall(script, (), tmp_path / "out", timeout_s=300), jobs=1, reporter=SilentReporter())
+    try:
+        runner.forking.server = forks
+        anew = runner.submit(Variant.original(3, record=True)).result()  # not trusted yet
+        control = runner.submit(Variant.repeat()).result()
+        runner.forking.trusted = True
+        recorded = runner.submit(Variant.original(4, record=True)).result()
+        first = runner.submit(Variant.original(1)).result()  # the user's autotuning: never forked
+    finally:
+        runner.close()
+        forks.close()
+    assert [a.forked for a in (anew, control, recorded, first)] == [False, True, True, False]
+    assert anew.signature == control.signature == recorded.signature is not None
+    sessions = runner.sessions
+    ids = {label: [c.compile_id for c in sessions[label].compiles] for label in ("original-3", "original-4")}
+    assert ids["original-3"] == ids["original-4"] and ids["original-3"]
+    assert (runner.run_dir("original-4") / "graphs").is_dir()
+    assert sessions["original-2"].stderr_tail and (runner.run_dir("original-2") / "stderr.txt").read_text()
+
+
+def test_a_script_that_sets_environment_variables_starts_anew(tmp_path):
+    helper = tmp_path / "setup_env.py"
+    helper.write_text("import os\nos.environ['TORCHINDUCTOR_FREEZING'] = '1'\n")
+    own = tmp_path / "uses_helper.py"
+    own.write_text("import setup_env\nimport torch\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch\nimport numpy\nprint(torch.ones(2))\n")
+    direct = tmp_path / "direct.py"
+    direct.write_text("import os\nos.putenv('X', '1')\nimport torch\n")
+    assert sets_environment(own) and sets_environment(direct) and not sets_environment(plain)
+
+
+def test_a_fork_that_changes_the_outcome_is_caught_by_the_control_and_forking_stops(diagnosed):
+    """The first run's repeat is forked as the control: where it ends otherwise than the first (here the program
+    says how its interpreter started), it is made again anew, which stands for it, and nothing later is forked; the
+    failure is not called flaky."""
+    run, d = diagnosed(HERE / "scripts" / "fork_changes_it.py", options=("--no-minify", "--no-bisect"))
+    runs = {a["label"]: a for a in d["attempts"]}
+    assert runs["original-2"]["forked"] and "(forked)" in runs["original-2"]["error"]
+    assert not runs["original-2-anew"]["forked"] and "(started anew)" in runs["original-2-anew"]["error"]
+    assert not any(a["forked"] for a in d["attempts"] if a["label"] != "original-2")
+    assert d["category"] == "backend_failure" and not d["flaky"]
+    assert any("made again in a new interpreter" in note for note in d["notes"])

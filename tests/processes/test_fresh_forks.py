@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.model.minify import FailureKind, FailureSignature
 from pt2doctor.processes.fresh import verify
 from pt2doctor.processes.fresh_forks import FreshForks
@@ -84,3 +85,53 @@ def test_a_forked_run_autotunes_anew(forks: FreshForks, tmp_path: Path):
     assert ran is not None and ran.stdout.strip() == "False"
     fresh = verify(says, FailureSignature(FailureKind.EXCEPTION, "Nothing: never"), runs=1)
     assert fresh.runs.failed == 0 and "False" in fresh.output_tail
+
+
+def _program(forks: FreshForks, module: str, args: tuple[str, ...], cwd: Path, env: dict[str, str]
+             ) -> tuple[int, str, str]:
+    out, err = cwd / f"{module}.out", cwd / f"{module}.err"
+    proc = forks.start_module(module, args, env=env, cwd=cwd, out=out, err=err)
+    assert proc is not None
+    code = proc.wait(timeout=120)
+    return code, out.read_text(), err.read_text()
+
+
+def test_a_forked_program_starts_as_python_m_would(forks: FreshForks, tmp_path: Path):
+    """`python -m MODULE ARGS` from the server: its argv, working directory, import path (PYTHONPATH's entries after
+    the directory), environment, an exit status of its own, its atexit handlers run at the end, and Python's `random`
+    seeded anew in each (as an interpreter's start seeds it), not the server's state twice."""
+    assert forks.wait_ready(300)
+    lib, cwd = tmp_path / "lib", tmp_path / "cwd"
+    lib.mkdir()
+    cwd.mkdir()
+    _file(lib, "prog.py", "import atexit, os, random, sys\n"
+                          "print(sys.argv[1:], os.getcwd(), sys.path[0], sys.path[1], os.environ['ONLY_HERE'])\n"
+                          "print(random.random())\n"
+                          "atexit.register(print, 'at exit')\n"
+                          "sys.exit(4)\n")
+    env = {**worker_env(), "PYTHONPATH": str(lib), "ONLY_HERE": "yes"}
+    runs = [_program(forks, "prog", ("a", "b"), cwd, env) for _ in range(2)]
+    (code, out, _), (_, again, _) = runs
+    first, drawn, end = out.splitlines()
+    assert code == 4 and end == "at exit"
+    assert first == f"['a', 'b'] {cwd} {cwd} {lib} yes"
+    assert drawn != again.splitlines()[1]
+
+
+def test_a_forked_program_writes_the_structured_trace_its_environment_names(forks: FreshForks, tmp_path: Path):
+    """TORCH_TRACE is read by torch on its import, in the server: each program's own is set up again."""
+    assert forks.wait_ready(300)
+    _file(tmp_path, "compiles.py", "import torch\ntorch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n")
+    trace = tmp_path / "trace"
+    code, _, err = _program(forks, "compiles", (), tmp_path,
+                            {**worker_env(), "PYTHONPATH": str(tmp_path), "TORCH_TRACE": str(trace)})
+    assert code == 0, err
+    assert any("dynamo_start" in f.read_text() for f in trace.glob("*.log"))
+
+
+def test_a_program_forks_only_where_its_environment_is_the_servers_but_for_what_a_fork_sets_again(
+        forks: FreshForks):
+    server = dict(forks.environment)
+    assert forks.forks_for({**server, "TORCH_TRACE": "/x", "PYTHONPATH": "/y"})
+    assert forks.forks_for({**server, "TORCHINDUCTOR_CACHE_DIR": "/tmp/c"}) == ("TORCHINDUCTOR_CACHE_DIR" not in server)
+    assert not forks.forks_for({**server, "TORCHINDUCTOR_FREEZING": "1"})

@@ -37,6 +37,7 @@ from pt2doctor.model.export_draft import DraftReport, ExportCheck
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession
 from pt2doctor.model.serialize import dumps, write_record
 from pt2doctor.processes import launch
+from pt2doctor.processes.fresh_forks import ForkedProcess, FreshForks
 
 _STDERR_TAIL = 64 * 1024
 _POLL_S = 0.25  # how soon a run that is no longer wanted is stopped
@@ -72,6 +73,9 @@ class RunOptions:
     label: str = "run"
     echo: bool = True
     cancelled: threading.Event | None = None  # once set, the run is not wanted: a child starting then is stopped
+    # a warm interpreter the child may be forked from instead of started anew, where it starts the same there
+    # (`processes.fresh_forks`; never a job's, never one whose output is echoed)
+    forks: FreshForks | None = None
 
     def __post_init__(self) -> None:
         # absolute: the child is handed paths under it, and a script may change its working directory
@@ -120,7 +124,7 @@ def run_job(options: RunOptions, reporter: Reporter | None = None) -> Job:
 
 
 def _launch(options: RunOptions,
-            reporter: Reporter) -> tuple[process_meta.RunPaths, tuple[ExitInfo, str, float, float]]:
+            reporter: Reporter) -> tuple[process_meta.RunPaths, tuple[ExitInfo, str, float, float, bool]]:
     paths = process_meta.RunPaths(options.out_dir)
     paths.clear()
     write_record(paths.spec, child_spec(options, paths))
@@ -129,10 +133,24 @@ def _launch(options: RunOptions,
     ranks = f" with torchrun {shlex.join(options.torchrun)}" if options.torchrun is not None else ""
     reporter.status(f"running {shlex.join([str(options.script), *options.args])}{ranks}")
     started = time.time()
-    exit_info, stderr_tail = _supervise((sys.executable, "-m", *launcher, *child), _child_env(options, paths), options)
+    env = _child_env(options, paths)
+    forked = _forked(child, env, options)
+    if forked is not None:
+        exit_info, stderr_tail = _supervise_fork(forked, options)
+    else:
+        exit_info, stderr_tail = _supervise((sys.executable, "-m", *launcher, *child), env, options)
     wall = time.time() - started
     reporter.status("reading the trace")
-    return paths, (exit_info, stderr_tail, started, wall)
+    return paths, (exit_info, stderr_tail, started, wall, forked is not None)
+
+
+def _forked(child: tuple[str, ...], env: dict[str, str], options: RunOptions) -> ForkedProcess | None:
+    """The child forked from `options.forks`, where it starts there as in a new interpreter; else None."""
+    forks = options.forks
+    if forks is None or options.torchrun is not None or options.echo or not forks.forks_for(env):
+        return None
+    return forks.start_module(child[0], child[1:], env=env, cwd=Path.cwd(), out=options.out_dir / "stdout.txt",
+                              err=options.out_dir / "stderr.txt")
 
 
 def _ranks_with_sidecar(paths: process_meta.RunPaths) -> set[int]:
@@ -188,7 +206,8 @@ def with_package_path(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-_LIVE: set[subprocess.Popen[bytes]] = set()
+Child = subprocess.Popen[bytes] | ForkedProcess  # a run's process, started anew or forked
+_LIVE: set[Child] = set()
 _STOPPED: set[int] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -212,6 +231,31 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     # too: merged into the stream of the script's warnings, what it printed could no longer be told apart
     stdout = subprocess.PIPE if options.echo and options.stdout_to_stderr else kept
     proc = launch.start(command, env=env, stdout=stdout, stderr=subprocess.PIPE)
+    tail = _Tail(echo)
+    pumps = [threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)]
+    if stdout is subprocess.PIPE:
+        pumps.append(threading.Thread(target=_Tail(sys.stderr.buffer, kept).pump, args=(proc.stdout,), daemon=True))
+    for pump in pumps:
+        pump.start()
+    exit_info = _watched(proc, options)
+    for pump in pumps:
+        pump.join(timeout=launch.GRACE_S)
+    for handle in (kept, echo):
+        if handle is not None and handle is not sys.stderr.buffer:
+            handle.close()
+    return exit_info, tail.text()
+
+
+def _supervise_fork(proc: ForkedProcess, options: RunOptions) -> tuple[ExitInfo, str]:
+    """A forked child writes its output to the run directory's files itself; the tail is read from its stderr."""
+    exit_info = _watched(proc, options)
+    with open(options.out_dir / "stderr.txt", "rb") as err:
+        err.seek(max(0, err.seek(0, os.SEEK_END) - _STDERR_TAIL))
+        return exit_info, err.read().decode("utf-8", "replace")
+
+
+def _watched(proc: Child, options: RunOptions) -> ExitInfo:
+    """Wait for `proc` (stopped at the timeout, or once no longer wanted) and say how it ended."""
     with _LIVE_LOCK:
         _LIVE.add(proc)
         unwanted = options.cancelled is not None and options.cancelled.is_set()  # set before stop_all ran
@@ -219,12 +263,6 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
             _STOPPED.add(proc.pid)
     if unwanted:
         launch.stop(proc, signal.SIGTERM)
-    tail = _Tail(echo)
-    pumps = [threading.Thread(target=tail.pump, args=(proc.stderr,), daemon=True)]
-    if stdout is subprocess.PIPE:
-        pumps.append(threading.Thread(target=_Tail(sys.stderr.buffer, kept).pump, args=(proc.stdout,), daemon=True))
-    for pump in pumps:
-        pump.start()
     timed_out = interrupted = False
     try:
         timed_out = not _wait(proc, options)
@@ -237,17 +275,12 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
         with _LIVE_LOCK:
             _LIVE.discard(proc)
             interrupted = interrupted or proc.pid in _STOPPED
-    for pump in pumps:
-        pump.join(timeout=launch.GRACE_S)
-    for handle in (kept, echo):
-        if handle is not None and handle is not sys.stderr.buffer:
-            handle.close()
     code = proc.returncode
     sig = -code if code is not None and code < 0 else None
-    return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted), tail.text()
+    return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted)
 
 
-def _wait(proc: subprocess.Popen[bytes], options: RunOptions) -> bool:
+def _wait(proc: Child, options: RunOptions) -> bool:
     """Wait for the child; False at the timeout. A run no longer wanted (`options.cancelled`) is stopped."""
     deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
     while True:
@@ -294,8 +327,9 @@ class _Tail:
 
 
 def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitInfo, stderr_tail: str,
-             started: float, wall: float, trace: Path | None = None) -> Session:
-    """The session of the process whose sidecar is in `paths`, from `trace` (default: `paths.trace_dir`)."""
+             started: float, wall: float, forked: bool = False, *, trace: Path | None = None) -> Session:
+    """The session of the process whose sidecar is in `paths`, from `trace` (default: `paths.trace_dir`); `forked`:
+    the process was forked from a warm interpreter (`RunOptions.forks`)."""
     counters = TraceCounters()
     trace = trace if trace is not None else paths.trace_dir
     facts = build_session(read_trace(trace, counters, strict=options.strict)) if trace.exists() else build_session(())
@@ -311,7 +345,7 @@ def assemble(paths: process_meta.RunPaths, options: RunOptions, exit_info: ExitI
         recompiles=tuple(facts.recompiles),
         failures=tuple(failures), limit_hits=tuple(facts.limit_hits), cwd=os.getcwd(), started_at=started,
         wall_s=wall, trace=_trace_stats(counters), environment=environment, stderr_tail=stderr_tail,
-        run_dir=str(paths.root), extras=Extras(torch_imported=torch_imported),
+        run_dir=str(paths.root), extras=Extras(torch_imported=torch_imported, forked=forked),
         export_steps=tuple(process_meta.records(paths.export_log, ExportEvent)),
         export_drafts=tuple(process_meta.records(paths.draft_log, DraftReport)),
         export_checks=tuple(process_meta.records(paths.export_checks, ExportCheck)),

@@ -35,7 +35,7 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.conclusions import flaky, gpu_held, success
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ranks import name_rank
-from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runs import Variant, VariantRunner, sets_environment
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.diagnose.wrong_graph import accuracy_failures
 from pt2doctor.model import Category
@@ -52,8 +52,9 @@ class SecondRun:
     `diagnose.narrowing.stage_evidence`, once the stage's evidence is in hand or queued) and `result()` (by
     `repeated`, which starts it if nothing did)."""
 
-    def __init__(self, runner: VariantRunner) -> None:
+    def __init__(self, runner: VariantRunner, first: Attempt) -> None:
         self._runner = runner
+        self._first = first
         self._future: Future[Attempt] | None = None
         self._lock = threading.Lock()
         self.checked = False  # `repeated` has compared it with the first
@@ -61,7 +62,14 @@ class SecondRun:
     def start(self) -> None:
         with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
             if self._future is None:
-                self._future = self._runner.submit(Variant.original(2))
+                self._future = self._runner.submit(Variant.repeat())
+                self._future.add_done_callback(self._control)
+
+    def _control(self, future: Future[Attempt]) -> None:
+        """A forked repeat that ended as the first run did: the runs still to come may be forked too (`Forking`)."""
+        if not future.cancelled() and future.exception() is None:
+            repeat = future.result()
+            self._runner.forking.trusted = repeat.forked and repeat.signature == self._first.signature
 
     def running(self) -> bool:
         return self._future is None or not self._future.done()
@@ -119,7 +127,9 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
         if held is None:
             found.session = runner.sessions.get(a1.label)
             if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
-                return Reproduced(a1, pending=SecondRun(runner), workers=workers)
+                if runner.sessions[a1.label].extras.torch_imported and not sets_environment(options.script):
+                    runner.forking.server = workers.forks
+                return Reproduced(a1, pending=SecondRun(runner, a1), workers=workers)
             a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
                                         Variant.original(6))
     except BaseException:
@@ -181,6 +191,8 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     a1 = reproduce.first
     a2, held = _unless_gpu_held(ctx.runner, found, reproduce.pending.result(), Variant.original(6))
     reproduce.pending.checked = True
+    if a2.forked and a2.signature != a1.signature:
+        a2 = _anew(ctx.runner, found, a2)
     if held is not None:  # the first run's failure stands; whether it repeats could not be seen
         found.notes.append(f"whether the failure repeats is not known: the second run ran out of GPU memory twice, "
                            f"{held.describe()}")
@@ -192,6 +204,19 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     if compared is STOP or not found.recording_changed_outcome:
         return STOP
     return Restart(Reproduced(compared.first, compared.second))
+
+
+def _anew(runner: VariantRunner, found: Found, forked: Attempt) -> Attempt:
+    """The forked repeat ended otherwise than the first run: forking is off from here on, and the repeat is made again
+    in a new interpreter, which stands for it (a fork that changed the outcome is pt2doctor's doing, not flakiness)."""
+    runner.forking.server = None
+    runner.reporter.status(f"run {forked.label}, forked, ended otherwise than the first: running it anew")
+    again = runner.submit(Variant("original-2-anew")).result()
+    found.attempts.append(again)
+    found.notes.append(f"the first run's repeat, forked from an interpreter that had imported torch, ended otherwise "
+                       f"({forked.error or forked.outcome}); made again in a new interpreter "
+                       f"({again.error or again.outcome}), which stands for it: every later run started anew")
+    return again
 
 
 def _compared(runner: VariantRunner, found: Found, a1: Attempt, a2: Attempt) -> Reproduced:

@@ -18,6 +18,8 @@ workarounds, tried beside the maintainers' hand-over), so a diagnosis can say wh
 
 from __future__ import annotations
 
+import ast
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -40,6 +42,7 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.job import Job
 from pt2doctor.model.runtime import KernelCheckSpec
 from pt2doctor.model.serialize import RecordError, read_record
+from pt2doctor.processes.fresh_forks import FreshForks
 from pt2doctor.processes.servers import gpu_device_visible
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
@@ -75,12 +78,19 @@ class Variant:
     timeout_s: float | None = None  # this run's own limit (a budget), else the script call's
     # reads and writes the user's autotuning results, as the user's own run does: the first run only (`CACHES`)
     user_autotuning: bool = False
+    fork_control: bool = False  # forked before forks are trusted: the run that decides whether they are (`Forking`)
 
     @classmethod
     def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None) -> Variant:
         """The script as it is; recorded, each graph's first call may be judged against eager too. The first run
         (n=1) autotunes as the user's own run would; a later one autotunes anew."""
         return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance, user_autotuning=n == 1)
+
+    @classmethod
+    def repeat(cls) -> Variant:
+        """The first run's plain repeat, which checks that the failure repeats; forked where the runs may be, as
+        the control that decides whether they may (`Forking`)."""
+        return cls("original-2", fork_control=True)
 
     @classmethod
     def launch_blocking(cls) -> Variant:
@@ -130,6 +140,53 @@ class ScriptCall:
     torchrun: tuple[str, ...] | None = None  # launched as a job through torch.distributed.run, with these flags
 
 
+@dataclass
+class Forking:
+    """Whether a diagnosis's later runs of the script start forked from a warm interpreter that has imported torch
+    (`processes.fresh_forks`: seconds less each on a few cores) or anew. Never the first run (it reads and writes the
+    user's autotuning); `server` once the first run failed, where the script sets no environment variable of its own
+    (`sets_environment`: torch read them on its import, in the server, before the script ran); the first run's repeat
+    at once, as the control, and the others once it ended as the first did (`trusted`). A control that ended otherwise
+    turns forking off (`server` None): the runs start anew from then on."""
+
+    server: FreshForks | None = None
+    trusted: bool = False
+
+    def for_run(self, variant: Variant) -> FreshForks | None:
+        wanted = self.trusted or variant.fork_control
+        return self.server if wanted and not variant.user_autotuning else None
+
+
+_SETS_ENVIRONMENT = re.compile(r"\b(environ|putenv|unsetenv|load_dotenv)\b")
+
+
+def sets_environment(script: Path) -> bool:
+    """The script, or a module of its own folder it imports, may set environment variables (`os.environ`,
+    `os.putenv`, dotenv): torch reads some as it is imported, so the script must start in a new interpreter."""
+    own = [script, *(script.parent / f"{name}.py" for name in _imported_names(script))]
+    for path in own:
+        try:
+            if _SETS_ENVIRONMENT.search(path.read_text(errors="replace")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _imported_names(script: Path) -> set[str]:
+    try:
+        tree = ast.parse(script.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
 @dataclass(frozen=True, slots=True)
 class RunMade:
     """One run of the whole program, for the ledger (`diagnose.ledger`): the step it was made for, its label, its
@@ -143,8 +200,9 @@ class RunMade:
 
 class VariantRunner:
     def __init__(self, call: ScriptCall, jobs: int, reporter: Reporter, step: str = "",
-                 made: list[RunMade] | None = None) -> None:
+                 made: list[RunMade] | None = None, forking: Forking | None = None) -> None:
         self.call = call
+        self.forking = forking if forking is not None else Forking()  # a copy's runner shares its maker's
         self.made: list[RunMade] = made if made is not None else []  # every run started, a copy's runner's too
         self._default_step = step  # a copy's runner: the step of the runner it was made from
         self._steps = threading.local()  # the step each submitting thread is in (`step`)
@@ -230,6 +288,7 @@ class VariantRunner:
             timeout_s=variant.timeout_s or self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
             env={**self.call.env, **variant.env}, echo=False, label=variant.label,
             cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
+            forks=self.forking.for_run(variant),
         )
 
     def _run(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
@@ -296,7 +355,7 @@ def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> A
         label=variant.label, backend=variant.backend, outcome="pass" if sig is None else "fail", signature=sig,
         category=verdict.category if sig is not None else None,
         exit_code=verdict.exit_code, wall_s=round(session.wall_s or 0.0, 3), run_dir=session.run_dir or "",
-        error=error, rank=rank,
+        error=error, rank=rank, forked=session.extras.forked,
     )
 
 
@@ -307,7 +366,7 @@ def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tu
     call = runner.call
     copy = write_copy(call.script, folder, text)
     copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, copy_env(call.script, call.env)),
-                                1, runner.reporter, runner.current_step(), runner.made)
+                                1, runner.reporter, runner.current_step(), runner.made, runner.forking)
     try:
         return copy_runner.submit(Variant(label, timed=True)).result(), copy_runner
     finally:

@@ -75,12 +75,14 @@ class Attempt:
     error: str = ""  # the one-line error as the user saw it
     rank: str | None = None  # a job's run: the rank it stands for (the first whose failure ended), `rank 1`
     step: str = ""  # the step of diagnose that made this run (`diagnose.procedure.STEPS`, or one of its parts)
+    forked: bool = False  # started forked from an interpreter that had imported torch (`diagnose.runs.Forking`)
 
 
 @dataclass(frozen=True, slots=True)
 class StepRuns:
     """What one step of diagnose cost in runs (issue #38: runs are the currency). `whole`: runs of the user's whole
-    program, each in a fresh interpreter (the reproductions, stage runs, workaround copies), with their `whole_s`
+    program, each a new interpreter or forked from one (`Attempt.forked`: the reproductions, stage runs, workaround
+    copies), with their `whole_s`
     seconds, counted whether they ran to the end or were stopped as no longer needed; `checks`: runs of a reduced
     candidate of the program in a warm worker (the program reducer's); `graph`: graph-level runs, of a recorded graph
     or of a repro pt2doctor wrote (the minifier's and the bisector's queries, the stage ladder on the recorded graph,

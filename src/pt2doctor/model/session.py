@@ -255,10 +255,12 @@ class Extras(msgspec.Struct, frozen=True, omit_defaults=True):
     left out): `source` where it came from when not a script run (`trace`: a TORCH_TRACE read on its
     own, `watch`: `pt2doctor.watch()`), `torch_imported` whether the script imported torch,
     `minify` what `pt2doctor minify RUN_DIR` found; `diagnosis` and `advisor` are sections a
-    renderer was handed to draw (by shape, `report.html_data`)."""
+    renderer was handed to draw (by shape, `report.html_data`); `forked` the script's process was forked from an
+    interpreter that had imported torch (`processes.fresh_forks`), not started anew."""
 
     source: SessionSource | None = None
     torch_imported: bool | None = None
+    forked: bool = False
     minify: MinifyResult | None = None
     diagnosis: dict[str, Any] | None = None
     advisor: dict[str, Any] | None = None

@@ -11,6 +11,15 @@ variables a script reads as it runs differ, such as CI's for `run_tests()`), an 
 1, `sys.exit(N)` exit N, a signal its death, at the timeout the group killed (`Ran.returncode` None). Several runs
 may go at once, from several threads. None when the server cannot run it (it died, or never became ready): the
 caller starts a fresh interpreter instead. `close()` ends the server and every child still running.
+`start_module(module, args, env=, cwd=, out=, err=) -> ForkedProcess | None` starts `python -m MODULE ARGS` there (a
+whole-program run of diagnose: `capture.runner`, `diagnose.runs.Forking`) and returns at once with a process to wait
+for, as `subprocess.Popen` would; where `forks_for(env)` says the program starts there as in a new interpreter: its
+environment differs from the server's only in what the fork sets up again from it (`REDONE`: the import path,
+bytecode's place, torch's logging and structured trace) and in the compile caches' folders, which torch reads as it
+compiles. The fork also seeds Python's `random` (and numpy's, if imported) anew, as an interpreter's start does, and
+ends the way the interpreter would (atexit handlers, non-daemon threads joined). What no fork can redo: the hash seed
+of `str` (the server's, the same in every fork) and module state the imports left (the modules themselves, the CPU
+probe's answer).
 
 Why: on a few cores, a fresh interpreter's `import torch` (seconds of CPU) is most of what verifying a repro costs,
 and a diagnosis verifies repro.py, its short form both ways and its regression test both ways. A child forked after
@@ -30,17 +39,19 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 from pt2doctor.capture.bytecode_cache import worker_env
-from pt2doctor.capture.torch_compat import autotune_anew_source, prewarm_inductor_source
+from pt2doctor.capture.torch_compat import autotune_anew_source, logs_from_env_source, prewarm_inductor_source
 from pt2doctor.processes import launch
-from pt2doctor.processes.launch import Ran
+from pt2doctor.processes.launch import COMPILE_CACHE_VARS, Ran
 
 _SERVER = """\
-import json, os, runpy, select, signal, sys, traceback
+import json, os, random, runpy, select, signal, sys, traceback
 os.nice(10)
 import torch
 import torch._dynamo
@@ -58,13 +69,22 @@ def say(message):
 
 
 def child(job):
-    code = 2
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.setpgid(0, 0)
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
             os.dup2(os.open(name, flags, 0o644), fd)
+    except BaseException:
+        os._exit(2)
+    if job.get("module"):
+        program(job)
+        sys.exit(0)  # the module returned: the ordinary end of an interpreter (atexit, threads joined)
+    os._exit(run_file(job))
+
+
+def run_file(job):
+    try:
         if job["env"] is not None:
             os.environ.clear()
             os.environ.update(job["env"])
@@ -72,21 +92,51 @@ def child(job):
         os.chdir(os.path.dirname(path))
         sys.argv = [os.path.basename(path)]
         sys.path[0] = os.path.dirname(path)
-        code = 0
-        try:
-            runpy.run_path(path, run_name="__main__")
-        except SystemExit as exit:
-            code = exit.code or 0
-            if not isinstance(code, int):
-                print(code, file=sys.stderr)
-                code = 1
-        except BaseException:
-            traceback.print_exc()
+    except BaseException:
+        return 2
+    code = 0
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exit:
+        code = exit.code or 0
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
             code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
-    finally:
-        os._exit(code)
+    except BaseException:
+        pass
+    return code
+
+
+def entries(pythonpath):
+    return [os.path.abspath(p) for p in (pythonpath or "").split(os.pathsep) if p]
+
+
+SERVER_ENTRIES = entries(os.environ.get("PYTHONPATH"))
+{logs_from_env}
+
+
+def program(job):
+    # `python -m MODULE ARGS` from here: what the interpreter's start reads from the environment is done again with
+    # the job's; its SystemExit (and anything uncaught) ends this process the way it ends that interpreter
+    env = job["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    sys.pycache_prefix = env.get("PYTHONPYCACHEPREFIX") or None
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    os.chdir(job["cwd"])
+    sys.path[:] = [job["cwd"], *entries(env.get("PYTHONPATH")), *[p for p in sys.path[1:] if p not in SERVER_ENTRIES]]
+    random.seed()  # seeded from the OS at its import, as in a new interpreter
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+    logs_from_env()
+    sys.argv = [job["module"], *job["args"]]
+    runpy.run_module(job["module"], run_name="__main__", alter_sys=True)
 
 
 say({{"ready": True}})
@@ -116,6 +166,10 @@ while True:
             pid = os.fork()
             if pid == 0:
                 child(job)
+            try:  # here too: the parent may signal the group before the child has made it
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
             children[pid] = job["id"]
             say({{"id": job["id"], "pid": pid}})
     while children:
@@ -130,25 +184,60 @@ for pid in children:
         pass
 """
 
-_READY_S = 300.0  # the server's imports, at low priority on a busy machine
+_READY_S = 300.0
+
+# What a program forked from the server sets up again from its own environment (`program` in the server's source):
+# the import path, bytecode's place and torch's logging (the structured trace among it).
+REDONE = frozenset({"PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE", "TORCH_TRACE", "TORCH_LOGS",
+                    "TORCH_LOGS_OUT"})  # the server's imports, at low priority on a busy machine
 
 
 @functools.cache
 def _server_source() -> str:
-    return _SERVER.format(prewarm=prewarm_inductor_source(), autotune_anew=autotune_anew_source())
+    return _SERVER.format(prewarm=prewarm_inductor_source(), autotune_anew=autotune_anew_source(),
+                          logs_from_env=logs_from_env_source())
+
+
+class ForkedProcess:
+    """A program the server forked (`FreshForks.start_module`), seen as `subprocess.Popen` shows a child: `pid` (it
+    leads its own process group), `returncode` (minus the signal it died of), `wait(timeout)`, `poll()`. A server
+    that ended takes its children with it: their code is SIGKILL's."""
+
+    def __init__(self, pid: int, code: Future[int], forget: Callable[[], None]) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._code = code
+        self._forget = forget
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            code = self._code.result(timeout=timeout)
+        except TimeoutError:
+            raise subprocess.TimeoutExpired(f"fork {self.pid}", timeout or 0.0) from None
+        except EOFError:
+            code = -signal.SIGKILL
+        if self.returncode is None:
+            self.returncode = code
+            self._forget()
+        return code
+
+    def poll(self) -> int | None:
+        return self.wait() if self._code.done() else None
 
 
 class FreshForks:
     def __init__(self, cwd: Path) -> None:
         self.cwd = Path(cwd)
         self.cwd.mkdir(parents=True, exist_ok=True)
+        self._env = worker_env()
         self._proc: subprocess.Popen[bytes] | None = launch.start(
             [sys.executable, "-c", _server_source()], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=worker_env())
+            stderr=subprocess.DEVNULL, env=self._env)
         self._ready = threading.Event()
         self._pids: dict[int, Future[int]] = {}
         self._codes: dict[int, Future[int]] = {}
         self._ids = itertools.count()
+        self._names = itertools.count()
         self._lock = threading.Lock()
         self._live: set[int] = set()  # the children running now (each leads its own group)
         threading.Thread(target=self._read, daemon=True, name="pt2doctor-fresh-forks").start()
@@ -178,33 +267,81 @@ class FreshForks:
         if not self._ready.wait(_READY_S) or not self.alive:
             return None
         path = Path(path).resolve()
-        job = next(self._ids)
-        out, err = self.cwd / f".fork-{job}.out", self.cwd / f".fork-{job}.err"
-        self._pids[job], self._codes[job] = Future(), Future()
-        request = {"id": job, "path": str(path), "out": str(out), "err": str(err), "env": env}
+        name = next(self._names)
+        out, err = self.cwd / f".fork-{name}.out", self.cwd / f".fork-{name}.err"
         try:
-            with self._lock:
-                assert self._proc is not None and self._proc.stdin is not None
-                self._proc.stdin.write((json.dumps(request) + "\n").encode())
-                self._proc.stdin.flush()
-            pid = self._pids[job].result(timeout=60)
+            job, pid, code_of = self._request({"path": str(path), "out": str(out), "err": str(err), "env": env})
             try:
-                code: int | None = self._codes[job].result(timeout=timeout_s)
+                code: int | None = code_of.result(timeout=timeout_s)
             except TimeoutError:
                 with suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
-                self._codes[job].result()
+                code_of.result()
                 code = None
         except (OSError, EOFError, TimeoutError):
             return None
-        finally:
-            self._pids.pop(job, None)
-            self._codes.pop(job, None)
         try:
             return Ran(code, out.read_text(errors="replace"), err.read_text(errors="replace"))
         finally:
             out.unlink(missing_ok=True)
             err.unlink(missing_ok=True)
+
+    @property
+    def environment(self) -> Mapping[str, str]:
+        """The server's environment: what torch read on its import."""
+        return self._env
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait until the server has made its imports; False if it has not by then, or ended."""
+        return self._ready.wait(timeout_s) and self.alive
+
+    def forks_for(self, env: Mapping[str, str]) -> bool:
+        """Whether a program with the environment `env` starts here as it would in a new interpreter: it differs
+        from the server's only in what a fork sets up again (`REDONE`), and in the compile caches' folders where the
+        server was given none (torch reads them as it compiles; this process's torch pins its default in its own
+        environment once it has compiled)."""
+        def kept(e: Mapping[str, str]) -> dict[str, str]:
+            return {k: v for k, v in e.items() if k not in REDONE and (k in self._env or k not in COMPILE_CACHE_VARS)}
+
+        return kept(env) == kept(self._env)
+
+    def start_module(self, module: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, out: Path,
+                     err: Path) -> ForkedProcess | None:
+        """`python -m MODULE ARGS` in `cwd` with the environment `env` (see `forks_for`), its stdout and stderr to
+        `out` and `err`, forked once the server is ready (it started before any interpreter that would be started
+        instead: waiting is the sooner start); None where it has ended, or never became ready."""
+        if not self.wait_ready(_READY_S):
+            return None
+        request = {"module": module, "args": list(args), "env": dict(env), "cwd": str(cwd), "out": str(out),
+                   "err": str(err)}
+        try:
+            job, pid, code_of = self._request(request, keep=True)
+        except (OSError, EOFError, TimeoutError):
+            return None
+        return ForkedProcess(pid, code_of, lambda: self._forget(job))
+
+    def _request(self, fields: dict[str, Any], keep: bool = False) -> tuple[int, int, Future[int]]:
+        """Ask the server for a fork: (the job's number, the child's pid, its exit code to come). `keep`: the caller
+        forgets the job (`_forget`) once it has the code."""
+        job = next(self._ids)
+        self._pids[job], self._codes[job] = Future(), Future()
+        try:
+            with self._lock:
+                assert self._proc is not None and self._proc.stdin is not None
+                self._proc.stdin.write((json.dumps({"id": job, **fields}) + "\n").encode())
+                self._proc.stdin.flush()
+            pid = self._pids[job].result(timeout=60)
+        except BaseException:
+            self._forget(job)
+            raise
+        code_of = self._codes[job]
+        if not keep:
+            code_of.add_done_callback(lambda _: self._forget(job))
+        return job, pid, code_of
+
+    def _forget(self, job: int) -> None:
+        self._pids.pop(job, None)
+        self._codes.pop(job, None)
 
     def close(self) -> None:
         """The server kills its children once its stdin closes; what it could not (it was killed) is killed here."""

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from pt2doctor.processes import group as process_group
 
@@ -87,7 +87,18 @@ def signal_all(sig: signal.Signals = signal.SIGTERM) -> None:
                 os.killpg(proc.pid, sig)
 
 
-def stop(proc: subprocess.Popen[Any], first: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S) -> None:
+class Stoppable(Protocol):
+    """What `stop` needs of a process: a `subprocess.Popen`, or a program forked for us (`ForkedProcess`)."""
+
+    pid: int
+
+    @property
+    def returncode(self) -> int | Any: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop(proc: Stoppable, first: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S) -> None:
     for sig in (first, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)

@@ -10,7 +10,8 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `accuracy_rule`: the accuracy rule (fp64 reference, comparison, RNG guard, random ops), embedded
   verbatim in every repro, so torch-only;
 - `diagnose`: the compiler bisector and frame recordings;
-- `warm`: warming fresh interpreters up (the minifier's workers and verifier), and autotuning anew in them;
+- `warm`: warming fresh interpreters up (the minifier's workers and verifier), autotuning anew in them, and torch's
+  logging set up again in a process forked after the import;
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
 - `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
@@ -96,6 +97,7 @@ from pt2doctor.capture.torch_compat.warm import (
     autotune_anew_source,
     compile_tiny_graph,
     import_dynamo,
+    logs_from_env_source,
     prewarm_inductor,
     prewarm_inductor_source,
 )
@@ -165,6 +167,7 @@ __all__ = [
     "prewarm_inductor_source",
     "autotune_anew",
     "autotune_anew_source",
+    "logs_from_env_source",
     "import_dynamo",
     "compile_tiny_graph",
     "fake_tensor_mode",

@@ -107,3 +107,23 @@ def compile_tiny_graph(device: str = "cpu") -> None:
     aten = torch.ops.aten
     graph = torch.fx.symbolic_trace(lambda x: (aten.sin.default(aten.mul.Tensor(x, 2)),))
     compile_fx_inner(graph, [torch.randn(8, device=device)])
+
+
+def logs_from_env() -> None:
+    """Set torch's logging up again from this process's environment, as `import torch` does (2.11, 2.13): a process
+    forked after the import and given another environment (`TORCH_TRACE`, `TORCH_LOGS`) then logs as one that
+    imported torch in it. The trace's handler is made anew (the inherited one names no directory, or the server's).
+    Self-contained (its source runs in the forking server: `processes.fresh_forks`); a torch that sets logging up
+    otherwise is left as it is."""
+    try:
+        import torch._logging._internal as internal
+
+        internal.LOG_TRACE_HANDLER = None
+        internal._init_logs()
+    except Exception:
+        pass
+
+
+def logs_from_env_source() -> str:
+    """The source of `logs_from_env`, defined, not called (processes.fresh_forks calls it in each program's fork)."""
+    return inspect.getsource(logs_from_env)
