@@ -110,3 +110,20 @@ def test_a_file_runs_in_its_own_folder_and_says_how_it_ended(tmp_path: Path) -> 
     script.write_text("import sys\nprint(open('data.txt').read())\nsys.exit(3)\n")
     ran = run_file(script, timeout_s=30.0)
     assert (ran.returncode, ran.stdout.strip(), ran.timed_out) == (3, "beside it", False)
+
+
+def test_a_lowered_priority_lowers_the_sessions_autogroup_too(tmp_path):
+    """Linux shares the CPU between sessions (autogroups) first, and every child of ours leads its own: nice alone
+    would not make the verifying interpreter's imports yield to the user's first run. The autogroup's nice follows."""
+    import os
+    import sys
+
+    from pt2doctor.processes import launch
+    from pt2doctor.processes.group import set_priority_source
+
+    code = set_priority_source() + "\nset_priority(7)\nimport os\nprint(os.getpriority(os.PRIO_PROCESS, 0))\n" \
+        "print(open('/proc/self/autogroup').read() if os.path.exists('/proc/self/autogroup') else 'nice 7')\n"
+    ran = launch.run([sys.executable, "-c", code], timeout_s=60, cwd=tmp_path)
+    nice, autogroup = ran.stdout.splitlines()[:2]
+    assert ran.returncode == 0 and nice == "7" and autogroup.endswith("nice 7"), ran
+    assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # ours is untouched: the child led a session of its own

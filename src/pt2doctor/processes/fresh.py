@@ -22,7 +22,7 @@ machine that never ran these kernels: an earlier verification's choice of block 
 has exited (`sys.exit`, as a repro does, or by
 returning) its exit status and output are final, so the interpreter's teardown (~1 s with torch
 loaded, more with a CUDA context) is skipped; an uncaught exception or a signal ends it the
-ordinary way. It imports at low priority (nice 10: on a
+ordinary way. It imports at low priority (nice 10, its session's autogroup too: `group.set_priority`; on a
 few cores the worker pool's warm-up is the critical path) and takes its normal priority back, where
 it may, before it runs the script. One interpreter verifies one script; when it has died (killed from outside), `verify`
 starts a new one.
@@ -36,7 +36,6 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +45,7 @@ from pt2doctor.capture.torch_compat import autotune_anew_source, prewarm_inducto
 from pt2doctor.model.minify import FailureSignature, VerifyRuns
 from pt2doctor.model.signature import from_exit
 from pt2doctor.processes import launch
+from pt2doctor.processes.group import set_priority, set_priority_source
 from pt2doctor.processes.launch import Ran
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 # The repro's own first import lines (see `repro.render`); nothing of pt2doctor.
 _BOOT_TEMPLATE = """\
 import os, runpy, sys
-os.nice(10)
+{set_priority}
+set_priority(10)
 import traceback
 import torch
 import torch._dynamo
@@ -64,10 +65,7 @@ path = sys.stdin.readline().strip()
 if path == "prewarm":
 {prewarm}
     path = sys.stdin.readline().strip()
-try:
-    os.setpriority(os.PRIO_PROCESS, 0, 0)
-except OSError:
-    pass
+set_priority(0)
 if path:
     sys.argv = [os.path.basename(path)]
     sys.path[0] = os.path.dirname(path)
@@ -89,7 +87,7 @@ if path:
 def _boot() -> str:
     """The verifier's program, built on first use (it reads the prewarm's source from `torch_compat/warm.py`)."""
     return _BOOT_TEMPLATE.format(prewarm=textwrap.indent(prewarm_inductor_source(), "    "),
-                                 autotune_anew=autotune_anew_source())
+                                 autotune_anew=autotune_anew_source(), set_priority=set_priority_source())
 
 
 # A repro that fails on about half of its runs passes one verification half the time: each is run this many
@@ -146,8 +144,7 @@ class FreshInterpreter:
             proc.kill()
             proc.wait()
             raise ValueError(f"{path} is not in {self.cwd}")
-        with suppress(OSError):  # not allowed to raise priority here: the script's own line below tries again
-            os.setpriority(os.PRIO_PROCESS, proc.pid, 0)  # imports still running go at full speed now
+        set_priority(0, proc.pid)  # imports still running go at full speed now (where allowed: the script tries too)
         try:
             out, err = proc.communicate(str(Path(path).resolve()) + "\n", timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -48,20 +48,19 @@ from typing import Any
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import autotune_anew_source, logs_from_env_source, prewarm_inductor_source
 from pt2doctor.processes import launch
+from pt2doctor.processes.group import set_priority_source
 from pt2doctor.processes.launch import COMPILE_CACHE_VARS, Ran
 
 _SERVER = """\
 import json, os, random, runpy, select, signal, sys, traceback
-os.nice(10)
+{set_priority}
+set_priority(10)
 import torch
 import torch._dynamo
 import torch.fx
 {prewarm}
 {autotune_anew}
-try:
-    os.setpriority(os.PRIO_PROCESS, 0, 0)
-except OSError:
-    pass
+set_priority(0)
 
 
 def say(message):
@@ -71,7 +70,7 @@ def say(message):
 def child(job):
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.setpgid(0, 0)
+        os.setsid()  # a session (and so an autogroup) of its own, as every child started anew gets
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
             os.dup2(os.open(name, flags, 0o644), fd)
@@ -166,10 +165,6 @@ while True:
             pid = os.fork()
             if pid == 0:
                 child(job)
-            try:  # here too: the parent may signal the group before the child has made it
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
             children[pid] = job["id"]
             say({{"id": job["id"], "pid": pid}})
     while children:
@@ -195,7 +190,7 @@ REDONE = frozenset({"PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECOD
 @functools.cache
 def _server_source() -> str:
     return _SERVER.format(prewarm=prewarm_inductor_source(), autotune_anew=autotune_anew_source(),
-                          logs_from_env=logs_from_env_source())
+                          logs_from_env=logs_from_env_source(), set_priority=set_priority_source())
 
 
 class ForkedProcess:

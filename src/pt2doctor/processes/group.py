@@ -15,10 +15,16 @@ Contract:
   the group, then waits for its leader.
 - `overdue(deadlines)`: the keys whose `time.monotonic()` deadline has passed.
 - `signal_name(code)`: `"SIGSEGV"` for -11; None for an exit.
+- `set_priority(nice, pid=0)`: a process (this one) that leads its own session (as every child `launch.start` starts
+  does) at nice `nice`, with its session's autogroup: Linux's autogroup scheduling (on in most distributions) shares
+  the CPU between sessions first, a process's own nice orders it only within its session, so nice alone would lower
+  nothing. Where the system refuses (raising priority again needs privileges), it stays as it was. Self-contained:
+  its source runs in the interpreters that verify (`processes.fresh`, `processes.fresh_forks`: `set_priority_source`).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import time
@@ -79,3 +85,23 @@ def overdue(deadlines: Iterable[tuple[K, float]]) -> list[K]:
 
 def signal_name(code: int) -> str | None:
     return signal.Signals(-code).name if code < 0 else None
+
+
+def set_priority(nice: int, pid: int = 0) -> None:
+    import os
+
+    try:  # noqa: SIM105 - self-contained (its source runs where contextlib is not imported)
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid or 'self'}/autogroup", "w") as autogroup:
+            autogroup.write(str(nice))
+    except OSError:
+        pass
+
+
+def set_priority_source() -> str:
+    """The source of `set_priority`, defined, not called."""
+    return inspect.getsource(set_priority)
+
