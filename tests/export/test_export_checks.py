@@ -61,3 +61,25 @@ def test_the_module_a_tracing_step_exports_is_recorded_so_torchs_own_signature_i
         "__main__.Model", "torch.export.unflatten.UnflattenedModule"]
     assert failed[0].module == "torch.export.unflatten.UnflattenedModule"
     assert failure_kind(failed[0]) is ExportFailureKind.EXPORT_INTERNAL
+
+
+def test_a_package_that_computes_on_inputs_its_program_rejects_is_said_to_check_none_and_where(tmp_path: Path):
+    """pytorch#141115's shape: the exported program's guard rejects a batch the package was not compiled for, the
+    package runs on it. The check says so (a typed flag, not only words); the diagnosis names AOTInductor's checks of a
+    package's inputs in the installed torch and the switch that runs them."""
+    import torch
+
+    from pt2doctor.diagnose.found import Found
+    from pt2doctor.diagnose.where_to_look import look_where
+    from pt2doctor.export.capture.checks import _Raised, judge_package
+    from pt2doctor.export.diagnose.verdict import unchecked_inputs_steps
+    from pt2doctor.model.export import EntryPoint, ExportFinding
+
+    check = judge_package(0, _Raised(AssertionError("Guard failed: x.size()[0] == 1")), torch.ones(1, 1), 1e-4)
+    assert (check.verdict, check.rejected) == ("fail", True) and "rejects these inputs" in check.detail
+    finding = ExportFinding(EntryPoint.EXPORT_NON_STRICT, None, ExportFailureKind.WRONG_RESULT, unchecked_inputs=True)
+    assert "AOTI_RUNTIME_CHECK_INPUTS=1" in unchecked_inputs_steps(finding)[0]
+    found = Found(command=("aoti.py",), export=finding)
+    look_where(found, tmp_path, tmp_path)
+    assert any(r.function.endswith("generate_input_output_runtime_checks") and "AOTI_RUNTIME_CHECK_INPUTS" in r.what
+               for r in found.where_to_look), found.where_to_look

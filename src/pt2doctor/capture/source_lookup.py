@@ -46,6 +46,8 @@ def main(argv: list[str]) -> int:
     try:
         refs = torch_compat.where_to_look(request.ops, request.backend, request.subsystem, request.debug_info,
                                           request.settings, request.lowerings)
+        if request.aoti_input_checks:
+            refs += [ref for ref in (torch_compat.aoti_input_checks_ref(),) if ref is not None]
         if request.program:  # last: it runs the program, which may leave this interpreter in any state
             program = Path(request.program)
             refs += (torch_compat.dynamo_trackers(program) if request.reached_by == "eager" else

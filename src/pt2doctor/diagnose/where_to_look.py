@@ -93,11 +93,13 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
     ops = aten_names(found.culprit_ops()) if chosen and chosen.verified and not dynamo else ()
     b = found.bisection
     settings = tuple(s.name for s in _verified_settings(found))
+    # a package that ran on inputs its exported program rejects: AOTInductor's checks of its inputs
+    unchecked = found.export is not None and found.export.unchecked_inputs
     refs: list[SourceRef] = []
-    if ops or (b is not None and b.subsystem) or settings:
+    if ops or (b is not None and b.subsystem) or settings or unchecked:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,
                                b.subsystem if b else None, b.debug_info if b else None, settings,
-                               lowerings=found.stage is None or found.stage in _LOWERED)
+                               lowerings=found.stage is None or found.stage in _LOWERED, aoti_input_checks=unchecked)
         result = _in_pool(pool, request) if pool is not None else look_up(request)
         refs += result.refs
         if result.note:

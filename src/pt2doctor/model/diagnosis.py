@@ -193,6 +193,7 @@ class SourceLookup:
     lowerings: bool = True
     program: str = ""
     reached_by: str = "eager"
+    aoti_input_checks: bool = False  # AOTInductor's input checks (a package ran on inputs its program rejects)
 
 
 @dataclass(frozen=True, slots=True)

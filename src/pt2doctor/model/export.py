@@ -163,3 +163,5 @@ class ExportFinding:
     repro: str | None = None  # repro.py of an AOTInductor failure: the exported program, compiled and run
     repro_verified: bool = False  # it fails the same way in a fresh interpreter
     judged: str = ""  # a wrong result judged in the run itself: what differs, against what
+    # the package ran on inputs its exported program rejects (a guard on their shapes): AOTInductor checked none
+    unchecked_inputs: bool = False

@@ -74,6 +74,7 @@ class ExportCheck(msgspec.Struct, frozen=True, omit_defaults=True):
     inputs: str = ""  # which inputs, in words
     detail: str = ""  # what differs (verdict "fail") or why it could not be judged ("error")
     max_abs_err: float | None = None
+    rejected: bool = False  # an AOTInductor package's inputs, which the exported program it was compiled from rejects
 
 
 def failed_checks(checks: list[ExportCheck] | tuple[ExportCheck, ...]) -> list[ExportCheck]:

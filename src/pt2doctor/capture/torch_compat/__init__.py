@@ -91,7 +91,7 @@ from pt2doctor.capture.torch_compat.record import (
     unwrap_backend_exception,
 )
 from pt2doctor.capture.torch_compat.sources import MISSING as CONFIG_MISSING
-from pt2doctor.capture.torch_compat.sources import config_value, where_to_look
+from pt2doctor.capture.torch_compat.sources import aoti_input_checks_ref, config_value, where_to_look
 from pt2doctor.capture.torch_compat.warm import (
     autotune_anew,
     autotune_anew_source,
@@ -103,6 +103,7 @@ from pt2doctor.capture.torch_compat.warm import (
 )
 
 __all__ = [
+    "aoti_input_checks_ref",
     "CONFIG_MISSING",
     "FLIGHT_RECORDER_SIZE",
     "flight_recorder_dump_env",

@@ -124,6 +124,19 @@ def op_sources(name: str, lowerings: bool = True) -> list[SourceRef]:
     return [r for r in refs if r is not None]
 
 
+def aoti_input_checks_ref() -> SourceRef | None:
+    """Where Inductor's C++ wrapper generates an AOTInductor package's checks of its inputs' sizes, strides and dtypes
+    (2.13: `CppWrapperCpu.generate_input_output_runtime_checks`, run by the package only where AOTI_RUNTIME_CHECK_INPUTS
+    is set); None where the installed torch has no such method."""
+    try:
+        from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+    except ImportError:
+        return None
+    checks = getattr(CppWrapperCpu, "generate_input_output_runtime_checks", None)
+    what = "AOTInductor's checks of a package's inputs, compiled in and run only where AOTI_RUNTIME_CHECK_INPUTS=1"
+    return function_ref(what, checks) if checks is not None else None
+
+
 def subsystem_sources(backend: str | None, subsystem: str | None, debug_info: str | None,
                       ops: tuple[str, ...]) -> list[SourceRef]:
     if not backend or not subsystem:

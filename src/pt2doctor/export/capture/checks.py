@@ -108,7 +108,8 @@ def judge_package(index: int, reference: Any, out: Any, tol: float) -> ExportChe
         shapes = [tuple(t.shape) for t in _tensors(out)]
         return ExportCheck(index, step, "fail", against, inputs,
                            f"the exported program rejects these inputs ({reference.text[:300]}); the package "
-                           f"accepted them and returned tensors of shape {', '.join(map(str, shapes)) or 'none'}")
+                           f"accepted them and returned tensors of shape {', '.join(map(str, shapes)) or 'none'}",
+                           rejected=True)
     return _verdict(index, step, against, inputs, reference, (_tensors(out), []), tol)
 
 

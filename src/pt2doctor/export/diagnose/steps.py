@@ -44,7 +44,13 @@ from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.export.diagnose.repro import export_repro
-from pt2doctor.export.diagnose.verdict import category_of, conclude_export, failure_kind, user_line
+from pt2doctor.export.diagnose.verdict import (
+    category_of,
+    conclude_export,
+    failure_kind,
+    unchecked_inputs_steps,
+    user_line,
+)
 from pt2doctor.export.diagnose.verify import verify_failure_fixes
 from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
@@ -95,7 +101,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
             found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
             _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
             if wrong and found.export is not None:
-                found.export = replace(found.export, judged=_judged(wrong[0]))
+                found.export = replace(found.export, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
+                found.next_steps += unchecked_inputs_steps(found.export)
     if options is not None and options.minify and _wants_a_repro(found):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran

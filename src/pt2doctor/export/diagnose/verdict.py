@@ -186,6 +186,17 @@ def _wrong_result(finding: ExportFinding) -> list[str]:
             "The bug is in torch.export, not in the program: file it with issue.md."]
 
 
+def unchecked_inputs_steps(finding: ExportFinding) -> list[str]:
+    """A package that ran on inputs its exported program rejects: AOTInductor's checks of its inputs were not run."""
+    if not finding.unchecked_inputs:
+        return []
+    return ["The package ran on inputs its exported program rejects (a guard on their shapes) and computed on them: "
+            "the installed torch compiles a package's checks of its inputs in but runs them only where the "
+            "environment sets AOTI_RUNTIME_CHECK_INPUTS=1 (where to look). Set it so the package raises on inputs it "
+            "was not compiled for (not verified here), and export with dynamic_shapes= for the sizes you call it "
+            "with."]
+
+
 _STEPS = {_Kind.DATA_DEPENDENT: _data_dependent, _Kind.CONSTRAINT_VIOLATION: _constraint,
           _Kind.UNSUPPORTED: _unsupported, _Kind.INVALID_SPEC: _invalid_spec, _Kind.EXPORT_INTERNAL: _internal,
           _Kind.USER_CODE: _internal, _Kind.AOTI_COMPILE: _aoti, _Kind.AOTI_LOAD: _aoti, _Kind.AOTI_RUNTIME: _aoti,
