@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.diagnose.setting_search import _search, _set_all, applicable
-from pt2doctor.model import signature
+from pt2doctor.diagnose.setting_search import applicable
 from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, for_subsystem
 from pt2doctor.model.diagnosis import FailingStage
-from pt2doctor.processes.pool import RunResult
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"
 
@@ -44,58 +42,6 @@ def test_what_the_bisector_blames_is_turned_off_by_a_row_of_the_same_table():
     assert for_subsystem("lowerings") is None  # no setting turns one lowering off alone
 
 
-class _Settings:
-    """Workers whose compile of a repro depends only on the settings at its top: the failure stays unless `fixes` is
-    set, and setting `clashes` together with it ends otherwise. The search's bookkeeping, not the compiler's."""
-
-    jobs = 2
-
-    def __init__(self, fixes: str | None, clashes: tuple[str, str] | None = None) -> None:
-        self.fixes, self.clashes, self.runs = fixes, clashes, 0
-
-    def run(self, texts: list[str]) -> list[RunResult]:
-        self.runs += len(texts)
-        return [self._one(text) for text in texts]
-
-    def _one(self, text: str) -> RunResult:
-        if self.clashes and all(line in text for line in self.clashes):
-            return RunResult("failed", "ValueError: these two settings do not go together")
-        if self.fixes and self.fixes in text:
-            return RunResult("ok")
-        return RunResult("failed", "RuntimeError: boom")
-
-
-ROWS = [row for row in SETTINGS if row.module == "torch._inductor.config"][:12]
-TARGET = signature.from_description("RuntimeError: boom")
-
-
-def _searched(pool: _Settings):
-    return _search(pool, [(row, ("import torch\n", TARGET)) for row in ROWS], "repro.py", "the minimal graph",
-                   _set_all)
-
-
-def test_where_no_setting_helps_the_search_costs_one_run_not_one_per_row():
-    pool = _Settings(fixes=None)
-    search = _searched(pool)
-    assert pool.runs == search.runs == 1 and search.passed == ()
-    assert [(t.setting, t.outcome, t.together) for t in search.trials] == [(r.line, "fail", 12) for r in ROWS]
-    assert "12 compiler setting(s) tried on the minimal graph in 1 run(s)" in search.describe()
-
-
-def test_the_row_that_removes_the_failure_is_found_by_halving_the_group_it_is_in():
-    pool = _Settings(fixes=ROWS[9].line)
-    search = _searched(pool)
-    assert [t.setting for t in search.passed] == [ROWS[9].line] and search.passed[0].together == 1
-    assert pool.runs == search.runs < len(ROWS)
-    assert all(t.outcome == "fail" for t in search.trials if t.setting != ROWS[9].line)
-
-
-def test_rows_that_end_otherwise_together_are_tried_apart():
-    pool = _Settings(fixes=ROWS[0].line, clashes=(ROWS[0].line, ROWS[11].line))
-    search = _searched(pool)
-    assert [t.setting for t in search.passed] == [ROWS[0].line], search.trials
-
-
 def test_a_real_vectorisation_bug_gets_the_setting_that_avoids_it(diagnosed):
     """pytorch#171493 on CPU: Inductor's vectorised atomic_add store asserts. Vectorisation off (`cpp.simdlen = 1`)
     avoids it with every graph compiled; the backend for everything was the hand-over before."""
@@ -109,7 +55,7 @@ def test_a_real_vectorisation_bug_gets_the_setting_that_avoids_it(diagnosed):
     assert handed["graphs_kept_compiled"] >= 1
     assert any(r["function"].startswith("torch._inductor.config.cpp.") and r["file"] == "torch/_inductor/config.py"
                for r in d["where_to_look"]), d["where_to_look"]
-    assert any(s["step"] == "settings" and s["graph"] == search["runs"] for s in d["runs"]["steps"])
+    assert any(s["step"] == "settings" and s["graph"] == len(search["trials"]) for s in d["runs"]["steps"])
     assert "cpp.simdlen = 1" in json.dumps(d["next_steps"])
 
 

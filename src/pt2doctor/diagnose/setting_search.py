@@ -1,13 +1,12 @@
 """Compiler settings searched on the minimal failing graph, not guessed (issue #39, point 1).
 
 Contract: `search_settings(pool, found, text, dynamo) -> SettingSearch | None` tries the settings table
-(`model.compiler_settings.SETTINGS`), narrowest first, set at the top of a copy of the minifier's verified repro
-(`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers (a setting
-that acts before Inductor's lowering on the recorded Dynamo graph compiled whole, where the minimal graph is one
-AOTAutograd made): all the rows of one subject together first, then halves of a group that removed the failure, a
-batch (the workers' count) at a time, until one row alone removes it or `BUDGET_S` has passed (`_search`); each run
-is judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). None where no
-setting can reach the failure: no verified minimal graph, or a stage no
+(`model.compiler_settings.SETTINGS`), narrowest first, each set at the top of a copy of the minifier's verified
+repro (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers, a
+batch (the workers' count) at a time (a setting that acts before Inductor's lowering on the recorded Dynamo graph
+compiled whole, where the minimal graph is one AOTAutograd made), until a batch holds one that removes the failure
+or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own failure
+(`reduce.oracle.judge`). None where no setting can reach the failure: no verified minimal graph, or a stage no
 setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot matter are skipped without
 a run: a key the installed torch lacks or already holds at that value, another device's, one whose ops the graph
 does not hold; the functorch rows alone where the stage is AOTAutograd's, Dynamo's alone where it is Dynamo's (and
@@ -74,7 +73,8 @@ def search_settings(pool: WorkerPool, found: Found, text: str,
     earlier = dynamo() if m.stage is not Stage.DYNAMO and any(row.phase != LOWERING for row in wanted) else None
     rows = [(row, graph) for row in wanted
             if (graph := minimal if row.phase == LOWERING or m.stage is Stage.DYNAMO else earlier) is not None]
-    return _search(pool, rows, m.repro_path, "the minimal graph", _set_all)
+    return _search(pool, rows, m.repro_path, "the minimal graph", lambda source, row: set_config(source, row.module,
+                                                                                               row.line))
 
 
 def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSearch | None:
@@ -93,56 +93,35 @@ def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSe
     ops = (*(found.minify.ops if found.minify else ()), *p.culprit_ops)
     rows = [(row, (source, target)) for row in applicable(stage, ops, _device(source))]
 
-    def edit(text: str, group: list[Setting]) -> str | None:
-        edited = _set_all(text, group)
+    def edit(text: str, row: Setting) -> str | None:
+        edited = set_config(text, row.module, row.line)
         return harness_text(edited, run) if edited is not None else None
 
     return _search(pool, rows, p.repro_path, "the reduced program", edit)
 
 
 def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on: str,
-            edit: Callable[[str, list[Setting]], str | None]) -> SettingSearch:
-    """Group testing, a batch of runs (the workers' count) at a time, until one row alone removes the failure or the
-    budget has passed. The rows of one subject are first set all together, in one run: where the failure stays with
-    every one of them set, it stays with each alone (so far as one setting does not undo another's effect), and the
-    group is done; where it goes, or ends otherwise, the group is split in halves, the narrower half first, until a
-    row alone removes it. Most graphs no setting helps cost one run, not one per row."""
+            edit: Callable[[str, Setting], str | None]) -> SettingSearch:
+    """Each row's edit of its subject run in the workers, a batch at a time, until a batch holds a pass or the
+    budget has passed."""
     from pt2doctor.reduce.oracle import judge
 
     if not rows:
         return SettingSearch(repro, skipped=len(SETTINGS), why_not="no setting of the table applies here", on=on)
-    started, runs = time.monotonic(), 0
-    trials: list[SettingTrial] = []
-    subjects = list(dict.fromkeys(subject for _, subject in rows))
-    groups = [[row for row, subject in rows if subject == graph] for graph in subjects]
-    subject_of = {row.line: subject for row, subject in rows}
-    while groups and time.monotonic() - started <= BUDGET_S and not any(t.outcome == "pass" for t in trials):
-        batch = [(group, edited) for group in groups[:pool.jobs]
-                 if (edited := edit(subject_of[group[0].line][0], group)) is not None]
-        groups = groups[pool.jobs:]
-        results: list[RunResult] = pool.run([edited for _, edited in batch])
-        runs += len(batch)
-        halves: list[list[Setting]] = []
-        for (group, _), result in zip(batch, results):
-            outcome = judge(result, subject_of[group[0].line][1])
-            if outcome is Outcome.FAILS_SAME or len(group) == 1:
-                word = _WORDS.get(outcome, _said(outcome, result))
-                trials += [SettingTrial(row.line, row.touches, word, together=len(group)) for row in group]
-            else:
-                middle = (len(group) + 1) // 2
-                halves += [group[:middle], group[middle:]]
-        groups = halves + groups
-    passed = any(t.outcome == "pass" for t in trials)
+    started, trials = time.monotonic(), []
+    for start in range(0, len(rows), pool.jobs):
+        if time.monotonic() - started > BUDGET_S:
+            break
+        batch = [(row, edited, subject[1]) for row, subject in rows[start:start + pool.jobs]
+                 if (edited := edit(subject[0], row)) is not None]
+        results: list[RunResult] = pool.run([edited for _, edited, _ in batch])
+        for (row, _, target), result in zip(batch, results):
+            outcome = judge(result, target)
+            trials.append(SettingTrial(row.line, row.touches, _WORDS.get(outcome, _said(outcome, result))))
+        if any(t.outcome == "pass" for t in trials):
+            break
     return SettingSearch(repro, tuple(trials), len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
-                         untried=0 if passed else len(rows) - len(trials), on=on, runs=runs)
-
-
-def _set_all(source: str, group: list[Setting]) -> str | None:
-    """`source` with every row of `group` set at its top."""
-    edited: str | None = source
-    for row in group:
-        edited = set_config(edited, row.module, row.line) if edited is not None else None
-    return edited
+                         untried=len(rows) - len(trials) if not any(t.outcome == "pass" for t in trials) else 0, on=on)
 
 
 def applies(found: Found) -> bool:

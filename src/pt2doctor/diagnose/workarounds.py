@@ -221,7 +221,7 @@ _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is
 # the same (group_norm_constant_input_decomp: `torch.ones` tried first, the GroupNorm not at all); tried last
 _FACTORY = re.compile(r"(?:^|\.)(?:ones|zeros|full|empty|arange|eye|linspace|tensor|rand|randn|randint)(?:_like)?$")
 _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
-_MAX_SEARCHED = 2  # one run each: the settings search's passing settings (it stops at the first alone), narrowest first
+_MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
 
 
 def _culprit_origins(found: Found, script: Path, source: str) -> list[NodeOrigin]:

@@ -142,20 +142,18 @@ def for_subsystem(subsystem: str) -> Setting | None:
 @dataclass(frozen=True, slots=True)
 class SettingTrial:
     """One setting tried on the minimal graph (or the reduced program): `outcome` `pass` (the failure is gone),
-    `fail` (the same failure), or how it ended otherwise (`fails otherwise: ...`, `timeout`), in a run that set it
-    with `together - 1` other rows of the table (a group the failure stayed with: `diagnose.setting_search`)."""
+    `fail` (the same failure), or how it ended otherwise (`fails otherwise: ...`, `timeout`)."""
 
     setting: str  # its line, `torch._inductor.config.split_reductions = False`
     touches: str
     outcome: str
-    together: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class SettingSearch:
     """The table tried on the minimal failing graph (`graph`: the repro it ran), or on the reduced program where no
-    graph verified (`on`), narrowest first, in groups (`diagnose.setting_search`), until one row alone removed the
-    failure; `skipped` says which rows did not apply and why in brief; `runs` the graph-level runs it made."""
+    graph verified (`on`), narrowest first, a batch at a time, until a batch held one that removed the failure;
+    `skipped` says which rows did not apply and why in brief."""
 
     graph: str
     trials: tuple[SettingTrial, ...] = ()
@@ -164,7 +162,6 @@ class SettingSearch:
     why_not: str = ""  # where nothing was tried: why
     untried: int = 0  # rows that applied but were not tried: the search's time budget ran out first
     on: str = "the minimal graph"  # what each row was tried on, in words ("the reduced program")
-    runs: int = 0
 
     @property
     def passed(self) -> tuple[SettingTrial, ...]:
@@ -181,5 +178,5 @@ class SettingSearch:
             return f"no compiler setting tried: {self.why_not}"
         passed = ", ".join(f"`{t.setting}`" for t in self.passed) or "none"
         rest = f"; {self.untried} more not tried, past the search's time budget" if self.untried else ""
-        return (f"{len(self.trials)} compiler setting(s) tried on {self.on} in {self.runs} run(s) "
-                f"({self.seconds:.1f} s), removing the failure: {passed}{rest}")
+        return (f"{len(self.trials)} compiler setting(s) tried on {self.on} ({self.seconds:.1f} s), "
+                f"removing the failure: {passed}{rest}")
