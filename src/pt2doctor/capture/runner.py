@@ -37,7 +37,6 @@ from pt2doctor.model.export_draft import DraftReport, ExportCheck
 from pt2doctor.model.job import JOB_SCHEMA, Job, ProcessSession
 from pt2doctor.model.serialize import dumps, write_record
 from pt2doctor.processes import launch
-from pt2doctor.processes.fresh_forks import ForkedProcess, FreshForks
 
 _STDERR_TAIL = 64 * 1024
 _POLL_S = 0.25  # how soon a run that is no longer wanted is stopped
@@ -75,7 +74,7 @@ class RunOptions:
     cancelled: threading.Event | None = None  # once set, the run is not wanted: a child starting then is stopped
     # a warm interpreter the child may be forked from instead of started anew, where it starts the same there
     # (`processes.fresh_forks`; never a job's, never one whose output is echoed)
-    forks: FreshForks | None = None
+    forks: launch.ModuleStarter | None = None
 
     def __post_init__(self) -> None:
         # absolute: the child is handed paths under it, and a script may change its working directory
@@ -144,7 +143,7 @@ def _launch(options: RunOptions,
     return paths, (exit_info, stderr_tail, started, wall, forked is not None)
 
 
-def _forked(child: tuple[str, ...], env: dict[str, str], options: RunOptions) -> ForkedProcess | None:
+def _forked(child: tuple[str, ...], env: dict[str, str], options: RunOptions) -> launch.Stoppable | None:
     """The child forked from `options.forks`, where it starts there as in a new interpreter; else None."""
     forks = options.forks
     if forks is None or options.torchrun is not None or options.echo or not forks.forks_for(env):
@@ -206,8 +205,7 @@ def with_package_path(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-Child = subprocess.Popen[bytes] | ForkedProcess  # a run's process, started anew or forked
-_LIVE: set[Child] = set()
+_LIVE: set[launch.Stoppable] = set()  # every run's process, started anew or forked
 _STOPPED: set[int] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -246,7 +244,7 @@ def _supervise(command: tuple[str, ...], env: dict[str, str], options: RunOption
     return exit_info, tail.text()
 
 
-def _supervise_fork(proc: ForkedProcess, options: RunOptions) -> tuple[ExitInfo, str]:
+def _supervise_fork(proc: launch.Stoppable, options: RunOptions) -> tuple[ExitInfo, str]:
     """A forked child writes its output to the run directory's files itself; the tail is read from its stderr."""
     exit_info = _watched(proc, options)
     with open(options.out_dir / "stderr.txt", "rb") as err:
@@ -254,7 +252,7 @@ def _supervise_fork(proc: ForkedProcess, options: RunOptions) -> tuple[ExitInfo,
         return exit_info, err.read().decode("utf-8", "replace")
 
 
-def _watched(proc: Child, options: RunOptions) -> ExitInfo:
+def _watched(proc: launch.Stoppable, options: RunOptions) -> ExitInfo:
     """Wait for `proc` (stopped at the timeout, or once no longer wanted) and say how it ended."""
     with _LIVE_LOCK:
         _LIVE.add(proc)
@@ -280,7 +278,7 @@ def _watched(proc: Child, options: RunOptions) -> ExitInfo:
     return ExitInfo(code=None if sig else code, signal=sig, timed_out=timed_out, interrupted=interrupted)
 
 
-def _wait(proc: Child, options: RunOptions) -> bool:
+def _wait(proc: launch.Stoppable, options: RunOptions) -> bool:
     """Wait for the child; False at the timeout. A run no longer wanted (`options.cancelled`) is stopped."""
     deadline = None if options.timeout_s is None else time.monotonic() + options.timeout_s
     while True:

@@ -194,9 +194,10 @@ def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:
 
 
 def _end_runs(runner: VariantRunner) -> None:
-    """A stop: the script's runs are ended as not wanted, then every other child (verifications, look-ups)."""
-    runner.close()
+    """A stop: every child is told to end (verifications, look-ups, the fork server, which takes the runs it forked
+    with it), then the script's runs are ended as not wanted (a forked run's end is known once its server has gone)."""
     launch.signal_all(signal.SIGTERM)
+    runner.close()
 
 
 # What of a --budget is kept for after the stop: ending what runs (on a loaded machine, seconds), the bundle's

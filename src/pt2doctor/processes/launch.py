@@ -98,6 +98,16 @@ class Stoppable(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
+class ModuleStarter(Protocol):
+    """Starts `python -m MODULE ARGS` other than as a new interpreter, where it starts there the same way
+    (`fresh_forks.FreshForks`: forked after torch's import); `capture.runner` asks it for a run's child."""
+
+    def forks_for(self, env: Mapping[str, str]) -> bool: ...
+
+    def start_module(self, module: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, out: Path,
+                     err: Path) -> Stoppable | None: ...
+
+
 def stop(proc: Stoppable, first: signal.Signals = signal.SIGTERM, grace_s: float = GRACE_S) -> None:
     for sig in (first, signal.SIGKILL):
         try:
