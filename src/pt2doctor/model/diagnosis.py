@@ -82,11 +82,9 @@ class Attempt:
 class StepRuns:
     """What one step of diagnose cost in runs (issue #38: runs are the currency). `whole`: runs of the user's whole
     program, each a new interpreter or forked from one (`Attempt.forked`: the reproductions, stage runs, workaround
-    copies), with their `whole_s`
-    seconds, counted whether they ran to the end or were stopped as no longer needed; `checks`: runs of a reduced
-    candidate of the program in a warm worker (the program reducer's); `graph`: graph-level runs, of a recorded graph
-    or of a repro pt2doctor wrote (the minifier's and the bisector's queries, the stage ladder on the recorded graph,
-    repro and test verifications in fresh interpreters)."""
+    copies), with their `whole_s` seconds, stopped ones too; `checks`: runs of a reduced candidate of the program in a
+    warm worker (the program reducer's); `graph`: graph-level runs, of a recorded graph or of a repro pt2doctor wrote
+    (the minifier's and the bisector's queries, the stage ladder on the recorded graph, verifications)."""
 
     step: str
     whole: int = 0

@@ -195,7 +195,7 @@ def _server_source() -> str:
 
 class ForkedProcess:
     """A program the server forked (`FreshForks.start_module`), seen as `subprocess.Popen` shows a child: `pid` (it
-    leads its own process group), `returncode` (minus the signal it died of), `wait(timeout)`, `poll()`. A server
+    leads its own process group), `returncode` (minus the signal it died of), `wait(timeout)`. A server
     that ended takes its children with it: their code is SIGKILL's."""
 
     def __init__(self, pid: int, code: Future[int], forget: Callable[[], None]) -> None:
@@ -215,9 +215,6 @@ class ForkedProcess:
             self.returncode = code
             self._forget()
         return code
-
-    def poll(self) -> int | None:
-        return self.wait() if self._code.done() else None
 
 
 class FreshForks:
