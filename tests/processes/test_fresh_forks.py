@@ -4,7 +4,10 @@ is killed at its timeout, and verifies a repro as a new interpreter does. One se
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +78,24 @@ def test_a_server_that_ended_runs_nothing_and_says_so(tmp_path: Path):
     server = FreshForks(tmp_path / "fresh")
     server.close()
     assert server.run(_file(tmp_path, "x.py", "pass\n"), 10) is None
+
+
+def test_a_server_stopped_from_outside_refuses_at_once(tmp_path: Path):
+    """A stop signals every child, the server among them: a run asked for after that is refused at once, not after
+    the minute an answer is waited for (a stopped diagnosis would wait that long to end)."""
+    server = FreshForks(tmp_path / "fresh")
+    try:
+        assert server.wait_ready(120)
+        os.kill(server._proc.pid, signal.SIGTERM)  # type: ignore[union-attr]
+        while server.alive:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the server's output has been read to its end
+        started = time.monotonic()
+        assert server.start_module("json.tool", ["--help"], env=dict(os.environ), cwd=tmp_path,
+                                   out=tmp_path / "out", err=tmp_path / "err") is None
+        assert time.monotonic() - started < 5
+    finally:
+        server.close()
 
 
 def test_a_forked_run_autotunes_anew(forks: FreshForks, tmp_path: Path):

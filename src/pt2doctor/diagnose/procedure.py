@@ -163,6 +163,7 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     finally:
         with shielded():
             runner.close()
+            runner.wait_ended(_ENDING_S)
             if (shared := runner.gpu.said()) is not None:
                 found.notes.append(shared)
             found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did "
@@ -199,6 +200,8 @@ def _end_runs(runner: VariantRunner) -> None:
     launch.signal_all(signal.SIGTERM)
     runner.close()
 
+
+_ENDING_S = 5.0  # the most a stop waits for the runs it ended to go, so that the ledger counts them
 
 # What of a --budget is kept for after the stop: ending what runs (on a loaded machine, seconds), the bundle's
 # writing (the HTML report) and the interpreter's start before the diagnosis began count in the wall time a user

@@ -23,7 +23,7 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -263,6 +263,11 @@ class VariantRunner:
             unwanted.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         stop_all(signal.SIGTERM)
+
+    def wait_ended(self, timeout_s: float) -> None:
+        """After `close`: wait, at most `timeout_s`, for the runs it terminated to end, so that each is in `made`
+        (a stopped run's seconds were spent; on a loaded machine a terminated child takes a while to go)."""
+        wait(list(self._unwanted), timeout=timeout_s)
 
     def release(self) -> None:
         """Every run of this runner has ended: free its threads. Unlike `close`, nothing is stopped (`stop_all`

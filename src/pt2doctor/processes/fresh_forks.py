@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
@@ -180,6 +181,7 @@ for pid in children:
 """
 
 _READY_S = 300.0
+_ANSWER_S = 60.0  # a fork is answered in milliseconds; this long only on a machine that hardly runs it
 
 # What a program forked from the server sets up again from its own environment (`program` in the server's source):
 # the import path, bytecode's place and torch's logging (the structured trace among it).
@@ -231,6 +233,7 @@ class FreshForks:
         self._ids = itertools.count()
         self._names = itertools.count()
         self._lock = threading.Lock()
+        self._ended = False  # the server's output has ended: it answers no request (`_read`)
         self._live: set[int] = set()  # the children running now (each leads its own group)
         threading.Thread(target=self._read, daemon=True, name="pt2doctor-fresh-forks").start()
 
@@ -246,10 +249,12 @@ class FreshForks:
             else:
                 self._live.discard(self._pids[message["id"]].result())
                 self._codes[message["id"]].set_result(message["code"])
+        with self._lock:  # a request made from here on is refused at once (`_request`)
+            self._ended = True
+            waiting = [f for f in (*self._pids.values(), *self._codes.values()) if not f.done()]
         self._ready.set()  # the server ended: whoever waits learns it below
-        for future in (*self._pids.values(), *self._codes.values()):
-            if not future.done():
-                future.set_exception(EOFError("the fresh-forks server ended"))
+        for future in waiting:
+            future.set_exception(EOFError("the fresh-forks server ended"))
 
     @property
     def alive(self) -> bool:
@@ -316,13 +321,14 @@ class FreshForks:
         """Ask the server for a fork: (the job's number, the child's pid, its exit code to come). `keep`: the caller
         forgets the job (`_forget`) once it has the code."""
         job = next(self._ids)
-        self._pids[job], self._codes[job] = Future(), Future()
         try:
             with self._lock:
-                assert self._proc is not None and self._proc.stdin is not None
+                if self._ended or self._proc is None or self._proc.stdin is None:
+                    raise EOFError("the fresh-forks server has ended")
+                self._pids[job], self._codes[job] = Future(), Future()
                 self._proc.stdin.write((json.dumps({"id": job, **fields}) + "\n").encode())
                 self._proc.stdin.flush()
-            pid = self._pids[job].result(timeout=60)
+            pid = self._answer(self._pids[job])
         except BaseException:
             self._forget(job)
             raise
@@ -330,6 +336,19 @@ class FreshForks:
         if not keep:
             code_of.add_done_callback(lambda _: self._forget(job))
         return job, pid, code_of
+
+    def _answer(self, pid: Future[int]) -> int:
+        """The pid the server forked for a request, once it says; EOFError where it ended first, TimeoutError where
+        it says nothing for a minute."""
+        deadline = time.monotonic() + _ANSWER_S
+        while True:
+            try:
+                return pid.result(timeout=0.2)
+            except TimeoutError:
+                if not self.alive:  # stopped from outside while it forked: its output may not end yet (`_read`)
+                    raise EOFError("the fresh-forks server ended") from None
+                if time.monotonic() > deadline:
+                    raise
 
     def _forget(self, job: int) -> None:
         self._pids.pop(job, None)
