@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
@@ -60,9 +61,10 @@ def test_a_forked_run_records_what_a_new_interpreter_records(tmp_path):
     runner = VariantRunner(ScriptCall(script, (), tmp_path / "out", timeout_s=300), jobs=1, reporter=SilentReporter())
     try:
         runner.forking.server = forks
-        anew = runner.submit(Variant.original(3, record=True)).result()  # not trusted yet
-        control = runner.submit(Variant.repeat()).result()
-        runner.forking.trusted = True
+        anew = runner.submit(Variant.original(3, record=True)).result()  # no control yet
+        runner.forking.first = anew.signature
+        runner.forking.control = runner.submit(Variant.repeat())
+        control = runner.forking.control.result()
         recorded = runner.submit(Variant.original(4, record=True)).result()
         first = runner.submit(Variant.original(1)).result()  # the user's autotuning: never forked
     finally:
@@ -75,6 +77,26 @@ def test_a_forked_run_records_what_a_new_interpreter_records(tmp_path):
     assert ids["original-3"] == ids["original-4"] and ids["original-3"]
     assert (runner.run_dir("original-4") / "graphs").is_dir()
     assert sessions["original-2"].stderr_tail and (runner.run_dir("original-2") / "stderr.txt").read_text()
+
+
+@pytest.mark.parametrize(("script", "stands"), [("backend_failure.py", True), ("fork_changes_it.py", False)])
+def test_a_run_forked_while_the_control_runs_stands_only_once_the_control_ended_as_the_first(tmp_path, script, stands):
+    """Issue 38: the hand-over does not wait for the control; a run it forks meanwhile is made again anew where the
+    control then ends otherwise than the first run (here: a program whose error says how its interpreter started)."""
+    path = SCRIPTS / script if (SCRIPTS / script).exists() else HERE / "scripts" / script
+    forks = FreshForks(tmp_path / "fresh")
+    runner = VariantRunner(ScriptCall(path, (), tmp_path / "out", timeout_s=300), jobs=2, reporter=SilentReporter())
+    try:
+        first = runner.submit(Variant.original(1)).result()
+        runner.forking.server, runner.forking.first = forks, first.signature
+        runner.forking.control = runner.submit(Variant.repeat())
+        meanwhile = runner.submit(Variant.original(3)).result()
+    finally:
+        runner.close()
+        forks.close()
+    assert runner.forking.trusted() is stands
+    assert meanwhile.forked is stands and meanwhile.signature == first.signature
+    assert [m.label for m in runner.made].count("original-3") == (1 if stands else 2)  # both runs are counted
 
 
 def test_a_script_that_sets_environment_variables_starts_anew(tmp_path):

@@ -122,11 +122,12 @@ STEPS: tuple[Step, ...] = (
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
-    Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
-                                      "program recording_changed_outcome session stage stages user_frames runtime "
-                                      "original_backend backend_kind"),
     Step("reached", over.reached),
     Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection settings"),
+    Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
+                                      "program recording_changed_outcome session stage stages user_frames runtime "
+                                      "original_backend backend_kind workarounds short harness_test bisection "
+                                      "settings"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes versions workarounds"),
     Step("where_to_look", over.where_to_look, writes="notes where_to_look"),

@@ -4,14 +4,16 @@ Contract: `reproduce` runs the unchanged script with the graph recorder on, each
 eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`), and starts the warm workers beside
 it (`processes.workers`: the stage ladder on the recorded graph, the minifier, the program reducer and the control
 run in them): the run that stands for the failure has the machine to itself but for their warm-up. When it
-failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked before the
-hand-over (`repeated`), so neither the verdict nor the minifier waits for it; a job of several ranks runs both at
-once (which rank failed first needs both). It concludes
+failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked after the
+hand-over (`repeated`), so neither the verdict, the minifier nor the hand-over waits for it (a run the hand-over forks
+before it ended stands only once it has: `diagnose.runs.Forking`); a job of several ranks runs both at once (which
+rank failed first needs both). It concludes
 (`STOP`) when both pass (nothing to diagnose) or, with both in hand, the failure does not repeat the same way
 (flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows decides
 whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
-`repeated` checks the second run (before the hand-over, or once the procedure ended where a step concluded before
-it: `diagnose.procedure`): the same failure, or flaky (`STOP`, what the steps before concluded set aside), or the
+`repeated` checks the second run (after the hand-over, or once the procedure ended where a step concluded before
+it: `diagnose.procedure`): the same failure, or flaky (`STOP`, what the steps before concluded and handed over set
+aside), or the
 recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs).
 A run that ran out of GPU memory that other processes held (`analysis.gpu_memory`) is made once more in its place:
 the machine's state, never a flaky verdict; where the first run's repeat runs out again, nothing is diagnosed
@@ -62,14 +64,11 @@ class SecondRun:
     def start(self) -> None:
         with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
             if self._future is None:
+                forking = self._runner.forking
+                forking.first = self._first.signature
                 self._future = self._runner.submit(Variant.repeat())
-                self._future.add_done_callback(self._control)
-
-    def _control(self, future: Future[Attempt]) -> None:
-        """A forked repeat that ended as the first run did: the runs still to come may be forked too (`Forking`)."""
-        if not future.cancelled() and future.exception() is None:
-            repeat = future.result()
-            self._runner.forking.trusted = repeat.forked and repeat.signature == self._first.signature
+                if forking.server is not None:  # the control: the runs after it fork once it ended as the first
+                    forking.control = self._future
 
     def running(self) -> bool:
         return self._future is None or not self._future.done()
@@ -237,9 +236,10 @@ def _compared(runner: VariantRunner, found: Found, a1: Attempt, a2: Attempt) -> 
 
 def _set_aside(found: Found) -> None:
     """What the steps before concluded from a failure that may not repeat is not the diagnosis: its verdict and what
-    was drawn from it go (the runs made stay, as evidence)."""
+    was drawn from it, the hand-over among it, go (the runs made stay, as evidence)."""
     found.category, found.stage, found.stages, found.user_frames, found.hint = None, None, {}, [], ""
     found.minify, found.program, found.control, found.headline, found.next_steps = None, None, None, "", []
+    found.workarounds, found.short, found.harness_test, found.bisection, found.settings = [], None, None, None, None
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:

@@ -145,16 +145,36 @@ class Forking:
     """Whether a diagnosis's later runs of the script start forked from a warm interpreter that has imported torch
     (`processes.fresh_forks`: seconds less each on a few cores) or anew. Never the first run (it reads and writes the
     user's autotuning); `server` once the first run failed, where the script sets no environment variable of its own
-    (`sets_environment`: torch read them on its import, in the server, before the script ran); the first run's repeat
-    at once, as the control, and the others once it ended as the first did (`trusted`). A control that ended otherwise
-    turns forking off (`server` None): the runs start anew from then on."""
+    (`sets_environment`: torch read them on its import, in the server, before the script ran). The first run's repeat
+    is forked at once, as the `control`; the other runs fork while it runs and once it ended as the first did. A run
+    forked before the control ended stands only once it has (`vouched`): where the control ended otherwise, the run is
+    made again anew (`VariantRunner`), so a fork is never the difference reported. `_anew` turns forking off (`server`
+    None): the runs start anew from then on."""
 
     server: FreshForks | None = None
-    trusted: bool = False
+    control: Future[Attempt] | None = None  # the first run's repeat, forked (`diagnose.reproduce.SecondRun`)
+    first: str | None = None  # the first run's failure signature, which the control must end with
 
     def for_run(self, variant: Variant) -> FreshForks | None:
-        wanted = self.trusted or variant.fork_control
+        wanted = variant.fork_control or self.control is not None and self.trusted() is not False
         return self.server if wanted and not variant.user_autotuning else None
+
+    def trusted(self) -> bool | None:
+        """Whether forks stand for new interpreters: the control, forked, ended as the first run did; None while it
+        runs."""
+        control = self.control
+        if control is None or not control.done():
+            return None if control is not None else False
+        if control.cancelled() or control.exception() is not None:
+            return False
+        repeat = control.result()
+        return repeat.forked and repeat.signature == self.first
+
+    def vouched(self) -> bool:
+        """A run forked by this: whether it stands, once the control has ended (waited for)."""
+        if self.control is not None:
+            wait([self.control])
+        return self.trusted() is True
 
 
 _SETS_ENVIRONMENT = re.compile(r"\b(environ|putenv|unsetenv|load_dotenv)\b")
@@ -297,6 +317,21 @@ class VariantRunner:
         )
 
     def _run(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
+        attempt = self._made(variant, unwanted, step)
+        if attempt.forked and not variant.fork_control and not unwanted.is_set() and not self.forking.vouched():
+            self.reporter.status(f"run {variant.label}: forked before the control, which then ended otherwise than "
+                                 "the first run: made again anew")
+            attempt = self._made(variant, unwanted, step)  # forking is off (`Forking.for_run`)
+        if unwanted.is_set():  # stopped because it is not wanted: not a result to report
+            return attempt
+        self.finished[variant.label] = attempt
+        on = f" (first on {attempt.rank})" if attempt.rank is not None else ""
+        said = "passed" if attempt.outcome == "pass" else f"failed{on}: {attempt.error[:160]}"
+        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
+        return attempt
+
+    def _made(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
+        """One run of `variant`, counted in `made`."""
         options = self.options(variant, unwanted)
         if unwanted.is_set():
             raise CancelledError(variant.label)
@@ -319,12 +354,6 @@ class VariantRunner:
         self._finished += 1
         attempt = replace(attempt_of(variant, session, rank), step=step)
         self.made.append(RunMade(step, variant.label, attempt.wall_s, not unwanted.is_set()))
-        if unwanted.is_set():  # stopped because it is not wanted: not a result to report
-            return attempt
-        self.finished[variant.label] = attempt
-        on = f" (first on {attempt.rank})" if attempt.rank is not None else ""
-        said = "passed" if attempt.outcome == "pass" else f"failed{on}: {attempt.error[:160]}"
-        self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
 
 
