@@ -99,6 +99,26 @@ def test_a_run_forked_while_the_control_runs_stands_only_once_the_control_ended_
     assert [m.label for m in runner.made].count("original-3") == (1 if stands else 2)  # both runs are counted
 
 
+@pytest.mark.timeout(240)
+def test_a_run_that_starts_before_the_control_it_would_wait_for_starts_anew(tmp_path):
+    """One thread: a run queued before the control and started once the control is known waits for nothing (forked,
+    it would wait for the control, queued behind it, for ever)."""
+    forks = FreshForks(tmp_path / "fresh")
+    runner = VariantRunner(ScriptCall(SCRIPTS / "backend_failure.py", (), tmp_path / "out", timeout_s=120), jobs=1,
+                           reporter=SilentReporter())
+    try:
+        first = runner.submit(Variant.original(1)).result()
+        runner.forking.server, runner.forking.first = forks, first.signature
+        busy = runner.submit(Variant.original(3))  # holds the one thread while the two below are queued
+        queued = runner.submit(Variant.original(4))
+        runner.forking.control = runner.submit(Variant.repeat())
+        assert queued.result().forked is False and busy.result() is not None
+        assert runner.forking.control.result().forked
+    finally:
+        runner.close()
+        forks.close()
+
+
 def test_a_script_that_sets_environment_variables_starts_anew(tmp_path):
     helper = tmp_path / "setup_env.py"
     helper.write_text("import os\nos.environ['TORCHINDUCTOR_FREEZING'] = '1'\n")

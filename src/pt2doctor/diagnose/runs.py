@@ -146,7 +146,7 @@ class Forking:
     (`processes.fresh_forks`: seconds less each on a few cores) or anew. Never the first run (it reads and writes the
     user's autotuning); `server` once the first run failed, where the script sets no environment variable of its own
     (`sets_environment`: torch read them on its import, in the server, before the script ran). The first run's repeat
-    is forked at once, as the `control`; the other runs fork while it runs and once it ended as the first did. A run
+    is forked at once, as the `control`; the other runs fork once it runs and once it ended as the first did. A run
     forked before the control ended stands only once it has (`vouched`): where the control ended otherwise, the run is
     made again anew (`VariantRunner`), so a fork is never the difference reported. `_anew` turns forking off (`server`
     None): the runs start anew from then on."""
@@ -156,7 +156,11 @@ class Forking:
     first: str | None = None  # the first run's failure signature, which the control must end with
 
     def for_run(self, variant: Variant) -> FreshForks | None:
-        wanted = variant.fork_control or self.control is not None and self.trusted() is not False
+        """Forks for `variant`'s run: the control's, and the others' once the control has started (a run that waits
+        for a control queued behind it would wait for ever) and while nothing says forks change the outcome."""
+        control = self.control
+        started = control is not None and (control.running() or control.done())
+        wanted = variant.fork_control or started and self.trusted() is not False
         return self.server if wanted and not variant.user_autotuning else None
 
     def trusted(self) -> bool | None:
