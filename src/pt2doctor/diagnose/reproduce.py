@@ -188,10 +188,12 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     if reproduce.pending is None or reproduce.pending.checked:
         return True
     a1 = reproduce.first
+    before = len(found.attempts)
     a2, held = _unless_gpu_held(ctx.runner, found, reproduce.pending.result(), Variant.original(6))
     reproduce.pending.checked = True
     if a2.forked and a2.signature != a1.signature:
         a2 = _anew(ctx.runner, found, a2)
+    _after_the_first(found, a1, before)
     if held is not None:  # the first run's failure stands; whether it repeats could not be seen
         found.notes.append(f"whether the failure repeats is not known: the second run ran out of GPU memory twice, "
                            f"{held.describe()}")
@@ -203,6 +205,15 @@ def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restar
     if compared is STOP or not found.recording_changed_outcome:
         return STOP
     return Restart(Reproduced(compared.first, compared.second))
+
+
+def _after_the_first(found: Found, first: Attempt, since: int) -> None:
+    """The repeat's runs, recorded from `since` on (after the hand-over's), listed right after the first run: the
+    attempts read as the failure, its repeat, then what was tried."""
+    repeats = found.attempts[since:]
+    del found.attempts[since:]
+    at = next((i + 1 for i, a in enumerate(found.attempts) if a is first), len(found.attempts))
+    found.attempts[at:at] = repeats
 
 
 def _anew(runner: VariantRunner, found: Found, forked: Attempt) -> Attempt:
