@@ -9,7 +9,8 @@ import pytest
 from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner, sets_environment
+from pt2doctor.diagnose.forking import sets_environment
+from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
 from pt2doctor.processes.fresh_forks import FreshForks
 
 HERE = Path(__file__).parent

@@ -35,9 +35,10 @@ from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.analysis.gpu_memory import HeldMemory, held_by_others
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.conclusions import flaky, gpu_held, success
+from pt2doctor.diagnose.forking import sets_environment
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ranks import name_rank
-from pt2doctor.diagnose.runs import Variant, VariantRunner, sets_environment
+from pt2doctor.diagnose.runs import Variant, VariantRunner
 from pt2doctor.diagnose.step import STOP, Context
 from pt2doctor.diagnose.wrong_graph import accuracy_failures
 from pt2doctor.model import Category

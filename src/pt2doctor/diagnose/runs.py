@@ -18,8 +18,6 @@ workarounds, tried beside the maintainers' hand-over), so a diagnosis can say wh
 
 from __future__ import annotations
 
-import ast
-import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from pt2doctor.analysis.failures import caught_compile_failure, described, signa
 from pt2doctor.analysis.ranks import job_of
 from pt2doctor.capture.runner import Reporter, RunOptions, run_job, run_script, save, stop_all
 from pt2doctor.capture.script_copy import copy_env, write_copy
+from pt2doctor.diagnose.forking import Forking
 from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.model import SCHEMA, Session
 from pt2doctor.model.child import CallTimes, Hooks, Overrides
@@ -42,7 +41,6 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.job import Job
 from pt2doctor.model.runtime import KernelCheckSpec
 from pt2doctor.model.serialize import RecordError, read_record
-from pt2doctor.processes.fresh_forks import FreshForks
 from pt2doctor.processes.servers import gpu_device_visible
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
@@ -138,77 +136,6 @@ class ScriptCall:
     timeout_s: float | None
     env: dict[str, str] = field(default_factory=dict)
     torchrun: tuple[str, ...] | None = None  # launched as a job through torch.distributed.run, with these flags
-
-
-@dataclass
-class Forking:
-    """Whether a diagnosis's later runs of the script start forked from a warm interpreter that has imported torch
-    (`processes.fresh_forks`: seconds less each on a few cores) or anew. Never the first run (it reads and writes the
-    user's autotuning); `server` once the first run failed, where the script sets no environment variable of its own
-    (`sets_environment`: torch read them on its import, in the server, before the script ran). The first run's repeat
-    is forked at once, as the `control`; the other runs fork once it runs and once it ended as the first did. A run
-    forked before the control ended stands only once it has (`vouched`): where the control ended otherwise, the run is
-    made again anew (`VariantRunner`), so a fork is never the difference reported. `_anew` turns forking off (`server`
-    None): the runs start anew from then on."""
-
-    server: FreshForks | None = None
-    control: Future[Attempt] | None = None  # the first run's repeat, forked (`diagnose.reproduce.SecondRun`)
-    first: str | None = None  # the first run's failure signature, which the control must end with
-
-    def for_run(self, variant: Variant) -> FreshForks | None:
-        """Forks for `variant`'s run: the control's, and the others' once the control has started (a run that waits
-        for a control queued behind it would wait for ever) and while nothing says forks change the outcome."""
-        control = self.control
-        started = control is not None and (control.running() or control.done())
-        wanted = variant.fork_control or started and self.trusted() is not False
-        return self.server if wanted and not variant.user_autotuning else None
-
-    def trusted(self) -> bool | None:
-        """Whether forks stand for new interpreters: the control, forked, ended as the first run did; None while it
-        runs."""
-        control = self.control
-        if control is None or not control.done():
-            return None if control is not None else False
-        if control.cancelled() or control.exception() is not None:
-            return False
-        repeat = control.result()
-        return repeat.forked and repeat.signature == self.first
-
-    def vouched(self) -> bool:
-        """A run forked by this: whether it stands, once the control has ended (waited for)."""
-        if self.control is not None:
-            wait([self.control])
-        return self.trusted() is True
-
-
-_SETS_ENVIRONMENT = re.compile(r"\b(environ|putenv|unsetenv|load_dotenv)\b")
-
-
-def sets_environment(script: Path) -> bool:
-    """The script, or a module of its own folder it imports, may set environment variables (`os.environ`,
-    `os.putenv`, dotenv): torch reads some as it is imported, so the script must start in a new interpreter."""
-    own = [script, *(script.parent / f"{name}.py" for name in _imported_names(script))]
-    for path in own:
-        try:
-            if _SETS_ENVIRONMENT.search(path.read_text(errors="replace")):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _imported_names(script: Path) -> set[str]:
-    try:
-        tree = ast.parse(script.read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return set()
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +244,7 @@ class VariantRunner:
             timeout_s=variant.timeout_s or self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
             env={**self.call.env, **variant.env}, echo=False, label=variant.label,
             cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
-            forks=self.forking.for_run(variant),
+            forks=self.forking.for_run(variant.fork_control, variant.user_autotuning),
         )
 
     def _run(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:

@@ -75,7 +75,7 @@ class Attempt:
     error: str = ""  # the one-line error as the user saw it
     rank: str | None = None  # a job's run: the rank it stands for (the first whose failure ended), `rank 1`
     step: str = ""  # the step of diagnose that made this run (`diagnose.procedure.STEPS`, or one of its parts)
-    forked: bool = False  # started forked from an interpreter that had imported torch (`diagnose.runs.Forking`)
+    forked: bool = False  # started forked from an interpreter that had imported torch (`diagnose.forking.Forking`)
 
 
 @dataclass(frozen=True, slots=True)
