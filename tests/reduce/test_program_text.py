@@ -72,3 +72,18 @@ def test_a_candidate_that_does_not_parse_is_never_checked():
     delete_statements("try:\n    x = 1\nexcept ValueError:\n    pass\nprint(culprit(3))\n", check)
     for text in check.asked:
         compile(text, "<t>", "exec")
+
+
+def test_a_sweep_goes_on_after_a_deletion_so_each_statement_costs_about_one_check_a_sweep():
+    needed = [f"keep_{i} = {i}\n" for i in range(10)]
+    source = "".join(needed) + "".join(f"drop_{i} = {i}\n" for i in range(10))
+    asked: list[str] = []
+
+    def check(text: str) -> bool:
+        asked.append(text)
+        return all(line in text for line in needed)
+
+    assert delete_statements(source, check) == "".join(needed)
+    # one sweep of 20 statements that deletes the ten, one of the ten kept that deletes nothing; starting each sweep
+    # again from the first statement would re-check the ten kept before every deletion (over a hundred checks)
+    assert len(asked) <= 2 * 20

@@ -12,8 +12,12 @@ script no longer fails once unparsed: `ast.unparse` drops comments and rewrites 
 which a failure can depend on (pysource_minimize then gives up with CouldNotMinimize).
 
 Invariants: progress is deterministic (candidates in a fixed order: the longest statement first, then
-the earliest); after a deletion the statements are found again in the new text, so no span is stale;
-a sweep that deletes nothing ends it. The checker owns caching and the budget (`ProgramReduction`).
+the earliest); after a deletion the statements are found again in the new text, so no span is stale,
+and the sweep goes on from the statement after the one deleted (a sweep that started again from the first
+re-checked every statement kept before it: 224 checks for 20 deletions in a 44-line program, where each
+sweep on from the last deletion makes about one check a statement); a sweep that deletes nothing ends it,
+so what is left is the same kind of result: no one statement can go. The checker owns caching and the
+budget (`ProgramReduction`).
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ class _Span:
 
 def delete_statements(source: str, check: Callable[[str], bool]) -> str:
     best = source
-    while True:
-        for candidate in _candidates(best):
-            if check(candidate):
-                best = candidate
-                break
-        else:
-            break
+    deleted = True
+    while deleted:  # sweeps until one deletes nothing
+        deleted, at = False, 0
+        while at < len(candidates := _candidates(best)):
+            if check(candidates[at]):
+                best, deleted = candidates[at], True  # `at` now names the statement that came after it
+            else:
+                at += 1
     tidy = _tidy(best)  # the blank lines the deleted statements left: one more candidate, as line numbers move
     return tidy if tidy != best and check(tidy) else best
 
