@@ -2,9 +2,13 @@
 
 Each script in tests/realbugs/ (see its README) still fails on the torch it was checked on and
 starts with a header naming the issue and what a good diagnosis says: the failure `category`, the
-first failing `stage` and the `culprit` op(s). For each script, one at a time:
+first failing `stage` and the `culprit` op(s). For each script, one at a time, under compile caches of its own
+(fresh `TORCHINDUCTOR_CACHE_DIR` and `TRITON_CACHE_DIR`, removed after):
+    python SCRIPT                                     (the user's failing run: it fills the caches)
     python -m pt2doctor diagnose --out OUT/NAME SCRIPT
-(killed after `--timeout` seconds), then OUT/NAME/diagnosis.json is compared with the header:
+(each killed after `--timeout` seconds), so a diagnosis finds the caches as the user's run left them, whatever ran
+before it on the machine (a cache shared by the whole corpus and by earlier runs made one bug 33 s or 147 s by
+what it held); then OUT/NAME/diagnosis.json is compared with the header:
 category right, stage right, culprit right (a header op appears in `culprit_ops` or in the user's calls
 and source lines the minimal graph came from, `culprit_sources`, compared by op name:
 `aten.bartlett_window` matches `bartlett_window.default`), and whether a verified repro was
@@ -26,6 +30,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -118,6 +123,7 @@ class Outcome:
     seconds: float
     diagnosis: dict | None
     note: str = ""
+    plain_s: float | None = None  # the script's own failing run before it (None: reused, or not run)
 
     @property
     def category(self) -> str | None:
@@ -212,25 +218,42 @@ def reused(path: Path, out: Path) -> Outcome | None:
 
 
 def diagnose(path: Path, out: Path, timeout: float, options: tuple[str, ...] = ()) -> Outcome:
-    """`pt2doctor diagnose` on one script in its own process group (killed whole at the timeout)."""
+    """The script's plain run, then `pt2doctor diagnose` on it, each in its own process group (killed whole at the
+    timeout), under compile caches of their own (see the module docstring)."""
+    from pt2doctor.processes.launch import compile_caches_in
+
     header = parse_header(path)
-    run_dir = out / header.name
-    started = time.monotonic()
-    with open(out / f"{header.name}.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), *options,
-                                 str(path)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code, note = proc.wait(timeout=timeout), ""
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            code, note = None, f"killed at {timeout:.0f} s"
-    seconds = time.monotonic() - started
+    run_dir, caches = out / header.name, out / "caches" / header.name
+    shutil.rmtree(caches, ignore_errors=True)
+    env = {**os.environ, **compile_caches_in(caches)}
+    try:
+        with open(out / f"{header.name}.log", "w") as log:
+            plain_s, _ = _timed([sys.executable, str(path)], log, env, timeout)
+            log.write(f"\n--- the script's plain run: {plain_s:.1f} s; pt2doctor diagnose:\n")
+            log.flush()
+            seconds, code = _timed([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(run_dir), *options,
+                                    str(path)], log, env, timeout)
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
+    note = f"killed at {timeout:.0f} s" if code is None else ""
     result = run_dir / "diagnosis.json"
     diagnosis = json.loads(result.read_text()) if result.exists() else None
     if code == INTERNAL_ERROR:
         note = "pt2doctor internal error (exit 70)"
-    return Outcome(header, code, seconds, diagnosis, note)
+    return Outcome(header, code, seconds, diagnosis, note, plain_s)
+
+
+def _timed(command: list[str], log, env: dict[str, str], timeout: float) -> tuple[float, int | None]:
+    """Seconds and exit code (None: killed at `timeout`, with its process group)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        code = None
+    return time.monotonic() - started, code
 
 
 def _mark(ok: bool, got: object) -> str:
@@ -245,7 +268,7 @@ def row(o: Outcome) -> str:
     flag = f" **{o.note}**" if o.note else ""
     return (f"| {o.header.name} | {o.header.kind} | {_mark(right['category'], o.category)} | "
             f"{_mark(right['stage'], o.stage)} | {culprit} | {repro} | {o.repro_lines or '-'} | {o.where_to_look} | "
-            f"{o.workaround} | {code}{flag} | {o.seconds:.0f} |")
+            f"{o.workaround} | {code}{flag} | {o.seconds:.0f} | {'-' if o.plain_s is None else f'{o.plain_s:.0f}'} |")
 
 
 def totals(outcomes: list[Outcome]) -> list[str]:
@@ -265,7 +288,7 @@ def totals(outcomes: list[Outcome]) -> list[str]:
     seconds = sorted(o.seconds for o in outcomes)
     return [f"| **total** | {n} | {pct['category']} | {pct['stage']} | {pct['culprit']} | {pct['verified']} | "
             f"{short}/{n} at most 40 | {looked}/{n} non-empty | {said} | {internal} internal errors | "
-            f"{sum(seconds):.0f} |",
+            f"{sum(seconds):.0f} | {sum(o.plain_s or 0 for o in outcomes):.0f} |",
             "", f"Verified repro that names the culprit: {pct['verified_culprit']}.",
             f"Seconds a bug: median {statistics.median(seconds):.0f}, "
             f"p90 {seconds[math.ceil(0.9 * n) - 1]:.0f} (nearest rank)."]
@@ -284,8 +307,8 @@ def table(outcomes: list[Outcome], machine: str, load: str) -> str:
     lines = ["# Real-bug benchmark: `pt2doctor diagnose` on tests/realbugs", "",
              f"Machine: {machine}. Load average (1 min) at start/end: {load}.", "",
              "| bug | kind | category right | stage right | culprit right | verified minimal repro (nodes) "
-             "| repro.py lines | where to look | workaround handed over | exit code | seconds |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| repro.py lines | where to look | workaround handed over | exit code | seconds | plain run (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     return "\n".join([*lines, *map(row, outcomes), *totals(outcomes)]) + "\n"
 
 
