@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.reduce.regression_test import as_a_maintainer_runs_it
+from pt2doctor.reduce.regression_test import as_a_maintainer_runs_it, missing_dependencies
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"
 
@@ -55,3 +55,27 @@ def test_the_reduced_program_comes_with_a_regression_test_in_pytorchs_idiom(diag
                          env=as_a_maintainer_runs_it())  # CI=true would send run_tests() to CI's XML reporting
     assert now.returncode == 1 and "FAILED (" in now.stderr
     assert "A regression test in PyTorch's test idiom (`test_repro.py`" in (run.out_dir / "issue.md").read_text()
+
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def test_a_minimal_graph_with_no_short_form_hands_over_the_program_reduced(diagnosed):
+    # the minimal graph holds torch.cond (a higher-order op: submodules), which has no short form; the harness form
+    # stays beside as repro_graph.py, and repro.py is the program reduced, verified both ways, with its test
+    run, d = diagnosed(SCRIPTS / "cond_unsupported_backend.py", options=("--program-patience", "20"))
+    p, m, short = d["program"], d["minify"], d["short"]
+    assert (d["category"], d["stage"], run.code) == ("backend_failure", "backend", 1)
+    assert m["verified"] and Path(m["repro_path"]).name == "repro_graph.py" and "class Repro" in Path(
+        m["repro_path"]).read_text()
+    assert p["reason"] == "short" and p["verified"] and p["lines_after"] < p["lines_before"]
+    repro = (run.out_dir / "repro.py").resolve()
+    assert d["repro"] == p["repro_path"] == short["repro"] == m["short_repro"] and Path(d["repro"]).resolve() == repro
+    assert d["repro_verified"]
+    assert short["graph"] == m["repro_path"] and short["lines"] <= 20
+    text = repro.read_text()
+    assert "torch.cond(" in text and "torch.compile(f, backend=no_cond)" in text and "class Repro" not in text
+    if not missing_dependencies():  # PyTorch's test utilities import: the program's own test beside it
+        assert d["test"] == p["test"] and Path(d["test"]).resolve() == repro.with_name("test_repro.py")
+        assert "TestCase" in Path(d["test"]).read_text()
+    assert any(note.startswith("a short repro (the minimal graph has no short form") for note in d["notes"])

@@ -71,13 +71,17 @@ def test_a_zero_tensor_input_is_rebuilt_as_one(diagnosed):
 
 
 @pytest.mark.slow
-def test_a_jvp_segfault_in_aot_autograd_gets_a_graph_repro(diagnosed):
+def test_a_jvp_segfault_in_aot_autograd_gets_a_graph_repro_and_the_program_as_its_short_form(diagnosed):
     # pytorch#197086: the Dynamo graph calls functorch's scaffolding, which tracing rejected ("_unwrap_for_grad():
-    # incompatible function arguments ... Proxy"): no graph repro, only the program reduced
+    # incompatible function arguments ... Proxy") until the graph repro recorded it; that graph has no short form
+    # (functorch's private calls), so repro.py is the program reduced and the graph's harness form repro_graph.py
     run, d = diagnosed(REALBUGS / "jvp_ldexp_aot_eager_segfault.py")
     assert (d["category"], d["stage"]) == ("runtime_crash", "aot_autograd")
-    assert d["repro_verified"] and d["minify"]["verified"] and d["program"] is None, d["notes"]
+    assert d["repro_verified"] and d["minify"]["verified"], d["notes"]
     assert d["minify"]["signature"]["text"] == "SIGSEGV" and "torch.ldexp" in d["culprit_ops"]
+    assert d["program"]["reason"] == "short" and d["repro"] == d["short"]["repro"] == d["program"]["repro_path"]
+    assert "torch.func.jvp(" in Path(d["repro"]).read_text() and d["short"]["lines"] <= 20
+    assert Path(d["minify"]["repro_path"]).name == "repro_graph.py"
 
 
 @pytest.mark.slow

@@ -123,7 +123,8 @@ STEPS: tuple[Step, ...] = (
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
     Step("reached", over.reached),
-    Step("hand_over", over.hand_over, writes="attempts workarounds notes minify short harness_test bisection settings"),
+    Step("hand_over", over.hand_over,
+         writes="attempts workarounds notes minify program short harness_test bisection settings"),
     Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames runtime "
                                       "original_backend backend_kind workarounds short harness_test bisection "

@@ -7,7 +7,9 @@ export path with the failing `export` step turned off (`reduce.program` says how
 `found.program` and a note; a failure of the reducer is a note too: the diagnosis so far stands. It
 does nothing for a diagnosis that has nothing to reduce (the script's own bug, a timeout, a recompile
 limit, a failure that does not repeat) or for a job of several ranks. A graph repro that did not
-verify is kept beside the program's, as `repro_graph.py`. `budget_s`: the reduction's share of the diagnosis's
+verify is kept beside the program's, as `repro_graph.py`. A verified one with no short form (`reason` "short")
+stays repro.py: the program is reduced in `short_program/` of the output directory, and the hand-over makes it
+repro.py where it verified (`diagnose.short_repro`). `budget_s`: the reduction's share of the diagnosis's
 budget, when it has one (the reducer's own budget otherwise); `pool`: warm workers already open (the diagnosis's),
 left open. A Ctrl-C during the reduction is re-raised
 once what was reduced is written. `at_once`: how many fresh interpreters of the program may run at once
@@ -18,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.diagnosis import Attempt, ProgramReason
 from pt2doctor.model.export import ExportStep
 
 if TYPE_CHECKING:
@@ -33,11 +35,13 @@ if TYPE_CHECKING:
 
 _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
         "fallback": "graph minification gave no verified repro",
-        "export": "the failure is in torch.export: no compiled graph shows it"}
+        "export": "the failure is in torch.export: no compiled graph shows it",
+        "short": "the minimal graph has no short form in PyTorch's idiom"}
+SHORT_FOLDER = "short_program"  # where the program reduced for a short form is written (`reason` "short")
 
 
 def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporter, failed: Attempt, backend: str | None,
-                       reason: Literal["dynamo", "fallback", "export"], export: ExportStep | None = None,
+                       reason: ProgramReason, export: ExportStep | None = None,
                        at_once: int | None = None, budget_s: float | None = None,
                        pool: WorkerPool | None = None, forks: FreshForks | None = None) -> None:
     from pt2doctor.reduce.program import CannotReduce, ProgramJob, fails_as, passes_with, reduce_program
@@ -49,12 +53,14 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
         found.notes.append("program not reduced: the reducer runs the program as one process, and this one is a job "
                            "of several ranks")
         return
-    if found.minify is not None:  # an unverified graph repro: kept beside, as repro_graph.py
+    out_dir = options.out_dir / SHORT_FOLDER if reason == "short" else options.out_dir
+    if found.minify is not None and reason != "short":  # an unverified graph repro: kept beside, as repro_graph.py
         graph_repro = Path(found.minify.repro_path)
         if graph_repro.exists():
             found.minify = replace(found.minify,
                                    repro_path=str(graph_repro.replace(graph_repro.with_name("repro_graph.py"))))
-    job = ProgramJob(options.script, options.args, failed.signature or "", backend, options.out_dir,
+    out_dir.mkdir(exist_ok=True)
+    job = ProgramJob(options.script, options.args, failed.signature or "", backend, out_dir,
                      min(options.program_budget_s, budget_s or options.program_budget_s), options.query_timeout_s,
                      reason, policy(found.category).wrong_result,
                      script_line(options.script, found), export, options.program_patience,
@@ -72,7 +78,8 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
             found.notes.append(f"the program reducer failed: {type(exc).__name__}: {exc}")
     p = found.program
     if p is not None:
-        found.notes.append(f"repro.py is the program reduced ({_WHY[reason]}): {p.lines_before} -> {p.lines_after} "
+        found.notes.append(f"{'a short repro' if reason == 'short' else 'repro.py is the program reduced'} "
+                           f"({_WHY[reason]}): {p.lines_before} -> {p.lines_after} "
                            f"lines in {p.checks} checks ({p.check_s:.2f} s each), "
                            f"{'verified' if p.verified else 'NOT verified'}")
         if p.verified and p.test is None:

@@ -1,6 +1,7 @@
 """diagnose's reduction steps: the failing graph minified (before the stage is known when the first run already
 showed a compiled graph failing, else after), then the user's program reduced when no graph gave a verified
-repro. The work is `diagnose.graph_minify` and `diagnose.program`'s; these are the steps that call them."""
+repro, or when the one that did has no short form in PyTorch's idiom. The work is `diagnose.graph_minify` and
+`diagnose.program`'s; these are the steps that call them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
-from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.model.diagnosis import FailingStage, ProgramReason
 from pt2doctor.model.minify import MinifyResult
 
 
@@ -37,7 +38,9 @@ def minify(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording
 
 
 def reduces_the_program(ctx: Context, found: Found) -> bool:
-    return ctx.options.minify and found.stage is not None and not (found.minify and found.minify.verified)
+    """No graph gave a verified repro, or the one that did has no short form (`diagnose.program`, reason "short")."""
+    m = found.minify
+    return ctx.options.minify and found.stage is not None and not (m and m.verified and m.short_repro is not None)
 
 
 def program_reduction(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
@@ -48,7 +51,13 @@ def program_reduction(ctx: Context, found: Found, classify: Classified, reproduc
                   classify.attempt)
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
-                           "dynamo" if found.stage is FailingStage.DYNAMO else "fallback", at_once=ctx.runner.gpu.limit,
+                           _reason(found), at_once=ctx.runner.gpu.limit,
                            budget_s=ctx.reduction_s(), pool=reproduce.workers.pool if reproduce.workers else None,
                            forks=reproduce.workers.forks if reproduce.workers else None)
     return found.program is not None
+
+
+def _reason(found: Found) -> ProgramReason:
+    if found.minify is not None and found.minify.verified:
+        return "short"
+    return "dynamo" if found.stage is FailingStage.DYNAMO else "fallback"

@@ -12,7 +12,9 @@ the aten form where it does not reproduce, then the aten form whose graph Induct
 tests not handed over are removed. When a short form verifies, it becomes repro.py and the harness form is kept as
 repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py stays the harness form, a note says
 why, and its own check is the regression test (`reduce.regression_test.write_harness_test`, `found.harness_test`).
-`found.short` records what was handed over.
+A graph with no short form at all (a higher-order op, functorch's private calls) has the program reduced instead, where
+it verified (`found.program`, reason "short", reduced before the hand-over): it becomes repro.py and its test
+test_repro.py. `found.short` records what was handed over.
 """
 
 from __future__ import annotations
@@ -44,8 +46,22 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
     m = found.minify
     if m is None or not m.verified:
         return
+    if m.short_repro is None and _program(found):
+        return
     if m.short_repro is None or not _short(found, m, out_dir, signature, timeout_s, forks):
         _harness_test(found, m, timeout_s, forks)
+
+
+def _program(found: Found) -> bool:
+    """The program reduced where the graph has no short form (`diagnose.program`, reason "short"), handed over as the
+    short form where it verified (True): repro.py, its test test_repro.py, the graph's harness form repro_graph.py."""
+    p = found.program
+    if p is None or p.reason != "short" or not p.verified or p.verify_runs is None:
+        return False
+    _hand_over(found, Path(p.repro_path), Path(p.test) if p.test else None, p.verify_runs)
+    assert found.short is not None
+    found.program = replace(p, repro_path=found.short.repro, test=found.short.test)
+    return True
 
 
 def _harness_test(found: Found, m: MinifyResult, timeout_s: float, forks: FreshForks | None) -> None:
@@ -123,8 +139,8 @@ def _hand_over(found: Found, short: Path, test: Path | None, runs: VerifyRuns) -
     repro, graph = Path(m.repro_path), Path(m.repro_path).with_name("repro_graph.py")
     os.replace(repro, graph)
     os.replace(short, repro)
-    if test is not None and test.name != "test_repro.py":
-        test = test.replace(test.with_name("test_repro.py"))
+    if test is not None and test != repro.with_name("test_repro.py"):
+        test = test.replace(repro.with_name("test_repro.py"))
     found.minify = replace(m, repro_path=str(graph), short_repro=str(repro))
     found.short = ShortForm(repro=str(repro), graph=str(graph), lines=_lines(repro), runs=runs,
                             test=str(test) if test else None)

@@ -215,14 +215,20 @@ class StateChange:
     line: int
 
 
+# why a program was reduced: see `ProgramRepro`
+ProgramReason = Literal["dynamo", "fallback", "export", "short"]
+
+
 @dataclass(frozen=True, slots=True)
 class ProgramRepro:
     """repro.py as the user's program reduced (`reduce.program`): it fails compiled the way the script
     did (with `backend` forced onto every `torch.compile`; None: the script's own) and passes with
     compilation off (`passes_with` says how: on the export path, with the failing step turned off; empty
     when there is no such run, a tracing step failed). `reason` says why it was made: the stage is Dynamo
-    (no graph shows the bug), graph minification gave no verified repro (`fallback`), or the failure is in
-    torch.export (`export`). For a wrong result, `changes` are the
+    (no graph shows the bug), graph minification gave no verified repro (`fallback`), the failure is in
+    torch.export (`export`), or the minimal graph verified but has no short form in PyTorch's idiom (`short`: a
+    higher-order op, functorch's private calls; the program reduced is then the short form, `diagnose.short_repro`).
+    For a wrong result, `changes` are the
     statements between two calls of the compiled code that write state it reads (a stale result: no
     guard caught them); `culprit_ops` names their paths first, then the calls in compiled code. `check_s` is the mean
     seconds per check; `stopped_early` is "budget", "no_progress" (that many checks in a row kept nothing) or
@@ -231,7 +237,7 @@ class ProgramRepro:
     repro_path: str
     signature: str
     backend: str | None
-    reason: Literal["dynamo", "fallback", "export"]
+    reason: ProgramReason
     lines_before: int
     lines_after: int
     checks: int

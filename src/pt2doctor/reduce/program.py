@@ -50,11 +50,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.model.child import Overrides
-from pt2doctor.model.diagnosis import ProgramRepro, StateChange
+from pt2doctor.model.diagnosis import ProgramReason, ProgramRepro, StateChange
 from pt2doctor.model.export import AOTI_STEPS, ExportStep
 from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.model.signature import check_identity, from_description
@@ -86,7 +86,7 @@ class ProgramJob:
     out_dir: Path  # repro.py goes here; the verification harnesses in out_dir/program
     budget_s: float  # for the checks (the workers' warm-up and the verification come on top)
     timeout_s: float  # the most one check may take (less: a few times the first check's time)
-    reason: Literal["dynamo", "fallback", "export"] = "dynamo"
+    reason: ProgramReason = "dynamo"
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
     check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
     export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
