@@ -34,6 +34,15 @@ def test_rows_that_cannot_change_the_graph_are_not_tried():
     assert {"split_reductions", "triton.persistent_reductions"} <= reduction and "cpp.simdlen" not in reduction
     aot = applicable(FailingStage.DECOMP_PARTITION, ("aten.add.Tensor",), "cpu")
     assert aot and all(s.module == FUNCTORCH for s in aot)
+    # aot_eager_decomp_partition decomposes with Inductor's table, which `fallback_random` changes: a random op's
+    # wrong result at that stage (pytorch#141557, a thread's setting) has it tried; AOTAutograd's alone does not
+    random = ("aten.native_dropout.default",)
+    assert "fallback_random" in {s.key for s in applicable(FailingStage.DECOMP_PARTITION, random, "cpu")}
+    assert "fallback_random" not in {s.key for s in applicable(FailingStage.AOT_AUTOGRAD, random, "cpu")}
+    # the same random op after AOTAutograd decomposed it for Inductor: only its seeds left in the minimal graph
+    assert "fallback_random" in {s.key for s in applicable(FailingStage.INDUCTOR, ("prims.inductor_seeds.default",),
+                                                           "cpu")}
+    assert "fallback_random" not in {s.key for s in applicable(FailingStage.INDUCTOR, ("aten.expand.default",), "cpu")}
 
 
 def test_what_the_bisector_blames_is_turned_off_by_a_row_of_the_same_table():

@@ -177,7 +177,7 @@ class Queries:
             results[plan] = self.target == "timeout"
 
 
-_RANDOM = re.compile(r"\b(rand\w*|bernoulli\w*|\w*dropout\w*|normal_?|uniform_?|exponential_?|multinomial|poisson)\b")
+_DOTTED = re.compile(r"\w+(?:\.\w+)+")  # the calls a repro's code names: `torch.ops.aten.rand.default`, `x.bernoulli_`
 
 
 def _inert(name: str, change: dict[str, Any] | None, repro: str, on_cuda: bool) -> bool:
@@ -188,7 +188,7 @@ def _inert(name: str, change: dict[str, Any] | None, repro: str, on_cuda: bool) 
     if name == "cudagraphs" or field == "comprehensive_padding":
         return not on_cuda
     if field == "fallback_random":
-        return not _RANDOM.search(repro)
+        return not any(torch_compat.names_a_random_op(name) for name in _DOTTED.findall(repro))
     if field == "emulate_precision_casts":
         return not re.search(r"float16|bfloat16|\bhalf\b", repro)
     if field == "layout_optimization":

@@ -9,8 +9,9 @@ or `BUDGET_S` has passed; each run is judged as every minifier query is, against
 (`reduce.oracle.judge`). None where no setting can reach the failure: no verified minimal graph, or a stage no
 setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot matter are skipped without
 a run: a key the installed torch lacks or already holds at that value, another device's, one whose ops the graph
-does not hold; the functorch rows alone where the stage is AOTAutograd's, Dynamo's alone where it is Dynamo's (and
-never past it).
+does not hold; the functorch rows alone where the stage is AOTAutograd's (with, at `aot_eager_decomp_partition`'s,
+Inductor's rows its decomposition table reads: `fallback_random`), Dynamo's alone where it is Dynamo's (and never past
+it).
 `search_on_program(pool, found, script)` is the same search where no graph gave a verified repro but the program
 reduced did (`found.program`: a failure past Dynamo, a wrong result the script's own check sees, or a Dynamo-stage
 failure, with Dynamo's rows: a guard it leaves out, a construct it traces): each row set at the
@@ -146,10 +147,17 @@ def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[S
     """The table's rows that can change this graph, in its order (see the contract)."""
     module = _MODULES.get(stage)
     names = " ".join(ops)
-    return [row for row in SETTINGS
-            if (row.module == module if module else row.module != DYNAMO) and device in row.devices
+    rows = [row for row in SETTINGS
+            if (row.module == module if module else row.module != DYNAMO) or _decomposes_at(row, stage)]
+    return [row for row in rows if device in row.devices
             and (not row.needs_ops or re.search(row.needs_ops, names))
+            and (not row.draws or any(torch_compat.names_a_random_op(op) for op in ops))
             and _installed_differs(row)]
+
+
+def _decomposes_at(row: Setting, stage: FailingStage) -> bool:
+    """An Inductor row read by the decomposition table that `aot_eager_decomp_partition` uses too."""
+    return row.decompositions and stage is FailingStage.DECOMP_PARTITION
 
 
 def _installed_differs(row: Setting) -> bool:

@@ -2,10 +2,10 @@
 
 Each `Setting` is one key of one of torch's compiler configs set to one value: what it turns off or on
 (`touches`), the devices whose code it changes, the ops a graph must hold for it to matter (`needs_ops`, a
-regular expression over the graph's op names; empty: any graph), and the `CompilerBisector` subsystem it
-turns off, where it turns off one alone. The table is ordered from the setting that takes least away (an
-emulation that keeps every optimisation) to the broadest (no fusion at all): the first that removes a
-failure is the narrowest. A key the installed torch lacks, or one already at that value, is not tried
+regular expression over the graph's op names; empty: any graph; `draws`: a random op, by the accuracy rule's test),
+and the `CompilerBisector` subsystem it turns off, where it turns off one alone. The table is ordered from the setting
+that takes least away (an emulation that keeps every optimisation) to the broadest (no fusion at all): the first that
+removes a failure is the narrowest. A key the installed torch lacks, or one already at that value, is not tried
 (`capture.torch_compat.config_value` reads it there): a new torch brings its own keys and defaults.
 
 `diagnose.setting_search` tries the table on the minimal failing graph (Dynamo's rows, for a failure no graph shows,
@@ -31,11 +31,15 @@ class Setting:
     touches: str  # what it changes, in words: "split reductions"
     devices: tuple[Device, ...] = ("cpu", "cuda")
     needs_ops: str = ""  # a regular expression one of the graph's ops must match
+    draws: bool = False  # one of the graph's ops must draw random numbers (`torch_compat.names_a_random_op`)
     subsystem: str = ""  # the CompilerBisector subsystem this turns off alone
     # where it acts: "lowering" inside Inductor's compile of a graph AOTAutograd made (lowering, scheduling, code
     # generation: the minimal after-AOT graph shows it); "graph" before that (decompositions, the joint graph, the
     # partitioner, pre-grad passes, precision emulation): only the Dynamo graph compiled whole shows it
     phase: Literal["lowering", "graph"] = "graph"
+    # read by Inductor's decomposition table (`select_decomp_table`), which `aot_eager_decomp_partition` decomposes
+    # with too: the row can change a failure at that stage, though no Inductor code runs there
+    decompositions: bool = False
 
     @property
     def line(self) -> str:
@@ -58,8 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     # emulations: every optimisation stays, the compiled code rounds or draws as eager does
     Setting(INDUCTOR, "emulate_precision_casts", True, "low-precision rounding emulated as eager rounds",
             subsystem="inductor_emulate_precision_casts"),
-    Setting(INDUCTOR, "fallback_random", True, "random ops drawn by eager's generator",
-            needs_ops=r"rand|dropout|bernoulli|normal|uniform|multinomial", subsystem="inductor_fallback_random"),
+    Setting(INDUCTOR, "fallback_random", True, "random ops drawn by eager's generator", draws=True,
+            subsystem="inductor_fallback_random", decompositions=True),
     # one optimisation of one kind of op
     Setting(INDUCTOR, "online_softmax", False, "the one-pass (online) softmax", needs_ops="softmax"),
     Setting(INDUCTOR, "optimize_scatter_upon_const_tensor", False, "scatter into a constant tensor rewritten",
@@ -83,7 +87,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(INDUCTOR, "triton.enable_persistent_tma_matmul", False, "the persistent TMA matmul", devices=("cuda",),
             phase=LOWERING),
     Setting(INDUCTOR, "max_autotune", False, "autotuning of matmuls and convolutions", phase=LOWERING),
-    Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels", phase=LOWERING),
+    Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels", phase=LOWERING,
+            decompositions=True),
     Setting(INDUCTOR, "cpp_wrapper", False, "the C++ wrapper", phase=LOWERING),
     Setting(INDUCTOR, "triton.cudagraphs", False, "CUDA graphs", devices=("cuda",), subsystem="cudagraphs",
             phase=LOWERING),
