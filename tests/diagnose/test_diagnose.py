@@ -119,11 +119,13 @@ def test_custom_backend_failure_minifies_to_the_op_it_rejects(diagnosed):
     assert "NotImplementedError" in _refails_fresh(d["repro"])
 
 
-def test_a_harness_form_repro_gets_its_own_check_as_a_regression_test(diagnosed):
-    """A graph only the harness form can express (a backend defined in the script): no short form, and
-    test_repro.py is the harness's `check()` in a TestCase, verified, in issue.md."""
+def test_a_graph_with_no_short_form_hands_over_the_program_reduced_with_its_test(diagnosed):
+    """A graph only the harness form can express (a backend defined in the script) has no short form: the program
+    reduced is repro.py (the harness form repro_graph.py), and test_repro.py the program in a TestCase, verified, in
+    issue.md."""
     run, d = diagnosed(HERE / "custom_backend.py")
-    assert d["short"] is None and d["repro_verified"]
+    assert d["program"]["reason"] == "short" and d["short"]["repro"] == d["repro"] and d["repro_verified"]
+    assert Path(d["short"]["graph"]).name == "repro_graph.py"
     if missing_dependencies():
         assert d["test"] is None and any("no regression test" in note for note in d["notes"])
         return
@@ -132,7 +134,7 @@ def test_a_harness_form_repro_gets_its_own_check_as_a_regression_test(diagnosed)
     ran = subprocess.run([sys.executable, str(test)], capture_output=True, text=True, timeout=300, cwd=test.parent,
                          env=as_a_maintainer_runs_it())
     assert ran.returncode == 1 and "FAILED (" in ran.stderr and "NotImplementedError" in ran.stderr
-    assert "(`test_repro.py`: repro.py's `check()` in a `TestCase`" in (run.out_dir / "issue.md").read_text()
+    assert "A regression test in PyTorch's test idiom (`test_repro.py`" in (run.out_dir / "issue.md").read_text()
 
 
 def test_the_users_own_backend_is_fixed_there_not_filed_and_progress_has_no_moving_total(diagnosed):

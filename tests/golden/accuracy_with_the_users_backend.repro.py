@@ -98,7 +98,7 @@ imports only the standard library and torch, and has no `from __future__` import
   RMSE(actual, fp64) within a multiple of RMSE(expected, fp64)); without an fp64 value (the fp64 run
   raised; the output stays float32 in it) by allclose alone. Any other (integer, bool) must be equal.
 - `kept_state()`: the guard around every check: the RNG state and functorch's transform stack restored.
-- `draws(node)` / `random_ops(gm)`: which FX calls draw random numbers.
+- `draws(node)` / `random_ops(gm)`: which FX calls draw random numbers; `names_a_random_op(name)` the rule by name.
 Private torch APIs (checked on 2.13): `torch._dynamo.utils.same`, `torch.fx.node._get_qualified_name`,
 `torch._C._functorch`: `get_dynamic_layer_stack_depth`, `peek_interpreter_stack`, the `_*_decrement_nesting`.
 """
@@ -295,10 +295,17 @@ def undo_functorch_levels(depth):
         undo[functorch.peek_interpreter_stack().key()]()
 
 
-# One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`), so
-# `torch.nn.functional.normalize` or `Tensor.expand` never match.
+# One segment of an op's qualified name (`torch.rand`, `Tensor.normal_`, `functional.dropout`, after AOTAutograd's
+# decomposition for Inductor `prims.inductor_random`), so `torch.nn.functional.normalize` or `Tensor.expand` never
+# match.
 _RANDOM = re.compile(r"^(rand|bernoulli|multinomial|normal_?$|uniform|exponential|poisson|cauchy|geometric|log_normal)"
-                     r"|dropout|rrelu")
+                     r"|dropout|rrelu|^inductor_(random|randint|seeds?|lookup_seed)$")
+
+
+def names_a_random_op(name):
+    """Whether a qualified op name (`aten.native_dropout.default`, `torch.rand`, `l_x_.bernoulli_`) is a random op's,
+    by its segments after the first: the one rule for the accuracy check here, the bisector and the settings table."""
+    return any(_RANDOM.search(s) for s in name.lower().split(".")[1:])
 
 
 def random_ops(gm):
@@ -311,9 +318,9 @@ def draws(node):
     """Whether an FX call draws: a random op, except a dropout that cannot (p=0 or training=False:
     it returns its input, `F.dropout`) and an rrelu outside training (its slope is then fixed). A
     value the graph computes (a SymFloat p) may draw."""
-    segments = op_name(node).lower().split(".")[1:]
-    if not any(_RANDOM.search(s) for s in segments):
+    if not names_a_random_op(op_name(node)):
         return False
+    segments = op_name(node).lower().split(".")[1:]
     if any("dropout" in s for s in segments):  # (input, p=0.5, training=True) for every dropout (2.13)
         return _arg(node, 1, ("p",), 0.5) != 0 and _arg(node, 2, ("training", "train"), True) is not False
     if any("rrelu" in s for s in segments):  # (input, lower, upper, training=False)
