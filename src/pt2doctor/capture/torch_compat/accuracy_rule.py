@@ -243,9 +243,10 @@ def draws(node):
     """Whether an FX call draws: a random op, except a dropout that cannot (p=0 or training=False:
     it returns its input, `F.dropout`) and an rrelu outside training (its slope is then fixed). A
     value the graph computes (a SymFloat p) may draw."""
-    if not names_a_random_op(op_name(node)):
+    name = op_name(node)
+    if not names_a_random_op(name):
         return False
-    segments = op_name(node).lower().split(".")[1:]
+    segments = name.lower().split(".")[1:]
     if any("dropout" in s for s in segments):  # (input, p=0.5, training=True) for every dropout (2.13)
         return _arg(node, 1, ("p",), 0.5) != 0 and _arg(node, 2, ("training", "train"), True) is not False
     if any("rrelu" in s for s in segments):  # (input, lower, upper, training=False)
