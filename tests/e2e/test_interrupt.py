@@ -107,18 +107,19 @@ def test_diagnose_stopped_by_sigterm_during_the_first_runs_says_it_was_stopped(t
 
 
 def test_diagnose_budget_hands_over_the_best_found_within_it(tmp_path):
-    """--budget 40 on a backend that sleeps 4 s a compile: the minifier cannot finish, the verdict is handed over
-    and the diagnosis ends within 10% of the budget, exiting as a concluded diagnosis does."""
-    out = tmp_path / "diag"
+    """--budget 25 on a backend that sleeps 4 s a compile (the whole diagnosis takes about 55 s on a laptop, 40 s on a
+    fast machine; its first two runs and the stage's evidence about 14 s): the minifier cannot finish, the verdict is
+    handed over and the diagnosis ends within 10% of the budget, exiting as a concluded diagnosis does."""
+    out, budget = tmp_path / "diag", 25
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pt2doctor", "diagnose", "--no-bisect", "--budget", "40", "--out",
-                           str(out), str(SCRIPTS / "slow_backend_failure.py")], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pt2doctor", "diagnose", "--no-bisect", "--budget", str(budget),
+                           "--out", str(out), str(SCRIPTS / "slow_backend_failure.py")], capture_output=True,
+                          text=True, timeout=300)
     took = time.monotonic() - started
     d = json.loads((out / "diagnosis.json").read_text())
-    # the diagnosis's own time within 10%; the command's, interpreter start and bundle included, on a test machine
-    # running other tests beside it, within 25%
-    assert d["timings"]["total"] <= 44 and took <= 50, (took, d["timings"])
+    # the diagnosis's own time within 10%; the command's (interpreter start, ending the runs and the bundle included,
+    # on a test machine running other tests beside it) within 10 s more
+    assert d["timings"]["total"] <= budget * 1.1 and took <= budget + 10, (took, d["timings"])
     assert d["category"] == "backend_failure" and d["stage"] == "backend"
     assert done.returncode == 1 and d["exit_code"] == 1 and d["interrupted"] is False
     assert d["stopped_by"] == "budget" and d["headline"].startswith("stopped at its --budget: backend_failure")
