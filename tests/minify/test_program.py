@@ -203,6 +203,29 @@ def test_a_seeded_generator_is_kept_and_a_program_that_compiles_nothing_is_refus
     assert keeps(source, kept, compiles=True)
 
 
+def test_a_candidate_that_breaks_a_name_is_refused_unrun_but_the_scripts_own_free_names_are_allowed():
+    """pysource_minimize proposes `something(4)`, `0 .randn(4)`, `unique_name_0 = f(x)`: each raises once its line
+    runs, which it must with compilation off (70 of 194 candidates on autograd_function_custom_jvp_dropped.py)."""
+    from pt2doctor.reduce.program_keep import Keep
+
+    source = ("import torch\nfrom math import pi\ndef f(x):\n    return torch.sin(x) * pi\nx = torch.randn(4)\n"
+              "eager = f(x)\nc = torch.compile(f)(x)\nprint(__file__, c)\nassert torch.equal(c, eager)\n")
+    keep = Keep.of(source)
+    assert keep.compiles and keep.unbound == frozenset() and keep.allows(source)
+    refused = [source.replace("torch.randn(4)", "something(4)"), source.replace("torch.randn", "0 .randn"),
+               source.replace("eager = f(x)", "unique_name_0 = f(x)"), source.replace("eager = f(x)", "eager = 0(x)"),
+               source.replace("from math import pi\n", "")]
+    assert not any(keep.allows(candidate) for candidate in refused)
+    allowed = [source.replace("torch.randn(4)", "torch.randn(0)"), source.replace("x = torch.randn(4)\n", "x = 0\n"),
+               source.replace("eager = f(x)", "eager = (1.5).real")]
+    assert all(keep.allows(candidate) for candidate in allowed)
+    # a name the script itself loads unbound (a global its harness sets) stays allowed; a star import binds anything
+    harnessed = Keep.of(source.replace("print(__file__, c)", "print(HARNESS, c)"))
+    assert harnessed.unbound == {"HARNESS"} and harnessed.allows(source.replace("print(__file__, c)", "print(HARNESS)"))
+    starred = Keep.of("from torch import *\ny = compile(sin)(randn(3))\n")
+    assert starred.allows("from torch import *\ny = compile(sin)(anything(3))\n")
+
+
 def test_a_wrong_results_identity_keeps_a_first_line_that_names_no_values():
     from pt2doctor.model.signature import check_identity
 

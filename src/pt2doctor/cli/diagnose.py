@@ -80,7 +80,7 @@ class _MinifyStatus(MinifyProgress):
                    "verdict comes first, the repro and workarounds as time allows).")
 @program_budget_option
 @click.option("--program-patience", type=click.IntRange(min=0), default=DEFAULT_PROGRAM_PATIENCE, show_default=True,
-              help="Stop reducing the program after this many checks in a row kept nothing (0: at the budget only).")
+              help="Stop reducing the program after this many candidates in a row kept nothing (0: the budget only).")
 @click.option("--json", "as_json", is_flag=True, help="Print diagnosis.json to stdout.")
 @click.option("--versions", "versions", is_flag=True,
               help="Also run the verified repro under other torch releases (each in a cached environment of its "

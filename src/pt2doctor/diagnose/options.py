@@ -9,7 +9,8 @@ from pt2doctor.model.settings import default_jobs
 from pt2doctor.versions.options import VersionsSettings
 
 DEFAULT_PROGRAM_BUDGET_S = 240.0  # the program reducer's time: a few minutes
-# The program reducer stops after this many checks in a row kept nothing. Most checks come after the last smaller
+# The program reducer stops after this many new candidates in a row kept nothing (checked, or refused unchecked:
+# `reduce.program_keep.Keep`; until session 25, checks alone). Most checks come after the last smaller
 # program (13 of 584, 14 of 398: bench/results/realbugs-2026-11-26.md): the AST pass's last sweep, finding nothing.
 # With 60 instead of 150, four of five program-reduced corpus bugs ended at the same size and one a line longer
 # (25 -> 16 lines, was 15), in 74-200 checks instead of 164-308 (bench/results/economy-2026-11-27.md).
@@ -31,7 +32,7 @@ class DiagnoseOptions:
     query_timeout_s: float = 120.0
     # the program reducer's time (the Dynamo stage, or no verified graph repro)
     program_budget_s: float = DEFAULT_PROGRAM_BUDGET_S
-    program_patience: int | None = DEFAULT_PROGRAM_PATIENCE  # checks in a row that kept nothing; None: the budget only
+    program_patience: int | None = DEFAULT_PROGRAM_PATIENCE  # candidates in a row that kept nothing; None: budget only
     program_patience_s: float | None = DEFAULT_PROGRAM_PATIENCE_S  # or seconds that kept nothing
     minify: bool = True
     bisect: bool = True

@@ -19,10 +19,10 @@ the program may need a real exported program (`torch.export.unflatten`), and (a)
 it must still pass.
 (b) is checked only for candidates that pass (a). A deterministic candidate that no longer compiles
 anything fails (b) whenever it fails (a); a nondeterministic one may not, so before either a candidate
-must still call a compiler (`calls_a_compiler`) and keep some statements exactly as written
-(`kept_statements`): for a wrong result the script's own check (a reduction may not loosen or tighten
-what "wrong" means: `rtol=1e-4` made `rtol=0` would pass (a) and (b) and claim a bitwise difference),
-and every statement that seeds an RNG.
+must still call a compiler and keep some statements exactly as written (`reduce.program_keep.Keep`): for a
+wrong result the script's own check (a reduction may not loosen or tighten what "wrong" means: `rtol=1e-4` made
+`rtol=0` would pass (a) and (b) and claim a bitwise difference), and every statement that seeds an RNG; a candidate
+that can be seen to fail (b) without running it (a name nothing binds: `Keep.allows`) is not run either.
 The first candidate is the program cut down to what its failure can depend on (`reduce.program_slice`: the
 statements of the failing traceback's lines and the check, what compiles, and what feeds into them), one check for
 what deleting statement by statement would find in one check each.
@@ -31,7 +31,7 @@ Each check runs the candidate (`reduce.program_harness`) in a child forked from 
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
 The best program so far (fewest lines, then characters) is kept here, not by the library: when the
-budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` checks in a row (or
+budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` new candidates in a row (or
 `job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end
 (`"workers_ended"`) the best is written. Whole statements are deleted first, on the text as written
 (`reduce.program_text`), then the library works on the AST; a script that no longer fails once unparsed keeps the text
@@ -65,7 +65,7 @@ from pt2doctor.reduce.oracle import judge
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
-from pt2doctor.reduce.program_keep import calls_a_compiler, keeps, kept_statements
+from pt2doctor.reduce.program_keep import Keep
 from pt2doctor.reduce.program_slice import relevant_part
 from pt2doctor.reduce.program_text import delete_statements
 from pt2doctor.reduce.regression_test import missing_dependencies, write_program_test
@@ -90,7 +90,7 @@ class ProgramJob:
     type_only: bool = False  # a wrong result: the exception type alone is the failure's identity
     check_line: int | None = None  # a wrong result: the script's line that raised it (its own check)
     export: ExportStep | None = None  # the failure is in this step of the export path, not in torch.compile
-    patience: int | None = None  # stop after this many checks in a row kept nothing (None: at the budget only)
+    patience: int | None = None  # stop after this many new candidates in a row kept nothing (None: the budget only)
     patience_s: float | None = None  # or after this many seconds of checks kept nothing (slow checks: compiles)
     at_once: int | None = None  # fresh interpreters of the program that may run at once (the GPU's share); None: any
     focus: tuple[int, ...] = ()  # the script's lines in the failing traceback and its check: the first cut's seeds
@@ -198,14 +198,15 @@ class ProgramReduction:
     """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
 
     def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
-                 kept: frozenset[str] = frozenset(), patience: int | None = None,
+                 keep: Keep | None = None, patience: int | None = None,
                  patience_s: float | None = None) -> None:
         self.oracle = oracle
         self.patience, self.patience_s = patience, patience_s
         self.improved_s = time.monotonic()  # when the best last got smaller (the start, before any)
         self.improved_at: list[int] = []  # the checks that found a smaller program
-        self.kept = kept
-        self.compiles = calls_a_compiler(ast.parse(source))
+        self.keep = keep or Keep.of(source)
+        self.candidates = 0  # new candidates: those checked and those `keep` refused unchecked
+        self.improved_candidate = 0  # the candidate that last found a smaller program
         self.best = source
         self.lines_before = code_lines(source)
         self.reporter = reporter
@@ -219,12 +220,14 @@ class ProgramReduction:
         if time.monotonic() > self.deadline:
             self.stopped = "budget"
             raise _Stop
-        if ((self.patience is not None and self.checks - (self.improved_at or [0])[-1] >= self.patience)
+        if ((self.patience is not None and self.candidates - self.improved_candidate >= self.patience)
                 or (self.patience_s is not None and time.monotonic() - self.improved_s >= self.patience_s)):
             self.stopped = "no_progress"
             raise _Stop
-        if source not in self.cache and not keeps(source, self.kept, self.compiles):
-            self.cache[source] = False  # it changed the check or a seed, or compiles nothing: not the same failure
+        if source not in self.cache:
+            self.candidates += 1
+        if source not in self.cache and not self.keep.allows(source):
+            self.cache[source] = False  # it changed the check or a seed, compiles nothing or breaks a name
         if source not in self.cache:
             started = time.monotonic()
             try:
@@ -241,7 +244,7 @@ class ProgramReduction:
             if self.cache[source] and _size(source) < _size(self.best):
                 self.best = source
                 self.improved_at.append(self.checks)
-                self.improved_s = time.monotonic()
+                self.improved_candidate, self.improved_s = self.candidates, time.monotonic()
             if self.checks == 1:
                 self.oracle.pool.timeout_s = min(self.oracle.pool.timeout_s,
                                                  max(_MIN_TIMEOUT_S, _TIMEOUT_FACTOR * self.check_s))
@@ -270,8 +273,8 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         with pool if own else nullcontext(pool):
             pool.wait_ready()  # the budget is for checks, not the workers' warm-up
             oracle = ProgramOracle(pool, job)
-            kept = kept_statements(source, job.check_line if job.type_only else None)
-            reduction = ProgramReduction(oracle, source, job.budget_s, reporter, kept, job.patience, job.patience_s)
+            keep = Keep.of(source, job.check_line if job.type_only else None)
+            reduction = ProgramReduction(oracle, source, job.budget_s, reporter, keep, job.patience, job.patience_s)
             if not reduction(source):
                 raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                    f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
