@@ -12,6 +12,7 @@ from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
     disable_line_call,
+    disable_operator,
     leave_out,
     own_settings,
     pin_backend_in_place,
@@ -103,6 +104,37 @@ def test_a_culprit_whose_name_is_not_on_its_line_is_kept_out_through_the_call_th
     assert "t = torch.compiler.disable(pool)(x)[0] + torch.sin(x).sum()" in candidates[0][2]
     assert "return t, torch.compiler.disable(d.sample)()" in candidates[1][2]
     assert disable_line_call(script.read_text(), 6) is None  # two calls on the line and no module: which is unknown
+
+
+def test_an_operator_culprit_is_kept_out_as_a_call_of_the_operator_module(tmp_path):
+    """float_floor_divide_off_by_one (`lambda a, b: a // b`) and saved_input_view_inplace_check_lost (`x @ w`) were
+    handed the backend for every compile: the culprit `operator.floordiv` is an operator, no call on its line. Its use
+    goes through `torch.compiler.disable(operator.floordiv)`, the innermost where two nest; `import operator` added
+    once; an operator not on the line is no candidate."""
+    script = tmp_path / "ops.py"
+    script.write_text(textwrap.dedent('''\
+        """A docstring."""
+        import torch
+
+        f = lambda a, b: (a // b) // 2 + a @ b.T
+        g = lambda a: -a if (a < 0).all() else a
+    '''))
+    source = script.read_text()
+    origins = (NodeOrigin(op="aten.div.Tensor_mode", call="operator.floordiv", file=str(script), line=4),
+               NodeOrigin(op="aten.mm.default", call="operator.matmul", file=str(script), line=4))
+    candidates = _candidates(_minified(script, origins), script, source)
+    assert [(kind, change.split(" ")[0]) for kind, change, _ in candidates] == [
+        ("call", "`operator.floordiv`"), ("call", "`operator.matmul`")]
+    floordiv, matmul = candidates[0][2], candidates[1][2]
+    assert floordiv == source.replace("import torch\n", "import torch\nimport operator\n").replace(
+        "(a // b) // 2", "(torch.compiler.disable(operator.floordiv)(a, b)) // 2")
+    assert "+ torch.compiler.disable(operator.matmul)(a, b.T)" in matmul and matmul.count("import operator") == 1
+    negated = disable_operator(source, 5, "operator.neg")
+    assert negated is not None and "torch.compiler.disable(operator.neg)(a) if" in negated
+    assert "torch.compiler.disable(operator.lt)(a, 0)" in (disable_operator(source, 5, "operator.lt") or "")
+    assert disable_operator(source, 5, "operator.mul") is None and disable_operator(source, 4, "torch.mul") is None
+    assert disable_operator("import torch\nimport operator\ny = a % b\n", 3, "operator.mod") == (
+        "import torch\nimport operator\ny = torch.compiler.disable(operator.mod)(a, b)\n")
 
 
 def test_no_call_is_kept_out_where_every_compile_refuses_a_graph_break(tmp_path):

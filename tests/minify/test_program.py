@@ -126,6 +126,18 @@ torch._dynamo.optimize("eager")(helper)
     assert compiled_calls(source) == ("numpy.cumsum", "list.append", "torch.sin")  # helper is compiled first
 
 
+def test_the_operators_of_the_compiled_code_follow_its_calls_as_dynamo_names_them():
+    """saved_input_view_inplace_check_lost's reduced program compiles `x @ w` alone: no call, so no culprit and no call
+    to keep out (the backend for every compile was its workaround). Operators come after the calls, within the limit;
+    the script's lines that use one are where a workaround keeps it out."""
+    source = "import torch\ndef f(x, w):\n    return torch.relu(x @ w) * -x\ny = 2 * 3\ntorch.compile(f)(x, w)\n"
+    assert compiled_calls(source) == ("torch.relu", "operator.mul", "operator.matmul", "operator.neg")
+    from pt2doctor.analysis.workaround_edits import calls_named
+
+    assert calls_named(source, ["operator.mul", "torch.relu"]) == [("operator.mul", 3), ("operator.mul", 4),
+                                                                   ("torch.relu", 3)]
+
+
 def test_culprits_follow_decorators_transforms_and_module_forward():
     source = """
 import torch

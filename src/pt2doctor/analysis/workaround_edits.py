@@ -7,6 +7,9 @@ that name:
   `F.relu`) made through `torch.compiler.disable(...)`: Dynamo breaks the graph around those calls alone;
 - `calls_named(source, names)`: where the script calls each of `names` as written (a reduced program's culprit
   calls), outside `with` items;
+- `disable_operator(source, line, call)`: where the culprit is an operator (`a // b`, `x @ w`: the call `operator.
+  floordiv`), its uses at `line` made calls of `torch.compiler.disable(operator.floordiv)` (`import operator` added
+  where the script lacks it): Dynamo breaks the graph around that operation alone;
 - `disable_line_call(source, line, module)`: the call at `line` of the module the culprit ran under (`gn(t)`), else
   the line's only call (`d.sample()`), made so, where the culprit's name is not on its line;
 - `fullgraph_everywhere(source)`: every `torch.compile` site refuses a graph break (`fullgraph=True`): no call can be
@@ -37,7 +40,7 @@ import ast
 import difflib
 from collections.abc import Sequence
 
-from pt2doctor.model.torch_text import CONFIG_MODULES
+from pt2doctor.model.torch_text import CONFIG_MODULES, OPERATORS, operator_use
 
 DISABLE = "@torch.compiler.disable"
 
@@ -82,8 +85,9 @@ def disable_call(source: str, line: int, call: str) -> str | None:
 
 def calls_named(source: str, names: Sequence[str]) -> list[tuple[str, int]]:
     """(name, line) for each call in `source` spelled as one of `names` (`x.mul_`, `torch.cat`: a reduced program's
-    culprit calls, as its text, which is the script's), in the names' order, then the lines'; a call that is a `with`
-    item (`torch.no_grad()`) is left out: kept out of the graph it would guard nothing."""
+    culprit calls, as its text, which is the script's; an operator's use, `x @ w` for `operator.matmul`), in the
+    names' order, then the lines'; a call that is a `with` item (`torch.no_grad()`) is left out: kept out of the
+    graph it would guard nothing."""
     tree = _tree(source)
     if tree is None:
         return []
@@ -91,8 +95,42 @@ def calls_named(source: str, names: Sequence[str]) -> list[tuple[str, int]]:
                 for item in n.items}
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n) not in managers
              and n.func.lineno == n.func.end_lineno]
+    operators = [(f"operator.{use[0]}", n.lineno) for n in ast.walk(tree)
+                 if isinstance(n, ast.expr) and n.lineno == n.end_lineno and (use := operator_use(n)) is not None]
     return [(name, line) for name in names
-            for line in sorted({c.func.lineno for c in calls if _segment(source, c.func) == name})]
+            for line in sorted({c.func.lineno for c in calls if _segment(source, c.func) == name}
+                               | {at for spelled, at in operators if spelled == name})]
+
+
+def disable_operator(source: str, line: int, call: str) -> str | None:
+    """`source` with the operations at `line` of the operator `call` names (`operator.floordiv`: `a // b`) made
+    through `torch.compiler.disable(operator.floordiv)`, the innermost where they nest; `import operator` added after
+    the script's last top-level import where it lacks one."""
+    module, _, name = call.rpartition(".")
+    tree = _tree(source)
+    if module not in ("operator", "_operator") or name not in OPERATORS or tree is None:
+        return None
+    uses = {n: use[1] for n in ast.walk(tree) if isinstance(n, ast.expr) and n.lineno == line == n.end_lineno
+            and (use := operator_use(n)) is not None and use[0] == name}
+    inner = [n for n in uses if not any(other is not n and other in set(ast.walk(n)) for other in uses)]
+    if not inner:
+        return None
+    edited = _replaced(source, [(n, f"torch.compiler.disable(operator.{name})("
+                                    f"{', '.join(_segment(source, o) for o in uses[n])})") for n in inner])
+    if any(isinstance(n, ast.Import) and any(a.name == "operator" and a.asname is None for a in n.names)
+           for n in tree.body):
+        return edited
+    return _after_imports(edited, tree, "import operator\n")
+
+
+def _after_imports(source: str, tree: ast.Module, text: str) -> str:
+    """`text` inserted after the last top-level import statement of `tree` (the AST of `source`'s lines as they were
+    above any edit on the same line count)."""
+    last = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+    lines = source.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return "".join([*lines[:last], text, *lines[last:]])
 
 
 def disable_line_call(source: str, line: int, module: str = "") -> tuple[str, str] | None:
@@ -157,13 +195,7 @@ def unified_patch(before: str, after: str, name: str) -> str:
 def set_config(source: str, module: str, line: str) -> str | None:
     """`source` with `import module` and `line` inserted after its last top-level import statement."""
     tree = _tree(source)
-    if tree is None:
-        return None
-    last = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
-    lines = source.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    return "".join([*lines[:last], f"import {module}\n", f"{line}\n", *lines[last:]])
+    return None if tree is None else _after_imports(source, tree, f"import {module}\n{line}\n")
 
 
 def uncompile(source: str) -> list[tuple[str, str, int]]:

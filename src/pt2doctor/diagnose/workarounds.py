@@ -13,8 +13,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    off;
 1. a culprit call (one the minimal graph's nodes came from; where no graph verified, one the reduced program names,
    where the script makes it as written) made through `torch.compiler.disable(...)` at its
-   line (where its name is not on the line, the call of the module it ran under, else the line's only call:
-   `gn(t)`, `d.sample()`): Dynamo breaks the graph around that call alone (none where every compile passes
+   line (an operator's use, `a // b` made `torch.compiler.disable(operator.floordiv)(a, b)`; where its name is not
+   on the line, the call of the module it ran under, else the line's only call: `gn(t)`, `d.sample()`): Dynamo
+   breaks the graph around that call alone (none where every compile passes
    `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its order but
    calls making a tensor from nothing (`torch.ones`) last, up to three (keeping one of several ops out may leave
    the fault in the graph: the next is tried);
@@ -48,6 +49,7 @@ from pt2doctor.analysis.workaround_edits import (
     disable_call,
     disable_function,
     disable_line_call,
+    disable_operator,
     fullgraph_everywhere,
     leave_out,
     own_settings,
@@ -184,6 +186,8 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         if len(tried) == _MAX_CALLS:
             break
         text, call = disable_call(source, origin.line, origin.call) if origin.call else None, origin.call
+        if text is None and origin.call:  # an operator (`a // b`: `operator.floordiv`)
+            text = disable_operator(source, origin.line, origin.call)
         if text is None:  # a module's call (`gn(t)`), a library's method (`d.sample()`) ran the culprit
             text, call = disable_line_call(source, origin.line, origin.module) or (None, "")
         if text is not None and text not in tried:

@@ -7,12 +7,35 @@ Checked against torch 2.11 and 2.13 (torch/_dynamo/resume_execution.py, output_g
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
 # torch's compiler configs, by short name: what the config diff reports and a script may set (`X.key = value`).
 CONFIG_MODULES = {"dynamo": "torch._dynamo.config", "inductor": "torch._inductor.config",
                   "functorch": "torch._functorch.config", "compiler": "torch.compiler.config"}
+
+# Python's operators by the name Dynamo gives the call it traces them as (`a // b`: an FX node whose target is
+# `operator.floordiv`, a minimal graph's origin call), and the AST's for each.
+OPERATORS: dict[str, type[ast.AST]] = {
+    "add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "floordiv": ast.FloorDiv, "mod": ast.Mod,
+    "pow": ast.Pow, "matmul": ast.MatMult, "lshift": ast.LShift, "rshift": ast.RShift, "and_": ast.BitAnd,
+    "or_": ast.BitOr, "xor": ast.BitXor, "neg": ast.USub, "pos": ast.UAdd, "invert": ast.Invert, "lt": ast.Lt,
+    "le": ast.LtE, "eq": ast.Eq, "ne": ast.NotEq, "gt": ast.Gt, "ge": ast.GtE,
+}
+_OPERATOR_NAMES = {op: name for name, op in OPERATORS.items()}
+
+
+def operator_use(node: ast.AST) -> tuple[str, list[ast.expr]] | None:
+    """An operator's use (`a // b`, `-a`, `a < b`; not a chained comparison) as its `operator` name and operands."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_NAMES:
+        return _OPERATOR_NAMES[type(node.op)], [node.left, node.right]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATOR_NAMES:
+        return _OPERATOR_NAMES[type(node.op)], [node.operand]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OPERATOR_NAMES:
+        return _OPERATOR_NAMES[type(node.ops[0])], [node.left, node.comparators[0]]
+    return None
+
 
 # The exceptions Dynamo raises for a graph break it cannot or may not take (`fullgraph=True`, export).
 GRAPH_BREAK_EXCEPTIONS = frozenset({"Unsupported", "UncapturedHigherOrderOpError", "UserError"})

@@ -8,13 +8,18 @@ follows, transitively, calls to functions, methods and classes the program defin
 and its names are few), and names every other callable in source order, once each, at most `MAX_CALLS`:
 - dotted names through the program's imports (`np.cumsum` -> `numpy.cumsum`, `torch.cumsum`);
 - a method of a name bound to a list, dict or set display (`state.append` -> `list.append`);
-- a builtin (`len`), or the call as written (`x.sin`) when nothing says more.
+- a builtin (`len`), or the call as written (`x.sin`) when nothing says more;
+then, within the same limit, the operators it uses as Dynamo names their calls (`x @ w`: `operator.matmul`), which a
+workaround can keep out of the graph as calls (`analysis.workaround_edits.disable_operator`).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+from typing import TypeVar
+
+from pt2doctor.model.torch_text import operator_use
 
 MAX_CALLS = 8
 _COMPILERS = {"torch.compile", "torch._dynamo.optimize", "torch.export.export", "torch.export.draft_export"}
@@ -31,6 +36,7 @@ def compiled_calls(source: str) -> tuple[str, ...]:
         return ()
     program = _Program(tree)
     names: list[str] = []
+    operators: list[str] = []
     seen: set[int] = set()
     todo: list[ast.AST] = program.roots()
     while todo:
@@ -39,22 +45,29 @@ def compiled_calls(source: str) -> tuple[str, ...]:
             continue
         seen.add(id(node))
         found: list[str | None] = [program.describe(d) for d in getattr(node, "decorator_list", ())]
-        for call in sorted(_calls(node), key=lambda c: (c.lineno, c.col_offset)):
+        for call in sorted(_within(node, ast.Call), key=lambda c: (c.lineno, c.col_offset)):
             callees = program.defined(call.func)
             todo += callees + [f for arg in call.args for f in program.functions_named(arg)]  # grad(loss), map(f, xs)
             found.append(program.describe(call.func, defined=bool(callees)))
         names += [n for n in found if n and n not in names and n not in _SKIPPED]
-    return tuple(dict.fromkeys(names))[:MAX_CALLS]
+        operators += [f"operator.{use[0]}" for expr in sorted(_within(node, ast.expr), key=lambda e: (e.lineno,
+                                                                                                     e.col_offset))
+                      if (use := operator_use(expr)) is not None]
+    return tuple(dict.fromkeys([*names, *operators]))[:MAX_CALLS]
 
 
-def _calls(node: ast.AST) -> list[ast.Call]:
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _within(node: ast.AST, kind: type[_Node]) -> list[_Node]:
+    """The nodes of `kind` in the compiled code `node` is: a function's body, a lambda's, or an expression."""
     if isinstance(node, ast.Lambda):
         body: list[ast.AST] = [node.body]
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         body = list(node.body)
     else:  # an expression that is compiled: torch.compile(torch.func.grad(loss))
         body = [node]
-    return [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    return [n for stmt in body for n in ast.walk(stmt) if isinstance(n, kind)]
 
 
 # nn.Module methods that return the module itself: `Model().eval()` is still a `Model`
