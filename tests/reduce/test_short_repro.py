@@ -75,7 +75,7 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
 @pytest.mark.parametrize("change", [
     {"backward": True, "backend": BackendSpec(BackendKind.NAMED, "aot_eager")},  # its own bw_compiler
     {"stage": Stage.AOTI},
-    {"backend": BackendSpec(BackendKind.SOURCE, "my_backend", "def my_backend(gm, inputs): ...")},
+    {"backend": BackendSpec(BackendKind.STUB, "my_backend", "RuntimeError: no source")},
     {"inputs": (TensorSpec((2, 3), (3, 1), "float32", "cpu", storage=0, requires_grad=True),
                 TensorSpec((3,), (1,), "float32", "cpu", storage=0, requires_grad=True))},
     {"forward_code": textwrap.dedent("""\
@@ -92,6 +92,21 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
 def test_what_only_the_harness_can_say_has_no_short_form(change):
     script = replace(SCRIPT, **change)
     assert render_short(script) is None and render_test(script) is None
+
+
+def test_a_backend_defined_in_the_script_is_written_as_the_recording_took_it_its_imports_with_the_others():
+    source = ("import torch\nfrom torch._inductor.compile_fx import compile_fx\n\n\ndef my_backend(gm, inputs):\n"
+              "    return compile_fx(gm, inputs)\n")
+    script = replace(SCRIPT, backend=BackendSpec(BackendKind.SOURCE, "my_backend", source))
+    text, test = render_short(script), render_test(script)
+    assert text is not None and test is not None
+    assert text.count("import torch\n") == 1
+    assert "import torch._inductor.config\nfrom torch._inductor.compile_fx" in text
+    assert "\n\n\ndef my_backend(gm, inputs):\n    return compile_fx(gm, inputs)\n\n\ndef fn(" in text
+    assert "actual = torch.compile(fn, backend=my_backend, fullgraph=True)(*args)" in text
+    assert "def my_backend(gm, inputs):" in test and "backend=my_backend" in test
+    compile(text, "repro.py", "exec")
+    compile(test, "test_repro.py", "exec")
 
 
 def test_a_graph_of_factory_ops_on_no_input_has_a_short_form():

@@ -5,7 +5,8 @@ Contract: `render_short(script, draws)` and `render_test(script, draws)` are pur
 short form is a function of plain torch calls (the graph's own code: the torch calls Dynamo recorded, or
 aten ops after AOT), its inputs made with `torch.randn`/`torch.randint`/literals (or the saved values,
 `repro_inputs.pt`, where the failure needs them; autograd's ZeroTensors with `torch._efficientzerotensor`, the
-one private call that makes one), `torch.compile(fn, backend=...)`, and
+one private call that makes one), `torch.compile(fn, backend=...)` (a backend defined in the user's script: its source,
+as the recording took it, `backend=` its name), and
 `torch.testing.assert_close(compiled, eager)` (exact for integer and bool tensors, NaN where eager has NaN
 equal, as `TestCase.assertEqual` has it; its first line the same
 for both, `MISMATCH`), and `torch._dynamo.mark_dynamic` where a size was symbolic when it failed; nothing else: no
@@ -27,9 +28,9 @@ its outputs and the gradients of their sum with respect to the inputs that requi
 A backward graph of Inductor's is its aten form compiled as `bw_compiler` compiled it (`inductor_alone` with
 `is_backward=True`), its inputs the saved activations and tangents it was given.
 
-What has no short form (None): an exported program (AOTInductor), another backend's backward graph, a backend the
-recording could not name (defined in the user's script: the harness form carries its source), views of one
-storage that require grad, a graph with submodules or attributes (higher-order ops), and private functions
+What has no short form (None): an exported program (AOTInductor), another backend's backward graph, a backend of the
+user's whose source the recording could not take (the harness form's stub), views of one storage that require grad,
+a graph with submodules or attributes (higher-order ops), and private functions
 tracing must record itself (functorch's scaffolding). `diagnose` verifies the short form both ways in fresh
 interpreters before it hands it over (`diagnose.short_repro`); the harness form stays the minifier's, as
 `repro_graph.py`.
@@ -57,7 +58,8 @@ def render_short(script: ReproScript, draws: bool = False) -> str | None:
              f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)")
     return _compiled_as_it_was(script, _blocks(
         pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
-        pieces.function, GRADS if pieces.grads else "", pieces.make_args, "\n".join(pieces.body(check))))
+        pieces.backend, pieces.function, GRADS if pieces.grads else "", pieces.make_args,
+        "\n".join(pieces.body(check))))
 
 
 # The short form's first line when compiled and eager differ: the same for floats ("not close") and integers
@@ -73,8 +75,9 @@ def render_test(script: ReproScript, draws: bool = False) -> str | None:
                       *("        " + line for line in pieces.body("self.assertEqual(actual, expected)"))])
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
     return _compiled_as_it_was(script, _blocks(
-        pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config, pieces.function,
-        GRADS if pieces.grads else "", pieces.make_args, test, 'if __name__ == "__main__":\n    run_tests()'))
+        pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config, pieces.backend,
+        pieces.function, GRADS if pieces.grads else "", pieces.make_args, test,
+        'if __name__ == "__main__":\n    run_tests()'))
 
 
 def _compiled_as_it_was(script: ReproScript, text: str) -> str | None:
@@ -92,6 +95,7 @@ class _Pieces:
     function: str
     inputs: list[str]
     compiled: str
+    backend: str = ""  # a backend defined in the user's script: its source but its imports (`_imports` has those)
     draws: bool = False  # the graph draws random numbers: compiled code draws its own (Inductor's RNG)
     fresh: bool = False  # inputs are views of one tensor: made again for each call (`make_args`), not cloned
     grads: bool = False  # each call followed by its backward (`GRADS`), the gradients compared too
@@ -135,7 +139,7 @@ def _blocks(*blocks: str) -> str:
 
 
 def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
-    if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backend.kind is not BackendKind.NAMED:
+    if script.stage not in (Stage.DYNAMO, Stage.AOT) or script.backend.kind is BackendKind.STUB:
         return None
     if script.backward and script.backend.name != "inductor":  # another backend's own bw_compiler: the harness's
         return None
@@ -158,10 +162,12 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     grads = script.grads and script.accuracy
     judged = ["The gradients are compared too: the backward is where it goes wrong."] if grads else []
     docstring = '"""' + "\n".join([*header, *judged, "{run} while the bug is present."]) + '\n"""'
-    compiled = f"torch.compile(fn, backend={script.backend.name!r}, fullgraph=True)"
+    named = script.backend.kind is BackendKind.NAMED
+    backend = repr(script.backend.name) if named else script.backend.name
+    compiled = f"torch.compile(fn, backend={backend}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
-    return _Pieces(docstring, config, function, made, compiled, draws, fresh=bool(base_lines),
-                   grads=grads)
+    return _Pieces(docstring, config, function, made, compiled, _backend_source(script)[1], draws,
+                   fresh=bool(base_lines), grads=grads)
 
 
 def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
@@ -186,7 +192,19 @@ def _wrapped(opening: str, items: list[str], closing: str) -> list[str]:
 def _imports(script: ReproScript) -> str:
     saved = any(isinstance(s, TensorSpec) and s.saved for s in script.inputs)
     config = [line for line in script.config_lines if line.startswith("import ")]
-    return ("from pathlib import Path\n\n" if saved else "") + "\n".join(["import torch", *config])
+    lines = ["import torch", *config, *_backend_source(script)[0]]
+    return ("from pathlib import Path\n\n" if saved else "") + "\n".join(dict.fromkeys(lines))
+
+
+def _backend_source(script: ReproScript) -> tuple[list[str], str]:
+    """A backend defined in the user's script: its source's top-level import statements, and the rest."""
+    if script.backend.kind is not BackendKind.SOURCE:
+        return [], ""
+    source = script.backend.source
+    imports = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    taken = {i for n in imports for i in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
+    rest = "\n".join(line for i, line in enumerate(source.splitlines(), 1) if i not in taken)
+    return [ast.get_source_segment(source, n) or ast.unparse(n) for n in imports], rest.strip()
 
 
 def _bases(inputs: tuple[InputSpec, ...]) -> tuple[list[str], dict[int, str]] | None:
