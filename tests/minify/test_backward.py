@@ -114,7 +114,7 @@ def test_a_wrong_gradient_is_minified_from_the_backward_graph(diagnosed):
     assert "def grads(f, *args):" in repro and "interpolate" in repro and "aten." not in repro, d["notes"]
     assert d["short"]["lines"] <= 40 and d["short"]["test"], d["notes"]
     assert any(n.startswith("minified the Dynamo graph") and "with its backward" in n for n in d["notes"])
-    assert "reference_runs(mod, args, grads=GRADS)" in (run.out_dir / "repro_graph.py").read_text()
+    assert "reference_runs(mod, args, fp64=False, grads=GRADS)" in (run.out_dir / "repro_graph.py").read_text()
 
 
 @pytest.mark.slow
@@ -212,13 +212,15 @@ def test_a_dynamo_graph_judged_with_its_backward_shows_a_wrong_gradient(tmp_path
                          (TensorSpec((4,), (1,), requires_grad=True), TensorSpec((4,), (1,))), WRONG_BACKWARD,
                          accuracy=True, grads=grads)
     short = render_short(script)
-    assert short is None  # a backend defined in the script: only the harness form carries its source
-    repro = tmp_path / "repro.py"
-    repro.write_text(render(script))
-    run = subprocess.run([sys.executable, repro.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert short is not None and "backend=wrong_backward" in short  # the script's backend, as it defines it
+    (tmp_path / "repro.py").write_text(render(script))
+    (tmp_path / "short.py").write_text(short)
+    run = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == (1 if grads else 0), run.stderr[-2000:]
     if grads:
         assert f"{FAILURE_MARKER}AccuracyMismatch" in run.stderr
+    run = subprocess.run([sys.executable, "short.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == (1 if grads else 0), run.stderr[-2000:]
 
 
 def test_the_short_form_judged_with_its_backward_compares_the_gradients(tmp_path):
