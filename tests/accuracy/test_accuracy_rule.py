@@ -104,6 +104,31 @@ def test_the_fp64_copy_of_a_plain_module_also_casts_its_own_float_dtypes():
     assert expected[0].dtype == torch.float32 and torch.equal(reference[0], x.double())
 
 
+def test_the_fp64_reference_runs_only_where_an_output_is_not_allclose_and_draws_as_the_call_drew(monkeypatch):
+    """An fp64 run of a model costs more than its fp32 one, and most graphs pass: `same` answers from allclose first,
+    so the reference is made only when that fails, on the inputs as they were, from the RNG state of the call."""
+    made = []
+    fp64_module = accuracy_rule.fp64_module
+    monkeypatch.setattr(accuracy_rule, "fp64_module", lambda mod: made.append(mod) or fp64_module(mod))
+    x = _x()
+    expected, reference = torch_compat.reference_runs(Cancels(), [x], fp64=False)
+    assert reference is None and accuracy_rule.same_as_fp64_reference(Cancels(), [x], expected, expected, 1e-4)
+    assert not made
+    # more exact than eager (eager's own rounding, above the tolerance): right by the fp64 reference, made once
+    assert accuracy_rule.same_as_fp64_reference(Cancels(), [x], expected, (x.float(),), 1e-4) and len(made) == 1
+
+    class Draws(torch.nn.Module):
+        def forward(self, x):
+            return (x + torch.rand(64),)
+
+    state = torch_compat.rng_state()
+    expected, _ = torch_compat.reference_runs(Draws(), [x], fp64=False)
+    off = (expected[0] + 1e-3,)  # a compiled call that drew the same numbers and added an error
+    torch.rand(100)  # the program goes on drawing
+    assert not accuracy_rule.same_as_fp64_reference(Draws(), [x], expected, off, 1e-4, state=state)
+    assert len(made) == 2
+
+
 def test_integer_inputs_keep_their_recorded_range_where_their_values_are_not_saved():
     """Zeros hide a bug that needs an index above zero; values in the recorded range stay valid indices."""
     from pt2doctor.capture.child.graph_inputs import input_specs

@@ -201,13 +201,14 @@ def check():
     mod = MAKE_MODULE
     args = make_inputs()
     try:
-        expected, reference = reference_runs(mod, args)
+        expected, _ = reference_runs(mod, args, fp64=False)
         synchronize()
     except Exception as e:
         raise InvalidRepro(f"eager run fails: {{type(e).__name__}}") from e
+    state, before = rng_state(), copy_inputs(args)  # the fp64 reference's, where it is needed
     actual = compile_repro(mod, args)(*args)
     synchronize()
-    if not same_outputs(expected, actual, reference, TOLERANCE):
+    if not same_as_fp64_reference(mod, before, expected, actual, TOLERANCE, state=state):
         raise {ACCURACY_TYPE}("{ACCURACY_MESSAGE}")
 '''
 
@@ -215,10 +216,13 @@ def check():
 
 def with_grads(check: str) -> str:
     """CHECK_ACCURACY with each side's backward run and judged too (`accuracy_rule.with_grads`)."""
-    eager, compiled = "reference_runs(mod, args)", "actual = compile_repro(mod, args)(*args)"
-    assert eager in check and compiled in check, "CHECK_ACCURACY no longer runs both sides as written here"
-    return (check.replace(eager, "reference_runs(mod, args, grads=GRADS)")
-            .replace(compiled, "actual = with_grads(compile_repro(mod, args))(*args)"))
+    eager, compiled = "reference_runs(mod, args, fp64=False)", "actual = compile_repro(mod, args)(*args)"
+    judged = "TOLERANCE, state=state)"
+    assert eager in check and compiled in check and judged in check, \
+        "CHECK_ACCURACY no longer runs both sides as written here"
+    return (check.replace(eager, "reference_runs(mod, args, fp64=False, grads=GRADS)")
+            .replace(compiled, "actual = with_grads(compile_repro(mod, args))(*args)")
+            .replace(judged, "TOLERANCE, grads=GRADS, state=state)"))
 
 
 MAIN = f'''

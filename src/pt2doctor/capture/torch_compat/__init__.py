@@ -151,6 +151,7 @@ __all__ = [
     "fp64_module",
     "reference_runs",
     "same_outputs",
+    "same_as_fp64_reference",
     "kept_state",
     "rng_state",
     "set_rng_state",
@@ -194,7 +195,8 @@ __all__ = [
 
 # The accuracy rule imports torch at its top (a repro embeds it as it is), so it loads on first use:
 # importing this package must not import torch.
-_ACCURACY_RULE = ("copy_inputs", "fp64_module", "reference_runs", "same_outputs", "kept_state", "rng_state",
+_ACCURACY_RULE = ("copy_inputs", "fp64_module", "reference_runs", "same_outputs", "same_as_fp64_reference",
+                  "kept_state", "rng_state",
                   "set_rng_state", "random_ops", "names_a_random_op", "op_name")
 
 
