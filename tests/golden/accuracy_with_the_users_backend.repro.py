@@ -197,14 +197,21 @@ def reference_runs(eager, args, fp64=True, grads=False):
     with kept_state():
         state = rng_state()
         expected = run(eager)(*copy_inputs(args))
-        reference = None
-        if fp64:
-            set_rng_state(state)
-            try:
-                reference = run(fp64_module(eager))(*copy_inputs(args, fp64=True))
-            except Exception:
-                reference = None
+        reference = fp64_reference(eager, args, grads, state) if fp64 else None
     return expected, reference
+
+
+def fp64_reference(eager, args, grads=False, state=None):
+    """`eager`'s fp64 copy on fp64 copies of `args` (with `grads`, with its backward), from RNG `state` where given,
+    the RNG state restored when done; None where it raises (an op without an fp64 kernel)."""
+    run = with_grads if grads else (lambda fn: fn)
+    with kept_state():
+        if state is not None:
+            set_rng_state(state)
+        try:
+            return run(fp64_module(eager))(*copy_inputs(args, fp64=True))
+        except Exception:
+            return None
 
 
 def with_grads(fn):
@@ -261,15 +268,7 @@ def same_as_fp64_reference(mod, args, expected, actual, tolerance, grads=False, 
     backward: `with_grads`)."""
     if same_outputs(expected, actual, None, tolerance):  # allclose (strictly: bool outputs compared too)
         return True
-    run = with_grads if grads else (lambda fn: fn)
-    with kept_state():
-        if state is not None:
-            set_rng_state(state)
-        try:
-            reference = run(fp64_module(mod))(*copy_inputs(args, fp64=True))
-        except Exception:
-            reference = None
-    return same_outputs(expected, actual, reference, tolerance)
+    return same_outputs(expected, actual, fp64_reference(mod, args, grads, state), tolerance)
 
 
 def rng_state():

@@ -68,6 +68,10 @@ def keeps(source: str, kept: frozenset[str], compiles: bool = False) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return False
+    return _keeps(tree, kept, compiles)
+
+
+def _keeps(tree: ast.AST, kept: frozenset[str], compiles: bool) -> bool:
     present = {ast.dump(node) for node in ast.walk(tree) if isinstance(node, ast.stmt)}
     return kept <= present and (not compiles or calls_a_compiler(tree))
 
@@ -96,9 +100,11 @@ class Keep:
         return cls(kept_statements(source, check_line), calls_a_compiler(tree), _unbound(tree) or frozenset())
 
     def allows(self, source: str) -> bool:
-        if not keeps(source, self.statements, self.compiles):
+        try:
+            tree = ast.parse(source)  # once, for both questions: asked of every candidate
+        except SyntaxError:
             return False
-        return not breaks_names(ast.parse(source), self.unbound)
+        return _keeps(tree, self.statements, self.compiles) and not breaks_names(tree, self.unbound)
 
 
 _BOUND_ANYWAY = frozenset(dir(builtins)) | {"__file__", "__name__", "__builtins__", "__spec__", "__loader__",
