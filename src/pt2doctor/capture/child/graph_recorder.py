@@ -167,8 +167,17 @@ class GraphRecorder:
         append_line(self.failures, GraphFailure(graph, phase, description, tolerance, values))
 
     def save(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
-             aot_kind: AotKind | None, parent: str | None = None) -> str:
-        """Record a graph; an after-AOT graph's `parent` is the Dynamo graph compiling now unless given."""
+             aot_kind: AotKind | None, parent: str | None = None) -> str | None:
+        """Record a graph; an after-AOT graph's `parent` is the Dynamo graph compiling now unless given.
+        None where it could not be recorded: observing never changes the program, so a graph this recorder
+        cannot write is compiled as if no recorder were installed (and is missing from the index)."""
+        try:
+            return self._write(stage, gm, example_inputs, backend, aot_kind, parent)
+        except Exception:
+            return None
+
+    def _write(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
+               aot_kind: AotKind | None, parent: str | None) -> str:
         graph_id = f"g{next(self.counter):04d}"
         (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
         entry = GraphEntry(
@@ -283,6 +292,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         graph_id = recorder.save(Stage.DYNAMO, gm, example_inputs, backend_spec(output_graph.compiler_fn), None)
         if torch_compat.current_compile_id() in run_eagerly:  # what the program computes without this graph's backend
             return gm.forward
+        if graph_id is None:
+            return original(output_graph, gm, example_inputs)
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
         eager = graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
@@ -305,6 +316,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         kind: AotKind = "backward" if kwargs.get("is_backward") else \
             "inference" if kwargs.get("is_inference") else "forward"
         graph_id = recorder.save(Stage.AOT, gm, example_inputs, BackendSpec(BackendKind.NAMED, "inductor"), kind)
+        if graph_id is None:
+            return original(gm, example_inputs, *args, **kwargs)
         recorder.mark(f"{graph_id} compile")
         try:
             return original(gm, example_inputs, *args, **kwargs)
@@ -332,6 +345,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         compile_id = torch_compat.current_compile_id()  # the forward's: AOTAutograd restores its context
         parent = recorder.dynamo_by_compile_id.get(compile_id or "")
         graph_id = recorder.save(Stage.AOT, gm, example_inputs, recorder.backends.get(parent or ""), "backward", parent)
+        if graph_id is None:
+            return original(gm, example_inputs)
         eager = graph_copy(gm) if tolerance is not None else None  # the compiler may rewrite gm
         recorder.mark(f"{graph_id} compile")
         recorder.compiling_backward = True
