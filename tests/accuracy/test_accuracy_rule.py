@@ -85,7 +85,7 @@ def test_integer_and_bool_outputs_must_be_equal_with_the_same_dtype():
     assert same([torch.ones(3)], [torch.ones(3) + 1e-7], [torch.ones(3, dtype=torch.float64)], 1e-4)
 
 
-def test_a_compiled_value_that_loses_eagers_infinity_is_wrong_though_torchs_same_passes_it():
+def test_a_compiled_value_that_loses_eagers_infinity_or_nan_is_wrong_though_torchs_same_passes_it():
     """pytorch#189801: eager's elu(-1e-8) / 0 is -inf, Inductor's nan; RMSE against fp64 is nan either way, which
     `torch._dynamo.utils.same` passes."""
     from torch._dynamo.utils import same as torchs_same
@@ -100,9 +100,12 @@ def test_a_compiled_value_that_loses_eagers_infinity_is_wrong_though_torchs_same
     # compiled finite where eager overflows and the fp64 reference is finite: more exact, not wrong
     big = torch.tensor([3e38, 2.0], dtype=torch.float64)
     assert torch_compat.same_outputs([torch.tensor([inf, 2.0])], [big.float()], [big], 1e-4)
-    # a nan of eager's is left to `same`, as before
+    # pytorch#197108: the mean of nothing is nan in eager and in fp64, 0 compiled
+    assert not torch_compat.same_outputs([torch.tensor(nan)], [torch.tensor(0.0)],
+                                         [torch.tensor(nan, dtype=torch.float64)], 1e-4)
+    # a nan of eager's that fp64 does not have is left to `same`: compiled may be the more exact
     assert torch_compat.same_outputs([torch.tensor([nan, 1.0])], [torch.tensor([0.0, 1.0])],
-                                     [torch.tensor([nan, 1.0], dtype=torch.float64)], 1e-4)
+                                     [torch.tensor([0.0, 1.0], dtype=torch.float64)], 1e-4)
 
 
 def test_copies_keep_strides_storage_offsets_and_aliasing():

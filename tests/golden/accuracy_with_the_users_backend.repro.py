@@ -102,9 +102,10 @@ imports only the standard library and torch, and has no `from __future__` import
   shape. A floating one is judged by `torch._dynamo.utils.same` (as `same_two_models`: allclose, else
   RMSE(actual, fp64) within a multiple of RMSE(expected, fp64)); without an fp64 value (the fp64 run
   raised; the output stays float32 in it) by allclose alone. Any other (integer, bool) must be equal.
-  Where eager's value is an infinity, or eager's is finite and compiled's is not, compiled's must be eager's or
-  the fp64 reference's (`infinities_kept`): `same` passes an output whose RMSE against fp64 is nan, as it is
-  wherever eager has an infinity (inf - inf), so it passed a compiled nan where eager has -inf.
+  Where eager's value is not finite (an infinity, or a nan the fp64 reference has too), or eager's is finite and
+  compiled's is not, compiled's must be eager's or close to the fp64 reference's (`non_finite_kept`): `same` passes
+  an output whose RMSE against fp64 is nan, as it is wherever eager has an infinity (inf - inf) or a nan, so it
+  passed a compiled nan where eager has -inf, and a compiled 0 for the mean of nothing (nan in eager and fp64).
 - `kept_state()`: the guard around every check: the RNG state and functorch's transform stack restored.
 - `draws(node)` / `random_ops(gm)`: which FX calls draw random numbers; `names_a_random_op(name)` the rule by name.
 Private torch APIs (checked on 2.13): `torch._dynamo.utils.same`, `torch.fx.node._get_qualified_name`,
@@ -262,19 +263,22 @@ def same_output(expected, actual, reference, tolerance):
         return bool(torch.equal(expected, actual.to(expected.device)))
     fp64 = isinstance(reference, torch.Tensor) and reference.dtype == torch.float64
     reference = reference.detach() if fp64 else None
-    if not infinities_kept(expected, actual.to(expected.device), reference, tolerance):
+    if not non_finite_kept(expected, actual.to(expected.device), reference, tolerance):
         return False
     return bool(same(expected, actual, reference, tol=tolerance, equal_nan=True, ignore_non_fp=fp64,
                      log_error=lambda *args, **kwargs: None))
 
 
-def infinities_kept(expected, actual, reference, tolerance):
-    """Where eager's value is an infinity, or eager's is finite and compiled's is not, compiled's equals eager's
-    (the same infinity) or is close to the fp64 reference's (a nan where eager has a nan is left to `same`)."""
+def non_finite_kept(expected, actual, reference, tolerance):
+    """Where eager's value is an infinity, or a nan the fp64 reference has too, or eager's is finite and compiled's
+    is not, compiled's equals eager's (the same infinity, a nan) or is close to the fp64 reference's. A nan of eager's
+    that the fp64 reference does not have (or without a reference) is left to `same`: compiled may be the more exact."""
     strict = torch.isinf(expected) | (torch.isfinite(expected) & ~torch.isfinite(actual))
+    if reference is not None:
+        strict |= torch.isnan(expected) & torch.isnan(reference.to(expected.device))
     if expected.is_complex() or not bool(strict.any()):
         return True
-    kept = torch.isclose(actual, expected, rtol=0, atol=0)
+    kept = torch.isclose(actual, expected, rtol=0, atol=0, equal_nan=True)
     if reference is not None:
         kept |= torch.isclose(actual.double(), reference.to(actual.device), rtol=tolerance, atol=tolerance,
                               equal_nan=True)
