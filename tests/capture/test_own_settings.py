@@ -15,3 +15,34 @@ def test_the_recorders_own_cache_setting_is_not_in_the_config_diff():
         restore()
     with functorch_config.patch(enable_autograd_cache=not functorch_config.enable_autograd_cache):
         assert key in torch_compat.config_diff()  # the same key, set by the user, is reported
+
+
+# A graph compiled by a plain run, then again by an interpreter where pt2doctor's `autotune_anew` ran: the second must
+# read what the first cached (every whole-program run of a diagnosis is such an interpreter, after the user's runs).
+COMPILE_TWICE = """
+import sys
+import torch
+from torch._dynamo.utils import counters
+if sys.argv[1] == "anew":
+    from pt2doctor.capture import torch_compat
+    torch_compat.autotune_anew()
+torch.compile(lambda x: (x.sin() * 2).sum(1))(torch.randn(4, 8))
+print(counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"])
+"""
+
+
+def test_autotuning_anew_keeps_the_users_cached_graphs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1"}
+
+    def compile_in_a_new_interpreter(mode: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", COMPILE_TWICE, mode], env=env, capture_output=True, text=True,
+                             check=True, timeout=300)
+        hits, misses = out.stdout.split()[-2:]
+        return int(hits), int(misses)
+
+    assert compile_in_a_new_interpreter("plain") == (0, 1)
+    assert compile_in_a_new_interpreter("anew") == (1, 0)

@@ -72,14 +72,19 @@ def autotune_anew() -> None:
     coordinate descent, max-autotune's choices: `autotune_local_cache` and `autotune_remote_cache` cover them all).
     Which block size the autotuner picked can decide a failure: an autotuner's trial launch may be the one that writes
     out of bounds, and a later run that reads the choice never launches it. Self-contained (its source is run by
-    fresh interpreters: `autotune_anew_source`); a torch without these settings is left as it is."""
+    fresh interpreters: `autotune_anew_source`); a torch without these settings is left as it is.
+    The bundled remote cache is read only with the local one on, so it is turned off only where the user turned it
+    on: it is in the key of Inductor's FX graph cache (the other two are not), and setting it from its default made
+    every whole-program run of a diagnosis miss the graphs the user's own runs had cached (a warm 5 s run took 20)."""
     try:
         import torch._inductor.config as inductor_config
     except Exception:
         return
-    for name in ("autotune_local_cache", "autotune_remote_cache", "bundled_autotune_remote_cache"):
+    for name in ("autotune_local_cache", "autotune_remote_cache"):
         if hasattr(inductor_config, name):
             setattr(inductor_config, name, False)
+    if getattr(inductor_config, "bundled_autotune_remote_cache", None):
+        inductor_config.bundled_autotune_remote_cache = False
 
 
 def autotune_anew_source() -> str:
