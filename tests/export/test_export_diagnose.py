@@ -162,6 +162,8 @@ def test_a_decomposition_crash_in_a_real_program_is_reduced_to_a_verified_progra
     run, d = diagnosed(REALBUGS / "export_cond_branch_tensor_decomp.py")
     assert (d["category"], d["export"]["step"], d["export"]["kind"]) == ("backend_failure", "run_decompositions",
                                                                          "export_internal")
+    # the verdict first: said before the program is reduced (progress, on stderr)
+    assert run.stderr.index("verdict: backend_failure in AOTAutograd") < run.stderr.index("reducing the program")
     p = d["program"]
     assert p["verified"] and p["reason"] == "export" and p["lines_after"] < p["lines_before"]
     assert p["passes_with"].startswith("with run_decompositions returning the exported program unchanged")

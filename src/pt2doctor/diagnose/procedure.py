@@ -59,7 +59,11 @@ __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 def _export(ctx: Context, found: Found, classify: Classified) -> bool:
     """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
-    done = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter)
+    def known() -> None:  # said and written before the program is reduced
+        if ctx.after_step is not None:
+            ctx.after_step("export")
+
+    done = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known)
     if done and ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             try_export(ctx.runner, found, ctx.options.cost)

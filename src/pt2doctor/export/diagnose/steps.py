@@ -30,6 +30,7 @@ torch itself is at fault (an internal error, a wrong result, AOTInductor).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,7 +79,9 @@ def export_events(run_dir: Path) -> list[ExportEvent]:
 
 
 def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, options: DiagnoseOptions | None = None,
-                    minify_reporter: object = None) -> bool:
+                    minify_reporter: object = None, known: Callable[[], object] | None = None) -> bool:
+    """True where the export path concluded; `known` is called once the category and the stage are (before the
+    program is reduced: the verdict first)."""
     events = export_events(runner.run_dir(failed_run.label))
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
@@ -103,6 +106,8 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
             if wrong and found.export is not None:
                 found.export = replace(found.export, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
                 found.next_steps += unchecked_inputs_steps(found.export)
+    if known is not None:
+        known()
     if options is not None and options.minify and _wants_a_repro(found):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran
