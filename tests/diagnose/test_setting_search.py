@@ -43,6 +43,13 @@ def test_rows_that_cannot_change_the_graph_are_not_tried():
     assert "fallback_random" in {s.key for s in applicable(FailingStage.INDUCTOR, ("prims.inductor_seeds.default",),
                                                            "cpu")}
     assert "fallback_random" not in {s.key for s in applicable(FailingStage.INDUCTOR, ("aten.expand.default",), "cpu")}
+    # how Dynamo specializes inputs decides the graphs Inductor gets: tried on a reduced program past Dynamo, last
+    # (pytorch#194976: a float made dynamic, `specialize_float = True` in its thread); a graph's inputs are fixed
+    clamp = ("aten.clamp.default",)
+    on_program = [s.key for s in applicable(FailingStage.INDUCTOR, clamp, "cpu", program=True)]
+    assert on_program[-3:] == ["specialize_float", "specialize_int", "automatic_dynamic_shapes"]
+    assert "specialize_float" not in {s.key for s in applicable(FailingStage.INDUCTOR, clamp, "cpu")}
+    assert "trace_numpy" not in on_program  # Dynamo's other rows: its own failures only
 
 
 def test_what_the_bisector_blames_is_turned_off_by_a_row_of_the_same_table():

@@ -17,7 +17,9 @@ reduced did (`found.program`: a failure past Dynamo, a wrong result the script's
 failure, with Dynamo's rows: a guard it leaves out, a construct it traces): each row set at the
 top of a copy of repro.py, run in the warm workers as the program reducer's checks run (`reduce.program_harness`,
 the backend forced as its verification forced it), and judged against the reduced program's failure; every row
-applies whatever its phase (the program compiles whole), filtered by the ops of the graphs it compiled.
+applies whatever its phase (the program compiles whole), filtered by the ops of the graphs it compiled, and past
+Dynamo its rows of how the program's inputs are specialized (`Setting.specializes`) after the stage's own: they decide
+the graphs every later stage is given.
 Never raises for what a candidate does. The whole program is not run here: `diagnose.workarounds` confirms what
 passed on a copy of the script, and the narrowest verified change is handed over.
 """
@@ -92,7 +94,7 @@ def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSe
         return None
     run, target = compiled_repro(p, script, policy(found.category).wrong_result)
     ops = (*(found.minify.ops if found.minify else ()), *p.culprit_ops)
-    rows = [(row, (source, target)) for row in applicable(stage, ops, _device(source))]
+    rows = [(row, (source, target)) for row in applicable(stage, ops, _device(source), program=True)]
 
     def edit(text: str, row: Setting) -> str | None:
         edited = set_config(text, row.module, row.line)
@@ -143,12 +145,15 @@ def _device(text: str) -> str:
     return "cuda" if _CUDA_INPUT.search(text) else "cpu"
 
 
-def applicable(stage: FailingStage, ops: tuple[str, ...], device: str) -> list[Setting]:
-    """The table's rows that can change this graph, in its order (see the contract)."""
+def applicable(stage: FailingStage, ops: tuple[str, ...], device: str, program: bool = False) -> list[Setting]:
+    """The table's rows that can change this graph (or, with `program`, this reduced program), in its order, a
+    program's rows of how Dynamo specializes inputs last (see the contract)."""
     module = _MODULES.get(stage)
     names = " ".join(ops)
     rows = [row for row in SETTINGS
             if (row.module == module if module else row.module != DYNAMO) or _decomposes_at(row, stage)]
+    if program and stage is not FailingStage.DYNAMO:
+        rows += [row for row in SETTINGS if row.specializes and row not in rows]
     return [row for row in rows if device in row.devices
             and (not row.needs_ops or re.search(row.needs_ops, names))
             and (not row.draws or any(torch_compat.names_a_random_op(op) for op in ops))

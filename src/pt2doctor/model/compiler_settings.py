@@ -9,7 +9,7 @@ removes a failure is the narrowest. A key the installed torch lacks, or one alre
 (`capture.torch_compat.config_value` reads it there): a new torch brings its own keys and defaults.
 
 `diagnose.setting_search` tries the table on the minimal failing graph (Dynamo's rows, for a failure no graph shows,
-on the reduced program); `diagnose.workarounds` confirms what passed on the whole program and hands over the
+on the reduced program, and its rows of how inputs are specialized on a reduced program past Dynamo too); `diagnose.workarounds` confirms what passed on the whole program and hands over the
 narrowest verified one.
 """
 
@@ -40,6 +40,10 @@ class Setting:
     # read by Inductor's decomposition table (`select_decomp_table`), which `aot_eager_decomp_partition` decomposes
     # with too: the row can change a failure at that stage, though no Inductor code runs there
     decompositions: bool = False
+    # Dynamo's: how it specializes the program's inputs (a float a constant, a size dynamic), which decides the
+    # graphs every later stage is given: tried on a reduced program past Dynamo too (pytorch#194976: Inductor burns a
+    # float made dynamic into its graph with a guard its cache drops; `specialize_float = True` avoids it)
+    specializes: bool = False
 
     @property
     def line(self) -> str:
@@ -130,8 +134,9 @@ SETTINGS: tuple[Setting, ...] = (
             needs_ops=r"torch\.func\.|functorch|vmap"),
     Setting(DYNAMO, "inline_invoke_subgraph", True, "nested compile regions inlined",
             needs_ops="nested_compile_region|invoke_subgraph"),
-    Setting(DYNAMO, "specialize_int", True, "int inputs specialized (a recompile per value)"),
-    Setting(DYNAMO, "automatic_dynamic_shapes", False, "shapes made dynamic after a recompile"),
+    Setting(DYNAMO, "specialize_float", True, "float inputs specialized (a recompile per value)", specializes=True),
+    Setting(DYNAMO, "specialize_int", True, "int inputs specialized (a recompile per value)", specializes=True),
+    Setting(DYNAMO, "automatic_dynamic_shapes", False, "shapes made dynamic after a recompile", specializes=True),
 )
 
 # Subsystems a setting turns off that the table names under another (both pattern passes turn off together).
