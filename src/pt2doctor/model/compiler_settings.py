@@ -9,8 +9,8 @@ removes a failure is the narrowest. A key the installed torch lacks, or one alre
 (`capture.torch_compat.config_value` reads it there): a new torch brings its own keys and defaults.
 
 `diagnose.setting_search` tries the table on the minimal failing graph (Dynamo's rows, for a failure no graph shows,
-on the reduced program, and its rows of how inputs are specialized on a reduced program past Dynamo too); `diagnose.workarounds` confirms what passed on the whole program and hands over the
-narrowest verified one.
+on the reduced program, and its rows of how inputs are specialized on a reduced program past Dynamo too);
+`diagnose.workarounds` confirms what passed on the whole program and hands over the narrowest verified one.
 """
 
 from __future__ import annotations
