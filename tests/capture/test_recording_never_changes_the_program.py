@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from pt2doctor.capture.child import graph_recorder
-from pt2doctor.model.recording import read_index
+from pt2doctor.model.recording import read_index, read_unrecorded
 
 
 @pytest.fixture
@@ -66,3 +66,15 @@ def test_the_corpus_bug_under_recording_raises_what_it_raises_without(recording:
     script = Path(__file__).parents[1] / "realbugs" / "export_cond_branch_tensor_decomp.py"
     with pytest.raises(RuntimeError, match="FunctionalTensor on its own"):
         runpy.run_path(str(script))
+
+
+def test_a_graph_the_recorder_cannot_write_is_compiled_unrecorded_and_said(recording: Path, monkeypatch) -> None:
+    def disk_full(gm: object) -> str:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(graph_recorder.torch_compat, "fx_module_source", disk_full)
+    x = torch.randn(8)
+    assert torch.equal(torch.compile(lambda t: t.sin() * 2, backend="eager")(x), x.sin() * 2)
+    assert read_index(recording) == []
+    (unrecorded,) = read_unrecorded(recording)
+    assert unrecorded.compile_id == "0/0" and unrecorded.description == "OSError: No space left on device"

@@ -14,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.reproduce import Classified
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.wrong_graph import find_wrong_graph
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.minify import FailureSignature
+from pt2doctor.model.recording import read_unrecorded
 from pt2doctor.reduce.program import target_of
 
 
@@ -37,6 +39,10 @@ class Recording:
 
 def pick_recording(ctx: Context, found: Found, classify: Classified) -> Recording:
     run_dir = ctx.runner.run_dir(classify.attempt.label)
+    if unrecorded := read_unrecorded(RunPaths(run_dir).graphs_dir):
+        found.notes.append(f"{len(unrecorded)} graph(s) could not be recorded (the first, compile id "
+                           f"{unrecorded[0].compile_id}: {unrecorded[0].description}): compiled unrecorded, they "
+                           "cannot be minified")
     if (why := policy(found.category).not_minified):
         found.notes.append(why)
         return Recording(run_dir, usable=False)

@@ -1,7 +1,8 @@
 """The graph recording's records: one `GraphEntry` per recorded graph, one `GraphFailure` per failure.
 
 Contract: the graph recorder (`capture.child.graph_recorder`) appends them, one JSON line each, to
-`RUN_DIR/graphs/index.jsonl` and `failures.jsonl` with the codec (`model.serialize.append_line`);
+`RUN_DIR/graphs/index.jsonl` and `failures.jsonl` (and an `Unrecorded` per graph it could not write to
+`unrecorded.jsonl`) with the codec (`model.serialize.append_line`);
 every reader (`reduce.fx_load`, `diagnose.procedure`) reads them back with `read_index` /
 `read_failures`, which raise `RecordError` (file and line) for a line that is not a record. The
 JSON keys are the field names; a failure's `tolerance` (accuracy failures) and `values` (when its
@@ -57,6 +58,15 @@ class GraphFailure(msgspec.Struct, frozen=True, omit_defaults=True):
     values: str | None = None  # the file of its inputs as they were when it failed
 
 
+class Unrecorded(msgspec.Struct, frozen=True):
+    """A graph the recorder could not write (it was compiled as if no recorder were installed): its stage, compile
+    id and `Type: first line` of what writing it raised."""
+
+    stage: Stage
+    compile_id: str | None
+    description: str
+
+
 def values_files(graph_id: str) -> tuple[str, str, str]:
     """The files a graph's input values are kept in, one per moment (never the same file twice: a save that
     fails must not cost what an earlier one kept): when it was recorded (index inputs), before its first
@@ -71,3 +81,8 @@ def read_index(graphs: Path) -> list[GraphEntry]:
 
 def read_failures(graphs: Path) -> list[GraphFailure]:
     return read_lines(graphs / "failures.jsonl", GraphFailure)
+
+
+def read_unrecorded(graphs: Path) -> list[Unrecorded]:
+    """The graphs the recorder could not write (`unrecorded.jsonl`, only where there were any)."""
+    return read_lines(graphs / "unrecorded.jsonl", Unrecorded) if (graphs / "unrecorded.jsonl").exists() else []

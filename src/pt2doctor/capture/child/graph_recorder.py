@@ -14,6 +14,8 @@ Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
 - `g0003.inputs.pt`, `g0003.call.inputs.pt`, `g0003.failed.inputs.pt`: real input values (the one format of
   `capture.input_values`: `{"arg<i>": CPU tensor}`), only where they matter (below), one file per moment
   they were kept (`model.recording.values_files`), each written whole or not at all.
+- `unrecorded.jsonl` (only where there is one): an `Unrecorded` per graph the recorder could not write; that graph
+  is compiled as if no recorder were installed (observing never changes the program) and is in no other file.
 - `failures.jsonl`: one `GraphFailure` per failure: graph, phase (`compile`, `run`, `accuracy`),
   `Type: first line` (an accuracy failure also has its tolerance; one whose inputs were saved, `values`).
 - `inflight`: a 256-byte memory-mapped record `"g0003 run"` of what is compiling or running; when
@@ -90,7 +92,7 @@ from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, ru
 from pt2doctor.capture.input_values import save_values
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.model.minify import ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage
-from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure, values_files
+from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure, Unrecorded, values_files
 from pt2doctor.model.serialize import append_line
 
 MARKER_SIZE = 256
@@ -173,7 +175,10 @@ class GraphRecorder:
         cannot write is compiled as if no recorder were installed (and is missing from the index)."""
         try:
             return self._write(stage, gm, example_inputs, backend, aot_kind, parent)
-        except Exception:
+        except Exception as exc:
+            with open(self.dir / "unrecorded.jsonl", "a") as unrecorded:
+                append_line(unrecorded, Unrecorded(stage, torch_compat.current_compile_id(),
+                                                   f"{type(exc).__name__}: {str(exc).strip()[:300]}"))
             return None
 
     def _write(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
