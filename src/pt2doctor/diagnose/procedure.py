@@ -57,9 +57,11 @@ from pt2doctor.processes import launch
 __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 
-def _export(ctx: Context, found: Found, classify: Classified) -> bool:
+def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> bool:
     """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
-    def known() -> None:  # said and written before the program is reduced
+    def known() -> None:  # said and written before the program is reduced, the repeat made beside the reduction
+        if reproduce.pending is not None:
+            reproduce.pending.start()
         if ctx.after_step is not None:
             ctx.after_step("export")
 
