@@ -85,4 +85,4 @@ def read_failures(graphs: Path) -> list[GraphFailure]:
 
 def read_unrecorded(graphs: Path) -> list[Unrecorded]:
     """The graphs the recorder could not write (`unrecorded.jsonl`, only where there were any)."""
-    return read_lines(graphs / "unrecorded.jsonl", Unrecorded) if (graphs / "unrecorded.jsonl").exists() else []
+    return read_lines(graphs / "unrecorded.jsonl", Unrecorded)

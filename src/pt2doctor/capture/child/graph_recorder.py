@@ -145,9 +145,7 @@ class GraphRecorder:
         self.mark(self.last_ran)
 
     def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
-        inner = torch_compat.unwrap_backend_exception(exc)
-        lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
-        self._write_failure(graph, phase, f"{type(inner).__name__}: {lines[0] if lines else ''}", None, inputs)
+        self._write_failure(graph, phase, _described(exc), None, inputs)
 
     def fail_accuracy(self, graph: str, tolerance: float, inputs: Sequence[Any]) -> None:
         """An accuracy failure of `graph`; a Dynamo graph's is left out where its after-AOT forward graph,
@@ -177,8 +175,7 @@ class GraphRecorder:
             return self._write(stage, gm, example_inputs, backend, aot_kind, parent)
         except Exception as exc:
             with open(self.dir / "unrecorded.jsonl", "a") as unrecorded:
-                append_line(unrecorded, Unrecorded(stage, torch_compat.current_compile_id(),
-                                                   f"{type(exc).__name__}: {str(exc).strip()[:300]}"))
+                append_line(unrecorded, Unrecorded(stage, torch_compat.current_compile_id(), _described(exc)))
             return None
 
     def _write(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
@@ -221,6 +218,13 @@ class GraphRecorder:
         self._marker_file.close()
         self.index.close()
         self.failures.close()
+
+
+def _described(exc: BaseException) -> str:
+    """`Type: first line` of what `exc` (a backend's, unwrapped from Dynamo's) says."""
+    inner = torch_compat.unwrap_backend_exception(exc)
+    lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
+    return f"{type(inner).__name__}: {lines[0] if lines else ''}"
 
 
 def _save_constants(gm: Any, path: Path) -> str | None:

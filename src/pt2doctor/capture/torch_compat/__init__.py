@@ -13,7 +13,7 @@ pt2doctor subsystem that needs them; a new subsystem gets a module of its own:
 - `warm`: warming fresh interpreters up (the minifier's workers and verifier), autotuning anew in them, and torch's
   logging set up again in a process forked after the import;
 - `minify`: the minifier's FX adapter (fake propagation, the op-overload test);
-- `fx_trace`: rebuilding a recorded graph from its code with every op in it (the loader and repros);
+- `fx_trace`: a graph as code (the recorder's) and rebuilt from its code with every op in it (the loader and repros);
 - `aoti`: an exported program's graph and the values of its inputs (minifying an AOTInductor failure).
 - `kernels`: runtime triage: Inductor's debug config, each kernel's fused FX nodes, the output code's kernels;
 - `provenance`: where an FX node came from in the user's program (`node.meta`).
@@ -40,7 +40,13 @@ from pt2doctor.capture.torch_compat.flight_recorder import BUFFER_SIZE as FLIGHT
 from pt2doctor.capture.torch_compat.flight_recorder import dump_file_env as flight_recorder_dump_env
 from pt2doctor.capture.torch_compat.flight_recorder import dumps as flight_recorder_dumps
 from pt2doctor.capture.torch_compat.flight_recorder import env as flight_recorder_env
-from pt2doctor.capture.torch_compat.fx_trace import graph_module, graph_module_source, opaque_calls, torch_ops_called
+from pt2doctor.capture.torch_compat.fx_trace import (
+    fx_module_source,
+    graph_module,
+    graph_module_source,
+    opaque_calls,
+    torch_ops_called,
+)
 from pt2doctor.capture.torch_compat.kernels import (
     is_triton_launcher,
     kernel_debug_config,
@@ -76,7 +82,6 @@ from pt2doctor.capture.torch_compat.record import (
     cuda_fork_poisoned,
     current_compile_id,
     disable_aot_autograd_cache,
-    fx_module_source,
     inductor_prim_calls,
     is_zero_tensor,
     judgeable,

@@ -17,6 +17,8 @@ outside `__torch_function__` (functorch's `predispatch._make_dual`, `torch._C._s
 the scaffolding Dynamo writes around `torch.func.jvp`) would run while tracing, reject a Proxy or mutate
 the tracing process's state, and vanish from the graph. `graph_module` records a call of each as a node
 too, patched where it lives (`torch._C._set_fwd_grad_enabled`) and put back afterwards.
+The other way, `fx_module_source(gm)` writes a graph module as code (import block and `forward`), as the recorder
+keeps every graph it records; a global no module holds (Dynamo's NumPy wrappers) is rebuilt from what it wraps.
 """
 
 from __future__ import annotations
@@ -132,3 +134,63 @@ def graph_module(module: Any, ops: tuple[str, ...]) -> Any:
 def graph_module_source() -> str:
     """`graph_module` as text, for a repro to define it exactly as the loader runs it."""
     return "from typing import Any\n\n\n" + inspect.getsource(graph_module)
+
+
+def fx_module_source(gm: Any) -> str:
+    """Import block plus `forward` code of an FX graph module, as torch's own pickling writes it
+    (`torch.fx.graph_module._format_import_statement`, 2.13), except for the globals torch's importer
+    cannot name: Dynamo's NumPy wrappers (`wrapped_cumsum`: an instance no module holds) are rebuilt
+    from what they wrap; anything else becomes a name that raises when the graph calls it, so the graph
+    is still recorded (torch's own minifier raises `ObjNotFoundError` there, inside the user's compile)."""
+    from torch.fx.graph_module import _format_import_statement
+    from torch.package import sys_importer
+
+    python = gm.graph.python_code(root_module="self")
+    imports, bindings = set(), []
+    for name, obj in python.globals.items():
+        try:
+            imports.add(_format_import_statement(name, obj, sys_importer))
+        except Exception:
+            needs, binding = _rebuilt_global(name, obj)
+            imports.update(needs)
+            bindings.append(binding)
+    return "\n".join([*sorted(imports), *bindings]) + "\n" + python.src
+
+
+def _rebuilt_global(name: str, obj: Any) -> tuple[list[str], str]:
+    """(import lines, the line binding `name`) for a global no module holds: Dynamo's
+    `numpy_to_tensor_wrapper`, `numpy_method_wrapper` and `numpy_operator_wrapper` (torch._dynamo.utils,
+    2.13) rebuilt around the `torch._numpy` function, method name or `operator` function they wrap;
+    anything else a function that raises, saying what it stands for."""
+    import operator
+
+    from torch._dynamo import utils
+
+    inner = {utils.numpy_to_tensor_wrapper: "f", utils.numpy_method_wrapper: "method",
+             utils.numpy_operator_wrapper: "op"}.get(type(obj))
+    wrapped = getattr(obj, inner, None) if inner else None
+    wrapped_name = getattr(wrapped, "__name__", "")
+    if isinstance(wrapped, str):
+        argument: str | None = repr(wrapped)
+    elif wrapped is not None and getattr(operator, wrapped_name, None) is wrapped:
+        argument = f"operator.{wrapped_name}"
+    else:
+        argument = _torch_numpy_path(wrapped)
+    if argument is None:
+        return [], f"def {name}(*args, **kwargs): raise NotImplementedError({f'{obj!r}: named by no module'!r})"
+    wrapper = type(obj).__name__
+    return (["import operator", "import torch._numpy", f"from torch._dynamo.utils import {wrapper}"],
+            f"{name} = {wrapper}({argument})")
+
+
+def _torch_numpy_path(function: Any) -> str | None:
+    """`torch._numpy.cumsum`, `torch._numpy.linalg.norm`: where the torch._numpy namespace holds `function`
+    (its `__module__` is the implementation's, which holds the undecorated one)."""
+    import torch._numpy as tnp
+
+    name = getattr(function, "__name__", "")
+    for path, module in (("torch._numpy", tnp), ("torch._numpy.linalg", tnp.linalg),
+                         ("torch._numpy.fft", tnp.fft), ("torch._numpy.random", tnp.random)):
+        if getattr(module, name, None) is function:
+            return f"{path}.{name}"
+    return None
