@@ -5,6 +5,9 @@ and tests/e2e/test_interrupt.py (SIGTERM, --budget)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pt2doctor.diagnose.checkpoint import Checkpoint, verdict_words
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import _judge
@@ -146,6 +149,15 @@ def test_a_stop_of_the_diagnosis_exits_as_a_shell_reports_the_signal():
         assert found.interrupted and found.freeze().exit_code == code
     budget = Found(command=("x.py",), category=Category.KERNEL_FAILURE, stopped_by="budget")
     assert not budget.interrupted and budget.freeze().exit_code == 1
+
+
+def test_the_diagnose_command_starts_its_first_run_before_the_parent_imports_torch():
+    """`import torch` takes seconds on a few cores: the parent imports it beside the first run of the script, not
+    before it (a type-only import of the minifier's graph class once made every diagnosis start 2-3 s late)."""
+    modules = ("pt2doctor.cli.diagnose", "pt2doctor.diagnose.procedure", "pt2doctor.diagnose.stopping",
+               "pt2doctor.capture.run_lock", "pt2doctor.capture.report_inputs", "pt2doctor.report.issue")
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted(m for m in sys.modules if m == 'torch'))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
 # A backend whose compiled forward adds one: the script's own check (an assert) sees a wrong value.

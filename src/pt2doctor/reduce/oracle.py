@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pt2doctor.model import signature
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec, FailureSignature, Stage
 from pt2doctor.processes.pool import RunResult, WorkerPool
 from pt2doctor.reduce.core import Outcome
-from pt2doctor.reduce.fx_case import FxCase
 from pt2doctor.reduce.repro import ReproScript, render
+
+if TYPE_CHECKING:
+    from pt2doctor.reduce.fx_case import FxCase
 
 
 @dataclass(frozen=True, slots=True)
