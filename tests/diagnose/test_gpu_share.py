@@ -8,9 +8,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pt2doctor.capture.child.torch_env import gpu_memory
 from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.model import SCHEMA, ExitInfo, Session
 from pt2doctor.model.session import Environment, Extras
@@ -102,6 +104,38 @@ def test_nothing_waits_without_a_gpu_or_for_a_program_that_used_none():
     small = GpuShare(gpu_visible=True, jobs=2)
     small.learn(_run(1))
     assert small.limit == 2 and small.said() is None  # every job fits: nothing to say
+
+
+def _lost_context(*_: object) -> None:
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def test_a_run_whose_kernel_faulted_still_says_how_much_room_it_needs():
+    """After a kernel fault the device answers no query (the context is lost) but the allocator's counts and the
+    device's size are the host's: the peak is the allocator's most plus the most a process holds beside it, so the
+    repeat of a crash and a workaround's run need not go one at a time. (A stand-in for torch.cuda: a fault cannot
+    be made without a GPU; the gpu-marked test below makes one.)"""
+    cuda = SimpleNamespace(is_initialized=lambda: True, device_count=lambda: 1,
+                           max_memory_reserved=lambda device: 3 * GIB, memory_reserved=lambda device: 3 * GIB,
+                           mem_get_info=_lost_context, current_device=lambda: 0,
+                           get_device_properties=lambda device: SimpleNamespace(total_memory=80 * GIB))
+    peak, total = gpu_memory(SimpleNamespace(cuda=cuda))
+    assert (peak, total) == (5 * GIB, 80 * GIB)
+    share = GpuShare(gpu_visible=True, jobs=3)
+    share.learn(_run(peak / GIB))
+    assert share.limit == 3
+
+
+@pytest.mark.gpu
+def test_a_cuda_run_whose_kernel_faulted_records_its_peak(tmp_path: Path):
+    from pt2doctor.capture.runner import RunOptions, run_script
+
+    script = tmp_path / "faults.py"
+    script.write_text("import torch\nx = torch.zeros(4, device='cuda')\n"
+                      "torch.compile(lambda t, i: t[i], backend='inductor')(x, torch.tensor([99], device='cuda'))\n"
+                      "torch.cuda.synchronize()\n")
+    env = run_script(RunOptions(script=script, out_dir=tmp_path / "run", timeout_s=300, echo=False)).environment
+    assert env.gpu_total_bytes and env.gpu_peak_bytes and env.gpu_peak_bytes < env.gpu_total_bytes
 
 
 @pytest.mark.gpu

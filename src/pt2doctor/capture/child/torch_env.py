@@ -34,7 +34,7 @@ def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
     none. The peak is the caching allocator's most reserved plus what the process holds beside it now (the CUDA
     context, a library's workspace): `total - free - reserved` at exit, at most `_BESIDE_AT_MOST` (free memory is the
     device's: more than that is another process's). With the allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING) the
-    process's own peak is not known, only the device's: (None, the GPU's size)."""
+    process's own peak is not known, only the device's: (None, the GPU's size). After a kernel fault, see `_held`."""
     try:
         if not torch.cuda.is_initialized():
             return None, None
@@ -43,9 +43,7 @@ def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
             most = torch.cuda.max_memory_reserved(device)
             if not most:  # unused here (asking a device for its free memory would make it a context)
                 continue
-            free, total = torch.cuda.mem_get_info(device)
-            beside = min(_BESIDE_AT_MOST, max(0, total - free - torch.cuda.memory_reserved(device)))
-            peak = most + beside
+            peak, total = _held(torch, device, most)
             if best is None or peak > (best[0] or 0):
                 best = (int(peak), int(total))
         if best is None:  # initialized, the caching allocator off: the GPU was used, by how much is not known
@@ -53,6 +51,18 @@ def gpu_memory(torch: Any) -> tuple[int | None, int | None]:
         return best
     except Exception:  # a device in a bad state (a kernel fault): the facts are best effort
         return None, None
+
+
+def _held(torch: Any, device: int, most: int) -> tuple[int, int]:
+    """What the process held on `device` at its most, and the device's size. After a kernel fault the device
+    answers nothing (`mem_get_info` raises: the context is lost) while the allocator's counts and the device's size
+    are the host's: what it held beside the allocator is then taken at its most, so a run that crashed a kernel
+    still says how much room the program needs (its repeat and a workaround's run may then share the GPU)."""
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+    except Exception:  # a kernel fault
+        return most + _BESIDE_AT_MOST, int(torch.cuda.get_device_properties(device).total_memory)
+    return most + min(_BESIDE_AT_MOST, max(0, total - free - torch.cuda.memory_reserved(device))), total
 
 
 def cxx_version() -> str | None:
