@@ -120,9 +120,12 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     together = options.torchrun is not None  # a job: which rank failed first is read from both runs
     second = runner.submit(Variant.original(2)) if together else None
     workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False, fresh_forks=True)
-    _load_graph_code_meanwhile()
+    importing = _load_graph_code_meanwhile()
     try:
-        a1, held = _unless_gpu_held(runner, found, first.result(),
+        ended = first.result()
+        importing.join()  # before anything here imports torch: two threads importing it at once can meet a module
+        #                   half-initialised (Inductor's modules import each other: an ImportError of a circular import)
+        a1, held = _unless_gpu_held(runner, found, ended,
                                     Variant.original(5, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
         if held is None:
             found.session = runner.sessions.get(a1.label)
@@ -170,9 +173,10 @@ def _gpu_held_in(runner: VariantRunner, attempt: Attempt) -> HeldMemory | None:
     return held_by_others(failure.message) if failure is not None else None
 
 
-def _load_graph_code_meanwhile() -> None:
+def _load_graph_code_meanwhile() -> threading.Thread:
     """What loading a recorded graph imports here (torch, Dynamo, Inductor's prims: seconds on a few cores) is
-    imported while the first run goes, in a thread: the graph steps that follow it start at once."""
+    imported while the first run goes, in a thread: the graph steps that follow it start at once. Nothing else here
+    imports torch until the thread has ended (join it)."""
     def load() -> None:
         from pt2doctor.capture import torch_compat
         from pt2doctor.reduce import fx_load  # noqa: F401
@@ -180,7 +184,9 @@ def _load_graph_code_meanwhile() -> None:
         torch_compat.import_dynamo()
         torch_compat.register_inductor_prims()
 
-    threading.Thread(target=load, daemon=True, name="pt2doctor-imports").start()
+    thread = threading.Thread(target=load, daemon=True, name="pt2doctor-imports")
+    thread.start()
+    return thread
 
 
 def repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart:
