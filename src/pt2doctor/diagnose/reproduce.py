@@ -123,8 +123,9 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     importing = _load_graph_code_meanwhile()
     try:
         ended = first.result()
-        importing.join()  # before anything here imports torch: two threads importing it at once can meet a module
-        #                   half-initialised (Inductor's modules import each other: an ImportError of a circular import)
+        # before anything here imports torch: two threads importing it at once can meet a module half-initialised
+        # (Inductor's modules import each other: an ImportError of a circular import)
+        importing.join()
         a1, held = _unless_gpu_held(runner, found, ended,
                                     Variant.original(5, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
         if held is None:
