@@ -9,7 +9,9 @@ Cases (`bench/programs/`, each a user program that fails under torch.compile):
 Per case, in one run, with one cache directory for the case (`TORCHINDUCTOR_CACHE_DIR`, `TRITON_CACHE_DIR`):
 1. a cold plain run (the cache directory fresh), 2. a warm plain run (the denominator: what the user sees
 when they run it again), 3. `pt2doctor diagnose` once per source tree given with `--tree NAME=SRC` (its
-`src/` on PYTHONPATH; the trees alternate in order from case to case), caches warm as the user's are.
+`src/` on PYTHONPATH; the trees alternate in order from case to case), each finding the caches as the two plain
+runs left them (a copy: a later tree's diagnosis does not find the graphs an earlier one compiled, which favoured
+whichever tree went second by seconds up to tens of seconds, until session 27).
 For each diagnosis: its wall time and ratios to the warm and the cold run; the time to the first verdict
 (category and stage: the progress line `verdict: ...`, or an older tree's `failing stage: ...`); the
 whole-program runs it made (diagnosis.json's `runs` ledger, or for an older tree its attempts plus the
@@ -27,6 +29,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,8 +100,12 @@ def run_case(case: str, trees: list[tuple[str, Path]], flip: bool) -> list[dict]
     cold, code, _ = timed([sys.executable, str(program)], program.parent, env)
     warm, code, _ = timed([sys.executable, str(program)], program.parent, env)
     assert code != 0, f"{case}: the plain run did not fail"
+    users = workdir / "caches-as-the-user-left-them"
+    shutil.copytree(caches, users)
     rows = []
     for name, src in reversed(trees) if flip else trees:
+        shutil.rmtree(caches)  # not the graphs an earlier tree's diagnosis compiled: the second would be favoured
+        shutil.copytree(users, caches)
         row = {"case": case, "cold_s": round(cold, 1), "warm_s": round(warm, 1), "load": load,
                **diagnose(name, src, program, workdir, env)}
         row["ratio_warm"] = round(row["diagnose_s"] / warm, 2)
