@@ -11,8 +11,9 @@ from pt2doctor.analysis.failures import dynamo_raise_site, torch_raise_site
 from pt2doctor.diagnose.conclusions import conclude
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Category
-from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceRef
+from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns
+from pt2doctor.model.source_refs import SourceLookup, SourceRef
 from pt2doctor.report.issue import write_bundle
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pt2doctor.model import Category, Failure, FailureExplanation, Session
-from pt2doctor.model.diagnosis import SourceRef
+from pt2doctor.model.source_refs import SourceRef
 from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, without_backend_line
 
 _KERNEL = re.compile(r"CppCompileError|C\+\+ compile error|triton\.compiler\.errors|triton.*CompilationError|"

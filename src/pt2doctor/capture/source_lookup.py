@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
-from pt2doctor.model.diagnosis import SourceLookup, SourceLookupResult
 from pt2doctor.model.serialize import RecordError, dumps, loads, read_record, write_record
+from pt2doctor.model.source_refs import SourceLookup, SourceLookupResult
 from pt2doctor.processes import launch
 
 

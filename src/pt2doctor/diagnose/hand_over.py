@@ -33,8 +33,9 @@ from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
 from pt2doctor.diagnose.workarounds import find_workarounds, try_config
-from pt2doctor.model.diagnosis import Bisection, FailingStage, SourceRef, Workaround
+from pt2doctor.model.diagnosis import Bisection, FailingStage, Workaround
 from pt2doctor.model.minify import FailureSignature, MinifyResult
+from pt2doctor.model.source_refs import SourceRef
 
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import WorkerPool

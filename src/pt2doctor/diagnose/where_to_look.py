@@ -40,8 +40,9 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import Setting
-from pt2doctor.model.diagnosis import FailingStage, SourceLookup, SourceLookupResult, SourceRef
+from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.serialize import RecordError, dumps, read_record
+from pt2doctor.model.source_refs import SourceLookup, SourceLookupResult, SourceRef
 
 if TYPE_CHECKING:
     from pt2doctor.processes.pool import WorkerPool

@@ -31,7 +31,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from pt2doctor.capture.torch_compat.sources import function_ref, torch_relative
-from pt2doctor.model.diagnosis import SourceRef
+from pt2doctor.model.source_refs import SourceRef
 
 _ENTRIES = ("call_function", "call_method", "var_getattr", "const_getattr", "reconstruct", "next_variable",
             "unpack_var_sequence", "call_obj_hasattr")

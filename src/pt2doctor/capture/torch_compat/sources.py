@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.model.diagnosis import SourceRef
+from pt2doctor.model.source_refs import SourceRef
 
 # `CompilerBisector`'s config changes: the backend's name -> the config module its fields live in
 _CONFIG_MODULES = {"inductor": "torch._inductor.config", "aot_eager_decomp_partition": "torch._functorch.config"}
