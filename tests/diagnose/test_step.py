@@ -3,6 +3,7 @@ timings, and what runs in the background closed however the procedure ends."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import pytest
@@ -102,6 +103,38 @@ def test_an_interrupt_propagates_after_closing_what_runs():
     with pytest.raises(KeyboardInterrupt):
         run_steps((Step("start", start), Step("interrupted", interrupted)), _context(), _found())
     assert running.closed == [True]
+
+
+class _StoppedRunner:
+    """What a step sees of the runner once a stop's handler closed it (`diagnose.stopping`)."""
+
+    closed = True
+
+    def step(self, name):
+        return nullcontext()
+
+
+def test_a_stop_a_step_kept_its_best_on_or_met_as_an_error_ends_the_procedure(monkeypatch):
+    """The budget's stop closes the runner, then raises in whatever the main thread runs: a minifier keeps its best
+    and returns; a `finally` submitting the next run meets the closed runner (RuntimeError). Either way no later
+    step runs and the stop reaches `diagnose`, not counted as an error of ours (seen: the stage's ladder stopped, its
+    `finally` starting the second run, then every step running on and the command exiting 70 with no bundle)."""
+    def kept_its_best(ctx, found):
+        return "the best so far"
+
+    def met_the_closed_runner(ctx, found):
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+    def after(ctx, found):
+        raise AssertionError("ran after the stop")
+
+    monkeypatch.delenv(STRICT)
+    ctx = Context(options=None, runner=_StoppedRunner(), reporter=_Said())  # type: ignore[arg-type]
+    for step in (Step("kept", kept_its_best), Step("met", met_the_closed_runner)):
+        found, results = _found(), {}
+        with pytest.raises(KeyboardInterrupt):
+            run_steps((step, Step("after", after)), ctx, found, results)
+        assert found.internal_errors == [] and "after" not in found.timings
 
 
 def test_a_step_taking_what_no_earlier_step_returns_is_refused():

@@ -119,7 +119,9 @@ def test_diagnose_budget_hands_over_the_best_found_within_it(tmp_path):
     d = json.loads((out / "diagnosis.json").read_text())
     # the diagnosis's own time within 10%; the command's (interpreter start, ending the runs and the bundle included,
     # on a test machine running other tests beside it) within 10 s more
-    assert d["timings"]["total"] <= budget * 1.1 and took <= budget + 10, (took, d["timings"])
+    total = d["timings"].get("total")  # none: the command ended before its own end (its stderr says how)
+    assert total is not None and total <= budget * 1.1 and took <= budget + 10, (took, d["timings"],
+                                                                                  done.stderr[-3000:])
     assert d["category"] == "backend_failure" and d["stage"] == "backend"
     assert done.returncode == 1 and d["exit_code"] == 1 and d["interrupted"] is False
     assert d["stopped_by"] == "budget" and d["headline"].startswith("stopped at its --budget: backend_failure")

@@ -47,6 +47,14 @@ def test_servers_that_never_warm_up_answer_with_the_reason():
     assert result.status == "error" and "did not warm up in 0.2 s" in result.text
 
 
+def test_a_pool_closed_while_it_warms_up_is_ended_not_waited_for():
+    """A diagnosis stopped (its --budget, SIGTERM) during the first run closes workers still importing torch: they
+    would read the request to quit only once warm (seconds on a busy machine, all of it past the budget)."""
+    pool = WorkerPool(1, timeout_s=4.0)
+    pool.close()
+    assert pool._proc is not None and pool._proc.returncode == -9  # killed, not asked and waited for
+
+
 # A candidate that holds something until it is collected (a module-level cycle: most of a GPU, in a program);
 # the next candidate in the same server runs only once it is released.
 HOLDS = HEADER + """import pathlib

@@ -52,6 +52,7 @@ from pt2doctor.diagnose.workarounds import try_export
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
+from pt2doctor.model.settings import settings
 from pt2doctor.processes import launch
 
 __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
@@ -162,12 +163,14 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
         with stoppable(_alarm_s(options.budget_s), on_stop=lambda: _end_runs(runner)) as stop:
             _run_procedure(ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
-        with shielded():
-            found.stopped_by = stop.reason(exc)
-            found.notes.append(f"{found.stopped_by}: the steps above it are complete, the rest did not run")
-            labels = {a.label for a in found.attempts}
-            found.attempts += [a for label, a in runner.finished.items() if label not in labels]
-            stopped(found)
+        _stopped_by(stop.reason(exc), found, runner)
+    except Exception as exc:  # pt2doctor's own error between the steps (`run_steps` keeps a step's): nothing is lost
+        if runner.closed:  # what met the runner the stop had closed
+            _stopped_by(stop.reason(KeyboardInterrupt()), found, runner)
+        elif settings().strict:
+            raise
+        else:
+            found.internal_errors.append(f"procedure: {type(exc).__name__}: {exc}")
     finally:
         with shielded():
             runner.close()
@@ -182,6 +185,15 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
                                   "before its conclusion: what was found is in this bundle")
             found.timings["total"] = round(time.monotonic() - started, 3)
     return checkpoint.frozen()
+
+
+def _stopped_by(why: str, found: Found, runner: VariantRunner) -> None:
+    with shielded():
+        found.stopped_by = why
+        found.notes.append(f"{why}: the steps above it are complete, the rest did not run")
+        labels = {a.label for a in found.attempts}
+        found.attempts += [a for label, a in runner.finished.items() if label not in labels]
+        stopped(found)
 
 
 def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:

@@ -16,7 +16,8 @@ says what each step writes, and the tests hold each step to it.
 before it starts, calls `ctx.after_step` with its name once it ran (the verdict is said and written as soon as it is
 known, `diagnose.procedure`), and closes every result that holds something running (`close()`: a bisector warming
 up, a control in the background) when the procedure ends, however it ends; a Ctrl-C propagates to
-`diagnose`, which keeps what was found. A step that raises (pt2doctor's own error, never the script's:
+`diagnose`, which keeps what was found; so does a stop that a step kept its best on or met as an error (the
+runner closed by the stop: no step runs after it). A step that raises (pt2doctor's own error, never the script's:
 the steps catch what the runs do) is kept in `found.internal_errors` and the procedure goes on without
 its result, so what the other steps found is still written and the exit status says an internal error
 happened; with `PT2DOCTOR_STRICT` set (the test suite) it propagates instead. pyinstrument's processors
@@ -114,6 +115,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[s
     results = {} if results is None else results
     try:
         for step in steps:
+            _unless_stopped(ctx)
             unknown = [w for w in step.wants() if w not in names[:names.index(step.name)] and w not in results]
             assert not unknown, f"step {step.name} takes {unknown}, which no step before it returns"
             assert step.fields() <= verdict, f"step {step.name} writes {step.fields() - verdict}, not the verdict's"
@@ -126,6 +128,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[s
                 with found.timed(step.name), _counted_for(ctx, step.name):
                     result = _call(step.run, ctx, StepView(found, step), earlier)
             except Exception as exc:
+                _unless_stopped(ctx, exc)
                 if settings().strict:
                     raise
                 found.internal_errors.append(f"step {step.name!r}: {type(exc).__name__}: {exc}")
@@ -141,6 +144,14 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[s
             if callable(getattr(result, "close", None)):
                 result.close()
     return results
+
+
+def _unless_stopped(ctx: Context, cause: Exception | None = None) -> None:
+    """The diagnosis was stopped (the stop's handler closed the runner, `diagnose.stopping`) while a step went on: it
+    kept its best on the stop, or met the closed runner (a run submitted in a `finally`). The stop goes on to
+    `diagnose`; what the step met is the stop's doing, not an error of ours."""
+    if ctx.runner is not None and ctx.runner.closed:
+        raise KeyboardInterrupt("the diagnosis was stopped") from cause
 
 
 def _counted_for(ctx: Context, name: str) -> AbstractContextManager[None]:

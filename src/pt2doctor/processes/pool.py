@@ -113,7 +113,8 @@ class WorkerPool:
             os.close(self._request_fd)
             os.close(self._result_fd)
         self._request_fd = self._result_fd = -1
-        if self._wait(10.0) is None:
+        # a zygote still warming up reads nothing before it is warm (seconds on a busy machine): not waited for
+        if self._wait(10.0 if self._ready else 0.0) is None:
             os.kill(self._pid, 9)
             self._wait(None)
 
