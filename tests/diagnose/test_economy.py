@@ -149,6 +149,8 @@ def test_a_stop_of_the_diagnosis_exits_as_a_shell_reports_the_signal():
         assert found.interrupted and found.freeze().exit_code == code
     budget = Found(command=("x.py",), category=Category.KERNEL_FAILURE, stopped_by="budget")
     assert not budget.interrupted and budget.freeze().exit_code == 1
+    # its budget ran out before the failure was reproduced: not "nothing fails" (0), as coreutils' `timeout` exits
+    assert Found(command=("x.py",), stopped_by="budget").freeze().exit_code == 124
 
 
 def test_the_diagnose_command_starts_its_first_run_before_the_parent_imports_torch():

@@ -63,7 +63,8 @@ class _MinifyStatus(MinifyProgress):
                       "itself is at fault, 3 flaky, 75 not diagnosed: other processes held the GPU's memory, "
                       "130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (what was found so far is "
                       "written), 64 usage error, 70 internal error of pt2doctor. A diagnosis stopped at its --budget "
-                      "exits as it would have concluded on what it found.")
+                      "exits as it would have concluded on what it found; 124 where it ran out before the failure was "
+                      "reproduced.")
 @out_option("Where to write repro.py, diagnosis.json, issue.md, report.html and the runs.")
 @click.option("--timeout", type=SECONDS, default=None, help="Stop each run of the script after this many seconds.")
 @click.option("--function", "function", default=None,

@@ -174,8 +174,8 @@ def _exit_code(found: Found) -> int:
         return ExitCode.INTERNAL
     if found.gpu_held:
         return ExitCode.GPU_HELD
-    if found.category is None:
-        return ExitCode.OK
+    if found.category is None:  # nothing failed; or the budget ran out before anything did: not known
+        return ExitCode.TIMEOUT if found.stopped_by == BUDGET else ExitCode.OK
     if found.flaky:
         return ExitCode.FLAKY
     return policy(found.category).exit_code

@@ -32,7 +32,9 @@ class ExitCode(IntEnum):
     USAGE = 64  # a usage error, before any script runs (not click's 2, which a script may well use itself)
     DATA = 65  # an input that cannot be read: a damaged recording, or unreadable trace lines under --strict
     INTERNAL = 70  # an internal error of pt2doctor, reported in one line
-    TIMEOUT = 124  # the script (or job) was stopped at --timeout, as coreutils' `timeout` exits
+    # the script (or job) was stopped at --timeout, as coreutils' `timeout` exits; diagnose: its --budget ran out
+    # before the script's failure was reproduced
+    TIMEOUT = 124
     INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT (128 + 2)
     HUNG_UP = 129  # diagnose: stopped by SIGHUP (a closed terminal), 128 + 1; what was found is written
     TERMINATED = 143  # diagnose: stopped by SIGTERM (a job's limit, a scheduler), 128 + 15; what was found is written
