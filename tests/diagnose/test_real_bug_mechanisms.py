@@ -85,6 +85,20 @@ def test_a_jvp_segfault_in_aot_autograd_gets_a_graph_repro_and_the_program_as_it
 
 
 @pytest.mark.slow
+def test_a_graph_whose_short_forms_do_not_reproduce_hands_over_the_program_reduced(diagnosed):
+    # pytorch#141557: the minimal graph is one `prims.inductor_seeds` node, whose short forms draw as eager does and
+    # pass, so repro.py was the minifier's harness form (485 lines); the program reduced is the repro, the harness form
+    # repro_graph.py, and the thread's setting is still the workaround
+    run, d = diagnosed(REALBUGS / "dropout_manual_seed_rng_mismatch.py")
+    assert d["minify"]["verified"] and d["repro_verified"], d["notes"]
+    assert d["program"]["reason"] == "short" and d["repro"] == d["short"]["repro"] == d["program"]["repro_path"]
+    assert d["short"]["lines"] <= 40 and "F.dropout(" in Path(d["repro"]).read_text()
+    assert Path(d["minify"]["repro_path"]).name == "repro_graph.py"
+    first = d["workarounds"][0]
+    assert first["kind"] == "config" and "torch._inductor.config.fallback_random = True" in first["change"]
+
+
+@pytest.mark.slow
 def test_a_heap_overflow_found_after_the_kernel_returned_blames_the_graph_that_ran(diagnosed):
     # pytorch#196681: glibc aborts at a later free (sometimes after the script's check raised), with no graph in
     # flight: "no graph failed", or minified as a wrong result that in isolation aborted instead

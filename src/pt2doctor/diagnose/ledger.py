@@ -37,13 +37,13 @@ def run_ledger(made: Iterable[RunMade], found: Found, ladder_queries: int = 0) -
     m = found.minify
     if m is not None:
         add("minify" if "minify" in found.timings else "minify_early", graph=m.queries + _runs(m.verify_runs))
-    if found.short is not None:
+    p = found.program
+    if found.short is not None and not (p is not None and found.short.repro == p.repro_path):  # else p's runs
         add("short_repro", graph=_runs(found.short.runs) + (_TEST_RUNS if found.short.test else 0))
     if found.bisection is not None:
         add("bisect", graph=found.bisection.queries)
     if found.settings is not None:
         add("settings", graph=len(found.settings.trials))
-    p = found.program
     if p is not None:
         add("program_reduction", checks=p.checks, graph=_runs(p.verify_runs) + (_TEST_RUNS if p.test else 0))
     order = list(found.timings)  # the steps in the order they started

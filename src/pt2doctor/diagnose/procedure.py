@@ -132,6 +132,8 @@ STEPS: tuple[Step, ...] = (
     Step("reached", over.reached),
     Step("hand_over", over.hand_over,
          writes="attempts workarounds notes minify program short harness_test bisection settings"),
+    Step("program_for_short", reduction.program_for_short, when=reduction.harness_too_long,
+         writes="program minify notes short"),
     Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames runtime "
                                       "original_backend backend_kind workarounds short harness_test bisection "

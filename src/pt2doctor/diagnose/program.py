@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 _WHY = {"dynamo": "the failure is in Dynamo: no graph shows it",
         "fallback": "graph minification gave no verified repro",
         "export": "the failure is in torch.export: no compiled graph shows it",
-        "short": "the minimal graph has no short form in PyTorch's idiom"}
+        "short": "the minimal graph has no short form in PyTorch's idiom that reproduces"}
 SHORT_FOLDER = "short_program"  # where the program reduced for a short form is written (`reason` "short")
 
 
@@ -81,6 +81,8 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
         found.notes.append(f"{'a short repro' if reason == 'short' else 'repro.py is the program reduced'} "
                            f"({_WHY[reason]}): {p.lines_before} -> {p.lines_after} "
                            f"lines in {p.checks} checks ({p.check_s:.2f} s each), "
+                           + ("stopped at its time budget (a line left may not be needed), "
+                              if p.stopped_early == "budget" else "") +
                            f"{'verified' if p.verified else 'NOT verified'}")
         if p.verified and p.test is None:
             found.notes.append(no_test_note())

@@ -5,12 +5,16 @@ repro, or when the one that did has no short form in PyTorch's idiom. The work i
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_minify import minify_graph
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
+from pt2doctor.diagnose.short_repro import hand_over_program
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
 from pt2doctor.model.diagnosis import FailingStage, ProgramReason
@@ -46,15 +50,58 @@ def reduces_the_program(ctx: Context, found: Found) -> bool:
 def program_reduction(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
     """The program, with the stage's own backend forced (the simplest that fails), judged by that run's failure, in
     the warm workers started beside the first run where there are any."""
+    return _reduce_program(ctx, found, classify, reproduce)
+
+
+def _reduce_program(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced,
+                    budget_s: float | None = None) -> bool:
+    """`budget_s`: the reduction's seconds where given (else its share of the diagnosis's --budget, or the reducer's
+    own)."""
+    left = ctx.reduction_s()
+    budget_s = left if budget_s is None else budget_s if left is None else min(budget_s, left)
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
                   classify.attempt)
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
                            _reason(found), at_once=ctx.runner.gpu.limit,
-                           budget_s=ctx.reduction_s(), pool=reproduce.workers.pool if reproduce.workers else None,
+                           budget_s=budget_s, pool=reproduce.workers.pool if reproduce.workers else None,
                            forks=reproduce.workers.forks if reproduce.workers else None)
     return found.program is not None
+
+
+# The most lines a maintainer reads in a repro (issue 39): a harness form longer than this has the program reduced too
+SHORT_LINES = 40
+# ... in at most this share of the time the diagnosis took before it (at least `_SHORT_AT_LEAST_S`): a verified repro
+# is in hand already, and the reduction's last checks mostly shorten names and values (rand_like_where_eval: 43 -> 14
+# lines in 145 checks of 0.5 s, 79 s, where the diagnosis had taken 49 s)
+_SHORT_SHARE = 0.5
+_SHORT_AT_LEAST_S = 15.0
+
+
+def harness_too_long(ctx: Context, found: Found) -> bool:
+    """repro.py stayed the minifier's harness form (no short form of the graph reproduced both ways: the graph's values
+    or its RNG are not what plain torch calls make) and is longer than `SHORT_LINES`."""
+    m = found.minify
+    return (ctx.options.minify and m is not None and m.verified and found.short is None and found.program is None
+            and _lines(m.repro_path) > SHORT_LINES)
+
+
+def program_for_short(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
+    """The program reduced (reason "short"), handed over as repro.py where it verified and is shorter than the harness
+    form, which stays beside it as repro_graph.py."""
+    harness = _lines(found.minify.repro_path) if found.minify is not None else 0
+    took = time.monotonic() - ctx.started
+    _reduce_program(ctx, found, classify, reproduce, budget_s=max(_SHORT_AT_LEAST_S, _SHORT_SHARE * took))
+    p = found.program
+    return p is not None and _lines(p.repro_path) < harness and hand_over_program(found)
+
+
+def _lines(path: str) -> int:
+    try:
+        return len(Path(path).read_text().splitlines())
+    except OSError:
+        return 0
 
 
 def _reason(found: Found) -> ProgramReason:

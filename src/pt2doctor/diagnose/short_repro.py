@@ -14,7 +14,9 @@ repro_graph.py (the bisector's input, `found.minify.repro_path`); else repro.py 
 why, and its own check is the regression test (`reduce.regression_test.write_harness_test`, `found.harness_test`).
 A graph with no short form at all (a higher-order op, functorch's private calls) has the program reduced instead, where
 it verified (`found.program`, reason "short", reduced before the hand-over): it becomes repro.py and its test
-test_repro.py. `found.short` records what was handed over.
+test_repro.py (`hand_over_program`); so does a program reduced after the hand-over because no short form reproduced
+and the harness form is longer than a maintainer reads (`diagnose.reduction.program_for_short`). `found.short`
+records what was handed over.
 """
 
 from __future__ import annotations
@@ -46,19 +48,21 @@ def hand_over_short(found: Found, out_dir: Path, signature: str, timeout_s: floa
     m = found.minify
     if m is None or not m.verified:
         return
-    if m.short_repro is None and _program(found):
+    if m.short_repro is None and hand_over_program(found):
         return
     if m.short_repro is None or not _short(found, m, out_dir, signature, timeout_s, forks):
         _harness_test(found, m, timeout_s, forks)
 
 
-def _program(found: Found) -> bool:
+def hand_over_program(found: Found) -> bool:
     """The program reduced where the graph has no short form (`diagnose.program`, reason "short"), handed over as the
-    short form where it verified (True): repro.py, its test test_repro.py, the graph's harness form repro_graph.py."""
+    short form where it verified (True): repro.py, its test test_repro.py (else the harness form's test, where it has
+    one), the graph's harness form repro_graph.py."""
     p = found.program
     if p is None or p.reason != "short" or not p.verified or p.verify_runs is None:
         return False
-    _hand_over(found, Path(p.repro_path), Path(p.test) if p.test else None, p.verify_runs)
+    test = p.test or found.harness_test
+    _hand_over(found, Path(p.repro_path), Path(test) if test else None, p.verify_runs)
     assert found.short is not None
     found.program = replace(p, repro_path=found.short.repro, test=found.short.test)
     return True
