@@ -64,3 +64,20 @@ def test_seconds_that_kept_nothing_stop_it_too(monkeypatch):
     with pytest.raises(_Stop):
         reduction("import torch\ntorch.compile(len)\nw = 4\n")
     assert reduction.stopped == "no_progress" and reduction.checks == 2
+
+
+def test_a_reduction_stopped_at_its_budget_says_so_in_the_repros_docstring(tmp_path):
+    """A repro.py whose reduction ran out of time may keep a line it does not need: its reader is told."""
+    from pathlib import Path
+
+    from pt2doctor.reduce.program import ProgramJob, _header
+
+    script = Path(tmp_path / "prog.py")
+    script.write_text(SOURCE)
+    job = ProgramJob(script, (), "AssertionError: ", "eager", tmp_path, 0.0, 60.0, type_only=True)
+    reduction = ProgramReduction(Oracle(), SOURCE, -1.0, Quiet())  # type: ignore[arg-type]  # spent before it starts
+    with pytest.raises(_Stop):
+        reduction(SOURCE)
+    assert reduction.stopped == "budget"
+    assert _header(job, reduction, in_source=False).startswith(
+        '"""prog.py, reduced by pt2doctor (5 -> 5 lines, stopped at its time budget: a line left may not be needed).')

@@ -345,10 +345,10 @@ def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool,
         how = "Compiled (" + ("as written" if not job.backend else f"as written, backend={job.backend!r}" if in_source
                               else f"with backend={job.backend!r} forced onto torch.compile") + ")"
     passes = passes_with(job)
+    stopped = ", stopped at its time budget: a line left may not be needed" if reduction.stopped == "budget" else ""
+    passing = f"{passes[0].upper()}{passes[1:]} it passes.\n" if passes else ""
     return (f'"""{job.script.name}, reduced by pt2doctor ({reduction.lines_before} -> {code_lines(reduction.best)} '
-            f'lines).\n\n{how} it fails with: {job.target.text}\n' + (f"{passes[0].upper()}{passes[1:]} it passes.\n"
-                                                                           if passes else "")
-            + _stale(changes) + '"""\n')
+            f'lines{stopped}).\n\n{how} it fails with: {job.target.text}\n' + passing + _stale(changes) + '"""\n')
 
 
 def _stale(changes: tuple[StateChange, ...]) -> str:
