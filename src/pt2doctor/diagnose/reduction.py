@@ -6,7 +6,6 @@ repro, or when the one that did has no short form in PyTorch's idiom. The work i
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_minify import minify_graph
@@ -14,7 +13,7 @@ from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
-from pt2doctor.diagnose.short_repro import hand_over_program
+from pt2doctor.diagnose.short_repro import hand_over_program, repro_lines
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
 from pt2doctor.model.diagnosis import FailingStage, ProgramReason
@@ -84,24 +83,17 @@ def harness_too_long(ctx: Context, found: Found) -> bool:
     or its RNG are not what plain torch calls make) and is longer than `SHORT_LINES`."""
     m = found.minify
     return (ctx.options.minify and m is not None and m.verified and found.short is None and found.program is None
-            and _lines(m.repro_path) > SHORT_LINES)
+            and repro_lines(m.repro_path) > SHORT_LINES)
 
 
 def program_for_short(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
     """The program reduced (reason "short"), handed over as repro.py where it verified and is shorter than the harness
     form, which stays beside it as repro_graph.py."""
-    harness = _lines(found.minify.repro_path) if found.minify is not None else 0
+    harness = repro_lines(found.minify.repro_path) if found.minify is not None else 0
     took = time.monotonic() - ctx.started
     _reduce_program(ctx, found, classify, reproduce, budget_s=max(_SHORT_AT_LEAST_S, _SHORT_SHARE * took))
     p = found.program
-    return p is not None and _lines(p.repro_path) < harness and hand_over_program(found)
-
-
-def _lines(path: str) -> int:
-    try:
-        return len(Path(path).read_text().splitlines())
-    except OSError:
-        return 0
+    return p is not None and repro_lines(p.repro_path) < harness and hand_over_program(found)
 
 
 def _reason(found: Found) -> ProgramReason:

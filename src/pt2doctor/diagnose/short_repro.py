@@ -146,9 +146,13 @@ def _hand_over(found: Found, short: Path, test: Path | None, runs: VerifyRuns) -
     if test is not None and test != repro.with_name("test_repro.py"):
         test = test.replace(repro.with_name("test_repro.py"))
     found.minify = replace(m, repro_path=str(graph), short_repro=str(repro))
-    found.short = ShortForm(repro=str(repro), graph=str(graph), lines=_lines(repro), runs=runs,
+    found.short = ShortForm(repro=str(repro), graph=str(graph), lines=repro_lines(repro), runs=runs,
                             test=str(test) if test else None)
 
 
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines())
+def repro_lines(path: Path | str) -> int:
+    """A repro's lines, its docstring included (what the reader of the issue sees); 0 for a file that is not there."""
+    try:
+        return len(Path(path).read_text().splitlines())
+    except OSError:
+        return 0
