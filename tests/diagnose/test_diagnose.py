@@ -185,6 +185,7 @@ def test_user_error_stops_after_compilation_off(diagnosed):
     assert off["outcome"] == "fail" and "ValueError" in off["signature"]
 
 
+@pytest.mark.slow  # a whole diagnosis, one run at a time (40 s); a flaky repro's verification: test_classification
 def test_flaky_failure_is_reported_with_both_outcomes_and_not_minified(diagnosed, tmp_path):
     # one run at a time: the script fails in whichever run starts first, which must be a run of the script as
     # written (with the stage runs beside them, on many cores a stage run can claim the failure)

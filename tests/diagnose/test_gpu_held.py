@@ -48,6 +48,7 @@ def _script(folder: Path, first_runs_held: int | None) -> Path:
     return script
 
 
+@pytest.mark.slow  # a whole diagnosis (26 s); the two tests below keep starved runs in the default run
 def test_a_run_that_another_process_starved_is_made_again_and_never_makes_the_program_flaky(tmp_path):
     run = pt2doctor("diagnose", "--out", str(tmp_path / "out"), str(_script(tmp_path, 1)), timeout=600)
     d = json.loads((tmp_path / "out" / "diagnosis.json").read_text())

@@ -132,6 +132,7 @@ def test_a_script_that_sets_environment_variables_starts_anew(tmp_path):
     assert sets_environment(own) and sets_environment(direct) and not sets_environment(plain)
 
 
+@pytest.mark.slow  # a whole diagnosis (35 s); fork_changes_it.py's control stays in the default run (the test above)
 def test_a_fork_that_changes_the_outcome_is_caught_by_the_control_and_forking_stops(diagnosed):
     """The first run's repeat is forked as the control: where it ends otherwise than the first (here the program
     says how its interpreter started), it is made again anew, which stands for it, and nothing later is forked; the

@@ -71,7 +71,7 @@ def test_a_real_vectorisation_bug_gets_the_setting_that_avoids_it(diagnosed):
     assert handed["graphs_kept_compiled"] >= 1
     assert any(r["function"].startswith("torch._inductor.config.cpp.") and r["file"] == "torch/_inductor/config.py"
                for r in d["where_to_look"]), d["where_to_look"]
-    assert any(s["step"] == "settings" and s["graph"] == len(search["trials"]) for s in d["runs"]["steps"])
+    assert any(s["step"] == "settings" and s["graph"] == search["runs"] > 0 for s in d["runs"]["steps"])
     assert "cpp.simdlen = 1" in json.dumps(d["next_steps"])
 
 
@@ -95,7 +95,8 @@ torch.testing.assert_close(compiled[0], eager[0], rtol=0, atol=0)
 def test_where_no_graph_verified_the_settings_are_searched_on_the_reduced_program(tmp_path):
     """Issue #39: the backend for everything was handed over on program repros. The table is tried on the reduced
     program in warm workers, as its checks ran: the thread's setting (emulate_precision_casts) removes the failure,
-    the next row of the same batch does not (the judge tells them apart: the program still fails without it)."""
+    the others, set together in the same round, do not (the judge tells them apart: the program still fails without
+    it)."""
     from pt2doctor.diagnose.found import Found
     from pt2doctor.diagnose.setting_search import program_applies, search_on_program
     from pt2doctor.model import Category
@@ -113,7 +114,10 @@ def test_where_no_graph_verified_the_settings_are_searched_on_the_reduced_progra
     assert search is not None and search.on == "the reduced program"
     assert [s.key for s in search.passed_settings] == ["emulate_precision_casts"], search.trials
     assert any(t.outcome == "fail" for t in search.trials), search.trials
-    assert "tried on the reduced program" in search.describe()
+    # the narrowest row alone beside all the others at once: one round settles every row
+    assert search.runs == 2 < len(search.trials) and {t.together for t in search.trials[1:]} == {
+        len(search.trials) - 1}, search
+    assert "tried on the reduced program" in search.describe() and "only set with others at once" in search.describe()
     dynamo = applicable(FailingStage.DYNAMO, program.culprit_ops, "cpu")
     assert dynamo == [] or all(s.module == "torch._dynamo.config" for s in dynamo)  # no Inductor row at Dynamo's
 
@@ -154,3 +158,47 @@ def test_a_dynamo_failure_gets_dynamos_setting_searched_on_its_reduced_program(t
     assert search is not None, found.notes
     assert [s.key for s in search.passed_settings] == ["trace_numpy"], search.trials
     assert not any("dunder" in t.touches or "dict" in t.touches for t in search.trials)
+
+
+def _rounds(removes, rows: int = 20, jobs: int = 2):
+    """Drive one lane of the search over the table's first `rows` rows, the failure gone where `removes(rows set)`
+    says so (the search's own decisions, not the compiler's: the real runs are the tests above and below)."""
+    from pt2doctor.diagnose.setting_search import _Lane
+    from pt2doctor.processes.pool import RunResult
+    from pt2doctor.reduce.core import Outcome
+
+    lane, rounds, runs = _Lane(("", None), list(SETTINGS[:rows])), 0, 0  # type: ignore[arg-type]
+    while lane.pending and not lane.passed:
+        asks = lane.asks(jobs)
+        rounds, runs = rounds + 1, runs + len(asks)
+        lane.learn([(ask, Outcome.PASSES if removes({s.key for s in ask}) else Outcome.FAILS_SAME,
+                     RunResult("ok", "")) for ask in asks])
+        assert rounds < rows + 2, "the search does not end"
+    return lane, rounds, runs
+
+
+def test_a_search_that_finds_nothing_takes_one_round_not_one_run_a_row():
+    lane, rounds, runs = _rounds(lambda keys: False)
+    assert (rounds, runs) == (1, 2) and not lane.passed and not lane.pending
+    assert lane.trials[0].together == 1 and {t.together for t in lane.trials[1:]} == {19}
+
+
+@pytest.mark.parametrize("at", [0, 1, 2, 7, 18, 19])
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_one_row_that_removes_the_failure_is_found_alone_in_a_few_rounds(at, jobs):
+    """The row is found as the narrowest that removes it, confirmed alone, in about log(rows) rounds where one run a
+    row took rows/jobs; the rows before it are settled, none after it passes (a run of them failed, or not tried)."""
+    key = SETTINGS[at].key
+    lane, rounds, _ = _rounds(lambda keys: key in keys, jobs=jobs)
+    passed = [t for t in lane.trials if t.outcome == "pass"]
+    assert [t.setting for t in passed] == [SETTINGS[at].line] and passed[0].together == 1
+    assert {s.line for s in SETTINGS[:at + 1]} <= {t.setting for t in lane.trials}
+    assert rounds <= {1: 7, 2: 5, 4: 4}[jobs], rounds
+
+
+def test_two_rows_that_remove_it_only_together_are_not_claimed_and_the_search_ends():
+    """No row alone removes it (each is tried alone once a run of them did): nothing passes, every row is settled."""
+    both = {SETTINGS[5].key, SETTINGS[6].key}
+    lane, _, _ = _rounds(lambda keys: both <= keys)
+    assert not lane.passed and not lane.pending
+    assert {t.together for t in lane.trials if t.setting in {SETTINGS[5].line, SETTINGS[6].line}} == {1}

@@ -86,6 +86,7 @@ def test_a_test_is_verified_as_on_a_maintainers_machine_when_pt2doctor_runs_in_c
     assert _runs(test).returncode == 1 and _runs(test, compilation_off=True).returncode == 0
 
 
+@pytest.mark.slow  # 26 s; the regression test's other cases stay in the default run
 def test_a_program_that_needs_module_level_is_kept_whole(tmp_path):
     test = _test_of(tmp_path, GLOBAL)
     assert test is not None

@@ -43,7 +43,7 @@ def run_ledger(made: Iterable[RunMade], found: Found, ladder_queries: int = 0) -
     if found.bisection is not None:
         add("bisect", graph=found.bisection.queries)
     if found.settings is not None:
-        add("settings", graph=len(found.settings.trials))
+        add("settings", graph=found.settings.runs)
     if p is not None:
         add("program_reduction", checks=p.checks, graph=_runs(p.verify_runs) + (_TEST_RUNS if p.test else 0))
     order = list(found.timings)  # the steps in the order they started

@@ -152,18 +152,22 @@ def for_subsystem(subsystem: str) -> Setting | None:
 @dataclass(frozen=True, slots=True)
 class SettingTrial:
     """One setting tried on the minimal graph (or the reduced program): `outcome` `pass` (the failure is gone),
-    `fail` (the same failure), or how it ended otherwise (`fails otherwise: ...`, `timeout`)."""
+    `fail` (the same failure), or how it ended otherwise (`fails otherwise: ...`, `timeout`). `together`: how many
+    settings the run that settled it set (1: it alone; more: the failure stayed the same with all of them set at once,
+    and each is taken not to remove it alone)."""
 
     setting: str  # its line, `torch._inductor.config.split_reductions = False`
     touches: str
     outcome: str
+    together: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class SettingSearch:
     """The table tried on the minimal failing graph (`graph`: the repro it ran), or on the reduced program where no
-    graph verified (`on`), narrowest first, a batch at a time, until a batch held one that removed the failure;
-    `skipped` says which rows did not apply and why in brief."""
+    graph verified (`on`), narrowest first, several rows a run where that settles them (`diagnose.setting_search`),
+    until one row alone removed the failure, in `runs` runs; `skipped` says which rows did not apply and why in
+    brief."""
 
     graph: str
     trials: tuple[SettingTrial, ...] = ()
@@ -172,6 +176,7 @@ class SettingSearch:
     why_not: str = ""  # where nothing was tried: why
     untried: int = 0  # rows that applied but were not tried: the search's time budget ran out first
     on: str = "the minimal graph"  # what each row was tried on, in words ("the reduced program")
+    runs: int = 0  # graph-level runs (or the reduced program's) the search made
 
     @property
     def passed(self) -> tuple[SettingTrial, ...]:
@@ -188,5 +193,7 @@ class SettingSearch:
             return f"no compiler setting tried: {self.why_not}"
         passed = ", ".join(f"`{t.setting}`" for t in self.passed) or "none"
         rest = f"; {self.untried} more not tried, past the search's time budget" if self.untried else ""
-        return (f"{len(self.trials)} compiler setting(s) tried on {self.on} ({self.seconds:.1f} s), "
-                f"removing the failure: {passed}{rest}")
+        together = sum(t.together > 1 for t in self.trials)
+        at_once = f"; {together} only set with others at once, the failure unchanged" if together else ""
+        return (f"{len(self.trials)} compiler setting(s) tried on {self.on} ({self.runs} run(s), {self.seconds:.1f} s"
+                f"{at_once}), removing the failure: {passed}{rest}")
