@@ -193,12 +193,12 @@ def test_one_row_that_removes_the_failure_is_found_alone_in_a_few_rounds(at, job
     passed = [t for t in lane.trials if t.outcome == "pass"]
     assert [t.setting for t in passed] == [SETTINGS[at].line] and passed[0].together == 1
     assert {s.line for s in SETTINGS[:at + 1]} <= {t.setting for t in lane.trials}
-    assert rounds <= {1: 7, 2: 5, 4: 4}[jobs], rounds
+    assert rounds <= {1: 7, 2: 6, 4: 4}[jobs] and (at > 1 or jobs == 1 or rounds <= 2), rounds
 
 
 def test_two_rows_that_remove_it_only_together_are_not_claimed_and_the_search_ends():
-    """No row alone removes it (each is tried alone once a run of them did): nothing passes, every row is settled."""
+    """No row alone removes it: nothing passes, every row is settled, the search ends."""
     both = {SETTINGS[5].key, SETTINGS[6].key}
-    lane, _, _ = _rounds(lambda keys: both <= keys)
-    assert not lane.passed and not lane.pending
-    assert {t.together for t in lane.trials if t.setting in {SETTINGS[5].line, SETTINGS[6].line}} == {1}
+    for jobs in (1, 2, 4):
+        lane, _, _ = _rounds(lambda keys: both <= keys, jobs=jobs)
+        assert not lane.passed and not lane.pending

@@ -4,10 +4,10 @@ Contract: `search_settings(pool, found, text, dynamo) -> SettingSearch | None` t
 (`model.compiler_settings.SETTINGS`), narrowest first, set at the top of a copy of the minifier's verified repro
 (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers (a setting
 that acts before Inductor's lowering on the recorded Dynamo graph compiled whole, where the minimal graph is one
-AOTAutograd made), a round of runs (the workers' count per subject) at a time, until one row alone removes the
-failure or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own failure
-(`reduce.oracle.judge`). A run sets several rows at once where that settles them: the narrowest rows alone beside
-all the others at once, and where those others change the failure, ever shorter runs of them (`_Lane`); most
+AOTAutograd made), a round of runs (the workers' count, shared among the subjects) at a time, until one row alone
+removes the failure or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own
+failure (`reduce.oracle.judge`). A run sets several rows at once where that settles them: the narrowest rows alone
+beside all the others at once, and where those others change the failure, ever shorter runs of them (`_Lane`); most
 searches find nothing, and one run then settles what took one run a row (on a 2-layer GPT-2 18 rows took 33 s, on
 the corpus's none-found graphs 20 rows 7-21 s). None where no setting can reach the failure: no verified minimal
 graph, or a stage no setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot
@@ -117,8 +117,9 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
     while any(lane.pending for lane in lanes) and not any(lane.passed for lane in lanes):
         if time.monotonic() - started > BUDGET_S:
             break
-        asks = [(lane, together, edited) for lane in lanes for together in lane.asks(pool.jobs)
-                if (edited := edit(lane.subject[0], together)) is not None]
+        active = [lane for lane in lanes if lane.pending]
+        asks = [(lane, together, edited) for lane, share in zip(active, _shares(pool.jobs, len(active)))
+                for together in lane.asks(share) if (edited := edit(lane.subject[0], together)) is not None]
         if not asks:
             break
         results: list[RunResult] = pool.run([edited for _, _, edited in asks])
@@ -133,13 +134,20 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
                          untried=0 if passed else sum(len(lane.pending) for lane in lanes), on=on, runs=runs)
 
 
+def _shares(jobs: int, lanes: int) -> list[int]:
+    """The workers shared among the lanes a round (one each at least): a round takes about one run's time."""
+    each, extra = max(1, jobs // lanes), jobs % lanes if jobs >= lanes else 0
+    return [each + (i < extra) for i in range(lanes)]
+
+
 class _Lane:
     """The rows tried on one subject (the minimal graph, the Dynamo graph it came from, the reduced program), in the
     table's order, settled in as few runs as it takes: a run sets several rows at once, and where the failure stays
     the same with all of them set, each is taken not to remove it alone (`SettingTrial.together`); where it goes,
-    the shortest first run of rows that removes it is narrowed down (the workers' count of cuts a round) until a
-    run of at most twice that many rows is left, each then tried alone. A search that finds nothing (most rows, most
-    graphs) takes one round instead of one run a row; one row removing it takes a few.
+    the shortest first run of rows that removes it is narrowed down (its narrowest row alone and the lane's other
+    shares of the workers cutting the run, a round) until a run of at most twice its share is left, each then tried
+    alone. A search that finds nothing (most rows, most graphs) takes one round instead of one run a row; one row
+    removing it takes a few.
 
     The first round tries the narrowest rows alone beside all the others at once (the rows that most often remove a
     failure come first in the table). `pending`: the rows not settled; `changed`: the length of the shortest run
@@ -163,7 +171,10 @@ class _Lane:
             return [(row,) for row in p[:alone]] + [tuple(p[alone:])]
         if k <= 2 * jobs:  # few enough to try alone: the rest, if none of these removes it, alone next round
             return [(row,) for row in p[:min(k, jobs)]]
-        return [tuple(p[:cut]) for cut in sorted({max(1, k * i // (jobs + 1)) for i in range(1, jobs + 1)})]
+        if jobs == 1:
+            return [tuple(p[:k // 2])]
+        # the narrowest alone (a row early in the table removes a failure most often), the others cutting the run
+        return [(p[0],)] + [tuple(p[:cut]) for cut in sorted({max(2, k * i // jobs) for i in range(1, jobs)})]
 
     def learn(self, judged: list[tuple[tuple[Setting, ...], Outcome, RunResult]]) -> None:
         """Settle what the round's runs settle: a row run alone, by its outcome; the rows of the longest run that
