@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.diagnose.setting_search import applicable
+from pt2doctor.diagnose.setting_search import applicable, configured
 from pt2doctor.model.compiler_settings import FUNCTORCH, SETTINGS, for_subsystem
 from pt2doctor.model.diagnosis import FailingStage
 
@@ -202,3 +202,60 @@ def test_two_rows_that_remove_it_only_together_are_not_claimed_and_the_search_en
     for jobs in (1, 2, 4):
         lane, _, _ = _rounds(lambda keys: both <= keys, jobs=jobs)
         assert not lane.passed and not lane.pending
+
+
+class _Judged:
+    """A pool standing in for the workers: a run fails as its subject does unless it sets one of `removing` and
+    none of `masking`."""
+
+    def __init__(self, removing: set[str], masking: frozenset[str] = frozenset(), jobs: int = 2) -> None:
+        self.removing, self.masking, self.jobs, self.asked = removing, masking, jobs, []
+
+    def run(self, texts):
+        from pt2doctor.processes.pool import RunResult
+
+        self.asked.append(len(texts))
+        return [RunResult("ok") if any(line in text for line in self.removing)
+                and not any(line in text for line in self.masking) else
+                RunResult("failed", "RuntimeError: the subject's failure") for text in texts]
+
+
+def test_a_row_removing_it_in_one_subject_does_not_hide_a_narrower_one_in_the_other():
+    """Rows acting before lowering run on the Dynamo graph, the others on the minimal graph: each lane searches its
+    own, the workers shared; where a wider row removes the failure first, the narrower rows of the other lane are
+    still settled, and the narrowest that removes it is handed over first."""
+    from pt2doctor.diagnose.setting_search import _search
+    from pt2doctor.model.signature import from_description
+
+    target = from_description("RuntimeError: the subject's failure")
+    lowering = [s for s in SETTINGS if s.phase == "lowering" and "cpu" in s.devices][:1]
+    earlier = [s for s in SETTINGS if s.phase != "lowering" and s.module != "torch._dynamo.config"][:6]
+    narrow, wide = earlier[1], lowering[0]  # wide removes it in round 1, alone in its lane; narrow later
+    assert SETTINGS.index(narrow) < SETTINGS.index(wide) or pytest.skip("the table's order changed")
+    pool = _Judged({narrow.line, wide.line})
+    rows = ([(row, ("import torch\nminimal = 1\n", target)) for row in lowering]
+            + [(row, ("import torch\ndynamo = 1\n", target)) for row in earlier])
+    rows.sort(key=lambda pair: SETTINGS.index(pair[0]))
+    search = _search(pool, rows, "repro.py", "the minimal graph", configured)  # type: ignore[arg-type]
+    assert [s.line for s in search.passed_settings] == [narrow.line, wide.line], search.trials
+    wider = {s.line for s in earlier if SETTINGS.index(s) > SETTINGS.index(wide)}
+    assert not wider & {t.setting for t in search.trials}  # rows wider than a row that removes it: no run
+    assert search.untried == 0 and search.runs == sum(pool.asked) and max(pool.asked) <= pool.jobs
+
+
+def test_rows_of_one_family_are_never_set_in_one_run():
+    """uint8_abs_cat_sum (measured in fresh interpreters): the C++ tiling heuristics off removes the wrong result,
+    and with the vectorised loop tail or all vectorisation off as well it comes back; all rows set at once hid the
+    fix. Rows of one family go to separate runs, so the fix is found as it was one run a row."""
+    from pt2doctor.diagnose.setting_search import _search
+    from pt2doctor.model.signature import from_description
+
+    by = {s.key: s for s in SETTINGS}
+    family = [by["cpp.enable_loop_tail_vec"], by["cpp.enable_tiling_heuristics"], by["cpp.simdlen"]]
+    assert len({s.family for s in family}) == 1 and family[0].family
+    rows = [s for s in SETTINGS if s.phase == "lowering" and "cpu" in s.devices]
+    target = from_description("RuntimeError: the subject's failure")
+    pool = _Judged({family[1].line}, masking=frozenset({family[0].line, family[2].line}))
+    search = _search(pool, [(row, ("import torch\n", target)) for row in rows], "repro.py", "the minimal graph",
+                     configured)  # type: ignore[arg-type]
+    assert [s.key for s in search.passed_settings] == ["cpp.enable_tiling_heuristics"], search.trials

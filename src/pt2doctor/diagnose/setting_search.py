@@ -5,16 +5,18 @@ Contract: `search_settings(pool, found, text, dynamo) -> SettingSearch | None` t
 (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers (a setting
 that acts before Inductor's lowering on the recorded Dynamo graph compiled whole, where the minimal graph is one
 AOTAutograd made), a round of runs (the workers' count, shared among the subjects) at a time, until one row alone
-removes the failure or `BUDGET_S` has passed; each run is judged as every minifier query is, against the repro's own
-failure (`reduce.oracle.judge`). A run sets several rows at once where that settles them: the narrowest rows alone
-beside all the others at once, and where those others change the failure, ever shorter runs of them (`_Lane`); most
-searches find nothing, and one run then settles what took one run a row (on a 2-layer GPT-2 18 rows took 33 s, on
-the corpus's none-found graphs 20 rows 7-21 s). None where no setting can reach the failure: no verified minimal
-graph, or a stage no setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot
-matter are skipped without a run: a key the installed torch lacks or already holds at that value, another device's,
-one whose ops the graph does not hold; the functorch rows alone where the stage is AOTAutograd's (with, at
-`aot_eager_decomp_partition`'s, Inductor's rows its decomposition table reads: `fallback_random`), Dynamo's alone
-where it is Dynamo's (and never past it).
+removes the failure and no narrower row is left unsettled (in any subject), or `BUDGET_S` has passed; each run is
+judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). A run sets several rows
+at once where that settles them: the narrowest rows alone beside all the others at once, and where those others
+change the failure, ever shorter runs of them (`_Lane`), never two rows of one family (`Setting.family`: each
+switches off one way through the same code generation, and one can send the graph down the path another avoids) in
+one run; most searches find nothing, and one run then settles what took one run a row (on a 2-layer GPT-2 18 rows
+took 33 s, on the corpus's none-found graphs 20 rows 7-21 s). None where no setting can reach the failure: no
+verified minimal graph, or a stage no setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows
+that cannot matter are skipped without a run: a key the installed torch lacks or already holds at that value,
+another device's, one whose ops the graph does not hold; the functorch rows alone where the stage is AOTAutograd's
+(with, at `aot_eager_decomp_partition`'s, Inductor's rows its decomposition table reads: `fallback_random`),
+Dynamo's alone where it is Dynamo's (and never past it).
 `search_on_program(pool, found, script)` is the same search where no graph gave a verified repro but the program
 reduced did (`found.program`: a failure past Dynamo, a wrong result the script's own check sees, or a Dynamo-stage
 failure, with Dynamo's rows: a guard it leaves out, a construct it traces): each row set at the
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,6 +63,7 @@ _MODULES = {FailingStage.INDUCTOR: None,  # every row past Dynamo's (what Dynamo
 _WORDS = {Outcome.PASSES: "pass", Outcome.FAILS_SAME: "fail"}
 # an input made on a GPU (`make_tensor(..., 'cuda:0')`, `x.cuda()`)
 _CUDA_INPUT = re.compile(r"""["']cuda(?::\d+)?["']|\.cuda\(""")
+_RANK = {row.line: rank for rank, row in enumerate(SETTINGS)}  # narrowest first
 BUDGET_S = 30.0  # no round starts past it: the workarounds wait on this search
 
 
@@ -114,10 +118,14 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
     if not rows:
         return SettingSearch(repro, skipped=len(SETTINGS), why_not="no setting of the table applies here", on=on)
     started, runs, lanes = time.monotonic(), 0, _lanes(rows, edit)
-    while any(lane.pending for lane in lanes) and not any(lane.passed for lane in lanes):
-        if time.monotonic() - started > BUDGET_S:
-            break
+    while True:
+        # once a row removes the failure, only rows narrower than it are worth a run (in any lane)
+        passed = [_RANK[t.setting] for lane in lanes for t in lane.trials if t.outcome == "pass"]
+        for lane in lanes if passed else ():
+            lane.narrower_than(min(passed))
         active = [lane for lane in lanes if lane.pending]
+        if not active or time.monotonic() - started > BUDGET_S:
+            break
         asks = [(lane, together, edited) for lane, share in zip(active, _shares(pool.jobs, len(active)))
                 for together in lane.asks(share) if (edited := edit(lane.subject[0], together)) is not None]
         if not asks:
@@ -129,9 +137,8 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
                         for (asked, together, _), result in zip(asks, results) if asked is lane])
     concluded = {t.setting: t for lane in lanes for t in lane.trials}
     trials = tuple(concluded[s.line] for s in SETTINGS if s.line in concluded)
-    passed = any(lane.passed for lane in lanes)
     return SettingSearch(repro, trials, len(SETTINGS) - len(rows), round(time.monotonic() - started, 3),
-                         untried=0 if passed else sum(len(lane.pending) for lane in lanes), on=on, runs=runs)
+                         untried=sum(len(lane.pending) for lane in lanes), on=on, runs=runs)
 
 
 def _shares(jobs: int, lanes: int) -> list[int]:
@@ -195,6 +202,12 @@ class _Lane:
         still = sum(row in known for row in self.pending)
         self.changed = min([n for n in (*(left - settled for left in changed), still) if n > 0], default=None)
 
+    def narrower_than(self, rank: int) -> None:
+        """Leave unsettled only the rows narrower than the table's row `rank` (a row that removes the failure)."""
+        self.pending = [row for row in self.pending if _RANK[row.line] < rank]
+        if self.changed is not None and self.changed > len(self.pending):
+            self.changed = None  # what changed the failure may have been a row left out: ask the rest anew
+
     def _settle(self, rows: Sequence[Setting], outcome: str, together: int = 1) -> None:
         for row in rows:
             self.trials.append(SettingTrial(row.line, row.touches, outcome, together))
@@ -202,11 +215,17 @@ class _Lane:
 
 
 def _lanes(rows: list[tuple[Setting, Graph]], edit: Callable[[str, Sequence[Setting]], str | None]) -> list[_Lane]:
-    """One lane per subject, in the order of its first row; a row whose edit of the subject fails is left out."""
-    lanes: dict[str, _Lane] = {}
+    """One lane per subject and tier, in the order of its first row: a subject's rows of one family
+    (`Setting.family`) go one to a tier, so no run sets two of them; a row whose edit of the subject fails is left
+    out."""
+    lanes: dict[tuple[str, int], _Lane] = {}
+    seen: Counter[tuple[str, str]] = Counter()
     for row, subject in rows:
-        if edit(subject[0], (row,)) is not None:
-            lanes.setdefault(subject[0], _Lane(subject, [])).pending.append(row)
+        if edit(subject[0], (row,)) is None:
+            continue
+        tier = seen[subject[0], row.family] if row.family else 0
+        seen[subject[0], row.family] += 1
+        lanes.setdefault((subject[0], tier), _Lane(subject, [])).pending.append(row)
     return list(lanes.values())
 
 

@@ -44,6 +44,11 @@ class Setting:
     # graphs every later stage is given: tried on a reduced program past Dynamo too (pytorch#194976: Inductor burns a
     # float made dynamic into its graph with a guard its cache drops; `specialize_float = True` avoids it)
     specializes: bool = False
+    # rows that each switch off one way through the same code generation (the C++ vectoriser's loops, a reduction's
+    # kernel, a TMA load): one can send the graph down the very path another avoids (uint8_abs_cat_sum: without
+    # the tiling heuristics the failure goes, and comes back with the loop tail or all vectorisation off as well),
+    # so the settings search never sets two rows of one family in one run
+    family: str = ""
 
     @property
     def line(self) -> str:
@@ -73,23 +78,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(INDUCTOR, "optimize_scatter_upon_const_tensor", False, "scatter into a constant tensor rewritten",
             needs_ops="scatter"),
     Setting(INDUCTOR, "triton.persistent_reductions", False, "persistent reductions", devices=("cuda",),
-            needs_ops=_REDUCTIONS, phase=LOWERING),
+            needs_ops=_REDUCTIONS, phase=LOWERING, family="reductions"),
     Setting(INDUCTOR, "triton.mix_order_reduction", False, "reductions of mixed order fused", devices=("cuda",),
-            needs_ops=_REDUCTIONS, phase=LOWERING),
+            needs_ops=_REDUCTIONS, phase=LOWERING, family="reductions"),
     Setting(INDUCTOR, "split_reductions", False, "large reductions split in two", needs_ops=_REDUCTIONS,
-            phase=LOWERING),
+            phase=LOWERING, family="reductions"),
     Setting(INDUCTOR, "shape_padding", False, "matmul shapes padded", needs_ops=r"mm|matmul|linear|addmm|bmm"),
     Setting(INDUCTOR, "layout_optimization", False, "convolutions' layout changed (channels last)",
             needs_ops="convolution|conv", subsystem="inductor_layout_optimization", phase=LOWERING),
     # code generation
-    Setting(INDUCTOR, "cpp.enable_loop_tail_vec", False, "the vectorised loop tail", devices=("cpu",), phase=LOWERING),
+    Setting(INDUCTOR, "cpp.enable_loop_tail_vec", False, "the vectorised loop tail", devices=("cpu",), phase=LOWERING,
+            family="cpp_vectorisation"),
     Setting(INDUCTOR, "cpp.enable_tiling_heuristics", False, "the C++ tiling heuristics", devices=("cpu",),
-            phase=LOWERING),
-    Setting(INDUCTOR, "cpp.simdlen", 1, "vectorisation of the C++ kernels", devices=("cpu",), phase=LOWERING),
+            phase=LOWERING, family="cpp_vectorisation"),
+    Setting(INDUCTOR, "cpp.simdlen", 1, "vectorisation of the C++ kernels", devices=("cpu",), phase=LOWERING,
+            family="cpp_vectorisation"),
     Setting(INDUCTOR, "triton.use_tensor_descriptor", False, "TMA tensor descriptors", devices=("cuda",),
-            phase=LOWERING),
+            phase=LOWERING, family="tma"),
     Setting(INDUCTOR, "triton.enable_persistent_tma_matmul", False, "the persistent TMA matmul", devices=("cuda",),
-            phase=LOWERING),
+            phase=LOWERING, family="tma"),
     Setting(INDUCTOR, "max_autotune", False, "autotuning of matmuls and convolutions", phase=LOWERING),
     Setting(INDUCTOR, "coordinate_descent_tuning", False, "coordinate-descent tuning of kernels", phase=LOWERING,
             decompositions=True),
