@@ -114,9 +114,8 @@ def test_where_no_graph_verified_the_settings_are_searched_on_the_reduced_progra
     assert search is not None and search.on == "the reduced program"
     assert [s.key for s in search.passed_settings] == ["emulate_precision_casts"], search.trials
     assert any(t.outcome == "fail" for t in search.trials), search.trials
-    # the narrowest row alone beside all the others at once: one round settles every row
-    assert search.runs == 2 < len(search.trials) and {t.together for t in search.trials[1:]} == {
-        len(search.trials) - 1}, search
+    # rows set several at once where the failure stays: fewer runs than rows, the others settled together
+    assert search.runs < len(search.trials) and any(t.together > 1 for t in search.trials), search
     assert "tried on the reduced program" in search.describe() and "only set with others at once" in search.describe()
     dynamo = applicable(FailingStage.DYNAMO, program.culprit_ops, "cpu")
     assert dynamo == [] or all(s.module == "torch._dynamo.config" for s in dynamo)  # no Inductor row at Dynamo's

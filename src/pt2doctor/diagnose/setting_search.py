@@ -142,9 +142,10 @@ def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on:
 
 
 def _shares(jobs: int, lanes: int) -> list[int]:
-    """The workers shared among the lanes a round (one each at least): a round takes about one run's time."""
-    each, extra = max(1, jobs // lanes), jobs % lanes if jobs >= lanes else 0
-    return [each + (i < extra) for i in range(lanes)]
+    """The runs of a round shared among the lanes, one each at least, the first lanes (the narrowest rows) taking
+    what is left of the last wave of the workers: a round takes one run's time a wave."""
+    total = -(-lanes // jobs) * jobs
+    return [total // lanes + (i < total % lanes) for i in range(lanes)]
 
 
 class _Lane:
