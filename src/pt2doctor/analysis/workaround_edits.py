@@ -18,8 +18,8 @@ that name:
   `torch.compile` site compiles that function itself (`torch.compile(f)` compiles `f` disabled or not; the
   decorator's site is `uncompile`'s);
 - `pin_backend_in_place(source, backend)`: `backend=` written into every `torch.compile` call and bare decorator;
-- `set_config(source, module, line)`: `import module` and the assignment `line` after the script's last top-level
-  import (before its code runs, as a config must be);
+- `set_config(source, module, line, *more)`: `import module` and the assignment `line` (and more such pairs) after
+  the script's last top-level import (before its code runs, as a config must be);
 - `skip_decompositions(source)`: every one-line `X.run_decompositions(...)` call made `X`: the exported program as
   traced, its ops not decomposed;
 - `own_settings(source)`: the compiler settings the script makes itself (assignments alone on their line to a
@@ -192,10 +192,12 @@ def unified_patch(before: str, after: str, name: str) -> str:
                                         fromfile=name, tofile=name))
 
 
-def set_config(source: str, module: str, line: str) -> str | None:
-    """`source` with `import module` and `line` inserted after its last top-level import statement."""
+def set_config(source: str, module: str, line: str, *more: tuple[str, str]) -> str | None:
+    """`source` with `import module` and `line` (then each further `(module, line)`) inserted after its last
+    top-level import statement, in one edit."""
     tree = _tree(source)
-    return None if tree is None else _after_imports(source, tree, f"import {module}\n{line}\n")
+    text = "".join(f"import {m}\n{assignment}\n" for m, assignment in ((module, line), *more))
+    return None if tree is None else _after_imports(source, tree, text)
 
 
 def uncompile(source: str) -> list[tuple[str, str, int]]:

@@ -231,13 +231,9 @@ def _lanes(rows: list[tuple[Setting, Graph]], edit: Callable[[str, Sequence[Sett
 
 
 def configured(source: str, rows: Sequence[Setting]) -> str | None:
-    """`source` with every row's line set at its top (`analysis.workaround_edits.set_config`)."""
-    for row in rows:
-        edited = set_config(source, row.module, row.line)
-        if edited is None:
-            return None
-        source = edited
-    return source
+    """`source` with every row's line set at its top, in one edit (`analysis.workaround_edits.set_config`)."""
+    first, *more = rows
+    return set_config(source, first.module, first.line, *((row.module, row.line) for row in more))
 
 
 def applies(found: Found) -> bool:
