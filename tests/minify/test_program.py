@@ -4,17 +4,21 @@ names from a reduced program, and the backend it writes into `torch.compile` cal
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pt2doctor.processes.pool import WorkerPool
+from pt2doctor.reduce import program
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.program import (
+    CannotReduce,
     ProgramJob,
     ProgramOracle,
     ProgramReduction,
     code_lines,
+    passes_with,
     pin_backend,
     reduce_program,
 )
@@ -262,3 +266,38 @@ def test_a_program_whose_failure_needs_its_comments_is_reduced_as_written(tmp_pa
     repro = Path(result.repro_path).read_text()
     assert result.verified and result.lines_after < result.lines_before
     assert "z = y.sin() * 2  # slow path" in repro and "print(helper(x).sum())" not in repro
+
+
+def test_a_compile_failure_whose_script_fails_uncompiled_too_is_reduced_against_not_failing_so(pool, tmp_path):
+    """pytorch#145208's shape: the script catches the compiled backward's failure and exits 1, and with compilation
+    off its eager path fails too (eager flex_attention's backward does). The candidate's run is the failed compile's
+    (as a traced run's signature is), not "exit status 1"; a failure only the compiler raises need only not show
+    with compilation off, and no regression test is written for such a repro (it could never pass)."""
+    script = Path(__file__).parents[1] / "diagnose" / "scripts" / "caught_backward_compile_error_eager_fails.py"
+    job = ProgramJob(script, (), "RuntimeError: backward lowering failed", None, tmp_path, 60.0, 60.0,
+                     reason="short", patience=40)
+    source = script.read_text()
+    assert ProgramOracle(pool, job)(source) is Outcome.FAILS_OTHER  # held to passing with compilation off: it cannot
+    with pytest.raises(CannotReduce):
+        reduce_program(job, Lines(), pool)
+    relaxed = replace(job, off_fails_too=True)
+    assert ProgramOracle(pool, relaxed)(source) is Outcome.FAILS_SAME
+    repro, runs, _, held = program._write(relaxed, ProgramReduction(ProgramOracle(pool, relaxed), source, 60.0,
+                                                                    Lines()))
+    assert runs is not None and runs.every_time and held.off_fails_too and passes_with(held) is None
+    assert "it fails otherwise, as the script did: no run without the compiler raises the failure above" in \
+        repro.read_text()
+
+
+@pytest.mark.slow
+def test_a_reduction_that_removed_what_failed_uncompiled_is_held_to_passing_so(pool, tmp_path):
+    """Reduced, what failed eagerly is gone: the repro passes with compilation off, is held to that, says so and
+    gets its regression test."""
+    script = Path(__file__).parents[1] / "diagnose" / "scripts" / "caught_backward_compile_error_eager_fails.py"
+    job = ProgramJob(script, (), "RuntimeError: backward lowering failed", None, tmp_path, 60.0, 60.0,
+                     reason="short", patience=40, compiler_raised=True)
+    result = reduce_program(job, Lines(), pool)
+    repro_text = Path(result.repro_path).read_text()
+    assert result.verified and result.lines_after < result.lines_before, repro_text
+    assert result.passes_with.startswith("with compilation off") and "it passes." in repro_text
+    assert "is_compiling" not in repro_text and "reference" not in repro_text

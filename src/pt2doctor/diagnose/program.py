@@ -65,7 +65,7 @@ def reduce_the_program(options: DiagnoseOptions, found: Found, reporter: Reporte
                      reason, policy(found.category).wrong_result,
                      script_line(options.script, found), export, options.program_patience,
                      options.program_patience_s if options.program_patience else None, at_once,
-                     script_lines(options.script, found))
+                     script_lines(options.script, found), policy(found.category).compiler_raised)
     passes = passes_with(job)
     reporter.status(f"reducing the program ({fails_as(job)}, it must fail as {job.target}"
                     f"{f', {passes} pass' if passes else ''})")

@@ -52,6 +52,18 @@ def backend_of_wrapper(line: str) -> str | None:
     return m["name"] if m else None
 
 
+def compile_failure_line(fail_type: str, reason: str) -> str:
+    """What a failed compile raised, in one line: the first line of its `fail_reason` (Dynamo's compilation metrics),
+    past the wrapper line that only names the backend (`backend='inductor' raised:`); its type where it says nothing.
+    A run's compile failure (`capture.trace.session_builder`) and a candidate program's (`reduce.program_harness`) are
+    told alike by it."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    first = lines[0] if lines else fail_type
+    if backend_of_wrapper(first) is not None and len(lines) > 1:
+        first = f"{first} {lines[1]}"  # Dynamo's wrapper line says nothing: keep what the backend raised
+    return first
+
+
 def without_backend_line(message: str) -> list[str]:
     """The message's non-blank lines, stripped, past the `backend='...' raised:` line Dynamo adds."""
     return [line.strip() for line in message.splitlines() if line.strip() and backend_of_wrapper(line) is None]

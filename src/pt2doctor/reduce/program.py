@@ -9,7 +9,11 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
     line only where that names no values (`model.signature.check_identity`), raised outside the compiler
     stack so that a crash inside it
     does not pass for the script's check; the signal for a crash that killed the process);
-(b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error.
+(b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error; where the script itself
+    fails so too (eager has a failure of its own: flex_attention's backward, pytorch#145208) and its failure is one
+    only the compiler raises (`job.compiler_raised`: no run without the compiler can show it), only not as (a)
+    (`job.off_fails_too`, decided on the script's first check; no regression test is written then: it could not
+    pass once the bug is fixed).
 On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
 module eagerly first and fails otherwise (a reduction may not break the program to fail export), and
 (b) turns the failing step off: a wrong `run_decompositions` returns the program it was given,
@@ -61,7 +65,7 @@ from pt2doctor.model.signature import check_identity, from_description
 from pt2doctor.processes.fresh import VERIFY_RUNS, verify
 from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.core import Outcome
-from pt2doctor.reduce.oracle import judge
+from pt2doctor.reduce.oracle import judge, signature_of
 from pt2doctor.reduce.program_changes import unguarded_changes
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
@@ -94,6 +98,8 @@ class ProgramJob:
     patience_s: float | None = None  # or after this many seconds of checks kept nothing (slow checks: compiles)
     at_once: int | None = None  # fresh interpreters of the program that may run at once (the GPU's share); None: any
     focus: tuple[int, ...] = ()  # the script's lines in the failing traceback and its check: the first cut's seeds
+    compiler_raised: bool = False  # the failure is one the backend raises compiling (`Policy.compiler_raised`)
+    off_fails_too: bool = False  # ... and the script fails with compilation off too: (b) is "not as (a)" there
 
     @property
     def target(self) -> FailureSignature:
@@ -123,6 +129,7 @@ class ProgramOracle:
         self.pool = pool
         self.target = job.target
         self.compiled, self.off = program_runs(job, job.script.resolve())
+        self.off_fails_too = job.off_fails_too
         self.failed_uncompiled = 0  # candidates that passed (a) and failed (b)
 
     def __call__(self, source: str) -> Outcome:
@@ -130,7 +137,7 @@ class ProgramOracle:
         if outcome is not Outcome.FAILS_SAME or self.off is None:
             return outcome
         off = self.pool.run([harness_text(source, self.off)])[0]
-        if off.status == "ok":
+        if off.status == "ok" or (self.off_fails_too and off.status == "failed" and signature_of(off) != self.target):
             return Outcome.FAILS_SAME
         self.failed_uncompiled += 1
         return Outcome.FAILS_OTHER
@@ -176,7 +183,10 @@ def _step_off(job: ProgramJob) -> tuple[Overrides, str] | None:
 
 
 def passes_with(job: ProgramJob) -> str | None:
-    """The run a reduced program must pass, in words (None: there is none, a tracing step raised)."""
+    """The run a reduced program must pass, in words (None: there is none, a tracing step raised, or it fails with
+    compilation off too, `job.off_fails_too`)."""
+    if job.off_fails_too:
+        return None
     if job.export is None:
         return COMPILATION_OFF
     off = _step_off(job)
@@ -275,6 +285,10 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             oracle = ProgramOracle(pool, job)
             keep = Keep.of(source, job.check_line if job.type_only else None)
             reduction = ProgramReduction(oracle, source, job.budget_s, reporter, keep, job.patience, job.patience_s)
+            if not reduction(source) and job.compiler_raised and oracle.failed_uncompiled:
+                job = replace(job, off_fails_too=True)  # (b) "not as (a)": see the module docstring
+                oracle.off_fails_too = True
+                del reduction.cache[source]
             if not reduction(source):
                 raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                    f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
@@ -294,13 +308,13 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
         pool.timeout_s = timeout_s
     reduction.report()
     changes = unguarded_changes(reduction.best) if job.type_only else ()
-    repro, verify_runs, pinned = _write(job, reduction, changes, forks)
+    repro, verify_runs, pinned, job = _write(job, reduction, changes, forks)
     verified = bool(verify_runs and verify_runs.every_time)
     def runs(file: Path) -> tuple[ProgramRun, ProgramRun | None]:
         return program_runs(replace(job, args=()), file, force=not pinned)
 
     test = (write_program_test(repro, runs, max(60.0, job.timeout_s), job.at_once, job.target, forks)
-            if verified and not missing_dependencies() else None)
+            if verified and not job.off_fails_too and not missing_dependencies() else None)
     return ProgramRepro(
         repro_path=str(repro), signature=job.target.text, backend=job.backend, reason=job.reason,
         lines_before=reduction.lines_before, lines_after=code_lines(reduction.best), checks=reduction.checks,
@@ -313,11 +327,12 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
 
 
 def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateChange, ...] = (),
-           forks: FreshForks | None = None) -> tuple[Path, VerifyRuns | None, bool]:
+           forks: FreshForks | None = None) -> tuple[Path, VerifyRuns | None, bool, ProgramJob]:
     """Write repro.py and verify it (not when interrupted): with the backend written into its
     `torch.compile` calls where it has any (it then runs as it stands), else with the backend forced.
     Returns the path, how often it failed compiled (None: not verified, or it did not pass with compilation
-    off), and whether the backend is in the source."""
+    off), whether the backend is in the source, and the job it held to: where the script failed with compilation off
+    too (`job.off_fails_too`) and the reduced program passes so, held to passing (its header says so)."""
     repro = job.out_dir / "repro.py"
     pinned = pin_backend(reduction.best, job.backend) if job.backend else None
     runs: VerifyRuns | None = None
@@ -326,11 +341,14 @@ def _write(job: ProgramJob, reduction: ProgramReduction, changes: tuple[StateCha
             continue
         repro.write_text(_header(job, reduction, in_source, changes) + source)
         if reduction.stopped == "interrupted":
-            return repro, None, in_source
-        runs = verify_program(repro, job, force=not in_source, forks=forks)
+            return repro, None, in_source, job
+        runs, off_passed = _verified(repro, job, force=not in_source, forks=forks)
         if runs is not None and runs.every_time:
-            return repro, runs, in_source
-    return repro, runs, False
+            if job.off_fails_too and off_passed:
+                job = replace(job, off_fails_too=False)
+                repro.write_text(_header(job, reduction, in_source, changes) + source)
+            return repro, runs, in_source, job
+    return repro, runs, False, job
 
 
 class CannotReduce(Exception):
@@ -346,7 +364,9 @@ def _header(job: ProgramJob, reduction: ProgramReduction, in_source: bool,
                               else f"with backend={job.backend!r} forced onto torch.compile") + ")"
     passes = passes_with(job)
     stopped = ", stopped at its time budget: a line left may not be needed" if reduction.stopped == "budget" else ""
-    passing = f"{passes[0].upper()}{passes[1:]} it passes.\n" if passes else ""
+    passing = (f"{passes[0].upper()}{passes[1:]} it passes.\n" if passes else
+               f"{COMPILATION_OFF[0].upper()}{COMPILATION_OFF[1:]} it fails otherwise, as the script did: no run "
+               "without the compiler raises the failure above.\n" if job.off_fails_too else "")
     return (f'"""{job.script.name}, reduced by pt2doctor ({reduction.lines_before} -> {code_lines(reduction.best)} '
             f'lines{stopped}).\n\n{how} it fails with: {job.target.text}\n' + passing + _stale(changes) + '"""\n')
 
@@ -365,7 +385,12 @@ def verify_program(repro: Path, job: ProgramJob, force: bool = True, forks: Fres
                    ) -> VerifyRuns | None:
     """Both ways, side by side, each in fresh interpreters: compiled (`job.backend` forced unless `force` is
     off) it fails as `job.target` (how often, of `VERIFY_RUNS`), with compilation off (where there is such a
-    run) it passes; None when it does not."""
+    run) it passes (fails otherwise, `job.off_fails_too`); None when it does not."""
+    return _verified(repro, job, force, forks)[0]
+
+
+def _verified(repro: Path, job: ProgramJob, force: bool, forks: FreshForks | None) -> tuple[VerifyRuns | None, bool]:
+    """`verify_program`'s answer, and whether the run with compilation off (if any) passed."""
     scratch = job.out_dir / "program"
     scratch.mkdir(parents=True, exist_ok=True)
     source = repro.read_text()
@@ -378,8 +403,9 @@ def verify_program(repro: Path, job: ProgramJob, force: bool = True, forks: Fres
     with ThreadPoolExecutor(side_by_side) as threads:  # compilation off runs once: it must pass, and it did before
         results = list(threads.map(lambda r: verify(r[1][0], job.target, timeout_s=timeout_s, runs=1 if r[0] else
                                                     VERIFY_RUNS, at_once=job.at_once, forks=forks), enumerate(runs)))
-    passes_off = all(off.seen is None and off.returncode == 0 for off in results[1:])
-    return results[0].runs if passes_off else None
+    off_passed = all(off.seen is None and off.returncode == 0 for off in results[1:])
+    held = off_passed or (job.off_fails_too and all(off.runs.failed == 0 for off in results[1:]))
+    return results[0].runs if held else None, off_passed
 
 
 def pin_backend(source: str, backend: str) -> str | None:

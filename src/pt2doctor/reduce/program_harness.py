@@ -13,7 +13,9 @@ description and exits 1 when the program fails. `check()`:
   through `export.capture.observer` those that change torch.export's steps);
 - runs the source as a fresh `__main__` module whose `__file__` is `run.file`, with the source in
   `linecache` under that name (tracebacks and `inspect` see the candidate, not the file on disk);
-- turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is.
+- turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is, or where a
+  compile failed before it (the program caught the compiler's exception and exited), as that compile's failure
+  (`torch_compat.failed_compiles`; `analysis.failures.signature` reads the trace's first failure alike).
 `describe_failure` is the failure identity of `analysis.failures.failure_text` (the rule every run's
 signature uses), or where `run.type_only` (a wrong result: the script's own check, whose message may
 carry the values it compared) the type and a first line that names no values (`model.signature.
@@ -46,6 +48,7 @@ class ProgramExit(Exception):
 
 
 def check():
+    from pt2doctor.capture import torch_compat
     from pt2doctor.capture.child.overrides import install
     from pt2doctor.model.child import Overrides
     from pt2doctor.model.serialize import loads
@@ -60,6 +63,7 @@ def check():
     sys.path.insert(0, CWD)
     overrides = loads(OVERRIDES, Overrides)
     install(overrides)
+    torch_compat.forget_compiles()
     if overrides.changes_export:
         from pt2doctor.export.capture import observer as export_observer
 
@@ -76,11 +80,17 @@ def check():
 
 
 def describe_failure(exc):
+    from pt2doctor.analysis.failures import failure_text, raised_inside_compiler
+
     if isinstance(exc, ProgramExit):
+        from pt2doctor.capture import torch_compat
+        from pt2doctor.model.torch_text import compile_failure_line
+
+        failed = torch_compat.failed_compiles()
+        if failed:  # it caught a compile's failure and exited: that failure is the run's, as a traced run's is
+            return failure_text(failed[0][0], compile_failure_line(*failed[0]))
         return "exit status " + str(exc.args[0])
     import traceback
-
-    from pt2doctor.analysis.failures import failure_text, raised_inside_compiler
 
     text = failure_text(type(exc).__name__, str(exc))
     if TYPE_ONLY and not raised_inside_compiler("".join(traceback.format_tb(exc.__traceback__))):

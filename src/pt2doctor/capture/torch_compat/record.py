@@ -218,6 +218,24 @@ def unwrap_backend_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+def failed_compiles() -> list[tuple[str, str]]:
+    """(type, reason) of each compile that failed in this process since `forget_compiles`, oldest first: forward graphs
+    and the backward graphs AOTAutograd compiles at `backward()` alike, whether the program caught the failure or not.
+    Dynamo's compilation metrics (`torch._dynamo.utils.get_compilation_metrics`), the records the trace's
+    `compilation_metrics` / `bwd_compilation_metrics` events are written from, and their `fail_type` / `fail_reason`
+    (2.11, 2.13)."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return [(m.fail_type, m.fail_reason or "") for m in get_compilation_metrics()
+            if m.fail_type and not getattr(m, "is_runtime", False)]
+
+
+def forget_compiles() -> None:
+    from torch._dynamo.utils import clear_compilation_metrics
+
+    clear_compilation_metrics()
+
+
 def disable_aot_autograd_cache() -> Callable[[], None]:
     """Turn AOTAutograd's cache off (`torch._functorch.config.enable_autograd_cache`, 2.11, 2.13);
     returns the restore. A cache hit skips Inductor's inner compile, so the after-AOT graph would

@@ -19,7 +19,7 @@ from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.capture.trace.parse_text import parse_break_text
 from pt2doctor.model import Category, Compile, CompileId, Failure, GraphBreak, LimitHit, Phases, Recompile, SourceLoc
 from pt2doctor.model.session import CompileStatus, FailureOrigin
-from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, backend_of_wrapper
+from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, compile_failure_line
 
 _LIMIT_MARK = "recompile limit exceeded"
 
@@ -218,12 +218,8 @@ def _on_compile_failure(fold: _Fold, cid: CompileId, m: dict[str, Any], fail_typ
     where = SourceLoc(file, int(line), function) if file and line else None
     if is_graph_break_failure(fail_type, reason):
         _add_break(fold, reason, cid, fatal=True, where=where)
-    lines = [line.strip() for line in reason.splitlines() if line.strip()]
-    first = lines[0] if lines else fail_type
-    if backend_of_wrapper(first) is not None and len(lines) > 1:
-        first = f"{first} {lines[1]}"  # Dynamo's wrapper line says nothing: keep what the backend raised
     fold.facts.compile_failures.append(Failure(
-        category=Category.UNCLASSIFIED, exception=fail_type, message=first, file=file,
+        category=Category.UNCLASSIFIED, exception=fail_type, message=compile_failure_line(fail_type, reason), file=file,
         line=int(line) if line else None, origin=origin, compile_id=_frame_key(cid),
         user_frames=(where,) if where else (), traceback=reason,
     ))
