@@ -52,18 +52,19 @@ def program_reduction(ctx: Context, found: Found, classify: Classified, reproduc
     return _reduce_program(ctx, found, classify, reproduce)
 
 
-def _reduce_program(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced,
-                    budget_s: float | None = None) -> bool:
-    """`budget_s`: the reduction's seconds where given (else its share of the diagnosis's --budget, or the reducer's
-    own)."""
+def _reduce_program(ctx: Context, found: Found, classify: Classified, reproduce: Reproduced) -> bool:
+    """The reduction's seconds: its share of the diagnosis's --budget, or the reducer's own; for a short form of a
+    verified graph repro (reason "short") at most `_SHORT_SHARE` of the time the diagnosis took before it."""
+    reason = _reason(found)
     left = ctx.reduction_s()
+    budget_s = max(_SHORT_AT_LEAST_S, _SHORT_SHARE * (time.monotonic() - ctx.started)) if reason == "short" else None
     budget_s = left if budget_s is None else budget_s if left is None else min(budget_s, left)
     backend = next((b for b, s in REFERENCE if s == found.stage), None)
     failed = next((a for a in found.attempts if backend and a.backend == backend and a.outcome == "fail"),
                   classify.attempt)
     with ctx.runner.gpu.whole():  # its workers and verification runs are the program's too
         reduce_the_program(ctx.options, found, ctx.reporter, failed, backend,
-                           _reason(found), at_once=ctx.runner.gpu.limit,
+                           reason, at_once=ctx.runner.gpu.limit,
                            budget_s=budget_s, pool=reproduce.workers.pool if reproduce.workers else None,
                            forks=reproduce.workers.forks if reproduce.workers else None)
     return found.program is not None
@@ -71,9 +72,11 @@ def _reduce_program(ctx: Context, found: Found, classify: Classified, reproduce:
 
 # The most lines a maintainer reads in a repro (issue 39): a harness form longer than this has the program reduced too
 SHORT_LINES = 40
-# ... in at most this share of the time the diagnosis took before it (at least `_SHORT_AT_LEAST_S`): a verified repro
-# is in hand already, and the reduction's last checks mostly shorten names and values (rand_like_where_eval: 43 -> 14
-# lines in 145 checks of 0.5 s, 79 s, where the diagnosis had taken 49 s)
+# ... in at most this share of the time the diagnosis took before it (at least `_SHORT_AT_LEAST_S`), and so is the
+# program reduced where the minimal graph has no short form at all (a higher-order op's backward graph): a verified
+# repro is in hand already, and the reduction's last checks mostly shorten names and values (rand_like_where_eval:
+# 43 -> 14 lines in 145 checks of 0.5 s, 79 s, where the diagnosis had taken 49 s; pytorch#145208 on the H200: 38 ->
+# 18 lines in 118 checks, 157 s, where it had taken 40 s)
 _SHORT_SHARE = 0.5
 _SHORT_AT_LEAST_S = 15.0
 
@@ -90,8 +93,7 @@ def program_for_short(ctx: Context, found: Found, classify: Classified, reproduc
     """The program reduced (reason "short"), handed over as repro.py where it verified and is shorter than the harness
     form, which stays beside it as repro_graph.py."""
     harness = repro_lines(found.minify.repro_path) if found.minify is not None else 0
-    took = time.monotonic() - ctx.started
-    _reduce_program(ctx, found, classify, reproduce, budget_s=max(_SHORT_AT_LEAST_S, _SHORT_SHARE * took))
+    _reduce_program(ctx, found, classify, reproduce)
     p = found.program
     return p is not None and repro_lines(p.repro_path) < harness and hand_over_program(found)
 
