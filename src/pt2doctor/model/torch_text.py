@@ -52,6 +52,12 @@ def backend_of_wrapper(line: str) -> str | None:
     return m["name"] if m else None
 
 
+def is_limit_hit(fail_type: str, reason: str) -> bool:
+    """A frame's compile stopped at the recompile limit (Dynamo's compilation metrics say so as a failure): a limit
+    hit, fatal under `FailOnRecompileLimitHit`, else the frame runs eagerly from then on; not a compile failure."""
+    return bool(reason) and ("recompile limit exceeded" in reason.lower() or fail_type == "FailOnRecompileLimitHit")
+
+
 def compile_failure_line(fail_type: str, reason: str) -> str:
     """What a failed compile raised, in one line: the first line of its `fail_reason` (Dynamo's compilation metrics),
     past the wrapper line that only names the backend (`backend='inductor' raised:`); its type where it says nothing.

@@ -84,9 +84,9 @@ def describe_failure(exc):
 
     if isinstance(exc, ProgramExit):
         from pt2doctor.capture import torch_compat
-        from pt2doctor.model.torch_text import compile_failure_line
+        from pt2doctor.model.torch_text import compile_failure_line, is_limit_hit
 
-        failed = torch_compat.failed_compiles()
+        failed = [(kind, reason) for kind, reason in torch_compat.failed_compiles() if not is_limit_hit(kind, reason)]
         if failed:  # it caught a compile's failure and exited: that failure is the run's, as a traced run's is
             return failure_text(failed[0][0], compile_failure_line(*failed[0]))
         return "exit status " + str(exc.args[0])

@@ -19,9 +19,7 @@ from pt2doctor.capture.trace.guard_text import parse_guard_failure
 from pt2doctor.capture.trace.parse_text import parse_break_text
 from pt2doctor.model import Category, Compile, CompileId, Failure, GraphBreak, LimitHit, Phases, Recompile, SourceLoc
 from pt2doctor.model.session import CompileStatus, FailureOrigin
-from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, compile_failure_line
-
-_LIMIT_MARK = "recompile limit exceeded"
+from pt2doctor.model.torch_text import GRAPH_BREAK_EXCEPTIONS, compile_failure_line, is_limit_hit
 
 
 @dataclass(slots=True)
@@ -124,7 +122,7 @@ def _on_metrics(fold: _Fold, event: ev.CompilationMetrics) -> None:
     key = (event.rank, _frame_key(cid))
     function, file, line = _code_of(fold, key, m)
     fail_type, fail_reason = m.get("fail_type"), m.get("fail_reason")
-    if fail_reason and (_LIMIT_MARK in fail_reason.lower() or fail_type == "FailOnRecompileLimitHit"):
+    if fail_reason and is_limit_hit(fail_type or "", fail_reason):
         _on_limit_hit(fold, key, function, file, line, fail_reason, fatal=fail_type == "FailOnRecompileLimitHit")
         return
     known = fold.compiles.get(key)
