@@ -75,6 +75,7 @@ def diagnose(name: str, src: Path, program: Path, workdir: Path, env: dict[str, 
     out = workdir / f"diag-{name}"
     wall, code, output = timed([sys.executable, "-m", "pt2doctor", "diagnose", "--out", str(out), str(program)],
                                workdir, {**env, "PYTHONPATH": str(src)})
+    (workdir / f"diag-{name}.log").write_text(output)  # its progress lines, each with its second: the timeline
     verdict = _VERDICT.search(output)
     try:
         doc = json.loads((out / "diagnosis.json").read_text())

@@ -258,3 +258,21 @@ def test_rows_of_one_family_are_never_set_in_one_run():
     search = _search(pool, [(row, ("import torch\n", target)) for row in rows], "repro.py", "the minimal graph",
                      configured)  # type: ignore[arg-type]
     assert [s.key for s in search.passed_settings] == ["cpp.enable_tiling_heuristics"], search.trials
+
+
+def test_the_search_finds_as_many_rows_as_the_workarounds_try_on_the_script():
+    """rand_like_where_eval_rng_mismatch: `emulate_precision_casts` (narrowest) and `fallback_random` both remove the
+    failure from the minimal graph, and only the second from the program; a search that stopped at the first handed
+    over the backend for everything. The two narrowest rows that remove it are found, none wider is run after them."""
+    from pt2doctor.diagnose.setting_search import _search
+    from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT
+    from pt2doctor.model.signature import from_description
+
+    rows = [s for s in SETTINGS if s.phase == "lowering" and "cpu" in s.devices]
+    first, second, third = rows[0], rows[len(rows) // 2], rows[-1]
+    target = from_description("RuntimeError: the subject's failure")
+    pool = _Judged({first.line, second.line, third.line})
+    search = _search(pool, [(row, ("import torch\n", target)) for row in rows], "repro.py", "the minimal graph",
+                     configured)  # type: ignore[arg-type]
+    assert TRIED_ON_THE_SCRIPT == 2 and search.passed_settings == (first, second), search.trials
+    assert third.line not in {t.setting for t in search.trials}

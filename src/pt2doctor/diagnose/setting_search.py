@@ -4,8 +4,10 @@ Contract: `search_settings(pool, found, text, dynamo) -> SettingSearch | None` t
 (`model.compiler_settings.SETTINGS`), narrowest first, set at the top of a copy of the minifier's verified repro
 (`text`: its harness form, which compiles the graph as the failing stage did) and run in the warm workers (a setting
 that acts before Inductor's lowering on the recorded Dynamo graph compiled whole, where the minimal graph is one
-AOTAutograd made), a round of runs (the workers' count, shared among the subjects) at a time, until one row alone
-removes the failure and no narrower row is left unsettled (in any subject), or `BUDGET_S` has passed; each run is
+AOTAutograd made), a round of runs (the workers' count, shared among the subjects) at a time, until as many rows
+alone remove the failure as the workarounds try on the script (`TRIED_ON_THE_SCRIPT`: one that removes it from the
+graph may not from the program, as rand_like_where_eval's `emulate_precision_casts` does not) and no narrower row is
+left unsettled (in any subject), or `BUDGET_S` has passed; each run is
 judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). A run sets several rows
 at once where that settles them: the narrowest rows alone beside all the others at once, and where those others
 change the failure, ever shorter runs of them (`_Lane`), never two rows of one family (`Setting.family`: each
@@ -47,6 +49,7 @@ from pt2doctor.model.compiler_settings import (
     FUNCTORCH,
     LOWERING,
     SETTINGS,
+    TRIED_ON_THE_SCRIPT,
     Setting,
     SettingSearch,
     SettingTrial,
@@ -112,17 +115,19 @@ def search_on_program(pool: WorkerPool, found: Found, script: Path) -> SettingSe
 def _search(pool: WorkerPool, rows: list[tuple[Setting, Graph]], repro: str, on: str,
             edit: Callable[[str, Sequence[Setting]], str | None]) -> SettingSearch:
     """The rows, by the subject each runs on (`_Lane`), set several at once where that settles them in fewer runs,
-    a round of runs at a time, until a row alone removes the failure or the budget has passed (see `_Lane`)."""
+    a round of runs at a time, until `TRIED_ON_THE_SCRIPT` rows alone remove the failure or the budget has passed
+    (see `_Lane`)."""
     from pt2doctor.reduce.oracle import judge
 
     if not rows:
         return SettingSearch(repro, skipped=len(SETTINGS), why_not="no setting of the table applies here", on=on)
     started, runs, lanes = time.monotonic(), 0, _lanes(rows, edit)
     while True:
-        # once a row removes the failure, only rows narrower than it are worth a run (in any lane)
-        passed = [_RANK[t.setting] for lane in lanes for t in lane.trials if t.outcome == "pass"]
-        for lane in lanes if passed else ():
-            lane.narrower_than(min(passed))
+        # once as many rows remove the failure as the workarounds try on the script, only rows narrower than the
+        # widest of them are worth a run (in any lane): one found on the graph may not remove it from the program
+        passed = sorted(_RANK[t.setting] for lane in lanes for t in lane.trials if t.outcome == "pass")
+        for lane in lanes if len(passed) >= TRIED_ON_THE_SCRIPT else ():
+            lane.narrower_than(passed[TRIED_ON_THE_SCRIPT - 1])
         active = [lane for lane in lanes if lane.pending]
         if not active or time.monotonic() - started > BUDGET_S:
             break

@@ -63,7 +63,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.compiler_settings import Setting, for_subsystem
+from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT, Setting, for_subsystem
 from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
@@ -175,7 +175,7 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
     if found.settings is not None:
         found_on = f"found on {found.settings.on}"
-        for setting in found.settings.passed_settings[:_MAX_SEARCHED]:
+        for setting in found.settings.passed_settings[:TRIED_ON_THE_SCRIPT]:
             edited = set_config(source, setting.module, setting.line)
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
@@ -225,7 +225,6 @@ _MAX_CALLS = 3  # one run each: a minimal graph of more of the script's calls is
 # the same (group_norm_constant_input_decomp: `torch.ones` tried first, the GroupNorm not at all); tried last
 _FACTORY = re.compile(r"(?:^|\.)(?:ones|zeros|full|empty|arange|eye|linspace|tensor|rand|randn|randint)(?:_like)?$")
 _MAX_SETTINGS = 3  # one run each: a script making more compiler settings is tried on its first three
-_MAX_SEARCHED = 2  # one run each: the settings search's passing settings, the narrowest two
 
 
 def _culprit_origins(found: Found, script: Path, source: str) -> list[NodeOrigin]:

@@ -168,13 +168,17 @@ class SettingTrial:
     outcome: str
     together: int = 1
 
+# the passing rows the workarounds try on a copy of the script, narrowest first, one run each: a row that removes the
+# failure on the minimal graph may not on the program (random inputs, other graphs), so the search looks for this many
+TRIED_ON_THE_SCRIPT = 2
+
 
 @dataclass(frozen=True, slots=True)
 class SettingSearch:
     """The table tried on the minimal failing graph (`graph`: the repro it ran), or on the reduced program where no
     graph verified (`on`), narrowest first, several rows a run where that settles them (`diagnose.setting_search`),
-    until one row alone removed the failure, in `runs` runs; `skipped` says which rows did not apply and why in
-    brief."""
+    until `TRIED_ON_THE_SCRIPT` rows alone removed the failure, in `runs` runs; `skipped` says which rows did not
+    apply and why in brief."""
 
     graph: str
     trials: tuple[SettingTrial, ...] = ()
