@@ -15,7 +15,8 @@ description and exits 1 when the program fails. `check()`:
   `linecache` under that name (tracebacks and `inspect` see the candidate, not the file on disk);
 - turns `sys.exit(N)` with N != 0 into a failure described as `exit status N`, as a run's signature is, or where a
   compile failed before it (the program caught the compiler's exception and exited), as that compile's failure
-  (`torch_compat.failed_compiles`; `analysis.failures.signature` reads the trace's first failure alike).
+  (`torch_compat.failed_compiles`; `analysis.failures.signature` reads the trace's first failure alike), but for
+  a run whose exit is its verdict (`run.exit_status`: a regression test, whose runner exits 1 on a failed test).
 `describe_failure` is the failure identity of `analysis.failures.failure_text` (the rule every run's
 signature uses), or where `run.type_only` (a wrong result: the script's own check, whose message may
 carry the values it compared) the type and a first line that names no values (`model.signature.
@@ -41,6 +42,7 @@ CWD = {cwd!r}
 ARGV = {argv!r}
 OVERRIDES = {overrides!r}
 TYPE_ONLY = {type_only!r}
+EXIT_STATUS = {exit_status!r}
 
 
 class ProgramExit(Exception):
@@ -86,7 +88,8 @@ def describe_failure(exc):
         from pt2doctor.capture import torch_compat
         from pt2doctor.model.torch_text import compile_failure_line, is_limit_hit
 
-        failed = [(kind, reason) for kind, reason in torch_compat.failed_compiles() if not is_limit_hit(kind, reason)]
+        failed = [] if EXIT_STATUS else [(kind, reason) for kind, reason in torch_compat.failed_compiles()
+                                         if not is_limit_hit(kind, reason)]
         if failed:  # it caught a compile's failure and exited: that failure is the run's, as a traced run's is
             return failure_text(failed[0][0], compile_failure_line(*failed[0]))
         return "exit status " + str(exc.args[0])
@@ -119,8 +122,10 @@ class ProgramRun:
     argv: tuple[str, ...]
     overrides: Overrides = Overrides()
     type_only: bool = False
+    exit_status: bool = False  # a failing exit is its status, a failed compile before it or not (a test runner's)
 
 
 def harness_text(source: str, run: ProgramRun) -> str:
     return _TEMPLATE.format(source=source, file=run.file, cwd=run.cwd, argv=list(run.argv),
-                            overrides=dumps(run.overrides).decode(), type_only=run.type_only, marker=FAILURE_MARKER)
+                            overrides=dumps(run.overrides).decode(), type_only=run.type_only,
+                            exit_status=run.exit_status, marker=FAILURE_MARKER)

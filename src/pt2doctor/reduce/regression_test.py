@@ -177,7 +177,8 @@ def verified_test(test: Path, compiled_run: ProgramRun, off_run: ProgramRun | No
     scratch = test.parent / "program"
     scratch.mkdir(parents=True, exist_ok=True)
     files = []
-    off_run = _off_in_a_test(off_run) if off_run is not None else None
+    compiled_run = replace(compiled_run, exit_status=True)  # the test runner's exit 1 is the verdict looked for
+    off_run = replace(_off_in_a_test(off_run), exit_status=True) if off_run is not None else None
     for name, run, text in ((f"verify_{test.stem}_compiled.py", compiled_run, source),
                             (f"verify_{test.stem}_off.py", off_run, off_source or source)):
         if run is not None:
