@@ -11,7 +11,8 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
     does not pass for the script's check; the signal for a crash that killed the process);
 (b) with compilation off (`set_stance("force_eager")`) it runs to the end without an error; where the script itself
     fails so too (eager has a failure of its own: flex_attention's backward, pytorch#145208) and its failure is one
-    only the compiler raises (`job.compiler_raised`: no run without the compiler can show it), only not as (a)
+    only the compiler raises (`job.compiler_raised`: no run without the compiler can show it; not on the export
+    path, whose (b) turns one step off), only not as (a)
     (`job.off_fails_too`, decided on the script's first check; no regression test is written then: it could not
     pass once the bug is fixed).
 On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
@@ -285,7 +286,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             oracle = ProgramOracle(pool, job)
             keep = Keep.of(source, job.check_line if job.type_only else None)
             reduction = ProgramReduction(oracle, source, job.budget_s, reporter, keep, job.patience, job.patience_s)
-            if not reduction(source) and job.compiler_raised and oracle.failed_uncompiled:
+            if not reduction(source) and job.compiler_raised and job.export is None and oracle.failed_uncompiled:
                 job = replace(job, off_fails_too=True)  # (b) "not as (a)": see the module docstring
                 oracle.off_fails_too = True
                 del reduction.cache[source]
