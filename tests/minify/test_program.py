@@ -12,16 +12,8 @@ import pytest
 from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.reduce import program
 from pt2doctor.reduce.core import Outcome
-from pt2doctor.reduce.program import (
-    CannotReduce,
-    ProgramJob,
-    ProgramOracle,
-    ProgramReduction,
-    code_lines,
-    passes_with,
-    pin_backend,
-    reduce_program,
-)
+from pt2doctor.reduce.program import CannotReduce, ProgramJob, ProgramOracle, passes_with, pin_backend, reduce_program
+from pt2doctor.reduce.program_check import ProgramReduction, code_lines
 from pt2doctor.reduce.program_culprits import compiled_calls
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 

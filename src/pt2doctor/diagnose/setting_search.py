@@ -7,18 +7,17 @@ that acts before Inductor's lowering on the recorded Dynamo graph compiled whole
 AOTAutograd made), a round of runs (the workers' count, shared among the subjects) at a time, until as many rows
 alone remove the failure as the workarounds try on the script (`TRIED_ON_THE_SCRIPT`: one that removes it from the
 graph may not from the program, as rand_like_where_eval's `emulate_precision_casts` does not) and no narrower row is
-left unsettled (in any subject), or `BUDGET_S` has passed; each run is
-judged as every minifier query is, against the repro's own failure (`reduce.oracle.judge`). A run sets several rows
-at once where that settles them: the narrowest rows alone beside all the others at once, and where those others
-change the failure, ever shorter runs of them (`_Lane`), never two rows of one family (`Setting.family`: each
-switches off one way through the same code generation, and one can send the graph down the path another avoids) in
-one run; most searches find nothing, and one run then settles what took one run a row (on a 2-layer GPT-2 18 rows
-took 33 s, on the corpus's none-found graphs 20 rows 7-21 s). None where no setting can reach the failure: no
-verified minimal graph, or a stage no setting of torch's reaches on a graph (Dynamo, the script's own backend). Rows
-that cannot matter are skipped without a run: a key the installed torch lacks or already holds at that value,
-another device's, one whose ops the graph does not hold; the functorch rows alone where the stage is AOTAutograd's
-(with, at `aot_eager_decomp_partition`'s, Inductor's rows its decomposition table reads: `fallback_random`),
-Dynamo's alone where it is Dynamo's (and never past it).
+left unsettled (in any subject), or `BUDGET_S` has passed; each run is judged as every minifier query is, against the
+repro's own failure (`reduce.oracle.judge`). A run sets several rows at once where that settles them: the narrowest
+rows alone beside all the others at once, and where those others change the failure, ever shorter runs of them
+(`_Lane`), never two rows of one family (`Setting.family`: each switches off one way through the same code
+generation, and one can send the graph down the path another avoids) in one run; most searches find nothing, and one
+run then settles what took one run a row (on a 2-layer GPT-2 18 rows took 33 s, on the corpus's none-found graphs 20
+rows 7-21 s). None where no setting can reach the failure: no verified minimal graph, or a stage no setting of
+torch's reaches on a graph (Dynamo, the script's own backend). Rows that cannot matter are skipped without a run: a
+key the installed torch lacks or already holds at that value, another device's, one whose ops the graph does not
+hold; the functorch rows alone where the stage is AOTAutograd's (with, at `aot_eager_decomp_partition`'s, Inductor's
+rows its decomposition table reads: `fallback_random`), Dynamo's alone where it is Dynamo's (and never past it).
 `search_on_program(pool, found, script)` is the same search where no graph gave a verified repro but the program
 reduced did (`found.program`: a failure past Dynamo, a wrong result the script's own check sees, or a Dynamo-stage
 failure, with Dynamo's rows: a guard it leaves out, a construct it traces): each row set at the

@@ -168,6 +168,7 @@ class SettingTrial:
     outcome: str
     together: int = 1
 
+
 # the passing rows the workarounds try on a copy of the script, narrowest first, one run each: a row that removes the
 # failure on the minimal graph may not on the program (random inputs, other graphs), so the search looks for this many
 TRIED_ON_THE_SCRIPT = 2

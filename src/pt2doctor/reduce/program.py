@@ -13,8 +13,8 @@ Contract: `reduce_program(job, reporter) -> ProgramRepro` shrinks `job.script`'s
     fails so too (eager has a failure of its own: flex_attention's backward, pytorch#145208) and its failure is one
     only the compiler raises (`job.compiler_raised`: no run without the compiler can show it; not on the export
     path, whose (b) turns one step off), only not as (a)
-    (`job.off_fails_too`, decided on the script's first check; no regression test is written then: it could not
-    pass once the bug is fixed).
+    (`job.off_fails_too`, decided by the oracle on the script's own check; no regression test is written then: it
+    could not pass once the bug is fixed).
 On the export path (`job.export`, the step that failed) (a) runs every `torch.export.export` call's
 module eagerly first and fails otherwise (a reduction may not break the program to fail export), and
 (b) turns the failing step off: a wrong `run_decompositions` returns the program it was given,
@@ -35,10 +35,10 @@ Each check runs the candidate (`reduce.program_harness`) in a child forked from 
 (`processes.pool.WorkerPool`): no check pays `import torch`, and a crash or hang kills only that child.
 The per-check timeout is a few times the first check's time (at most `job.timeout_s`).
 
-The best program so far (fewest lines, then characters) is kept here, not by the library: when the
-budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` new candidates in a row (or
-`job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the workers end
-(`"workers_ended"`) the best is written. Whole statements are deleted first, on the text as written
+The best program so far (fewest lines, then characters) is kept by our checker (`reduce.program_check`), not by
+the library: when the budget `job.budget_s` runs out (`stopped_early="budget"`), after `job.patience` new candidates
+in a row (or `job.patience_s` seconds) kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or when the
+workers end (`"workers_ended"`) the best is written. Whole statements are deleted first, on the text as written
 (`reduce.program_text`), then the library works on the AST; a script that no longer fails once unparsed keeps the text
 pass's result. `repro.py` is that program, plain torch only, under a docstring saying what it shows; it is verified in
 fresh interpreters (`processes.fresh`) both ways: the harness runs the file compiled and must see `job.target`, and with
@@ -64,10 +64,11 @@ from pt2doctor.model.export import AOTI_STEPS, ExportStep
 from pt2doctor.model.minify import FailureKind, FailureSignature, VerifyRuns
 from pt2doctor.model.signature import check_identity, from_description
 from pt2doctor.processes.fresh import VERIFY_RUNS, verify
-from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
+from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge, signature_of
 from pt2doctor.reduce.program_changes import unguarded_changes
+from pt2doctor.reduce.program_check import ProgramReduction, Stop, code_lines
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import Keep
@@ -77,9 +78,6 @@ from pt2doctor.reduce.regression_test import missing_dependencies, write_program
 
 if TYPE_CHECKING:
     from pt2doctor.processes.fresh_forks import FreshForks
-
-_MIN_TIMEOUT_S = 10.0
-_TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +113,6 @@ def target_of(signature: str, type_only: bool) -> FailureSignature:
     return from_description(check_identity(signature) if type_only else signature)
 
 
-def code_lines(source: str) -> int:
-    return sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-
-
-def _size(source: str) -> tuple[int, int]:
-    return code_lines(source), len(source)
-
-
 class ProgramOracle:
     """A candidate source -> one `Outcome` (see the module docstring: (a), then (b))."""
 
@@ -130,7 +120,9 @@ class ProgramOracle:
         self.pool = pool
         self.target = job.target
         self.compiled, self.off = program_runs(job, job.script.resolve())
-        self.off_fails_too = job.off_fails_too
+        # (b) "not as (a)": given, or decided on the first candidate that passes (a), the script itself (None: not yet)
+        decides = job.compiler_raised and job.export is None and not job.off_fails_too
+        self.off_fails_too: bool | None = None if decides else job.off_fails_too
         self.failed_uncompiled = 0  # candidates that passed (a) and failed (b)
 
     def __call__(self, source: str) -> Outcome:
@@ -138,7 +130,10 @@ class ProgramOracle:
         if outcome is not Outcome.FAILS_SAME or self.off is None:
             return outcome
         off = self.pool.run([harness_text(source, self.off)])[0]
-        if off.status == "ok" or (self.off_fails_too and off.status == "failed" and signature_of(off) != self.target):
+        otherwise = off.status == "failed" and signature_of(off) != self.target
+        if self.off_fails_too is None:
+            self.off_fails_too = otherwise
+        if off.status == "ok" or (self.off_fails_too and otherwise):
             return Outcome.FAILS_SAME
         self.failed_uncompiled += 1
         return Outcome.FAILS_OTHER
@@ -201,73 +196,6 @@ def fails_as(job: ProgramJob) -> str:
     return f"compiled{f' with backend={job.backend!r}' if job.backend else ''}"
 
 
-class _Stop(Exception):
-    """Raised inside the library's checker to end the reduction (budget or Ctrl-C)."""
-
-
-class ProgramReduction:
-    """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
-
-    def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
-                 keep: Keep | None = None, patience: int | None = None,
-                 patience_s: float | None = None) -> None:
-        self.oracle = oracle
-        self.patience, self.patience_s = patience, patience_s
-        self.improved_s = time.monotonic()  # when the best last got smaller (the start, before any)
-        self.improved_at: list[int] = []  # the checks that found a smaller program
-        self.keep = keep or Keep.of(source)
-        self.candidates = 0  # new candidates: those checked and those `keep` refused unchecked
-        self.improved_candidate = 0  # the candidate that last found a smaller program
-        self.best = source
-        self.lines_before = code_lines(source)
-        self.reporter = reporter
-        self.deadline = time.monotonic() + budget_s
-        self.cache: dict[str, bool] = {}
-        self.checks = 0
-        self.check_s = 0.0
-        self.stopped: str | None = None
-
-    def __call__(self, source: str) -> bool:
-        if time.monotonic() > self.deadline:
-            self.stopped = "budget"
-            raise _Stop
-        if ((self.patience is not None and self.candidates - self.improved_candidate >= self.patience)
-                or (self.patience_s is not None and time.monotonic() - self.improved_s >= self.patience_s)):
-            self.stopped = "no_progress"
-            raise _Stop
-        if source not in self.cache:
-            self.candidates += 1
-        if source not in self.cache and not self.keep.allows(source):
-            self.cache[source] = False  # it changed the check or a seed, compiles nothing or breaks a name
-        if source not in self.cache:
-            started = time.monotonic()
-            try:
-                outcome = self.oracle(source)
-            except KeyboardInterrupt:
-                self.stopped = "interrupted"
-                raise _Stop from None
-            except WorkerPoolError:  # the zygote ended (a Ctrl-C reaches it too): keep the best so far
-                self.stopped = "workers_ended"
-                raise _Stop from None
-            self.check_s += time.monotonic() - started
-            self.checks += 1
-            self.cache[source] = outcome is Outcome.FAILS_SAME
-            if self.cache[source] and _size(source) < _size(self.best):
-                self.best = source
-                self.improved_at.append(self.checks)
-                self.improved_candidate, self.improved_s = self.candidates, time.monotonic()
-            if self.checks == 1:
-                self.oracle.pool.timeout_s = min(self.oracle.pool.timeout_s,
-                                                 max(_MIN_TIMEOUT_S, _TIMEOUT_FACTOR * self.check_s))
-            if self.checks % 25 == 0 or (self.cache[source] and self.best is source):
-                self.report()
-        return self.cache[source]
-
-    def report(self) -> None:
-        self.reporter.status(f"program reduction: {self.checks} checks, {self.lines_before} lines -> "
-                             f"{code_lines(self.best)} lines")
-
-
 def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None = None,
                    forks: FreshForks | None = None) -> ProgramRepro:
     """Reduce, write repro.py, verify (see the module docstring). `pool`: one already warming (started
@@ -286,11 +214,9 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
             oracle = ProgramOracle(pool, job)
             keep = Keep.of(source, job.check_line if job.type_only else None)
             reduction = ProgramReduction(oracle, source, job.budget_s, reporter, keep, job.patience, job.patience_s)
-            if not reduction(source) and job.compiler_raised and job.export is None and oracle.failed_uncompiled:
-                job = replace(job, off_fails_too=True)  # (b) "not as (a)": see the module docstring
-                oracle.off_fails_too = True
-                del reduction.cache[source]
-            if not reduction(source):
+            fails = reduction(source)
+            job = replace(job, off_fails_too=bool(oracle.off_fails_too))  # (b) as the first check decided it
+            if not fails:
                 raise CannotReduce(f"the script alone, in a warm worker, {fails_as(job)}, does not fail as "
                                    f"{job.target}" + (f" and pass {passes_with(job)}" if passes_with(job) else ""))
             try:
@@ -301,7 +227,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
                 pysource_minimize.minimize(reduction.best, reduction, retries=1)
             except pysource_minimize.CouldNotMinimize:
                 pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction
-            except _Stop:
+            except Stop:
                 pass
             except KeyboardInterrupt:  # between two checks
                 reduction.stopped = "interrupted"
