@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from pt2doctor.reduce.core import Outcome
-from pt2doctor.reduce.program_check import ProgramReduction, Stop
+from pt2doctor.reduce.program_check import ProgramReduction, StopReduction
 
 SOURCE = "import torch\nx = 1\ny = 2\nz = 3\ntorch.compile(print)\n"
 
@@ -39,7 +39,7 @@ def test_the_reduction_stops_after_patience_checks_that_kept_nothing():
     assert not reduction("torch.compile(len)\n")  # candidate 3: `torch` unbound, refused unrun
     for n in range(2):  # checks 3-4: nothing kept (each still calls a compiler, as every candidate must)
         assert not reduction(f"import torch\ntorch.compile(len)\nv = {n}\n")
-    with pytest.raises(Stop):
+    with pytest.raises(StopReduction):
         reduction("import torch\ntorch.compile(len)\nw = 4\n")
     assert reduction.stopped == "no_progress" and oracle.asked == 4 and reduction.checks == 4
     assert reduction.improved_at == [2]
@@ -61,7 +61,7 @@ def test_seconds_that_kept_nothing_stop_it_too(monkeypatch):
     clock[0] += 59.0
     assert not reduction("import torch\ntorch.compile(len)\n")  # 59 s without a smaller program: goes on
     clock[0] += 2.0
-    with pytest.raises(Stop):
+    with pytest.raises(StopReduction):
         reduction("import torch\ntorch.compile(len)\nw = 4\n")
     assert reduction.stopped == "no_progress" and reduction.checks == 2
 
@@ -76,7 +76,7 @@ def test_a_reduction_stopped_at_its_budget_says_so_in_the_repros_docstring(tmp_p
     script.write_text(SOURCE)
     job = ProgramJob(script, (), "AssertionError: ", "eager", tmp_path, 0.0, 60.0, type_only=True)
     reduction = ProgramReduction(Oracle(), SOURCE, -1.0, Quiet())  # type: ignore[arg-type]  # spent before it starts
-    with pytest.raises(Stop):
+    with pytest.raises(StopReduction):
         reduction(SOURCE)
     assert reduction.stopped == "budget"
     assert _header(job, reduction, in_source=False).startswith(

@@ -68,7 +68,7 @@ from pt2doctor.processes.pool import WorkerPool
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.oracle import judge, signature_of
 from pt2doctor.reduce.program_changes import unguarded_changes
-from pt2doctor.reduce.program_check import ProgramReduction, Stop, code_lines
+from pt2doctor.reduce.program_check import ProgramReduction, StopReduction, code_lines
 from pt2doctor.reduce.program_culprits import compiled_calls, dotted
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 from pt2doctor.reduce.program_keep import Keep
@@ -227,7 +227,7 @@ def reduce_program(job: ProgramJob, reporter: Reporter, pool: WorkerPool | None 
                 pysource_minimize.minimize(reduction.best, reduction, retries=1)
             except pysource_minimize.CouldNotMinimize:
                 pass  # unparsed, it no longer fails the same way: the statements deleted as written are the reduction
-            except Stop:
+            except StopReduction:
                 pass
             except KeyboardInterrupt:  # between two checks
                 reduction.stopped = "interrupted"

@@ -3,24 +3,29 @@
 Contract: `ProgramReduction(oracle, source, budget_s, reporter, keep, patience, patience_s)(candidate) -> bool`
 answers whether a candidate fails as the script did (the oracle's `FAILS_SAME`), each source asked once (a cache), a
 candidate `keep` refuses answered False without a run; it owns the best program so far (fewest code lines, then
-characters), the counts, and the stop: `Stop` is raised (and `stopped` says why) past the budget (`"budget"`), after
-`patience` new candidates or `patience_s` seconds that kept nothing (`"no_progress"`), on Ctrl-C (`"interrupted"`) or
-when the workers end (`"workers_ended"`). After the first check the pool's per-check timeout is a few times that
-check's time (`_TIMEOUT_FACTOR`, at least `_MIN_TIMEOUT_S`). Progress goes to the reporter.
+characters), the counts, and the stop: `StopReduction` is raised (and `stopped` says why) past the budget
+(`"budget"`), after `patience` new candidates or `patience_s` seconds that kept nothing (`"no_progress"`), on Ctrl-C
+(`"interrupted"`) or when the workers end (`"workers_ended"`). After the first check the pool's per-check timeout is
+a few times that check's time (`_TIMEOUT_FACTOR`, at least `_MIN_TIMEOUT_S`). Progress goes to the reporter.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pt2doctor.capture.runner import Reporter
-from pt2doctor.processes.pool import WorkerPoolError
+from pt2doctor.processes.pool import WorkerPool, WorkerPoolError
 from pt2doctor.reduce.core import Outcome
 from pt2doctor.reduce.program_keep import Keep
 
-if TYPE_CHECKING:
-    from pt2doctor.reduce.program import ProgramOracle
+
+class CandidateOracle(Protocol):
+    """What judges one candidate (`reduce.program.ProgramOracle`), in the pool whose timeout the first check sets."""
+
+    pool: WorkerPool
+
+    def __call__(self, source: str) -> Outcome: ...
 
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
@@ -34,14 +39,14 @@ def _size(source: str) -> tuple[int, int]:
     return code_lines(source), len(source)
 
 
-class Stop(Exception):
+class StopReduction(Exception):
     """Raised inside the library's checker to end the reduction (budget or Ctrl-C)."""
 
 
 class ProgramReduction:
     """The library's checker: owns the best program so far, the cache, the counts and the deadline."""
 
-    def __init__(self, oracle: ProgramOracle, source: str, budget_s: float, reporter: Reporter,
+    def __init__(self, oracle: CandidateOracle, source: str, budget_s: float, reporter: Reporter,
                  keep: Keep | None = None, patience: int | None = None,
                  patience_s: float | None = None) -> None:
         self.oracle = oracle
@@ -63,11 +68,11 @@ class ProgramReduction:
     def __call__(self, source: str) -> bool:
         if time.monotonic() > self.deadline:
             self.stopped = "budget"
-            raise Stop
+            raise StopReduction
         if ((self.patience is not None and self.candidates - self.improved_candidate >= self.patience)
                 or (self.patience_s is not None and time.monotonic() - self.improved_s >= self.patience_s)):
             self.stopped = "no_progress"
-            raise Stop
+            raise StopReduction
         if source not in self.cache:
             self.candidates += 1
         if source not in self.cache and not self.keep.allows(source):
@@ -78,10 +83,10 @@ class ProgramReduction:
                 outcome = self.oracle(source)
             except KeyboardInterrupt:
                 self.stopped = "interrupted"
-                raise Stop from None
+                raise StopReduction from None
             except WorkerPoolError:  # the zygote ended (a Ctrl-C reaches it too): keep the best so far
                 self.stopped = "workers_ended"
-                raise Stop from None
+                raise StopReduction from None
             self.check_s += time.monotonic() - started
             self.checks += 1
             self.cache[source] = outcome is Outcome.FAILS_SAME
