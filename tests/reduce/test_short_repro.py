@@ -34,7 +34,6 @@ SHORT = '''\
 import torch
 import torch._inductor.config
 
-
 torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'
 
 
@@ -45,7 +44,7 @@ def fn(cos_default, k):
 
 
 torch.manual_seed(0)
-args = [torch.randn((2, 3), dtype=torch.float32), 2]
+args = [torch.randn((2, 3)), 2]
 expected = fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
 actual = torch.compile(fn, backend='inductor', fullgraph=True)(*args)
 torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: 'compiled differs from eager\\n' + m)
@@ -68,8 +67,8 @@ def test_strided_integer_and_saved_inputs_are_made_with_public_calls():
                                      TensorSpec((4,), (1,), "float16", "cpu", saved="input:1")))
     text = render_short(script)
     assert text is not None
-    assert "(torch.randint(0, 10, (4,), dtype=torch.int64)).as_strided((2, 2), (1, 2), 0)," in text
-    assert "saved['input:1']," in text and 'torch.load(Path(__file__).with_name("repro_inputs.pt")' in text
+    assert "args = [(torch.randint(0, 10, (4,))).as_strided((2, 2), (1, 2), 0), saved['input:1']]" in text
+    assert 'torch.load(Path(__file__).with_name("repro_inputs.pt")' in text
 
 
 @pytest.mark.parametrize("change", [
@@ -180,7 +179,7 @@ def test_inputs_that_are_views_of_one_tensor_are_made_again_for_each_call():
     text = render_short(VIEWS)
     assert text is not None and render_test(VIEWS) is not None
     assert ("def make_args():  # views of one tensor, as the program passed them\n    torch.manual_seed(0)\n"
-            "    base0 = torch.randn((4, 3), dtype=torch.float32)\n"
+            "    base0 = torch.randn((4, 3))\n"
             "    args = [base0, base0.as_strided((1, 3), (3, 1), 6)]\n    return args\n") in text
     assert ("expected = fn(*make_args())\n"
             "actual = torch.compile(fn, backend='aot_eager', fullgraph=True)(*make_args())") in text
@@ -192,7 +191,7 @@ def test_inputs_that_are_views_of_one_tensor_are_made_again_for_each_call():
 def test_a_storage_no_input_covers_is_one_flat_tensor_the_inputs_view():
     script = replace(VIEWS, inputs=(TensorSpec((2,), (2,), storage=0), TensorSpec((2,), (2,), offset=1, storage=0)))
     text = render_short(script)
-    assert text is not None and "    base0 = torch.randn((4,), dtype=torch.float32)\n" in text
+    assert text is not None and "    base0 = torch.randn((4,))\n" in text
     assert "args = [base0.as_strided((2,), (2,), 0), base0.as_strided((2,), (2,), 1)]" in text
     _run(text, "eager")
 
@@ -293,3 +292,13 @@ def test_many_saved_inputs_are_made_by_their_names():
         "    return (torch.ops.aten.relu.default(a + b + c + d + e + f + g),)\n"))
     text = render_short(script)
     assert text is not None and f"names = {names!r}\nargs = [saved[name] for name in names]\n" in text
+
+
+def test_inputs_too_long_for_one_line_continue_under_the_first_with_default_dtypes_left_out():
+    """A maintainer's layout (pytorch#186241's RMSNorm backward had its repro at 43 lines with an input a line)."""
+    big = TensorSpec((50000, 128), (128, 1), "float32", "cuda:0", requires_grad=True)
+    half = TensorSpec((128,), (1,), "float16", "cuda:0", requires_grad=True)
+    text = render_short(replace(SCRIPT, inputs=(big, half, ScalarSpec(2))))
+    packed = ("args = [torch.randn((50000, 128), device='cuda:0').requires_grad_(),\n"
+              "        torch.randn((128,), dtype=torch.float16, device='cuda:0').requires_grad_(), 2]\n")
+    assert text is not None and packed in text

@@ -39,7 +39,6 @@ interpreters before it hands it over (`diagnose.short_repro`); the harness form 
 from __future__ import annotations
 
 import ast
-import textwrap
 from dataclasses import dataclass
 
 from pt2doctor.model.minify import BackendKind, InputSpec, ScalarSpec, Stage, TensorSpec
@@ -57,7 +56,7 @@ def render_short(script: ReproScript, draws: bool = False) -> str | None:
     check = (f"assert actual == expected, {MISMATCH!r} + f'{{actual}} != {{expected}}'" if draws else
              f"torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: {MISMATCH!r} + m)")
     return _compiled_as_it_was(script, _blocks(
-        pieces.header.format(run="`python repro.py` raises") + "\n" + _imports(script), pieces.config,
+        _opening(pieces.header.format(run="`python repro.py` raises"), _imports(script), pieces.config),
         pieces.backend, pieces.function, GRADS if pieces.grads else "", pieces.make_args,
         "\n".join(pieces.body(check))))
 
@@ -75,7 +74,7 @@ def render_test(script: ReproScript, draws: bool = False) -> str | None:
                       *("        " + line for line in pieces.body("self.assertEqual(actual, expected)"))])
     imports = _imports(script) + "\nfrom torch.testing._internal.common_utils import TestCase, run_tests"
     return _compiled_as_it_was(script, _blocks(
-        pieces.header.format(run="`python test_repro.py` fails") + "\n" + imports, pieces.config, pieces.backend,
+        _opening(pieces.header.format(run="`python test_repro.py` fails"), imports, pieces.config), pieces.backend,
         pieces.function, GRADS if pieces.grads else "", pieces.make_args, test,
         'if __name__ == "__main__":\n    run_tests()'))
 
@@ -125,12 +124,16 @@ class _Pieces:
 _DRAWN = "# fn draws random numbers, which compiled code draws its own way: compare what a draw cannot change"
 
 # A wrong gradient of a forward graph: each call with its backward, as `accuracy_rule.with_grads` runs it.
-GRADS = '''def grads(f, *args):
-    """f's outputs, and the gradients of their sum with respect to the inputs that require grad."""
+GRADS = '''def grads(f, *args):  # f's outputs, and the gradients of their sum w.r.t. the inputs requiring grad
     out = f(*args)
     loss = sum(o.sum() for o in out if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point())
     wanted = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
     return out, torch.autograd.grad(loss, wanted, allow_unused=True)'''
+
+
+def _opening(docstring: str, imports: str, config: str) -> str:
+    """The docstring, the imports, and the config lines a blank line below them."""
+    return f"{docstring}\n{imports}" + (f"\n\n{config}" if config else "")
 
 
 def _blocks(*blocks: str) -> str:
@@ -160,8 +163,8 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
              if isinstance(spec, TensorSpec) for dim in spec.dynamic]
     header = [line.replace("{", "{{").replace("}", "}}") for line in script.header]
     grads = script.grads and script.accuracy
-    judged = ["The gradients are compared too: the backward is where it goes wrong."] if grads else []
-    docstring = '"""' + "\n".join([*header, *judged, "{run} while the bug is present."]) + '\n"""'
+    judged = "The gradients are compared too (the backward is where it goes wrong): " if grads else ""
+    docstring = '"""' + "\n".join([*header, judged + "{run} while the bug is present."]) + '\n"""'
     named = script.backend.kind is BackendKind.NAMED
     backend = repr(script.backend.name) if named else script.backend.name
     compiled = f"torch.compile(fn, backend={backend}, fullgraph=True)"
@@ -172,21 +175,31 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
 
 def _args_lines(inputs: list[str], specs: tuple[InputSpec, ...]) -> list[str]:
     """`args = [...]` on one line where it fits; saved values as they are (a backward graph's saved activations and
-    tangents) by their names; else an input a line."""
+    tangents) by their names; else packed over lines, continued under the first input, where each fits a line; else
+    an input a line."""
     one_line = f"args = [{', '.join(inputs)}]"
     if len(one_line) <= _ONE_LINE:
         return [one_line]
     names = [s.saved for s in specs if isinstance(s, TensorSpec)]
     if len(names) == len(inputs) and inputs == [f"saved[{n!r}]" for n in names]:
-        return [*_wrapped("names = [", [repr(n) for n in names], "]"), "args = [saved[name] for name in names]"]
+        return [*_packed("names = [", [repr(n) for n in names], "]"), "args = [saved[name] for name in names]"]
+    if all(len(made) + len("args = [],") <= _ONE_LINE for made in inputs):
+        return _packed("args = [", inputs, "]")
     return ["args = [", *(f"    {made}," for made in inputs), "]"]
 
 
-def _wrapped(opening: str, items: list[str], closing: str) -> list[str]:
-    """`opening` items, `closing` over as few lines as fit `_ONE_LINE`, continued under the first item (the items
-    have no spaces: they break only between items)."""
-    return textwrap.wrap(opening + ", ".join(items) + closing, _ONE_LINE, subsequent_indent=" " * len(opening),
-                         break_long_words=False, break_on_hyphens=False)
+def _packed(opening: str, items: list[str], closing: str) -> list[str]:
+    """`opening` items `closing` over as few lines as fit `_ONE_LINE`, continued under the first item, breaking only
+    between items (which may hold spaces)."""
+    lines, line = [], opening
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else closing)
+        if line != opening and len(line) + 1 + len(piece) > _ONE_LINE:
+            lines.append(line)
+            line = " " * len(opening) + piece
+        else:
+            line += ("" if line == opening else " ") + piece
+    return [*lines, line]
 
 
 def _imports(script: ReproScript) -> str:
@@ -296,16 +309,22 @@ def _input(spec: InputSpec) -> str:
     dense = _dense_strides(spec.shape) == spec.stride and not spec.offset
     shape = spec.shape if dense else (storage_extent(spec),)
     if spec.dtype.startswith(_FLOATS):
-        made = f"torch.randn({shape!r}, dtype=torch.{spec.dtype}{device})"
+        made = f"torch.randn({shape!r}{_dtype(spec.dtype, 'float32')}{device})"
     elif spec.dtype == "bool":
         made = f"torch.rand({shape!r}{device}) > 0.5"
     elif spec.bounds is not None:
-        made = f"torch.randint({spec.bounds[0]}, {spec.bounds[1] + 1}, {shape!r}, dtype=torch.{spec.dtype}{device})"
+        made = f"torch.randint({spec.bounds[0]}, {spec.bounds[1] + 1}, {shape!r}{_dtype(spec.dtype, 'int64')}{device})"
     else:
         made = f"torch.zeros({shape!r}, dtype=torch.{spec.dtype}{device})"
     if not dense:
         made = f"({made}).as_strided({spec.shape!r}, {spec.stride!r}, {spec.offset})"
     return made + grad
+
+
+def _dtype(dtype: str, default: str) -> str:
+    """A factory's `dtype=` argument, left out where it is the factory's default in a fresh interpreter (repro.py sets
+    no default dtype)."""
+    return "" if dtype == default else f", dtype=torch.{dtype}"
 
 
 def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
