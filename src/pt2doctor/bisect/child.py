@@ -63,12 +63,17 @@ def _check(ns: dict[str, Any], backend: str, target: str) -> int:
 
     grads = bool(ns.get("GRADS"))  # a repro judged with its backward: each run with it (`with_grads`)
     run = ns["with_grads"] if grads else (lambda fn: fn)
+    # as the repro's own check waits for the GPU after each side: CUDA reports a kernel's error (a misaligned
+    # address, a device-side assert) at a later call, which must be in here for the query to see it
+    synchronize = ns.get("synchronize") or (lambda: None)
     try:
         torch_compat.reset_dynamo()
         mod = ns["Repro"]()
         args = ns["make_inputs"]()
         expected = run(mod)(*args)
+        synchronize()
         actual = run(torch.compile(mod, backend=backend))(*args)
+        synchronize()
         if ns.get("ACCURACY") and not ns["same_as_fp64_reference"](mod, args, expected, actual, ns["TOLERANCE"],
                                                                     grads):
             return 1 if target.startswith("AccuracyMismatch") else 0
