@@ -86,3 +86,15 @@ def test_a_candidate_that_imported_a_module_of_the_programs_own_leaves_no_patch_
     with WorkerPool(1, timeout_s=60.0, servers=True) as pool:
         assert pool.run([imports]) == [RunResult("ok")]
         assert pool.run([unpatched, OK]) == [RunResult("ok")] * 2
+
+
+WAIT_POLICY = HEADER + "def check():\n    raise ValueError(os.environ.get('OMP_WAIT_POLICY'))\n"
+
+
+def test_candidates_threads_wait_passively_unless_the_user_chose_a_policy():
+    """How OpenMP's threads wait between kernels: spinning burns the cores the other candidates and the program's
+    runs need; the user's own choice stands."""
+    with WorkerPool(1, timeout_s=30.0) as pool:
+        assert pool.run([WAIT_POLICY]) == [RunResult("failed", "ValueError: PASSIVE")]
+    with WorkerPool(1, timeout_s=30.0, env={"OMP_WAIT_POLICY": "ACTIVE"}) as pool:
+        assert pool.run([WAIT_POLICY]) == [RunResult("failed", "ValueError: ACTIVE")]

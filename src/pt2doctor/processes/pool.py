@@ -40,6 +40,15 @@ class WorkerPoolError(RuntimeError):
     pass
 
 
+# The candidates' OpenMP threads sleep rather than spin while they wait: on a few cores the candidates run side by
+# side with each other and with the program's runs, each with a fresh interpreter's thread count, and a spinning
+# thread burns the core another process needs (GPT-2's stage ladder: 5.3-5.4 s, against 5.8-6.1 s spinning, three
+# diagnoses each). How a thread waits changes no value a kernel computes; the repro's verification runs in the
+# user's environment (`processes.fresh`). Where the user set a policy, theirs stands. Read by OpenMP as it loads: a
+# zygote forked from an interpreter that has loaded it keeps that interpreter's policy.
+PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 class WorkerPool:
     def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
                  servers: bool = False, on_ready: Callable[[], None] | None = None,
@@ -58,7 +67,7 @@ class WorkerPool:
                  *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
-                env=worker_env({**os.environ, **(env or {})}),
+                env=worker_env({**PASSIVE_WAIT, **os.environ, **(env or {})}),
             )
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
