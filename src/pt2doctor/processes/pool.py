@@ -46,7 +46,7 @@ class WorkerPoolError(RuntimeError):
 # diagnoses each). How a thread waits changes no value a kernel computes; the repro's verification runs in the
 # user's environment (`processes.fresh`). Where the user set a policy, theirs stands. Read by OpenMP as it loads: a
 # zygote forked from an interpreter that has loaded it keeps that interpreter's policy.
-PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+_PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 class WorkerPool:
@@ -67,7 +67,7 @@ class WorkerPool:
                  *(["--servers"] if servers else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=None if debug else subprocess.DEVNULL,
-                env=worker_env({**PASSIVE_WAIT, **os.environ, **(env or {})}),
+                env=worker_env({**_PASSIVE_WAIT, **os.environ, **(env or {})}),
             )
             self._pid = self._proc.pid
             self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]

@@ -27,6 +27,7 @@ class CandidateOracle(Protocol):
 
     def __call__(self, source: str) -> Outcome: ...
 
+
 _MIN_TIMEOUT_S = 10.0
 _TIMEOUT_FACTOR = 4.0  # a candidate may take this many times the original program's check
 
