@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.runner import with_package_path
@@ -24,20 +25,34 @@ from pt2doctor.processes import launch
 
 
 class PendingBisection:
-    """A bisection process started early: it imports torch and warms Inductor up while the minifier
-    works, then takes its job (`run`) or is dismissed (`cancel`). `cuda` (the recorded inputs were
-    on a GPU) skips the warm-up, which would leave the forked queries unable to use CUDA."""
+    """A bisection process started early (`start()`, at once unless `deferred`): it imports torch and warms Inductor
+    up while the minifier works, then takes its job (`run`, which starts it if nothing did) or is dismissed
+    (`cancel`). `cuda` (the recorded inputs were on a GPU) skips the warm-up, which would leave the forked queries
+    unable to use CUDA. `deferred`: started by the caller when the machine can spare it (the diagnosis starts it once
+    its verdict is said: on a few cores its seconds of warm-up slowed the stage ladder, GPT-2's verdict among it)."""
 
-    def __init__(self, out_dir: Path, *, cuda: bool) -> None:
+    def __init__(self, out_dir: Path, *, cuda: bool, deferred: bool = False) -> None:
         self.out_dir = out_dir
-        out_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(out_dir / "bisect.log", "wb")  # noqa: SIM115 (the process's output; run/cancel close it)
+        self._cuda = cuda
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: BinaryIO | None = None
+        if not deferred:
+            self.start()
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.out_dir / "bisect.log", "wb")  # noqa: SIM115 (the process's output; run/cancel close it)
         env = with_package_path(worker_env())
-        self._proc = launch.start([sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if cuda else "0"],
-                                  stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self._proc = launch.start(
+            [sys.executable, "-m", "pt2doctor.bisect.child", "--serve", "1" if self._cuda else "0"],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env)
 
     def run(self, repro: Path, target: str, *, backend: str = "inductor", jobs: int | None = None,
             timeout_s: float = 600.0) -> Bisection:
+        self.start()
+        assert self._proc is not None and self._log is not None
         result_path = self.out_dir / "bisect.json"
         result_path.unlink(missing_ok=True)
         job = BisectJob(str(repro), target, str(result_path), backend, jobs or default_jobs())
@@ -60,10 +75,13 @@ class PendingBisection:
                                               "see bisect.log")
 
     def cancel(self) -> None:
+        if self._proc is None:
+            return
         if self._proc.poll() is None:
             process_group.kill_group(self._proc.pid)
         self._proc.wait()
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
 
 
 def bisect_repro(repro: Path, target: str, out_dir: Path, *, backend: str = "inductor", jobs: int | None = None,

@@ -3,9 +3,10 @@
 Contract, step by step (each a `diagnose.step` step):
 - `side_runs` starts what may run beside the stage's search: the one-op control of an Inductor failure of a
   kind a broken installation gives every program (`diagnose.control`), in a fresh interpreter where no recorded
-  graph failed (else in the warm workers, `control`), and the bisector, warming up, when the failing graph will be
-  minified and then bisected (`SideRuns`; closed at the end); it hands the graph steps the warm workers started
-  beside the first run (`Reproduced.workers`) when a recorded graph failed.
+  graph failed (else in the warm workers, `control`), and readies the bisector when the failing graph will be
+  minified and then bisected (`SideRuns`; closed at the end: it warms up from the minifier's start, once the verdict
+  is said); it hands the graph steps the warm workers started beside the first run (`Reproduced.workers`) when a
+  recorded graph failed.
 - `stage_evidence` climbs the ladder on the recorded graph, in those workers (`diagnose.graph_stages`): when it
   decides, the stage is known from here on, for a few graph-level runs; otherwise the whole program climbs it, its
   runs started now (lowest rung first) so they overlap the minifier (`StageEvidence`).
@@ -51,8 +52,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class SideRuns:
     """What runs beside the stage's search: the control (None when not wanted), the warm workers for the graph steps
-    (`Reproduced.workers`, which closes them; None when no recorded graph failed), the bisector warming up (None when
-    not wanted), and whether the failing graph is minified before the stage is known (`early`)."""
+    (`Reproduced.workers`, which closes them; None when no recorded graph failed), the bisector, warming up from the
+    minifier's start (None when not wanted), and whether the failing graph is minified before the stage is known
+    (`early`)."""
 
     control: ControlRun | None
     workers: Workers | None
@@ -74,8 +76,9 @@ def side_runs(ctx: Context, found: Found, classify: Classified, reproduce: Repro
     target = target_of(classify.attempt.signature or "", False)
     control = (start_control(ControlKind.INDUCTOR, _device(classify), target, options.out_dir)
                if workers is None and _wants_control(found) else None)
-    # the bisector will likely be wanted: let it import and warm up while the minifier works
-    bisector = PendingBisection(options.out_dir / "bisect", cuda=classify.on_cuda) if (
+    # the bisector will likely be wanted: it imports and warms up while the minifier works, started once the verdict
+    # is said (`minify_early`): its warm-up beside the stage ladder slowed the verdict on a few cores
+    bisector = PendingBisection(options.out_dir / "bisect", cuda=classify.on_cuda, deferred=True) if (
         early and options.bisect and inductor) else None
     return SideRuns(control, workers, bisector, early)
 

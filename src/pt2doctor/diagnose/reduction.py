@@ -26,7 +26,9 @@ def minifies_early(ctx: Context, found: Found, side_runs: SideRuns, recording: R
 
 def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
     """A recorded graph failed: minified now, in the workers the stage ladder ran in (while the program's stage runs
-    go on, where the graph did not decide the stage)."""
+    go on, where the graph did not decide the stage); the bisector warms up meanwhile."""
+    if side_runs.bisector is not None:
+        side_runs.bisector.start()
     minify_graph(ctx.options, found, ctx.reporter, ctx.minify_reporter, recording, side_runs.workers,
                  ctx.reduction_s())
     return found.minify
