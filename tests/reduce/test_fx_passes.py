@@ -95,6 +95,32 @@ def test_isolate_ops_asks_views_after_ops_that_compute_equally_rarely():
     assert asked == [("aten.relu.default",), ("aten.permute.default",)]  # graph order is the other way
 
 
+def test_isolate_ops_asks_first_for_the_ops_the_failures_message_names():
+    """A backend that rejects an op says which ("no kernel for softmax"): that op alone is the first candidate, however
+    rare the others are and wherever it stands in the graph; a kernel's name (`cpp_fused_relu_0`) names no op."""
+    from pt2doctor.reduce.fx_passes import isolate_ops
+
+    def f(x, y):
+        return (torch.softmax(torch.cos(torch.sin(x) + y), dim=1),)
+
+    def asked_for(message):
+        asked = []
+
+        def oracle(cases):
+            asked.extend(c.ops for c in cases)
+            return [Outcome.PASSES for _ in cases]
+
+        problem = ReductionProblem(initial_case(make_base(torch.fx.symbolic_trace(f), SPECS)), oracle, key=case_key,
+                                   sort_key=case_sort_key, jobs=1)
+        isolate_ops(problem, message)
+        return asked
+
+    assert asked_for("NotImplementedError: my_backend has no kernel for softmax")[0] == ("torch.softmax",)
+    assert asked_for("LoweringException: target: aten.cos.default")[0] == ("torch.cos",)
+    assert asked_for("error in cpp_fused_softmax_0") == asked_for("")  # no op named: rarest first, in graph order
+    assert asked_for("")[0] == ("torch.sin",)
+
+
 def test_only_nodes_cuts_the_graph_down_to_a_kernels_nodes_with_what_they_read_as_inputs():
     """runtime triage's starting point: the first bad kernel's fused nodes, alone."""
     from pt2doctor.reduce.fx_passes import only_nodes

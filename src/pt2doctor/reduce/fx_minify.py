@@ -141,7 +141,7 @@ def _confirm(problem: ReductionProblem[FxCase], pool: WorkerPool, context: Repro
     if not known:
         return
     problem.pass_name = isolate_ops.__name__
-    isolate_ops(problem)
+    isolate_ops(problem, target.text)
     if problem.current is problem.initial:
         find_target(pool, problem.initial, context, target)
         problem.stats.queries += 1

@@ -3,11 +3,12 @@
 Contract: passes build candidates with `fx_case.build_case` / `fx_case.rebase` from the
 problem's current case and change it only through the problem's gate (see `reduce.core`).
 - `isolate_ops`: the smallest candidates first: one node alone (its tensor inputs cut), one per
-  distinct (op, input metadata), rarest op first (the lowerings a graph uses everywhere are the
-  best exercised), views after the ops of the same rarity that compute something (a view only
-  re-labels memory: no compiler generates code for it), then graph order. Most compiler bugs are
-  one lowering, so this usually ends the search in a batch or two whatever the graph's size; only
-  the `MAX_ISOLATED` first are tried (past that it would cost more than bisection).
+  distinct (op, input metadata); the ops the failure's message names first, when the driver hands it over
+  (a backend that rejects an op mostly says which: "no kernel for softmax", a `LoweringException`'s target), then
+  rarest op first (the lowerings a graph uses everywhere are the best exercised), views after the ops of the same
+  rarity that compute something (a view only re-labels memory: no compiler generates code for it), then graph
+  order. Most compiler bugs are one lowering, so this usually ends the search in a batch or two whatever the
+  graph's size; only the `MAX_ISOLATED` first are tried (past that it would cost more than bisection).
 - `truncate_outputs`: binary search on the output point; the prefix returns every value that is
   live at the cut, as torch's minifier does.
 - `truncate_inputs`: binary search on the input point; everything before it becomes new inputs
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -72,7 +74,8 @@ def _op_class(case: FxCase, name: str) -> tuple[object, ...]:
     return (op_name(node), specs.get(name), tuple(specs.get(n.name) for n in node.all_input_nodes))
 
 
-def isolate_ops(problem: Problem) -> None:
+def isolate_ops(problem: Problem, message: str = "") -> None:
+    """`message`: the failure's text, whose named ops are tried first (see the module docstring)."""
     case = problem.current
     if case.node_count <= 1:
         return
@@ -82,9 +85,18 @@ def isolate_ops(problem: Problem) -> None:
     representatives = {c: name for c, name in reversed(list(zip(classes, names)))}  # first of each class wins
     order = {name: i for i, name in enumerate(names)}
     views = {n.name for n in case.call_nodes if getattr(n.target, "is_view", False)}  # OpOverload.is_view
+    named = {n.name for n in case.call_nodes if message and _named_in(message, n)}
     chosen = sorted(representatives.items(),
-                    key=lambda item: (counts[item[0][0]], item[1] in views, order[item[1]]))
+                    key=lambda item: (item[1] not in named, counts[item[0][0]], item[1] in views, order[item[1]]))
     problem.consider_first([_alone(case, name) for _, name in chosen[:max(MAX_ISOLATED, 4 * problem.jobs)]])
+
+
+def _named_in(message: str, node: object) -> bool:
+    """Whether `message` names the node's op as a word of its own: `softmax` for `torch.softmax`, `aten.softmax.int`
+    or the method `x.softmax` (a kernel's name, `cpp_fused_softmax_0`, is no mention)."""
+    target = node.target  # type: ignore[attr-defined]
+    name = (target if isinstance(target, str) else getattr(target, "__name__", "")).split(".")[0]
+    return bool(name) and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message) is not None
 
 
 def _live_at(case: FxCase, k: int) -> tuple[list[str], list[str]]:
