@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -31,6 +32,57 @@ def test_a_running_run_that_is_not_wanted_is_stopped_and_a_queued_one_never_star
         assert time.monotonic() - started < 30  # not the 120 s timeout
         assert queued.cancelled() and not runner.run_dir("eager").exists()
         assert "original-1" not in runner.finished  # a stopped run is no result
+    finally:
+        runner.close()
+
+
+def test_a_run_started_ahead_yields_until_the_step_that_wants_it_submits_it_and_one_not_wanted_is_stopped(tmp_path):
+    """Issue 38: a run a later step will likely want (the stage's backend beside the settings search) starts ahead, at
+    low priority; that step's submit of the same variant gets that run, at normal priority from then on."""
+    from pt2doctor.processes.group import BACKGROUND_NICE
+
+    script = tmp_path / "waits.py"
+    script.write_text("import os, sys, time\nfrom pathlib import Path\nhere = Path(sys.argv[1])\n"
+                      "(here / f'{sys.argv[2]}.pid').write_text(str(os.getpid()))\n"
+                      "while not (here / 'go').exists():\n    time.sleep(0.05)\n")
+
+    def nice(pid_file: Path) -> int:
+        stat = Path(f"/proc/{pid_file.read_text()}/stat").read_text()
+        return int(stat[stat.rfind(")") + 2:].split()[16])
+
+    def started(name: str) -> Path:
+        pid_file, deadline = tmp_path / f"{name}.pid", time.monotonic() + 120
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return pid_file
+
+    runner = VariantRunner(ScriptCall(script, (str(tmp_path), "wanted"), tmp_path / "out", timeout_s=120), jobs=1,
+                           reporter=SilentReporter())
+    try:
+        runner.ahead(Variant("ahead"))
+        pid_file = started("wanted")
+        deadline = time.monotonic() + 10
+        while nice(pid_file) != BACKGROUND_NICE and time.monotonic() < deadline:  # lowered once it is watched
+            time.sleep(0.05)
+        assert nice(pid_file) == BACKGROUND_NICE
+        wanted = runner.submit(Variant("ahead"))  # the same run, not a second one
+        if os.geteuid() == 0:  # raising a priority again needs privileges
+            assert nice(pid_file) == 0
+        (tmp_path / "go").write_text("")
+        attempt = wanted.result(timeout=120)
+        assert (attempt.outcome, attempt.ahead, attempt.label) == ("pass", True, "ahead")
+        assert [m.label for m in runner.made] == ["ahead"]
+    finally:
+        runner.close()
+    (tmp_path / "go").unlink()
+    runner = VariantRunner(ScriptCall(script, (str(tmp_path), "unwanted"), tmp_path / "out2", timeout_s=120), jobs=1,
+                           reporter=SilentReporter())
+    try:
+        runner.ahead(Variant("ahead"))
+        started("unwanted")
+        runner.drop_ahead()
+        runner.wait_ended(60)
+        assert "ahead" not in runner.finished and [m.wanted for m in runner.made] == [False]
     finally:
         runner.close()
 

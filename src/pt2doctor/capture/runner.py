@@ -75,6 +75,7 @@ class RunOptions:
     # a warm interpreter the child may be forked from instead of started anew, where it starts the same there
     # (`processes.fresh_forks`; never a job's, never one whose output is echoed)
     forks: launch.ModuleStarter | None = None
+    priority: launch.Priority | None = None  # the child's scheduling priority (background work), else normal
 
     def __post_init__(self) -> None:
         # absolute: the child is handed paths under it, and a script may change its working directory
@@ -254,6 +255,8 @@ def _supervise_fork(proc: launch.Stoppable, options: RunOptions) -> tuple[ExitIn
 
 def _watched(proc: launch.Stoppable, options: RunOptions) -> ExitInfo:
     """Wait for `proc` (stopped at the timeout, or once no longer wanted) and say how it ended."""
+    if options.priority is not None:
+        options.priority.watch(proc.pid)
     with _LIVE_LOCK:
         _LIVE.add(proc)
         unwanted = options.cancelled is not None and options.cancelled.is_set()  # set before stop_all ran

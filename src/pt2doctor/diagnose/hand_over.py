@@ -32,7 +32,7 @@ from pt2doctor.diagnose.setting_search import program_applies, search_on_program
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
-from pt2doctor.diagnose.workarounds import find_workarounds, try_config
+from pt2doctor.diagnose.workarounds import find_workarounds, start_fallback, try_config
 from pt2doctor.model.diagnosis import Bisection, FailingStage, Workaround
 from pt2doctor.model.minify import FailureSignature, MinifyResult
 from pt2doctor.model.source_refs import SourceRef
@@ -58,9 +58,11 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
 
 def _owner(ctx: Context, found: Found, workers: Workers | None, text: str | None, recording: Recording) -> None:
     """The compiler settings searched on the minimal graph (else the reduced program) in the warm workers, then the
-    workarounds on copies of the script, those settings among them."""
+    workarounds on copies of the script, those settings among them; where the next candidate after the settings is
+    the stage's backend, its run goes ahead beside the search (`start_fallback`)."""
     graph = text if settings_apply(found) else None
     if ctx.options.workarounds and (graph is not None or program_applies(found)) and not ctx.runner.closed:
+        _try_workarounds(ctx, found, start_fallback)
         ctx.reporter.status(f"trying compiler settings on the {'minimal graph' if graph else 'reduced program'}")
         with found.timed("settings"), _warm_pool(ctx, workers) as pool:
             found.settings = (search_on_program(pool, found, ctx.options.script) if graph is None else
@@ -68,6 +70,7 @@ def _owner(ctx: Context, found: Found, workers: Workers | None, text: str | None
         if found.settings is not None:
             found.notes.append(found.settings.describe())
     _try_workarounds(ctx, found, find_workarounds)
+    ctx.runner.drop_ahead()
 
 
 @contextmanager

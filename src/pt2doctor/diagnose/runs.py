@@ -10,10 +10,13 @@ small thread pool (each thread supervises one child process) and returns a futur
 `Session` each run wrote stays in `runs/<label>/` as evidence. A script launched as a job (`ScriptCall.torchrun`)
 runs under torchrun in every variant; the run stands for the rank whose failure ended first (`analysis.ranks`):
 its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
-quiet: the script's output goes to that directory, progress goes to the reporter. `close()` cancels what has not started
-and stops what is still running. Every run is counted for the step that asked for it (`Attempt.step`): the step
-`run_steps` is in on the submitting thread, or the part of a step a thread names with `runner.step(name)` (the
-workarounds, tried beside the maintainers' hand-over), so a diagnosis can say what each step cost in runs.
+quiet: the script's output goes to that directory, progress goes to the reporter. `ahead(variant)` starts a run a later
+step may ask for, at low priority (`launch.Priority`: on the cores the work awaited leaves idle); that step's `submit`
+of the same variant gets it, given normal priority, and `drop_ahead()` stops the ones no step asked for.
+`close()` cancels what has not started and stops what is still running. Every run is counted for the step that asked
+for it (`Attempt.step`): the step `run_steps` is in on the submitting thread, or the part of a step a thread names with
+`runner.step(name)` (the workarounds, tried beside the maintainers' hand-over), so a diagnosis can say what each step
+cost in runs.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.job import Job
 from pt2doctor.model.runtime import KernelCheckSpec
 from pt2doctor.model.serialize import RecordError, read_record
+from pt2doctor.processes import launch
 from pt2doctor.processes.servers import gpu_device_visible
 
 CALL_TIMES = "call_times.json"  # a timed run's `CallTimes`, in its run directory
@@ -165,9 +169,12 @@ class VariantRunner:
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
+        # the runs started `ahead`, beside the `jobs` others: background work takes no run's place
+        self._ahead_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2doctor-run-ahead")
         self.gpu = GpuShare(gpu_device_visible(), jobs)  # runs share a GPU only as far as its memory holds
         self._closed = threading.Event()
         self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
+        self._ahead: dict[str, tuple[Future[Attempt], launch.Priority]] = {}  # started `ahead`, by label
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -183,9 +190,31 @@ class VariantRunner:
         return getattr(self._steps, "name", None) or self._default_step
 
     def submit(self, variant: Variant) -> Future[Attempt]:
+        """The run of `variant`: the one started `ahead`, from now on at normal priority, else a new one."""
+        held = self._ahead.pop(variant.label, None)
+        if held is not None:
+            future, priority = held
+            priority.urgent()
+            return future
+        return self._submit(variant)
+
+    def ahead(self, variant: Variant) -> None:
+        """`variant` started now at low priority, for a step that may ask for it later (see the module's contract)."""
+        if variant.label not in self._ahead:
+            priority = launch.Priority()
+            self._ahead[variant.label] = (self._submit(variant, priority, self._ahead_pool), priority)
+
+    def drop_ahead(self) -> None:
+        """The runs started `ahead` that no step asked for are not wanted: stopped."""
+        for future, _ in self._ahead.values():
+            self.stop(future)
+        self._ahead.clear()
+
+    def _submit(self, variant: Variant, priority: launch.Priority | None = None,
+                pool: ThreadPoolExecutor | None = None) -> Future[Attempt]:
         self._submitted += 1
         unwanted = threading.Event()
-        future = self._pool.submit(self._run, variant, unwanted, self.current_step())
+        future = (pool or self._pool).submit(self._run, variant, unwanted, self.current_step(), priority)
         self._unwanted[future] = unwanted
         return future
 
@@ -212,7 +241,8 @@ class VariantRunner:
         self._closed.set()
         for unwanted in self._unwanted.values():
             unwanted.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._pool, self._ahead_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
         stop_all(signal.SIGTERM)
 
     def wait_ended(self, timeout_s: float) -> None:
@@ -223,9 +253,11 @@ class VariantRunner:
     def release(self) -> None:
         """Every run of this runner has ended: free its threads. Unlike `close`, nothing is stopped (`stop_all`
         would end the children of every runner in the process, the diagnosis's own among them)."""
-        self._pool.shutdown(wait=False)
+        for pool in (self._pool, self._ahead_pool):
+            pool.shutdown(wait=False)
 
-    def options(self, variant: Variant, unwanted: threading.Event | None = None) -> RunOptions:
+    def options(self, variant: Variant, unwanted: threading.Event | None = None,
+                priority: launch.Priority | None = None) -> RunOptions:
         """How `variant` is run: what its child installs (`Hooks`) and where its run directory is."""
         overrides = variant.overrides
         if variant.timed:
@@ -244,15 +276,16 @@ class VariantRunner:
             timeout_s=variant.timeout_s or self.call.timeout_s, record_graphs=variant.record, hooks=hooks,
             env={**self.call.env, **variant.env}, echo=False, label=variant.label,
             cancelled=unwanted if unwanted is not None else self._closed, torchrun=self.call.torchrun,
-            forks=self.forking.for_run(variant.fork_control, variant.user_autotuning),
+            forks=self.forking.for_run(variant.fork_control, variant.user_autotuning), priority=priority,
         )
 
-    def _run(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
-        attempt = self._made(variant, unwanted, step)
+    def _run(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None
+             ) -> Attempt:
+        attempt = self._made(variant, unwanted, step, priority)
         if attempt.forked and not variant.fork_control and not unwanted.is_set() and not self.forking.vouched():
             self.reporter.status(f"run {variant.label}: forked before the control, which then ended otherwise than "
                                  "the first run: made again anew")
-            attempt = self._made(variant, unwanted, step)  # forking is off (`Forking.for_run`)
+            attempt = self._made(variant, unwanted, step, priority)  # forking is off (`Forking.for_run`)
         if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
@@ -261,16 +294,18 @@ class VariantRunner:
         self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
 
-    def _made(self, variant: Variant, unwanted: threading.Event, step: str) -> Attempt:
+    def _made(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None
+              ) -> Attempt:
         """One run of `variant`, counted in `made`."""
-        options = self.options(variant, unwanted)
+        options = self.options(variant, unwanted, priority)
         if unwanted.is_set():
             raise CancelledError(variant.label)
         rank = None
         with self.gpu.slot():
             if unwanted.is_set():
                 raise CancelledError(variant.label)
-            self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far)")
+            ahead = ", ahead, at low priority" if priority is not None and priority.background else ""
+            self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far{ahead})")
             if self.call.torchrun is None:
                 session = enrich(run_script(options))
             else:
@@ -283,7 +318,7 @@ class VariantRunner:
             self.gpu.learn(session)
         self.sessions[variant.label] = session
         self._finished += 1
-        attempt = replace(attempt_of(variant, session, rank), step=step)
+        attempt = replace(attempt_of(variant, session, rank), step=step, ahead=priority is not None)
         self.made.append(RunMade(step, variant.label, attempt.wall_s, not unwanted.is_set()))
         return attempt
 

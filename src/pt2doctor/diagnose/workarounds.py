@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 
 from pt2doctor.analysis.workaround_edits import (
@@ -246,14 +247,36 @@ def _failing_line(found: Found, script: Path) -> int | None:
     return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
 
 
+def start_fallback(runner: VariantRunner, found: Found, cost: bool = False) -> None:
+    """The run that verifies the stage's passing backend for every compile (`_stage_backend`), started ahead at low
+    priority (`VariantRunner.ahead`) where it is the next candidate but for the compiler settings a search is still
+    looking for: the script makes no setting of its own, and no culprit call or function of the script's can be kept
+    out (the culprit is a library's). Beside the search, on the cores its rounds leave idle, it is done or nearly when
+    the search has found nothing (GPT-2's wrong kernel: its run started after the search, 13 s of a 74 s diagnosis
+    with one core idle); `_stage_backend` takes it, and where a setting verifies it is stopped unused (the caller's
+    `drop_ahead`). Not where a GPU is visible: the runs share its memory, and one run ahead would hold a slot."""
+    backend = _passing_backend(found)
+    if (backend is None or not _applies(found) or runner.gpu.limit is not None
+            or any(a.backend == backend for a in found.attempts)):
+        return
+    script = runner.call.script.resolve()
+    if not _candidates(found, script, script.read_text()):
+        runner.ahead(Variant.with_backend(backend))
+
+
+def _passing_backend(found: Found) -> str | None:
+    """The highest rung of the ladder that passed: the least taken away."""
+    passed = [backend for backend, outcome in found.stages.items() if outcome == "pass"]
+    return passed[-1] if passed else None
+
+
 def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, baseline: _Baseline) -> bool:
     """The stage's passing backend for every compile: a stage run of the program already made is the verification;
     where the stage was found on the recorded graph, the program runs once with that backend forced (as the patch
-    writes it into every `torch.compile` call)."""
-    passed = [backend for backend, outcome in found.stages.items() if outcome == "pass"]
-    if not passed:
+    writes it into every `torch.compile` call), or the run started ahead for it (`start_fallback`) is taken."""
+    backend = _passing_backend(found)
+    if backend is None:
         return False
-    backend = passed[-1]  # the highest rung that passed: the least taken away
     runner.reporter.status(f"trying a workaround: backend={backend!r} for every compile")
     baseline.start()
     run = next((a for a in found.attempts if a.backend == backend), None)
@@ -279,6 +302,9 @@ def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt,
     note = "" if steady is not None else "no compiled function ran more than once: nothing past compilation to time"
     cost = WorkaroundCost(attempt.wall_s, eager.wall_s if eager else None, steady_s=steady,
                           all_eager_steady_s=steady_state_s(eager.run_dir) if eager else None, steady_note=note)
+    if attempt.ahead:  # its seconds are a background run's: the cores others left idle
+        cost = replace(cost, what=f"{cost.what}; run at low priority beside the diagnosis's other work, so slower "
+                                  "than alone")
     return Workaround(change, patch, passed, "the script ran to the end" if passed else f"still fails: {attempt.error}",
                       cost if passed else None, kept if passed else None, kind)
 

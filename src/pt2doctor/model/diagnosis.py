@@ -77,6 +77,8 @@ class Attempt:
     rank: str | None = None  # a job's run: the rank it stands for (the first whose failure ended), `rank 1`
     step: str = ""  # the step of diagnose that made this run (`diagnose.procedure.STEPS`, or one of its parts)
     forked: bool = False  # started forked from an interpreter that had imported torch (`diagnose.forking.Forking`)
+    # started ahead, at low priority, before the step that took it asked (`diagnose.runs.VariantRunner.ahead`)
+    ahead: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from typing import TypeVar
 
 K = TypeVar("K")
 _POLL_S = 0.02
+BACKGROUND_NICE = 10  # background work's nice: what the work awaited leaves idle, it takes (`launch.Priority`)
 
 
 def fork_in_group(body: Callable[[], int], *, error_code: int = 2) -> int:

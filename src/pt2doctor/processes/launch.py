@@ -19,6 +19,10 @@ Contract:
   diagnosis being stopped ends its runs and verifications at once; whoever started each reaps it); from then on
   `ending()` is True, and what would start a process in place of one that ended (a verification's fresh interpreter
   where its fork server died) starts none.
+- `Priority(nice)`: the priority of the children given it (`watch(pid)`: each leads its own session, whose
+  autogroup takes the nice, so what the child starts, its compiler among it, shares it): background work, which
+  takes the cores the work awaited leaves idle, until `urgent()` gives them normal priority (where the system lets
+  a process raise a priority again: without privileges they stay where they were, and still get every idle core).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -85,6 +90,51 @@ def signal_all(sig: signal.Signals = signal.SIGTERM) -> None:
         if proc.returncode is None:
             with suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, sig)
+
+
+class Priority:
+    """See the module's contract."""
+
+    def __init__(self, nice: int = process_group.BACKGROUND_NICE) -> None:
+        self._nice = nice
+        self._pids: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def background(self) -> bool:
+        return self._nice > 0
+
+    def watch(self, pid: int) -> None:
+        """`pid` (a child leading its own session, or about to: a fork sets its session up just after the fork)
+        runs at this priority from now on."""
+        with self._lock:
+            self._pids.add(pid)
+            nice = self._nice
+        if nice and _leads_session(pid):
+            process_group.set_priority(nice, pid)
+
+    def urgent(self) -> None:
+        """Its children are awaited now: normal priority from here on."""
+        with self._lock:
+            lowered, self._nice = self._nice, 0
+            pids = list(self._pids)
+        for pid in pids if lowered else ():
+            process_group.set_priority(0, pid)
+
+
+def _leads_session(pid: int, wait_s: float = 1.0) -> bool:
+    """Whether `pid` leads its own session, waiting up to `wait_s` for a child just forked to set it up: its
+    session's autogroup, written before, would be its parent's."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            if os.getsid(pid) == pid:
+                return True
+        except OSError:  # it has ended already
+            return False
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
 
 
 class Stoppable(Protocol):
