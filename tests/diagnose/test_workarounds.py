@@ -188,6 +188,37 @@ def _minified(script: Path, origins: tuple[NodeOrigin, ...]) -> Found:
     return found
 
 
+def test_the_stages_backend_goes_ahead_only_where_it_is_next_but_for_a_setting_the_search_may_find(tmp_path):
+    """GPT-2's wrong kernel: the culprit (a relu) is a library's call, the script sets no compiler setting, so after the
+    settings search the next candidate is the passing backend for every compile: its run starts ahead, at low
+    priority, beside the search. Where a call of the script's own can be kept out it is tried first: nothing ahead."""
+    from pt2doctor.diagnose.workarounds import start_fallback
+    from pt2doctor.model import Category
+    from pt2doctor.model.diagnosis import FailingStage
+
+    class Runner:  # what `start_fallback` asks of the variant runner: the script, whether a GPU is shared, `ahead`
+        def __init__(self, script: Path) -> None:
+            self.call = type("Call", (), {"script": script})()
+            self.gpu = type("Share", (), {"limit": None})()
+            self.started: list[str] = []
+
+        def ahead(self, variant) -> None:
+            self.started.append(variant.label)
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nfrom lib import block\n\n\n@torch.compile\ndef step(x):\n"
+                      "    return block(torch.relu(x))\n")
+    library = NodeOrigin(op="aten.relu.default", call="torch.relu", file=str(tmp_path / "lib.py"), line=3)
+    own = NodeOrigin(op="aten.relu.default", call="torch.relu", file=str(script), line=7)
+    for origins, started in (((library,), ["aot_eager_decomp_partition"]), ((own, library), [])):
+        found = _minified(script, origins)
+        found.category, found.stage = Category.ACCURACY, FailingStage.INDUCTOR
+        found.stages = {"eager": "pass", "aot_eager": "pass", "aot_eager_decomp_partition": "pass", "inductor": "fail"}
+        runner = Runner(script)
+        start_fallback(runner, found)  # type: ignore[arg-type]
+        assert runner.started == started
+
+
 def test_the_function_holding_the_line_is_disabled_above_its_decorators():
     source = SOURCE.replace("model = torch.compile(head", "model = torch.compile(lambda x: head(x)")
     changed, name = disable_function(source, 7) or ("", "")
