@@ -139,6 +139,28 @@ def test_a_forked_program_starts_as_python_m_would(forks: FreshForks, tmp_path: 
     assert drawn != again.splitlines()[1]
 
 
+def test_a_forked_program_gets_the_descriptors_it_is_handed_as_its_stdin_and_stdout(forks: FreshForks, tmp_path: Path):
+    """pt2doctor's own warm processes forked there (the worker pool's zygote, the bisector) talk through pipes: their
+    ends are handed over with the request; one file for stdout and stderr is one descriptor, as `2>&1` makes."""
+    assert forks.wait_ready(300)
+    _file(tmp_path, "echo.py", "import sys\nline = sys.stdin.readline()\nprint(line.upper(), end='', flush=True)\n"
+                               "print('to stderr', file=sys.stderr)\n")
+    (their_in, our_in), (our_out, their_out) = os.pipe(), os.pipe()
+    log = tmp_path / "echo.log"
+    forked = forks.start_module("echo", (), env={**worker_env(), "PYTHONPATH": str(tmp_path)}, cwd=tmp_path, out=log,
+                                err=log, stdin=their_in, stdout=their_out)
+    os.close(their_in)
+    os.close(their_out)
+    assert forked is not None
+    with os.fdopen(our_in, "w") as to_it, os.fdopen(our_out) as from_it:
+        to_it.write("a line\n")
+        to_it.flush()
+        assert from_it.readline() == "A LINE\n"
+        assert forked.wait(60) == 0
+        assert from_it.read() == ""  # its end of the pipe closed with it: no copy of it stayed in the server
+    assert log.read_text() == "to stderr\n"
+
+
 def test_a_forked_program_writes_the_structured_trace_its_environment_names(forks: FreshForks, tmp_path: Path):
     """TORCH_TRACE is read by torch on its import, in the server: each program's own is set up again."""
     assert forks.wait_ready(300)

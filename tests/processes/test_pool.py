@@ -98,3 +98,24 @@ def test_candidates_threads_wait_passively_unless_the_user_chose_a_policy():
         assert pool.run([WAIT_POLICY]) == [RunResult("failed", "ValueError: PASSIVE")]
     with WorkerPool(1, timeout_s=30.0, env={"OMP_WAIT_POLICY": "ACTIVE"}) as pool:
         assert pool.run([WAIT_POLICY]) == [RunResult("failed", "ValueError: ACTIVE")]
+
+
+def test_a_zygote_forked_on_a_fresh_forks_server_isolates_candidates_as_a_new_one_does(tmp_path):
+    """In a diagnosis the zygote is forked on the fresh-forks server once its imports are done (one interpreter's
+    warm-up serves both); where the server cannot fork it (it ended), it starts as a new interpreter."""
+    from pathlib import Path
+
+    from pt2doctor.processes.fresh_forks import FreshForks
+
+    server = FreshForks(tmp_path / "fresh", urgent=True)
+    try:
+        with WorkerPool(2, timeout_s=4.0, host=server) as pool:
+            assert pool.run([OK, FAILS, ABORTS, HANGS]) == [
+                RunResult("ok"), RunResult("failed", "ValueError: boom"), RunResult("signal", "6"),
+                RunResult("timeout")]
+            stat = Path(f"/proc/{pool._pid}/stat").read_text()
+            assert int(stat[stat.rfind(")") + 2:].split()[1]) == server._proc.pid  # the server is its parent
+    finally:
+        server.close()
+    with WorkerPool(1, timeout_s=30.0, host=server) as pool:  # ended: a new interpreter instead
+        assert pool.run([OK]) == [RunResult("ok")]

@@ -279,7 +279,10 @@ def _serve(argv: list[str]) -> int:
     if not line.strip():
         return 0
     job = loads(line, BisectJob)
-    return _bisect_file(job.repro, job.target, job.out, job.backend, job.jobs)
+    code = _bisect_file(job.repro, job.target, job.out, job.backend, job.jobs)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # its result is written: torch's interpreter teardown (a second) is not waited for
 
 
 def _bisect_file(repro: str, target: str, out: str, backend: str, jobs: int) -> int:

@@ -78,7 +78,8 @@ def side_runs(ctx: Context, found: Found, classify: Classified, reproduce: Repro
                if workers is None and _wants_control(found) else None)
     # the bisector will likely be wanted: it imports and warms up while the minifier works, started once the verdict
     # is said (`minify_early`): its warm-up beside the stage ladder slowed the verdict on a few cores
-    bisector = PendingBisection(options.out_dir / "bisect", cuda=classify.on_cuda, deferred=True) if (
+    forks = reproduce.workers.forks if reproduce.workers is not None else None
+    bisector = PendingBisection(options.out_dir / "bisect", cuda=classify.on_cuda, deferred=True, forks=forks) if (
         early and options.bisect and inductor) else None
     return SideRuns(control, workers, bisector, early)
 

@@ -1,9 +1,10 @@
 """Fresh runs of a file without a fresh interpreter's start: forked from one that has imported torch and nothing else.
 
-Contract: `FreshForks(cwd)` starts a server at once (`python -c`, pt2doctor's worker environment), which imports
-exactly what a fresh interpreter verifying a repro imports before the script (`processes.fresh`: torch, Dynamo, FX,
-then Inductor with the CPU probe, a cached fact about the machine; autotuning anew, as there) at low priority, then
-forks one child per run.
+Contract: `FreshForks(cwd, urgent=False)` starts a server at once (`python -c`, pt2doctor's worker environment), which
+imports exactly what a fresh interpreter verifying a repro imports before the script (`processes.fresh`: torch,
+Dynamo, FX, then Inductor with the CPU probe, a cached fact about the machine; autotuning anew, as there) at low
+priority (`urgent`: at normal priority, where what it forks first is awaited soon), then forks one child per request;
+the requests come on a socket of their own, each with the descriptors it hands over (SCM_RIGHTS).
 `run(path, timeout_s, env=None) -> Ran | None` runs `path` as `python path` would run it after those imports: as
 `__main__`, from its folder, `sys.argv` its name, `sys.path[0]` its folder, in a process group of its own, its
 stdout and stderr to files, the environment `env` where given (what torch read on import is the server's: only
@@ -11,9 +12,12 @@ variables a script reads as it runs differ, such as CI's for `run_tests()`), an 
 1, `sys.exit(N)` exit N, a signal its death, at the timeout the group killed (`Ran.returncode` None). Several runs
 may go at once, from several threads. None when the server cannot run it (it died, or never became ready): the
 caller starts a fresh interpreter instead. `close()` ends the server and every child still running.
-`start_module(module, args, env=, cwd=, out=, err=) -> ForkedProcess | None` starts `python -m MODULE ARGS` there (a
-whole-program run of diagnose: `capture.runner`, `diagnose.runs.Forking`) and returns at once with a process to wait
-for, as `subprocess.Popen` would; where `forks_for(env)` says the program starts there as in a new interpreter: its
+`start_module(module, args, env=, cwd=, out=, err=, stdin=, stdout=) -> ForkedProcess | None` starts `python -m MODULE
+ARGS` there (a whole-program run of diagnose: `capture.runner`, `diagnose.runs.Forking`; pt2doctor's own warm processes,
+the worker pool's zygote and the bisector, which then import neither torch nor Inductor, nor probe the CPU, again:
+`processes.pool`, `bisect.driver`), its standard streams files or descriptors of the caller's (a pipe's ends), and
+returns at once with a process to wait for, as `subprocess.Popen` would; where `forks_for(env)` says the program
+starts there as in a new interpreter: its
 environment differs from the server's only in what the fork sets up again from it (`REDONE`: the import path,
 bytecode's place, torch's logging and structured trace) and in the compile caches' folders, which torch reads as it
 compiles. The fork also seeds Python's `random` (and numpy's, if imported) anew, as an interpreter's start does, and
@@ -36,6 +40,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -49,32 +54,39 @@ from typing import Any
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.capture.torch_compat import autotune_anew_source, logs_from_env_source, prewarm_inductor_source
 from pt2doctor.processes import launch
-from pt2doctor.processes.group import set_priority_source
+from pt2doctor.processes.group import BACKGROUND_NICE, set_priority_source
 from pt2doctor.processes.launch import COMPILE_CACHE_VARS, Ran
 
 _SERVER = """\
-import json, os, random, runpy, select, signal, sys, traceback
+import json, os, random, runpy, select, signal, socket, sys, traceback
 {set_priority}
-set_priority(10)
+set_priority({nice})
 import torch
 import torch._dynamo
 import torch.fx
 {prewarm}
 {autotune_anew}
 set_priority(0)
+control = socket.socket(fileno=0)  # one request a packet, with the descriptors it hands over
 
 
 def say(message):
     os.write(1, (json.dumps(message) + "\\n").encode())
 
 
-def child(job):
+def child(job, given):
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.setsid()  # a session (and so an autogroup) of its own, as every child started anew gets
+        given = dict(zip(job["fds"], given))  # the descriptors the request handed over, by the one each becomes
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
-            os.dup2(os.open(name, flags, 0o644), fd)
+            if fd in given:
+                os.dup2(given.pop(fd), fd)
+            elif fd == 2 and name == job["out"] and 1 not in job["fds"]:
+                os.dup2(1, 2)  # one file for both: one descriptor, as `2>&1` makes
+            else:
+                os.dup2(os.open(name, flags, 0o644), fd)
     except BaseException:
         os._exit(2)
     if job.get("module"):
@@ -140,7 +152,7 @@ def program(job):
 
 
 say({{"ready": True}})
-children, pending = {{}}, b""
+children = {{}}
 
 
 def stopped(signum, frame):  # the diagnosis is stopping: its children (each its own group) end with the server
@@ -156,18 +168,17 @@ signal.signal(signal.SIGTERM, stopped)
 while True:
     readable, _, _ = select.select([0], [], [], 0.02)
     if readable:
-        data = os.read(0, 1 << 16)
+        data, fds, _, _ = socket.recv_fds(control, 1 << 20, 3)
         if not data:
             break
-        pending += data
-        while b"\\n" in pending:
-            line, pending = pending.split(b"\\n", 1)
-            job = json.loads(line)
-            pid = os.fork()
-            if pid == 0:
-                child(job)
-            children[pid] = job["id"]
-            say({{"id": job["id"], "pid": pid}})
+        job = json.loads(data)
+        pid = os.fork()
+        if pid == 0:
+            child(job, fds)
+        for fd in fds:
+            os.close(fd)
+        children[pid] = job["id"]
+        say({{"id": job["id"], "pid": pid}})
     while children:
         pid, status = os.waitpid(-1, os.WNOHANG)
         if not pid:
@@ -191,9 +202,9 @@ REDONE = frozenset({"PYTHONPATH", "PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECOD
 
 
 @functools.cache
-def _server_source() -> str:
+def _server_source(nice: int) -> str:
     return _SERVER.format(prewarm=prewarm_inductor_source(), autotune_anew=autotune_anew_source(),
-                          logs_from_env=logs_from_env_source(), set_priority=set_priority_source())
+                          logs_from_env=logs_from_env_source(), set_priority=set_priority_source(), nice=nice)
 
 
 class ForkedProcess:
@@ -221,13 +232,18 @@ class ForkedProcess:
 
 
 class FreshForks:
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *, urgent: bool = False) -> None:
+        """`urgent`: its imports at normal priority (what it forks is awaited soon: the worker pool's zygote),
+        else at low priority."""
         self.cwd = Path(cwd)
         self.cwd.mkdir(parents=True, exist_ok=True)
         self._env = worker_env()
-        self._proc: subprocess.Popen[bytes] | None = launch.start(
-            [sys.executable, "-c", _server_source()], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=self._env)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._control: socket.socket | None = ours
+        with theirs:
+            self._proc: subprocess.Popen[bytes] | None = launch.start(
+                [sys.executable, "-c", _server_source(0 if urgent else BACKGROUND_NICE)], cwd=self.cwd,
+                stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self._env)
         self._ready = threading.Event()
         self._pids: dict[int, Future[int]] = {}
         self._codes: dict[int, Future[int]] = {}
@@ -304,31 +320,37 @@ class FreshForks:
         return kept(env) == kept(self._env)
 
     def start_module(self, module: str, args: Sequence[str], *, env: Mapping[str, str], cwd: Path, out: Path,
-                     err: Path) -> ForkedProcess | None:
+                     err: Path, stdin: int | None = None, stdout: int | None = None) -> ForkedProcess | None:
         """`python -m MODULE ARGS` in `cwd` with the environment `env` (see `forks_for`), its stdout and stderr to
-        `out` and `err`, forked once the server is ready (it started before any interpreter that would be started
-        instead: waiting is the sooner start); None where it has ended, or never became ready."""
+        `out` and `err` (one descriptor for both where they are the same file), forked once the server is ready (it
+        started before any interpreter that would be started instead: waiting is the sooner start); `stdin`,
+        `stdout`: descriptors of this process's (a pipe's end) the program gets as its own instead (the caller keeps
+        and closes its copies). None where it has ended, or never became ready."""
         if not self.wait_ready(_READY_S):
             return None
         request = {"module": module, "args": list(args), "env": dict(env), "cwd": str(cwd), "out": str(out),
                    "err": str(err)}
+        given = {fd: mine for fd, mine in ((0, stdin), (1, stdout)) if mine is not None}
         try:
-            job, pid, code_of = self._request(request, keep=True)
+            job, pid, code_of = self._request(request, keep=True, given=given)
         except (OSError, EOFError, TimeoutError):
             return None
         return ForkedProcess(pid, code_of, lambda: self._forget(job))
 
-    def _request(self, fields: dict[str, Any], keep: bool = False) -> tuple[int, int, Future[int]]:
+    def _request(self, fields: dict[str, Any], keep: bool = False, given: Mapping[int, int] | None = None
+                 ) -> tuple[int, int, Future[int]]:
         """Ask the server for a fork: (the job's number, the child's pid, its exit code to come). `keep`: the caller
-        forgets the job (`_forget`) once it has the code."""
+        forgets the job (`_forget`) once it has the code; `given`: descriptors of ours handed over, by the one each
+        becomes in the child."""
         job = next(self._ids)
+        given = given or {}
         try:
             with self._lock:
-                if self._ended or self._proc is None or self._proc.stdin is None:
+                if self._ended or self._proc is None or self._control is None:
                     raise EOFError("the fresh-forks server has ended")
                 self._pids[job], self._codes[job] = Future(), Future()
-                self._proc.stdin.write((json.dumps({"id": job, **fields}) + "\n").encode())
-                self._proc.stdin.flush()
+                request = json.dumps({"id": job, "fds": list(given), **fields}).encode()
+                socket.send_fds(self._control, [request], list(given.values()))
             pid = self._answer(self._pids[job])
         except BaseException:
             self._forget(job)
@@ -356,12 +378,14 @@ class FreshForks:
         self._codes.pop(job, None)
 
     def close(self) -> None:
-        """The server kills its children once its stdin closes; what it could not (it was killed) is killed here."""
+        """The server kills its children once its requests end; what it could not (it was killed) is killed here."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        with suppress(OSError):
-            proc.stdin.close()  # type: ignore[union-attr]
+        with self._lock:
+            control, self._control = self._control, None
+        if control is not None:
+            control.close()
         try:
             proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:

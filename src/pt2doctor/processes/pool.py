@@ -9,7 +9,11 @@ without importing torch itself. `on_ready` is called once the zygote is warm (th
 then). With `fork=True` the zygote is forked from this process instead of started as a new
 interpreter, so a parent that has already imported torch saves the zygote that import (~1-2 s of
 CPU, which on a few busy cores is wall time); fork only from a process with no threads running
-and no CUDA context, i.e. before anything but imports has happened.
+and no CUDA context, i.e. before anything but imports has happened. With `host` (a `FreshForks` server, which
+imports torch, Dynamo and Inductor and probes the CPU, no GPU visible) the zygote is forked there once it is ready,
+its pipes handed over: it imports nothing and probes nothing again (in a diagnosis, one interpreter's warm-up of
+about 5 CPU-seconds less, beside the first run on a few cores); where the server cannot fork it, it starts as a
+new interpreter on the same pipes.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.model.settings import settings
@@ -28,6 +35,9 @@ from pt2doctor.processes import group as process_group
 from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
 from pt2doctor.processes.servers import MAX_SERVERS
 from pt2doctor.processes.zygote import serve_forked
+
+if TYPE_CHECKING:
+    from pt2doctor.processes.fresh_forks import FreshForks
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,37 +55,64 @@ class WorkerPoolError(RuntimeError):
 # thread burns the core another process needs (GPT-2's stage ladder: 5.3-5.4 s, against 5.8-6.1 s spinning, three
 # diagnoses each). How a thread waits changes no value a kernel computes; the repro's verification runs in the
 # user's environment (`processes.fresh`). Where the user set a policy, theirs stands. Read by OpenMP as it loads: a
-# zygote forked from an interpreter that has loaded it keeps that interpreter's policy.
+# zygote forked from an interpreter that has loaded it keeps that interpreter's policy (on a fresh-forks server, the
+# user's: its forks are the program's runs; the import it saves weighs more, GPT-2's diagnosis 119 -> 82 CPU-s with the
+# bisector forked there too, against about half a second of its stage ladder).
 _PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 class WorkerPool:
     def __init__(self, jobs: int, timeout_s: float, *, env: dict[str, str] | None = None, fork: bool = False,
                  servers: bool = False, on_ready: Callable[[], None] | None = None,
-                 repro_file: str = "repro.py") -> None:
+                 repro_file: str = "repro.py", host: FreshForks | None = None) -> None:
         self.jobs = max(1, min(jobs, MAX_SERVERS) if servers else jobs)  # candidates run at once
         self._on_ready = on_ready
         self.timeout_s = timeout_s
         self.repro_file = repro_file  # each candidate's `__file__`: where the repro will be written
         debug = settings().minify_debug
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: _Zygote | None = None
+        self._started = threading.Event()  # the zygote's process is known (`_proc`, `_pid`)
+        self._pid = -1
+        argv = ["pt2doctor.processes.zygote", str(self.jobs), *(["--servers"] if servers else [])]
+        zygote_env = worker_env({**_PASSIVE_WAIT, **os.environ, **(env or {})})
         if fork:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
+            self._started.set()
+        elif host is not None and not servers:
+            (ours_r, theirs_w), (theirs_r, ours_w) = os.pipe(), os.pipe()
+            self._request_fd, self._result_fd = ours_w, ours_r
+            threading.Thread(target=self._start_on, args=(host, argv, zygote_env, theirs_r, theirs_w, debug),
+                             daemon=True, name="pt2doctor-zygote-start").start()
         else:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "pt2doctor.processes.zygote", str(self.jobs),
-                 *(["--servers"] if servers else [])],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=None if debug else subprocess.DEVNULL,
-                env=worker_env({**_PASSIVE_WAIT, **os.environ, **(env or {})}),
-            )
-            self._pid = self._proc.pid
-            self._request_fd, self._result_fd = self._proc.stdin.fileno(), self._proc.stdout.fileno()  # type: ignore[union-attr]
+            popen = subprocess.Popen(
+                [sys.executable, "-m", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=None if debug else subprocess.DEVNULL, env=zygote_env)
+            self._proc, self._pid = popen, popen.pid
+            self._request_fd, self._result_fd = popen.stdin.fileno(), popen.stdout.fileno()  # type: ignore[union-attr]
+            self._started.set()
         self._reader = MessageReader()
         self._inbox: list[Message] = []
         self._ready = False
         self._next_id = 0
         self.warm_up_s = 0.0
+
+    def _start_on(self, host: FreshForks, argv: list[str], env: dict[str, str], stdin: int, stdout: int,
+                  debug: bool) -> None:
+        """The zygote forked on `host` once it is ready, given the pipes' other ends; where it cannot be, started as
+        a new interpreter on them. Our copies of those ends are closed once it has them: its exit is the end of the
+        answers (`_receive`)."""
+        try:
+            err = Path(os.devnull) if not debug else host.cwd / "zygote.err"
+            self._proc = host.start_module(argv[0], argv[1:], env=env, cwd=Path.cwd(), out=err, err=err,
+                                           stdin=stdin, stdout=stdout)
+            if self._proc is None:
+                self._proc = subprocess.Popen([sys.executable, "-m", *argv], stdin=stdin, stdout=stdout,
+                                              stderr=None if debug else subprocess.DEVNULL, env=env)
+            self._pid = self._proc.pid
+        finally:
+            os.close(stdin)
+            os.close(stdout)
+            self._started.set()
 
     def _receive(self) -> Message:
         while not self._inbox:
@@ -115,16 +152,19 @@ class WorkerPool:
             return
         with suppress(OSError):
             send(self._request_fd, Quit())
-        if self._proc is not None:  # its pipe objects own the fds
+        if isinstance(self._proc, subprocess.Popen) and self._proc.stdin is not None:  # its pipe objects own the fds
             for stream in (self._proc.stdin, self._proc.stdout):
                 stream.close()  # type: ignore[union-attr]
         else:
             os.close(self._request_fd)
             os.close(self._result_fd)
         self._request_fd = self._result_fd = -1
+        if not self._started.wait(_STARTING_S) or self._pid < 0:
+            return  # never started: nothing to end
         # a zygote still warming up reads nothing before it is warm (seconds on a busy machine): not waited for
         if self._wait(10.0 if self._ready else 0.0) is None:
-            os.kill(self._pid, 9)
+            with suppress(OSError):
+                os.kill(self._pid, 9)
             self._wait(None)
 
     def _wait(self, timeout_s: float | None) -> int | None:
@@ -144,6 +184,17 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Zygote(Protocol):
+    """The zygote's process as the pool waits for it: a new interpreter's `Popen`, or a `ForkedProcess`."""
+
+    pid: int
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+_STARTING_S = 30.0  # the most `close` waits for a zygote being forked on its host to be known
 
 
 def _fork_zygote(jobs: int, *, quiet: bool, env: dict[str, str] | None) -> tuple[int, int, int]:

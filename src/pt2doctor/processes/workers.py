@@ -13,6 +13,8 @@ Where the machine shows a GPU, candidates run in warm servers (`processes.zygote
 is started at once as a new interpreter that never imports torch, so the servers' warm-up (torch,
 CUDA, Triton: the critical path there) starts before the parent's own `import torch`.
 `PT2DOCTOR_MINIFY_SERVERS=1` (`model.settings`) asks for servers anyway (where forking misbehaves; the tests).
+With `fresh_forks` (a diagnosis, no GPU visible) the zygote is forked from the fresh-forks server once its imports are
+done (`WorkerPool`'s `host`): one interpreter's import of torch and Inductor, and its CPU probe, serve both.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     fork = fork is not False and not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
+    # the fork server's imports are the zygote's, forked there (`WorkerPool`'s `host`): at normal priority
+    forks = FreshForks(Path(out_dir) / "fresh", urgent=not fork) if fresh_forks and not servers else None
     pool = WorkerPool(jobs, timeout_s, fork=fork, servers=servers, on_ready=verifier.prewarm if verifier else None,
-                      repro_file=str((Path(out_dir) / "repro.py").resolve()))
-    forks = FreshForks(Path(out_dir) / "fresh") if fresh_forks and not servers else None
+                      repro_file=str((Path(out_dir) / "repro.py").resolve()), host=None if fork else forks)
     return Workers(pool, verifier, forks)
