@@ -4,8 +4,7 @@ Contract: `reproduce` runs the unchanged script with the graph recorder on, each
 eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`), and starts the warm workers beside
 it (`processes.workers`: the stage ladder on the recorded graph, the minifier, the program reducer and the control
 run in them): the run that stands for the failure has the machine to itself but for their warm-up. When it
-failed, the second, plain run starts at once at low priority where no GPU is shared (on the cores the stage ladder
-leaves idle), at normal priority once the stage's evidence is in hand (`SecondRun`), and is checked after the
+failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`) and checked after the
 hand-over (`repeated`), so neither the verdict, the minifier nor the hand-over waits for it (a run the hand-over forks
 before it ended stands only once it has: `diagnose.runs.Forking`); a job of several ranks runs both at once (which
 rank failed first needs both). It concludes
@@ -52,32 +51,25 @@ from pt2doctor.processes.workers import Workers, start_workers
 
 
 class SecondRun:
-    """The plain run that checks a failure repeats, made so that the verdict need not wait for it: `start(ahead=True)`
-    (by `reproduce`, where no GPU is shared) at low priority, on the cores the stage ladder leaves idle (its rungs end
-    one by one, the top one last); `start()` (by `diagnose.narrowing.stage_evidence`, once the stage's evidence is in
-    hand or queued) at normal priority from then on; `result()` (by `repeated`, which starts it if nothing did)."""
+    """The plain run that checks a failure repeats, made once the verdict no longer needs the machine: `start()` (by
+    `diagnose.narrowing.stage_evidence`, once the stage's evidence is in hand or queued) and `result()` (by
+    `repeated`, which starts it if nothing did)."""
 
     def __init__(self, runner: VariantRunner, first: Attempt) -> None:
         self._runner = runner
         self._first = first
         self._future: Future[Attempt] | None = None
-        self._behind = False  # started ahead, at low priority, and not asked for yet
         self._lock = threading.Lock()
         self.checked = False  # `repeated` has compared it with the first
 
-    def start(self, *, ahead: bool = False) -> None:
+    def start(self) -> None:
         with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
             if self._future is None:
                 forking = self._runner.forking
                 forking.first = self._first.signature
-                variant = Variant.repeat()
-                self._future = self._runner.ahead(variant) if ahead else self._runner.submit(variant)
-                self._behind = ahead
+                self._future = self._runner.submit(Variant.repeat())
                 if forking.server is not None:  # the control: the runs after it fork once it ended as the first
                     forking.control = self._future
-            elif self._behind and not ahead:
-                self._behind = False
-                self._runner.submit(Variant.repeat())  # the run started ahead, at normal priority from now on
 
     def running(self) -> bool:
         return self._future is None or not self._future.done()
@@ -141,10 +133,7 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
             if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
                 if runner.sessions[a1.label].extras.torch_imported and not sets_environment(options.script):
                     runner.forking.server = workers.forks
-                pending = SecondRun(runner, a1)
-                if runner.gpu.limit is None:  # on a GPU the runs share its memory: the ladder's would wait
-                    pending.start(ahead=True)
-                return Reproduced(a1, pending=pending, workers=workers)
+                return Reproduced(a1, pending=SecondRun(runner, a1), workers=workers)
             a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
                                         Variant.original(6))
     except BaseException:

@@ -169,9 +169,8 @@ class VariantRunner:
         self._submitted = 0
         self._finished = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="pt2doctor-run")
-        # the runs started `ahead`, beside the `jobs` others: background work takes no run's place (the first run's
-        # repeat and a workaround's run may both be ahead at once)
-        self._ahead_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pt2doctor-run-ahead")
+        # the runs started `ahead`, beside the `jobs` others: background work takes no run's place
+        self._ahead_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2doctor-run-ahead")
         self.gpu = GpuShare(gpu_device_visible(), jobs)  # runs share a GPU only as far as its memory holds
         self._closed = threading.Event()
         self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
@@ -199,12 +198,11 @@ class VariantRunner:
             return future
         return self._submit(variant)
 
-    def ahead(self, variant: Variant) -> Future[Attempt]:
+    def ahead(self, variant: Variant) -> None:
         """`variant` started now at low priority, for a step that may ask for it later (see the module's contract)."""
         if variant.label not in self._ahead:
             priority = launch.Priority()
             self._ahead[variant.label] = (self._submit(variant, priority, self._ahead_pool), priority)
-        return self._ahead[variant.label][0]
 
     def drop_ahead(self) -> None:
         """The runs started `ahead` that no step asked for are not wanted: stopped."""
