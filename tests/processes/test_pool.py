@@ -119,3 +119,34 @@ def test_a_zygote_forked_on_a_fresh_forks_server_isolates_candidates_as_a_new_on
         server.close()
     with WorkerPool(1, timeout_s=30.0, host=server) as pool:  # ended: a new interpreter instead
         assert pool.run([OK]) == [RunResult("ok")]
+
+
+def test_a_pool_closed_before_its_host_is_ready_starts_no_zygote_and_does_not_wait(tmp_path):
+    """A diagnosis whose first run passed ends at once: the pool is closed while the fresh-forks server still imports
+    torch; nothing waits for the server, and no zygote is started on it or anew."""
+    import time
+
+    from pt2doctor.processes.fresh_forks import FreshForks
+
+    server = FreshForks(tmp_path / "fresh", urgent=True)
+    try:
+        pool = WorkerPool(2, timeout_s=4.0, host=server)
+        started = time.monotonic()
+        pool.close()
+        assert time.monotonic() - started < 1.0
+        assert server.wait_ready(300)  # the server goes on to its end; the pool's start thread sees the pool closed
+        time.sleep(1.0)
+        assert pool._pid < 0 or not _alive(pool._pid)
+    finally:
+        server.close()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not)."""
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

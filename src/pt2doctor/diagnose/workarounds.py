@@ -22,7 +22,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (a stage run of the program that ran it
-   so is the verification; where the stage was found on the recorded graph, one run with it forced);
+   so is the verification; where the stage was found on the recorded graph, one run with it forced, started ahead
+   beside the settings search where nothing but a setting comes before it: `start_fallback`);
 4. where no backend passes (Dynamo itself is at fault), one `torch.compile` site at a time compiling nothing (its
    first three sites): the code it compiled runs as written, every other site stays compiled.
 `try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is

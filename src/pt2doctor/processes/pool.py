@@ -27,11 +27,12 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.model.settings import settings
 from pt2doctor.processes import group as process_group
+from pt2doctor.processes import launch
 from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
 from pt2doctor.processes.servers import MAX_SERVERS
 from pt2doctor.processes.zygote import serve_forked
@@ -70,14 +71,14 @@ class WorkerPool:
         self.timeout_s = timeout_s
         self.repro_file = repro_file  # each candidate's `__file__`: where the repro will be written
         debug = settings().minify_debug
-        self._proc: _Zygote | None = None
-        self._started = threading.Event()  # the zygote's process is known (`_proc`, `_pid`)
+        self._proc: launch.Stoppable | None = None
         self._pid = -1
+        self._lock = threading.Lock()  # `_pid` set by `_start_on`, `_closed` by `close`
+        self._closed = False
         argv = ["pt2doctor.processes.zygote", str(self.jobs), *(["--servers"] if servers else [])]
         zygote_env = worker_env({**_PASSIVE_WAIT, **os.environ, **(env or {})})
         if fork:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
-            self._started.set()
         elif host is not None and not servers:
             (ours_r, theirs_w), (theirs_r, ours_w) = os.pipe(), os.pipe()
             self._request_fd, self._result_fd = ours_w, ours_r
@@ -89,7 +90,6 @@ class WorkerPool:
                 stderr=None if debug else subprocess.DEVNULL, env=zygote_env)
             self._proc, self._pid = popen, popen.pid
             self._request_fd, self._result_fd = popen.stdin.fileno(), popen.stdout.fileno()  # type: ignore[union-attr]
-            self._started.set()
         self._reader = MessageReader()
         self._inbox: list[Message] = []
         self._ready = False
@@ -99,20 +99,26 @@ class WorkerPool:
     def _start_on(self, host: FreshForks, argv: list[str], env: dict[str, str], stdin: int, stdout: int,
                   debug: bool) -> None:
         """The zygote forked on `host` once it is ready, given the pipes' other ends; where it cannot be, started as
-        a new interpreter on them. Our copies of those ends are closed once it has them: its exit is the end of the
-        answers (`_receive`)."""
+        a new interpreter on them; where the pool was closed meanwhile, none (one forked as it closed is ended here).
+        Our copies of those ends are closed once it has them: its exit is the end of the answers (`_receive`)."""
         try:
             err = Path(os.devnull) if not debug else host.cwd / "zygote.err"
-            self._proc = host.start_module(argv[0], argv[1:], env=env, cwd=Path.cwd(), out=err, err=err,
-                                           stdin=stdin, stdout=stdout)
-            if self._proc is None:
-                self._proc = subprocess.Popen([sys.executable, "-m", *argv], stdin=stdin, stdout=stdout,
-                                              stderr=None if debug else subprocess.DEVNULL, env=env)
-            self._pid = self._proc.pid
+            proc: launch.Stoppable | None = host.start_module(argv[0], argv[1:], env=env, cwd=Path.cwd(), out=err,
+                                                              err=err, stdin=stdin, stdout=stdout)
+            if proc is None and not self._closed:
+                proc = subprocess.Popen([sys.executable, "-m", *argv], stdin=stdin, stdout=stdout,
+                                        stderr=None if debug else subprocess.DEVNULL, env=env)
         finally:
             os.close(stdin)
             os.close(stdout)
-            self._started.set()
+        if proc is None:
+            return
+        with self._lock:
+            self._proc, self._pid, closed = proc, proc.pid, self._closed
+        if closed:
+            with suppress(OSError):
+                os.kill(proc.pid, 9)
+            proc.wait()
 
     def _receive(self) -> Message:
         while not self._inbox:
@@ -159,8 +165,10 @@ class WorkerPool:
             os.close(self._request_fd)
             os.close(self._result_fd)
         self._request_fd = self._result_fd = -1
-        if not self._started.wait(_STARTING_S) or self._pid < 0:
-            return  # never started: nothing to end
+        with self._lock:
+            self._closed = True
+            if self._pid < 0:
+                return  # not started yet (its host still warming up): `_start_on` ends it, or starts none
         # a zygote still warming up reads nothing before it is warm (seconds on a busy machine): not waited for
         if self._wait(10.0 if self._ready else 0.0) is None:
             with suppress(OSError):
@@ -174,6 +182,8 @@ class WorkerPool:
                 return self._proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 return None
+        if self._pid < 0:  # none was started (its host ended with the pool closed)
+            return None
         try:
             return process_group.wait(self._pid, timeout_s)
         except ChildProcessError:  # already reaped (e.g. by a SIGCHLD handler in the host program)
@@ -184,17 +194,6 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Zygote(Protocol):
-    """The zygote's process as the pool waits for it: a new interpreter's `Popen`, or a `ForkedProcess`."""
-
-    pid: int
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-
-_STARTING_S = 30.0  # the most `close` waits for a zygote being forked on its host to be known
 
 
 def _fork_zygote(jobs: int, *, quiet: bool, env: dict[str, str] | None) -> tuple[int, int, int]:
