@@ -11,7 +11,7 @@ from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
 from pt2doctor.diagnose.forking import sets_environment
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner, run_a_copy
 from pt2doctor.processes.fresh_forks import FreshForks
 
 HERE = Path(__file__).parent
@@ -83,6 +83,42 @@ def test_a_run_started_ahead_yields_until_the_step_that_wants_it_submits_it_and_
         runner.drop_ahead()
         runner.wait_ended(60)
         assert "ahead" not in runner.finished and [m.wanted for m in runner.made] == [False]
+    finally:
+        runner.close()
+
+
+def test_a_copy_run_ahead_is_taken_by_run_a_copy_of_the_same_text_and_stopped_for_another(tmp_path):
+    """Issue 38: the first workaround's copy starts ahead once the minifier's first cut names the culprit
+    (`workarounds.start_call`); `run_a_copy` of the same copy takes that run, and of another text in that folder stops
+    it before writing the folder again."""
+    script = tmp_path / "prog.py"
+    script.write_text("print('as written')\n")
+    waits = ("import sys, time\nfrom pathlib import Path\nhere = Path(sys.argv[1])\n"
+             "(here / 'ahead.started').write_text('')\nwhile not (here / 'go').exists():\n    time.sleep(0.05)\n")
+    runner = VariantRunner(ScriptCall(script, (str(tmp_path),), tmp_path / "out", timeout_s=120), jobs=1,
+                           reporter=SilentReporter())
+    folder = tmp_path / "out" / "workaround" / "call"
+    try:
+        runner.copy_ahead(folder, "workaround-call", waits)
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "ahead.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (tmp_path / "go").write_text("")
+        attempt, copy_runner = run_a_copy(runner, folder, "workaround-call", waits)
+        assert (attempt.outcome, attempt.ahead) == ("pass", True)  # the run ahead, not a second one
+        assert [(m.step, m.label, m.wanted) for m in runner.made] == [("workarounds", "workaround-call", True)]
+        assert "workaround-call" in copy_runner.sessions
+
+        (tmp_path / "go").unlink()
+        (tmp_path / "ahead.started").unlink()
+        runner.copy_ahead(folder, "workaround-call", waits)
+        while not (tmp_path / "ahead.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        other = "print('the minimal graph named another call')\n"
+        attempt, _ = run_a_copy(runner, folder, "workaround-call", other)  # the one ahead stopped, then this one
+        assert (attempt.outcome, attempt.ahead) == ("pass", False)
+        assert [m.wanted for m in runner.made[1:]] == [False, True]
+        assert (folder / script.name).read_text() == other
     finally:
         runner.close()
 

@@ -219,6 +219,46 @@ def test_the_stages_backend_goes_ahead_only_where_it_is_next_but_for_a_setting_t
         assert runner.started == started
 
 
+def test_the_first_call_workaround_goes_ahead_once_the_minifiers_first_cut_names_a_call_of_the_script(tmp_path):
+    """The ResNet program's softmax: once the minifier's first passes cut the graph to it, the copy calling it through
+    `torch.compiler.disable` starts ahead, as `find_workarounds` will write it; a library's call, or a script making a
+    compiler setting of its own (tried first), starts nothing."""
+    from pt2doctor.diagnose.workarounds import _candidates, start_call
+    from pt2doctor.model import Category
+    from pt2doctor.model.diagnosis import FailingStage
+
+    class Runner:  # what `start_call` asks of the variant runner
+        def __init__(self, script: Path) -> None:
+            self.call = type("Call", (), {"script": script, "out_dir": tmp_path / "out"})()
+            self.gpu = type("Share", (), {"limit": None})()
+            self.reporter = type("Quiet", (), {"status": lambda self, text: None})()
+            self.closed = False
+            self.started: list[tuple[Path, str, str]] = []
+
+        def copy_ahead(self, folder: Path, label: str, text: str) -> None:
+            self.started.append((folder, label, text))
+
+    script = tmp_path / "train.py"
+    body = "import torch\nfrom lib import block\n\n\n@torch.compile\ndef step(x):\n    return block(torch.relu(x))\n"
+    own = NodeOrigin(op="aten.relu.default", call="torch.relu", file=str(script), line=7)
+    library = NodeOrigin(op="aten.relu.default", call="torch.relu", file=str(tmp_path / "lib.py"), line=3)
+    setting = "import torch._inductor.config as c\nc.fallback_random = True\n"
+    for text, origins, starts in ((body, (own,), True), (body, (library,), False), (setting + body, (own,), False)):
+        script.write_text(text)
+        found = Found(command=(str(script),))
+        found.category, found.stage = Category.BACKEND_FAILURE, FailingStage.BACKEND
+        runner = Runner(script)
+        start_call(runner, found, origins)  # type: ignore[arg-type]
+        if not starts:
+            assert runner.started == []
+            continue
+        ((folder, label, copy),) = runner.started
+        found.minify = _minified(script, origins).minify  # what the minifier then ends at: the same call
+        kind, _, written = _candidates(found, script.resolve(), text)[0]
+        assert (folder, label, kind) == (tmp_path / "out" / "workaround" / "call", "workaround-call", "call")
+        assert copy == written and "torch.compiler.disable(torch.relu)(x)" in copy
+
+
 def test_the_function_holding_the_line_is_disabled_above_its_decorators():
     source = SOURCE.replace("model = torch.compile(head", "model = torch.compile(lambda x: head(x)")
     changed, name = disable_function(source, 7) or ("", "")

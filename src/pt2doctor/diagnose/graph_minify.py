@@ -13,6 +13,7 @@ started from them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +25,16 @@ from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.stages import REFERENCE
 
 if TYPE_CHECKING:
+    from pt2doctor.model.minify import NodeOrigin
     from pt2doctor.processes.workers import Workers
 
 
 def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, minify_reporter: Any,
-                 recording: Recording, workers: Workers | None = None, deadline_s: float | None = None) -> None:
+                 recording: Recording, workers: Workers | None = None, deadline_s: float | None = None,
+                 narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None = None) -> None:
     """`workers`: the warm ones the stage ladder ran in (`diagnose.narrowing.SideRuns`), else started here;
-    `deadline_s`: the reduction's share of the diagnosis's budget (its best so far is kept when it runs out)."""
+    `deadline_s`: the reduction's share of the diagnosis's budget (its best so far is kept when it runs out);
+    `narrowed`: told where the nodes came from once the minifier's first passes cut the graph (`MinifyOptions`)."""
     from pt2doctor.model.minify import Stage
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce
@@ -50,7 +54,7 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
                     recording.run_dir, recorded.graph_id, found.session)):
                 return
             found.minify = _minify_recorded(options, found, recorded, minify_reporter, workers, deadline_s,
-                                            simpler=not dynamo)
+                                            simpler=not dynamo, narrowed=narrowed)
         except CannotReproduce as exc:
             if last or (recorded.context.stage is not Stage.AOT and not grads):
                 found.notes.append(f"not minified: {exc}")
@@ -113,7 +117,8 @@ def _torch_level_first(recording: Recording) -> bool:
 
 
 def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,
-                     workers: Workers | None, deadline_s: float | None, simpler: bool) -> Any:
+                     workers: Workers | None, deadline_s: float | None, simpler: bool,
+                     narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None) -> Any:
     """Minify `recorded` (a `reduce.fx_load.RecordedFailure`); `simpler`: a Dynamo graph whose failure shows
     with the stage's simpler backend is minified with that backend (faster queries, the stage isolated)."""
     from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
@@ -128,7 +133,7 @@ def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, mini
     # a diagnosis stopped (Ctrl-C, SIGTERM, its budget) writes the minifier's best and ends: not verified
     minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s, deadline_s=deadline_s,
                                    expected=expected, graph_name=recorded.graph_id, start_nodes=start,
-                                   verify_interrupted=False)
+                                   verify_interrupted=False, narrowed=narrowed)
     return minify_case(recorded.case, context, minify_options, minify_reporter, workers=workers).result
 
 

@@ -6,6 +6,7 @@ repro, or when the one that did has no short form in PyTorch's idiom. The work i
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_minify import minify_graph
@@ -16,6 +17,7 @@ from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.short_repro import hand_over_program, repro_lines
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
+from pt2doctor.diagnose.workarounds import start_call
 from pt2doctor.model.diagnosis import FailingStage, ProgramReason
 from pt2doctor.model.minify import MinifyResult
 
@@ -26,11 +28,16 @@ def minifies_early(ctx: Context, found: Found, side_runs: SideRuns, recording: R
 
 def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
     """A recorded graph failed: minified now, in the workers the stage ladder ran in (while the program's stage runs
-    go on, where the graph did not decide the stage); the bisector warms up meanwhile."""
+    go on, where the graph did not decide the stage); the bisector warms up meanwhile, and once the minifier's first
+    passes name the culprit, the first workaround's run goes ahead (`workarounds.start_call`; stopped where no
+    verified graph came of it: the workarounds then go by the reduced program)."""
     if side_runs.bisector is not None:
         side_runs.bisector.start()
+    ahead = ctx.options.workarounds and ctx.options.torchrun is None and found.stage is not None
     minify_graph(ctx.options, found, ctx.reporter, ctx.minify_reporter, recording, side_runs.workers,
-                 ctx.reduction_s())
+                 ctx.reduction_s(), narrowed=partial(start_call, ctx.runner, found) if ahead else None)
+    if not (found.minify and found.minify.verified):
+        ctx.runner.drop_ahead()
     return found.minify
 
 

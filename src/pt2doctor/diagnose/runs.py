@@ -12,7 +12,9 @@ runs under torchrun in every variant; the run stands for the rank whose failure 
 its session is the attempt's, and `run_dir(label)` is that rank's `rank-N/` (its own recording). Runs are
 quiet: the script's output goes to that directory, progress goes to the reporter. `ahead(variant)` starts a run a later
 step may ask for, at low priority (`launch.Priority`: on the cores the work awaited leaves idle); that step's `submit`
-of the same variant gets it, given normal priority, and `drop_ahead()` stops the ones no step asked for.
+of the same variant gets it, given normal priority, and `drop_ahead()` stops the ones no step asked for;
+`copy_ahead(folder, label, text)` does the same for a run of a copy of the script, which `run_a_copy` of the same
+folder, label and text takes (a different text in that folder: the one ahead is stopped first).
 `close()` cancels what has not started and stops what is still running. Every run is counted for the step that asked
 for it (`Attempt.step`): the step `run_steps` is in on the submitting thread, or the part of a step a thread names with
 `runner.step(name)` (the workarounds, tried beside the maintainers' hand-over), so a diagnosis can say what each step
@@ -25,7 +27,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -175,6 +177,7 @@ class VariantRunner:
         self._closed = threading.Event()
         self._unwanted: dict[Future[Attempt], threading.Event] = {}  # set: that run is stopped, or never starts
         self._ahead: dict[str, tuple[Future[Attempt], launch.Priority]] = {}  # started `ahead`, by label
+        self._copies_ahead: dict[Path, _CopyAhead] = {}  # started by `copy_ahead`, by folder
 
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -204,11 +207,49 @@ class VariantRunner:
             priority = launch.Priority()
             self._ahead[variant.label] = (self._submit(variant, priority, self._ahead_pool), priority)
 
+    def copy_ahead(self, folder: Path, label: str, text: str) -> None:
+        """A run of `text` as a copy of the script in `folder` (`run_a_copy`'s), started now at low priority."""
+        if folder in self._copies_ahead or self.closed:
+            return
+        priority = launch.Priority()
+        copy_runner = self._copy_runner(folder, text, step="workarounds")
+        future = copy_runner._submit(Variant(label, timed=True), priority, self._ahead_pool)
+        self._unwanted[future] = copy_runner._unwanted[future]  # stopped by `stop`, `close` and `drop_ahead` too
+        self._copies_ahead[folder] = _CopyAhead(label, text, future, priority, copy_runner)
+
+    def take_copy(self, folder: Path, label: str, text: str) -> tuple[Future[Attempt], VariantRunner] | None:
+        """The run `copy_ahead` started for this copy, from now on at normal priority; None where there is none.
+        One of another copy in `folder` is stopped, and ended, before the folder is written again."""
+        held = self._copies_ahead.pop(folder, None)
+        if held is None:
+            return None
+        if (held.label, held.text) == (label, text):
+            held.priority.urgent()
+            return held.future, held.runner
+        self._drop(held)
+        return None
+
     def drop_ahead(self) -> None:
-        """The runs started `ahead` that no step asked for are not wanted: stopped."""
+        """The runs started `ahead` (and `copy_ahead`) that no step asked for are not wanted: stopped."""
         for future, _ in self._ahead.values():
             self.stop(future)
         self._ahead.clear()
+        for held in self._copies_ahead.values():
+            self._drop(held)
+        self._copies_ahead.clear()
+
+    def _drop(self, held: _CopyAhead) -> None:
+        self.stop(held.future)
+        with suppress(CancelledError, Exception):
+            held.future.result()  # its child ended: its folder is free
+        held.runner.release()
+
+    def _copy_runner(self, folder: Path, text: str, step: str | None = None) -> VariantRunner:
+        """A runner of `text` written as a copy of the script in `folder`, counting its runs in this one's `made`."""
+        call = self.call
+        copy = write_copy(call.script, folder, text)
+        return VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, copy_env(call.script, call.env)),
+                             1, self.reporter, step or self.current_step(), self.made, self.forking)
 
     def _submit(self, variant: Variant, priority: launch.Priority | None = None,
                 pool: ThreadPoolExecutor | None = None) -> Future[Attempt]:
@@ -361,13 +402,22 @@ def attempt_of(variant: Variant, session: Session, rank: str | None = None) -> A
 
 def run_a_copy(runner: VariantRunner, folder: Path, label: str, text: str) -> tuple[Attempt, VariantRunner]:
     """Run `text` as a copy of the script, in `folder` (never the user's file): with the script's directory
-    first on PYTHONPATH, so its imports resolve as before, its argv and environment. Returns the run and the
-    runner that made it (its `sessions` and `run_dir`)."""
-    call = runner.call
-    copy = write_copy(call.script, folder, text)
-    copy_runner = VariantRunner(ScriptCall(copy, call.args, folder, call.timeout_s, copy_env(call.script, call.env)),
-                                1, runner.reporter, runner.current_step(), runner.made, runner.forking)
+    first on PYTHONPATH, so its imports resolve as before, its argv and environment; the run `copy_ahead` started
+    for it where there is one. Returns the run and the runner that made it (its `sessions` and `run_dir`)."""
+    held = runner.take_copy(folder, label, text)
+    future, copy_runner = held or (None, runner._copy_runner(folder, text))
     try:
-        return copy_runner.submit(Variant(label, timed=True)).result(), copy_runner
+        return (future or copy_runner.submit(Variant(label, timed=True))).result(), copy_runner
     finally:
         copy_runner.release()
+
+
+@dataclass(frozen=True, slots=True)
+class _CopyAhead:
+    """A run of a copy of the script started ahead (`VariantRunner.copy_ahead`)."""
+
+    label: str
+    text: str
+    future: Future[Attempt]
+    priority: launch.Priority
+    runner: VariantRunner

@@ -18,7 +18,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    breaks the graph around that call alone (none where every compile passes
    `fullgraph=True`, which refuses the break); each of the script's calls in the minimal graph, in its order but
    calls making a tensor from nothing (`torch.ones`) last, up to three (keeping one of several ops out may leave
-   the fault in the graph: the next is tried);
+   the fault in the graph: the next is tried); the first of these (or of 2.) starts ahead once the minifier's first
+   cut names the culprit (`start_call`);
 2. `@torch.compiler.disable` on the script's function that holds it (else the innermost failing line of the
    script): Dynamo runs that function as written, everything else stays compiled (`analysis.workaround_edits`);
 3. the stage's passing backend written into every `torch.compile` call (a stage run of the program that ran it
@@ -42,6 +43,7 @@ hand-over do not need). `found.workarounds` holds every candidate tried, the ver
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -154,9 +156,7 @@ def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str,
         return None
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
     baseline.start()
-    earlier = sum(1 for w in found.workarounds if w.kind == kind)  # the kind's earlier candidates keep their runs
-    name = f"{kind}-{earlier + 1}" if earlier else kind
-    attempt, copy_runner = run_a_copy(runner, runner.call.out_dir / "workaround" / name, f"workaround-{name}", text)
+    attempt, copy_runner = run_a_copy(runner, *_copy_place(runner, found, kind), text)
     found.attempts.append(attempt)
     if runner.closed:
         return None
@@ -168,9 +168,18 @@ def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str,
     return tried.verified
 
 
-def _candidates(found: Found, script: Path, source: str) -> list[tuple[WorkaroundKind, str, str]]:
+def _copy_place(runner: VariantRunner, found: Found, kind: WorkaroundKind) -> tuple[Path, str]:
+    """The folder and label of the run of a candidate of `kind`: the kind's earlier candidates keep theirs."""
+    earlier = sum(1 for w in found.workarounds if w.kind == kind)
+    name = f"{kind}-{earlier + 1}" if earlier else kind
+    return runner.call.out_dir / "workaround" / name, f"workaround-{name}"
+
+
+def _candidates(found: Found, script: Path, source: str, origins: Sequence[NodeOrigin] | None = None
+                ) -> list[tuple[WorkaroundKind, str, str]]:
     """(kind, change in words, the script changed), narrowest first: the script's own compiler settings left out,
-    the culprit call kept out of the graph, then the function holding it."""
+    the culprit call kept out of the graph, then the function holding it; `origins`: the culprit's, where they are
+    known before `found` holds them (`start_call`)."""
     out: list[tuple[WorkaroundKind, str, str]] = [
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
@@ -181,7 +190,9 @@ def _candidates(found: Found, script: Path, source: str) -> list[tuple[Workaroun
             edited = set_config(source, setting.module, setting.line)
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
-    origins = sorted(_culprit_origins(found, script, source), key=lambda o: bool(_FACTORY.search(o.call)))
+    origins = sorted(_culprit_origins(found, script, source) if origins is None else
+                     _in_script(source_calls(origins), script),
+                     key=lambda o: bool(_FACTORY.search(o.call)))
     tried: set[str] = set()
     breaks = not fullgraph_everywhere(source)  # a call kept out is a graph break: a run in vain under fullgraph=True
     for origin in origins if breaks else ():
@@ -240,6 +251,10 @@ def _culprit_origins(found: Found, script: Path, source: str) -> list[NodeOrigin
                         for call, line in calls_named(source, p.culprit_ops))
     else:
         origins = ()
+    return _in_script(origins, script)
+
+
+def _in_script(origins: Sequence[NodeOrigin], script: Path) -> list[NodeOrigin]:
     return [o for o in origins if o.file and o.line and Path(o.file).resolve() == script]
 
 
@@ -263,6 +278,27 @@ def start_fallback(runner: VariantRunner, found: Found, cost: bool = False) -> N
     script = runner.call.script.resolve()
     if not _candidates(found, script, script.read_text()):
         runner.ahead(Variant.with_backend(backend))
+
+
+def start_call(runner: VariantRunner, found: Found, origins: Sequence[NodeOrigin]) -> None:
+    """The run of the first candidate `find_workarounds` will try, started ahead at low priority
+    (`VariantRunner.copy_ahead`) as soon as the minifier's first passes have cut the graph down to `origins` (the ops
+    the failure names, alone: ResNet's softmax): a culprit call kept out, or the function holding it, where the
+    script makes no compiler setting of its own (those come first). The minimal graph it ends at is nearly always
+    those nodes or fewer; where its first candidate is another, `run_a_copy` stops this one unused, and so does
+    `drop_ahead` where a setting the search found verifies first. A run of the whole program beside the minifier
+    and the maintainers' hand-over, on the cores they leave idle, instead of after them (ResNet: its copy compiles
+    the eval graph without softmax cold, 14-18 s at the diagnosis's end). Not where a GPU is visible (as
+    `start_fallback`)."""
+    if not _applies(found) or runner.gpu.limit is not None or runner.closed:
+        return
+    script = runner.call.script.resolve()
+    source = script.read_text()
+    candidates = _candidates(found, script, source, origins)
+    if candidates and candidates[0][0] in ("call", "function"):
+        kind, _, text = candidates[0]
+        runner.reporter.status("the minifier's first cut names the culprit: its workaround's run starts ahead")
+        runner.copy_ahead(*_copy_place(runner, found, kind), text)
 
 
 def _passing_backend(found: Found) -> str | None:

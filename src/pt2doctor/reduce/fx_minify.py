@@ -8,8 +8,9 @@ Contract: `minify_case(initial, context, options, reporter)`
    initial graph runs once, and a different failure there is `CannotReproduce`;
 2. tries the graph cut down to `options.start_nodes` first (the first bad kernel's fused nodes), else to
    those nodes with the calls that feed them (`passes` counts it as `kernel_nodes` when one is kept), then
-   reduces with `FX_PASSES` until a fixed point; Ctrl-C or the deadline stop early and keep the
-   best so far (`MinifyResult.stopped_early` says why);
+   reduces with `FX_PASSES` until a fixed point (once those first passes have cut the graph, `options.narrowed` is
+   told where the nodes left came from: a caller may act on the culprit before the end); Ctrl-C or the deadline
+   stop early and keep the best so far (`MinifyResult.stopped_early` says why);
 3. writes `repro.py` (its header names the user-level calls and lines the minimal graph came from,
    when the recording knew them) and `minify.json` into `options.out_dir`, runs `python repro.py` in a fresh
    interpreter and reports `verified` only if it failed with the target signature (an interrupted reduction's
@@ -24,11 +25,20 @@ Nothing here prints: progress goes to the reporter.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pt2doctor.capture.torch_compat import random_ops
-from pt2doctor.model.minify import FailureSignature, InputNeed, MinifyResult, TensorSpec, describe_calls, source_calls
+from pt2doctor.model.minify import (
+    FailureSignature,
+    InputNeed,
+    MinifyResult,
+    NodeOrigin,
+    TensorSpec,
+    describe_calls,
+    source_calls,
+)
 from pt2doctor.model.serialize import dumps
 from pt2doctor.model.settings import default_jobs
 from pt2doctor.model.signature import accuracy_signature
@@ -56,6 +66,8 @@ class MinifyOptions:
     graph_name: str = "graph"
     verify: bool = True
     start_nodes: tuple[str, ...] = ()  # try these nodes alone first (the first bad kernel's, `diagnose.runtime_triage`)
+    # told where the nodes came from once the first passes (those nodes, the ops the failure names) cut the graph
+    narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None = None
     verify_interrupted: bool = True  # verify the best so far of an interrupted reduction (`minify`'s Ctrl-C)
 
 
@@ -107,6 +119,8 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions,
         try:
             _start_from(problem, options.start_nodes)
             _confirm(problem, workers.pool, context, target, known=known is not None)
+            if options.narrowed is not None and problem.current is not problem.initial:
+                options.narrowed(problem.current.origins)
             best = reduce(problem, FX_PASSES)
         except ReductionStopped as stop:
             best, stopped = stop.best, stop.reason  # type: ignore[assignment]
