@@ -11,7 +11,8 @@ from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
 from pt2doctor.diagnose.forking import sets_environment
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner, run_a_copy
+from pt2doctor.diagnose.runs import ScriptCall, VariantRunner, run_a_copy
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.processes.fresh_forks import FreshForks
 
 HERE = Path(__file__).parent

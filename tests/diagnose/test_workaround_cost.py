@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 from pt2doctor.capture.runner import SilentReporter
-from pt2doctor.diagnose.runs import CALL_TIMES, ScriptCall, Variant, VariantRunner, steady_state_s
+from pt2doctor.diagnose.runs import ScriptCall, VariantRunner, steady_state_s
+from pt2doctor.diagnose.variants import CALL_TIMES, Variant
 from pt2doctor.model.child import CallTimes
 from pt2doctor.model.diagnosis import WorkaroundCost
 from pt2doctor.model.serialize import read_record

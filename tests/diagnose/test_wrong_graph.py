@@ -11,7 +11,8 @@ import pytest
 
 from pt2doctor.capture.recorded_run import record_script
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.diagnose.wrong_graph import _graph_the_check_depends_on
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import Stage

@@ -9,7 +9,8 @@ import pytest
 import torch._functorch.config as functorch_config
 
 from pt2doctor.capture.child import graph_recorder
-from pt2doctor.diagnose.runs import ScriptCall, Variant, VariantRunner
+from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
+from pt2doctor.diagnose.variants import Variant
 
 
 @pytest.mark.parametrize(("every_aot_graph", "cache_while_recording"), [

@@ -32,7 +32,7 @@ from pt2doctor.diagnose.setting_search import program_applies, search_on_program
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
-from pt2doctor.diagnose.workarounds import find_workarounds, start_fallback, try_config
+from pt2doctor.diagnose.workarounds import find_workarounds, start_fallback, tried, try_config
 from pt2doctor.model.diagnosis import Bisection, FailingStage, Workaround
 from pt2doctor.model.minify import FailureSignature, MinifyResult
 from pt2doctor.model.source_refs import SourceRef
@@ -105,7 +105,7 @@ def _minimal_graph_text(found: Found) -> str | None:
 
 
 def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found, bool], None]) -> None:
-    if ctx.options.workarounds and ctx.options.torchrun is None:  # a job's copy would need torchrun's launch too
+    if tried(ctx.options):
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             tries(ctx.runner, found, ctx.options.cost)
 

@@ -35,9 +35,9 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
 from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
-from pt2doctor.diagnose.runs import Variant
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, FailingStage
 from pt2doctor.processes.fresh import verify

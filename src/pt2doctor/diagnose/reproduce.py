@@ -38,8 +38,9 @@ from pt2doctor.diagnose.conclusions import flaky, gpu_held, success
 from pt2doctor.diagnose.forking import sets_environment
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ranks import name_rank
-from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.step import STOP, Context
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.diagnose.wrong_graph import accuracy_failures
 from pt2doctor.model import Category
 from pt2doctor.model.category_policy import policy

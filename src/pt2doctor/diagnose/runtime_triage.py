@@ -40,7 +40,8 @@ from pt2doctor.analysis.runtime_faults import (
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.options import DiagnoseOptions
-from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model import Category, Session
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt

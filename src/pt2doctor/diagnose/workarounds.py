@@ -64,13 +64,21 @@ from pt2doctor.analysis.workaround_edits import (
     unified_patch,
 )
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import Variant, VariantRunner, run_a_copy, steady_state_s
+from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.runs import VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT, Setting, for_subsystem
 from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
+
+
+def tried(options: DiagnoseOptions) -> bool:
+    """Whether this diagnosis tries workarounds on copies of the script: asked for, and not a job (a job's copy would
+    need torchrun's launch too)."""
+    return options.workarounds and options.torchrun is None
 
 
 def find_workarounds(runner: VariantRunner, found: Found, cost: bool = False) -> None:

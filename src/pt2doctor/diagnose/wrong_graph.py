@@ -23,7 +23,8 @@ from pathlib import Path
 
 from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model import Category
 from pt2doctor.model.child import ChildSpec
 from pt2doctor.model.minify import DEFAULT_TOLERANCE

@@ -42,7 +42,8 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.next_steps import program_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.program import reduce_the_program
-from pt2doctor.diagnose.runs import Variant, VariantRunner
+from pt2doctor.diagnose.runs import VariantRunner
+from pt2doctor.diagnose.variants import Variant
 from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.export.diagnose.repro import export_repro
 from pt2doctor.export.diagnose.verdict import (
