@@ -149,6 +149,7 @@ def test_cond_is_recorded_as_code_and_reduced_to_the_cond_alone(tmp_path):
     assert "class CondTrue0(torch.nn.Module):" in repro and "pt2doctor" not in repro.split('"""')[2]
 
 
+@pytest.mark.slow  # 25 s: flex attention's score and mask bodies; higher-order ops end to end are in the cond tests
 def test_flex_attention_with_its_block_mask_reduces_to_the_op_and_replays(tmp_path):
     run_dir = _record(tmp_path, FLEX_ATTENTION)
     result = _minify(run_dir)
