@@ -3,9 +3,13 @@ torch 2.13), one mechanism each: what used to be misdiagnosed on that program.""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from clihelp import pt2doctor
 
 REALBUGS = Path(__file__).parents[1] / "realbugs"
 
@@ -154,3 +158,21 @@ def test_an_error_raised_by_dynamos_own_runtime_code_is_dynamo_internal(diagnose
     assert (d["category"], d["stage"], run.code) == ("dynamo_internal", "dynamo", 1)
     assert d["repro_verified"] and "event.record()" in Path(d["repro"]).read_text()
     assert any("side table" in note for note in d["notes"])  # why the graph alone is no repro, in words
+
+
+@pytest.mark.slow
+def test_a_wrong_gradient_of_a_graph_the_cache_serves_is_recorded_again_with_the_cache_off(tmp_path, monkeypatch):
+    # pytorch#185517 on caches its plain run left warm, as a user who ran it before has them: the first run keeps
+    # AOTAutograd's cache on and its graph comes from it, so no after-AOT graph is recorded or judged, and the wrong
+    # backward shows in no recorded graph; one more recorded run with the cache off stands for it, and the verdict is
+    # the one diagnose gives on cold caches (test_a_decomposed_minimal_graph_names_the_users_call_it_came_from)
+    script = REALBUGS / "margin_ranking_loss_bf16_backward.py"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "caches"))
+    subprocess.run([sys.executable, str(script)], capture_output=True, timeout=600, check=False)
+    run = pt2doctor("diagnose", "--out", "bundle", str(script), cwd=tmp_path, timeout=900)
+    d = json.loads((tmp_path / "bundle" / "diagnosis.json").read_text())
+    labels = [a["label"] for a in d["attempts"]]
+    assert labels[:3] == ["original-1", "original-2", "aot-cache-off"], (labels, run.stderr[-2000:])
+    assert any("AOTAutograd's cache served 1 graph(s)" in note for note in d["notes"])
+    assert (d["category"], d["stage"], d["repro_verified"]) == ("accuracy", "inductor", True)
+    assert {"aten.add.Scalar", "aten.ge.Scalar"} <= set(d["culprit_ops"])

@@ -18,7 +18,9 @@ recording changed the outcome (`Restart`: the procedure runs again from `classif
 A run that ran out of GPU memory that other processes held (`analysis.gpu_memory`) is made once more in its place:
 the machine's state, never a flaky verdict; where the first run's repeat runs out again, nothing is diagnosed
 (`found.gpu_held`, exit 75), and where the second's does, the first run's failure stands, its repeat unchecked.
-`classify` takes the failure the first run ended with: its category (`analysis.failures`), a CUDA kernel error tied
+`classify` takes the failure the first run ended with: its category (`analysis.failures`), a failure that may lie in
+a graph AOTAutograd's cache served the first run (which keeps that cache on, as the user's run does: one more
+recorded run with it off then stands for the failure, `hidden_by_aot_cache`), a CUDA kernel error tied
 to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
 failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
 """
@@ -46,7 +48,7 @@ from pt2doctor.model import Category
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
-from pt2doctor.model.recording import read_failures, read_index
+from pt2doctor.model.recording import read_cached, read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 from pt2doctor.processes.workers import Workers, start_workers
 
@@ -265,6 +267,7 @@ def _set_aside(found: Found) -> None:
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     a1, a2 = reproduce.first, reproduce.second
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
+    a1 = _record_what_the_cache_served(ctx.runner, found, a1)
     a1 = _tie_cuda_error_to_graph(ctx.runner, found, a1)
     name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2 is not None and a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
@@ -313,6 +316,50 @@ def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: 
                        "graph is minified from the recording")
     found.session = runner.sessions.get(plain.label)
     return plain
+
+
+def _record_what_the_cache_served(runner: VariantRunner, found: Found, a1: Attempt) -> Attempt:
+    """The first run keeps AOTAutograd's cache on, as the user's run does (`Variant.original`): the graphs it serves
+    are recorded at the torch level only. Where the failure may lie in one of them (`hidden_by_aot_cache`), one more
+    recorded run with that cache off, every after-AOT graph traced, recorded and judged, stands for the failure
+    where it ends the same way."""
+    why = hidden_by_aot_cache(runner.run_dir(a1.label), found.category,
+                              died=bool(found.session and found.session.exit.signal))
+    if why is None:
+        return a1
+    runner.reporter.status(f"{why}: recording it again with that cache off")
+    with found.timed("aot_cache_off"):
+        again = runner.submit(Variant.every_aot_graph(DEFAULT_TOLERANCE)).result()
+    found.attempts.append(again)
+    if again.signature != a1.signature:
+        ended = again.error or again.outcome
+        found.notes.append(f"{why}; recorded again with that cache off, it ended otherwise ({ended}): the first run "
+                           "stands for the failure")
+        return a1
+    found.notes.append(f"{why}: one more recorded run with that cache off ({again.label}) stands for the failure")
+    found.session = runner.sessions.get(again.label)
+    found.category, found.error = again.category or found.category, again.error
+    return again
+
+
+def hidden_by_aot_cache(run_dir: Path, category: Category | None, died: bool) -> str | None:
+    """Why the failure may lie in a graph whose after-AOT graphs AOTAutograd's cache served to the run (none of them
+    recorded, judged or watched as it ran: `model.recording.Cached`), or None: some graph was served, and the run
+    died of a signal, or ended in a failure of a compiled graph (or a check of the program's own that a wrong graph
+    may have failed: `Policy.judged_wrong`) that no recorded graph shows. A compile failure is never served (a
+    failed compile is not cached), a forward's run-time failure or wrong result is its Dynamo graph's too; a
+    backward's is not, nor a kernel that kills the process."""
+    graphs = RunPaths(run_dir).graphs_dir
+    try:
+        served, failures = read_cached(graphs), read_failures(graphs)
+    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
+        return None
+    rule = policy(category or Category.UNCLASSIFIED)
+    if not served or (not died and (failures or not (rule.graph or rule.judged_wrong))):
+        return None
+    what = "the process died of a signal" if died else "no recorded graph shows the failure"
+    return (f"AOTAutograd's cache served {len(served)} graph(s) to the first run, whose after-AOT graphs were neither "
+            f"recorded nor judged, and {what}")
 
 
 def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -> Attempt:

@@ -238,7 +238,8 @@ class VariantRunner:
         if variant.record:  # a failure is expected: every after-AOT graph, cache or not, and the failing frame
             hooks = Hooks(overrides=overrides, export_checks=True, autotune_anew=anew,
                           frame_record_dir=str(self._launch_dir(variant.label) / "frames"),
-                          record_every_aot_graph=True, record_accuracy_tolerance=variant.accuracy_tolerance,
+                          record_every_aot_graph=True, record_keeps_aot_cache=variant.keeps_aot_cache,
+                          record_accuracy_tolerance=variant.accuracy_tolerance,
                           record_run_eagerly=variant.run_eagerly, kernel_check=variant.kernel_check)
         return RunOptions(
             script=self.call.script, args=self.call.args, out_dir=self._launch_dir(variant.label),

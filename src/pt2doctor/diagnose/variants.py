@@ -29,6 +29,8 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)  # set for the child, e.g. CUDA_LAUNCH_BLOCKING
     accuracy_tolerance: float | None = None  # recording: the recorder judges each graph's first call
     run_eagerly: tuple[str, ...] = ()  # recording: compile ids whose graphs run as captured, without their backend
+    # recording: AOTAutograd's cache stays on, and the graphs it serves are recorded at the torch level only
+    keeps_aot_cache: bool = False
     timed: bool = False  # each call of every torch.compile'd callable timed, to `CALL_TIMES` in its run directory
     kernel_check: KernelCheckSpec | None = None  # recording: every Inductor kernel checked as it runs
     timeout_s: float | None = None  # this run's own limit (a budget), else the script call's
@@ -39,8 +41,16 @@ class Variant:
     @classmethod
     def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None) -> Variant:
         """The script as it is; recorded, each graph's first call may be judged against eager too. The first run
-        (n=1) autotunes as the user's own run would; a later one autotunes anew."""
-        return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance, user_autotuning=n == 1)
+        (n=1) autotunes as the user's own run would, and keeps AOTAutograd's cache on as the user's run does where it
+        is recorded (`diagnose.reproduce`); a later one autotunes anew."""
+        return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance, user_autotuning=n == 1,
+                   keeps_aot_cache=record and n == 1)
+
+    @classmethod
+    def every_aot_graph(cls, tolerance: float) -> Variant:
+        """The original, recorded with AOTAutograd's cache off: every after-AOT graph traced, recorded and judged,
+        where the first run's cache served the graph its failure may be in."""
+        return cls("aot-cache-off", record=True, accuracy_tolerance=tolerance)
 
     @classmethod
     def repeat(cls) -> Variant:

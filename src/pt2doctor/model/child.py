@@ -79,6 +79,7 @@ class Hooks(msgspec.Struct, frozen=True, omit_defaults=True):
     accuracy_probe: AccuracyProbeSpec | None = None
     frame_record_dir: str | None = None  # the frame Dynamo fails on (`capture.child.frame_recorder`)
     record_every_aot_graph: bool = False  # the recorder turns AOTAutograd's cache off (`capture.child.graph_recorder`)
+    record_keeps_aot_cache: bool = False  # ... but for the graphs it serves, recorded at the torch level only
     record_accuracy_tolerance: float | None = None  # the recorder judges each graph's first call
     record_run_eagerly: tuple[str, ...] = ()  # compile ids whose graphs the recorder runs as captured, no backend
     draft_export: bool = False  # each torch.export.export call is also draft-exported, on copies (`explain`)

@@ -2,7 +2,8 @@
 
 Contract: the graph recorder (`capture.child.graph_recorder`) appends them, one JSON line each, to
 `RUN_DIR/graphs/index.jsonl` and `failures.jsonl` (and an `Unrecorded` per graph it could not write to
-`unrecorded.jsonl`) with the codec (`model.serialize.append_line`);
+`unrecorded.jsonl`, a `Cached` per Dynamo graph whose after-AOT graphs AOTAutograd's cache served to `cached.jsonl`)
+with the codec (`model.serialize.append_line`);
 every reader (`reduce.fx_load`, `diagnose.procedure`) reads them back with `read_index` /
 `read_failures`, which raise `RecordError` (file and line) for a line that is not a record. The
 JSON keys are the field names; a failure's `tolerance` (accuracy failures) and `values` (when its
@@ -67,6 +68,13 @@ class Unrecorded(msgspec.Struct, frozen=True):
     description: str
 
 
+class Cached(msgspec.Struct, frozen=True):
+    """A Dynamo graph whose after-AOT graphs AOTAutograd's cache served: none of them was traced in this run, so none
+    was recorded, judged or watched as it ran; what the run shows of that graph is its Dynamo graph's."""
+
+    graph: str
+
+
 def values_files(graph_id: str) -> tuple[str, str, str]:
     """The files a graph's input values are kept in, one per moment (never the same file twice: a save that
     fails must not cost what an earlier one kept): when it was recorded (index inputs), before its first
@@ -81,6 +89,11 @@ def read_index(graphs: Path) -> list[GraphEntry]:
 
 def read_failures(graphs: Path) -> list[GraphFailure]:
     return read_lines(graphs / "failures.jsonl", GraphFailure)
+
+
+def read_cached(graphs: Path) -> list[Cached]:
+    """The Dynamo graphs whose after-AOT graphs came from AOTAutograd's cache (`cached.jsonl`, only where any did)."""
+    return read_lines(graphs / "cached.jsonl", Cached)
 
 
 def read_unrecorded(graphs: Path) -> list[Unrecorded]:

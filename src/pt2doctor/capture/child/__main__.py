@@ -121,7 +121,8 @@ def _install_hooks(spec: ChildSpec) -> None:
         from pt2doctor.capture.child import graph_recorder
 
         graph_recorder.install(Path(spec.record_dir), accuracy_tolerance=hooks.record_accuracy_tolerance,
-                               every_aot_graph=hooks.record_every_aot_graph, run_eagerly=hooks.record_run_eagerly)
+                               every_aot_graph=hooks.record_every_aot_graph,
+                               keep_aot_cache=hooks.record_keeps_aot_cache, run_eagerly=hooks.record_run_eagerly)
     if hooks.kernel_check is not None:  # after the recorder: it names each kernel's graph by the recorder's id
         from pt2doctor.capture.child import kernel_check
 

@@ -51,11 +51,15 @@ so the program computes what it would have); a mismatch is recorded as an `Accur
 of that graph. AOTAutograd's cache: a hit skips Inductor's inner compile, and with it the
 after-AOT graph. With `every_aot_graph` (the child spec's `record_every_aot_graph`; the failure workflows,
 `diagnose` and `minify --script`, ask for it) the cache is off while recording, so every after-AOT
-graph is seen. Without it (`run --record`, which must stay cheap: with the cache off a warm GPT-2
+graph is seen, unless `keep_aot_cache` (the child spec's `record_keeps_aot_cache`: diagnose's first run, where
+tracing every cached graph again cost 1.5 s of a 6 s ResNet run): then what the cache misses is recorded, wrapped
+and judged as with the cache off (a wrapped graph is then not written to it), and what it serves as without
+`every_aot_graph`. Without it (`run --record`, which must stay cheap: with the cache off a warm GPT-2
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
 is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
-a cached graph is minified from its Dynamo graph (a verified repro at the torch level). Inductor's
-own FX graph cache stays on either way.
+a cached graph is minified from its Dynamo graph (a verified repro at the torch level). A Dynamo graph whose
+after-AOT graphs the cache served is said in `cached.jsonl` (`model.recording.Cached`): where no recorded graph
+shows the failure, `diagnose` records again with the cache off. Inductor's own FX graph cache stays on either way.
 Backward graphs: every `aot_autograd` backend's (Inductor's, `aot_eager`'s, a user's
 `aot_autograd(bw_compiler=...)`) is recorded when its backward compiler is called
 (`torch_compat.patch_aot_compilers`), lazily at the first `backward()` with the forward's compile
@@ -92,7 +96,7 @@ from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, ru
 from pt2doctor.capture.input_values import save_values
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.model.minify import ACCURACY_MESSAGE, ACCURACY_TYPE, BackendKind, BackendSpec, Stage
-from pt2doctor.model.recording import AotKind, FailurePhase, GraphEntry, GraphFailure, Unrecorded, values_files
+from pt2doctor.model.recording import AotKind, Cached, FailurePhase, GraphEntry, GraphFailure, Unrecorded, values_files
 from pt2doctor.model.serialize import append_line
 
 MARKER_SIZE = 256
@@ -143,6 +147,11 @@ class GraphRecorder:
     def idle(self) -> None:
         """Nothing in flight: the marker names the graph that ran last, if any."""
         self.mark(self.last_ran)
+
+    def cached(self, graph_id: str) -> None:
+        """AOTAutograd's cache served the after-AOT graphs of Dynamo graph `graph_id`: none of them is recorded."""
+        with open(self.dir / "cached.jsonl", "a") as cached:
+            append_line(cached, Cached(graph_id))
 
     def fail(self, graph: str, phase: FailurePhase, exc: BaseException, inputs: Sequence[Any] = ()) -> None:
         self._write_failure(graph, phase, _described(exc), None, inputs)
@@ -287,7 +296,7 @@ def keep_failing_inputs(compile_id: str, tolerance: float, inputs: Sequence[Any]
 
 
 def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot_graph: bool = False,
-            run_eagerly: Sequence[str] = ()) -> Callable[[], None]:
+            keep_aot_cache: bool = False, run_eagerly: Sequence[str] = ()) -> Callable[[], None]:
     """Start recording into `out_dir/graphs/`; returns the uninstall function."""
     recorder = GraphRecorder(Path(out_dir), keep_call_inputs=every_aot_graph)
     tolerance = accuracy_tolerance
@@ -306,6 +315,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         outer, recorder.current_dynamo = recorder.current_dynamo, graph_id
         recorder.mark(f"{graph_id} compile")
         eager = graph_copy(gm) if tolerance is not None else None  # the backend may rewrite gm
+        served = torch_compat.aot_cache_hits()
         try:
             compiled = original(output_graph, gm, example_inputs)
         except Exception as exc:
@@ -314,6 +324,8 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
         finally:
             recorder.current_dynamo = outer
             recorder.idle()
+        if torch_compat.aot_cache_hits() > served:
+            recorder.cached(graph_id)
         if eager is not None:
             compiled = accuracy_checked(recorder, graph_id, eager, compiled, tolerance)  # type: ignore[arg-type]
         return runtime_checked(recorder, graph_id, compiled)
@@ -375,7 +387,7 @@ def install(out_dir: Path, *, accuracy_tolerance: float | None = None, every_aot
     restores = [torch_compat.patch_backend_call(on_backend_call),
                 torch_compat.patch_inductor_inner_compile(on_inductor_compile),
                 torch_compat.patch_aot_compilers(on_aot_compile)]
-    if check_aot_runs:
+    if check_aot_runs and not keep_aot_cache:
         restores.append(torch_compat.disable_aot_autograd_cache())
 
     def uninstall() -> None:

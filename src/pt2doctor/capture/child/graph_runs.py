@@ -12,7 +12,8 @@ kept) and records into `recorder` (a `capture.child.graph_recorder.GraphRecorder
   A forward graph's outputs include the activations it saves for the backward, which no Dynamo-level
   check sees. A backward graph's exception is tagged with its compile id
   (`call_counter.mark_raised_by`): it comes out of `loss.backward()`, far from the compiled forward
-  call that would otherwise tag it.
+  call that would otherwise tag it. It unwraps as `functools.wraps` says (`__wrapped__`), as AOTAutograd's
+  cache entries do.
 A boxed call empties the list it is given (AOTAutograd steals the saved activations to free them
 early), so the inputs are read before the call; holding them for the call's length keeps those
 activations alive a little longer, a cost paid only in the failure workflows.
@@ -109,7 +110,12 @@ def aot_checked(recorder: Recorder, graph_id: str, compile_id: str | None, compi
         finally:
             recorder.ran(graph_id)
 
-    return _same_convention(run, compiled)
+    run = _same_convention(run, compiled)
+    # where AOTAutograd's cache is on (`graph_recorder.install(keep_aot_cache=True)`), a bundled cache entry takes
+    # the compiled graph itself from under the wrappers around it; an unbundled one is not written for a callable
+    # without Inductor's cache key, such as this one
+    run.__wrapped__ = compiled  # type: ignore[attr-defined]
+    return run
 
 
 def _same_convention(run: Callable[..., Any], compiled: Callable[..., Any]) -> Callable[..., Any]:

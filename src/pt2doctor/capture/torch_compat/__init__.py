@@ -75,6 +75,7 @@ from pt2doctor.capture.torch_compat.reached import aot_paths, dynamo_trackers
 from pt2doctor.capture.torch_compat.record import (
     accuracy_rule_source,
     aot_autograd_kwargs,
+    aot_cache_hits,
     backend_chain,
     config_checkpoint,
     config_lines,
@@ -152,6 +153,7 @@ __all__ = [
     "qualified_name",
     "unwrap_backend_exception",
     "disable_aot_autograd_cache",
+    "aot_cache_hits",
     "failed_compiles",
     "forget_compiles",
     "cuda_fork_poisoned",

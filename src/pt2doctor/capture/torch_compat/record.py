@@ -256,6 +256,15 @@ def disable_aot_autograd_cache() -> Callable[[], None]:
     return restore
 
 
+def aot_cache_hits() -> int:
+    """How many graphs AOTAutograd's cache served in this process so far
+    (`torch._dynamo.utils.counters["aot_autograd"]["autograd_cache_hit"]`, 2.11, 2.13, 2.14); 0 where torch keeps no
+    such count."""
+    from torch._dynamo.utils import counters
+
+    return int(counters.get("aot_autograd", {}).get("autograd_cache_hit", 0))
+
+
 def cuda_fork_poisoned() -> bool:
     """In a forked child: whether torch marked it a "bad fork" that cannot use CUDA (its parent had
     touched the CUDA driver): `torch.cuda._is_in_bad_fork` (2.11, 2.13; False on CPU builds)."""
