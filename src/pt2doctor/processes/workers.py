@@ -64,8 +64,10 @@ def start_workers(jobs: int, timeout_s: float, out_dir: Path, *, verify: bool = 
     fork = fork is not False and not servers and "torch" not in sys.modules and threading.active_count() == 1
     if fork:
         torch_compat.import_dynamo()  # the parent needs it anyway; the forked zygote inherits it
-    # the fork server's imports are the zygote's, forked there (`WorkerPool`'s `host`): at normal priority
-    forks = FreshForks(Path(out_dir) / "fresh", urgent=not fork) if fresh_forks and not servers else None
+    # the fork server's imports are the zygote's, forked there (`WorkerPool`'s `host`), at low priority: beside
+    # diagnose's first run they take what it leaves idle (ResNet: the run 5.5-6.0 s, the verdict 8.1-8.7 s, against
+    # 6.3-7.0 and 8.8-9.5 at normal priority, alternating), and they are done about when it ends
+    forks = FreshForks(Path(out_dir) / "fresh") if fresh_forks and not servers else None
     # where the fork server verifies, no interpreter of its own does: its `import torch` beside the program's first run
     # took the run's CPU (ResNet's diagnosis 21.7-24.4 s with it, 20.6-21.3 s without, three each)
     verifier = FreshInterpreter(out_dir) if verify and forks is None else None
