@@ -136,8 +136,11 @@ def test_a_graph_the_cache_misses_is_recorded_after_aot_with_the_cache_on(runs):
     (Category.ACCURACY, False, None, True),  # a wrong gradient: no graph judged wrong at the torch level
     (Category.USER_ERROR, False, None, True),  # the program's own check, which a wrong backward may fail
     (Category.RUNTIME_CRASH, True, None, True),  # a kernel of a served graph may have killed it
-    (Category.ACCURACY, False, GraphFailure("g0000", "accuracy", "AccuracyMismatch: wrong"), False),
-    (Category.BACKEND_FAILURE, False, GraphFailure("g0000", "run", "RuntimeError: boom"), False),
+    # the served graph failed: its after-AOT graphs name the culprit's aten ops, as on cold caches
+    (Category.ACCURACY, False, GraphFailure("g0000", "accuracy", "AccuracyMismatch: wrong"), True),
+    (Category.KERNEL_FAILURE, False, GraphFailure("g0000", "run", "RuntimeError: boom"), True),
+    # another graph failed to compile (never served): the recording stands as it is
+    (Category.BACKEND_FAILURE, False, GraphFailure("g0001", "compile", "NotImplementedError: no"), False),
     (Category.DYNAMO_INTERNAL, False, None, False),  # no compiled graph's failure
 ])
 def test_a_failure_no_recorded_graph_shows_is_recorded_again_where_the_cache_served_its_graph(

@@ -58,8 +58,9 @@ and judged as with the cache off (a wrapped graph is then not written to it), an
 run cost 1.19x instead of 1.03x, bench/results/overhead-*) the cache stays on; a compile failure
 is never a cache hit, so it is still recorded after AOT, while a run-time or accuracy failure of
 a cached graph is minified from its Dynamo graph (a verified repro at the torch level). A Dynamo graph whose
-after-AOT graphs the cache served is said in `cached.jsonl` (`model.recording.Cached`): where no recorded graph
-shows the failure, `diagnose` records again with the cache off. Inductor's own FX graph cache stays on either way.
+after-AOT graphs the cache served is said in `cached.jsonl` (`model.recording.Cached`): where the failure is a
+served graph's or no recorded graph shows it, `diagnose` records again with the cache off. Inductor's own FX
+graph cache stays on either way.
 Backward graphs: every `aot_autograd` backend's (Inductor's, `aot_eager`'s, a user's
 `aot_autograd(bw_compiler=...)`) is recorded when its backward compiler is called
 (`torch_compat.patch_aot_compilers`), lazily at the first `backward()` with the forward's compile
