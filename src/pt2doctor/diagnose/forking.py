@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ class Forking:
 
     server: FreshForks | None = None
     control: Future[Attempt] | None = None  # the first run's repeat, forked (`diagnose.reproduce.SecondRun`)
+    hurry: Callable[[], None] | None = None  # the control, started at low priority, at normal priority from then on
     first: str | None = None  # the first run's failure signature, which the control must end with
 
     def for_run(self, is_control: bool, user_autotuning: bool) -> FreshForks | None:
@@ -55,6 +57,8 @@ class Forking:
     def vouched(self) -> bool:
         """A run forked by this: whether it stands, once the control has ended (waited for)."""
         if self.control is not None:
+            if not self.control.done() and self.hurry is not None:
+                self.hurry()  # awaited now
             wait([self.control])
         return self.trusted() is True
 

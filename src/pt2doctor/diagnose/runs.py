@@ -129,6 +129,12 @@ class VariantRunner:
             return future
         return self._submit(variant)
 
+    def in_background(self, variant: Variant) -> tuple[Future[Attempt], launch.Priority]:
+        """`variant` started now in its turn, at low priority until the priority returned is made `urgent()`: a run
+        awaited only after the work beside it (the first run's repeat, `diagnose.reproduce.SecondRun`)."""
+        priority = launch.Priority()
+        return self._submit(variant, priority, ahead=False), priority
+
     def ahead(self, variant: Variant) -> None:
         """`variant` started now at low priority, for a step that may ask for it later (see the module's contract)."""
         if variant.label not in self._ahead:
@@ -180,10 +186,12 @@ class VariantRunner:
                              1, self.reporter, step or self.current_step(), self.made, self.forking)
 
     def _submit(self, variant: Variant, priority: launch.Priority | None = None,
-                pool: ThreadPoolExecutor | None = None) -> Future[Attempt]:
+                pool: ThreadPoolExecutor | None = None, ahead: bool = True) -> Future[Attempt]:
+        """`ahead`: a run given a `priority` was started before the step that takes it asked (`attempts[].ahead`)."""
         self._submitted += 1
         unwanted = threading.Event()
-        future = (pool or self._pool).submit(self._run, variant, unwanted, self.current_step(), priority)
+        ahead = ahead and priority is not None
+        future = (pool or self._pool).submit(self._run, variant, unwanted, self.current_step(), priority, ahead)
         self._unwanted[future] = unwanted
         return future
 
@@ -249,13 +257,13 @@ class VariantRunner:
             forks=self.forking.for_run(variant.fork_control, variant.user_autotuning), priority=priority,
         )
 
-    def _run(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None
-             ) -> Attempt:
-        attempt = self._made(variant, unwanted, step, priority)
+    def _run(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None,
+             ahead: bool = False) -> Attempt:
+        attempt = self._made(variant, unwanted, step, priority, ahead)
         if attempt.forked and not variant.fork_control and not unwanted.is_set() and not self.forking.vouched():
             self.reporter.status(f"run {variant.label}: forked before the control, which then ended otherwise than "
                                  "the first run: made again anew")
-            attempt = self._made(variant, unwanted, step, priority)  # forking is off (`Forking.for_run`)
+            attempt = self._made(variant, unwanted, step, priority, ahead)  # forking is off (`Forking.for_run`)
         if unwanted.is_set():  # stopped because it is not wanted: not a result to report
             return attempt
         self.finished[variant.label] = attempt
@@ -264,8 +272,8 @@ class VariantRunner:
         self.reporter.status(f"run {variant.label}: {said} ({attempt.wall_s:.1f}s; {_runs(self._finished)} done)")
         return attempt
 
-    def _made(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None
-              ) -> Attempt:
+    def _made(self, variant: Variant, unwanted: threading.Event, step: str, priority: launch.Priority | None,
+              ahead: bool = False) -> Attempt:
         """One run of `variant`, counted in `made`."""
         options = self.options(variant, unwanted, priority)
         if unwanted.is_set():
@@ -274,8 +282,9 @@ class VariantRunner:
         with self.gpu.slot():
             if unwanted.is_set():
                 raise CancelledError(variant.label)
-            ahead = ", ahead, at low priority" if priority is not None and priority.background else ""
-            self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far{ahead})")
+            low = priority is not None and priority.background
+            how = (", ahead, at low priority" if ahead else ", at low priority") if low else ""
+            self.reporter.status(f"run {variant.label}: started ({_runs(self._finished)} done so far{how})")
             if self.call.torchrun is None:
                 session = enrich(run_script(options))
             else:
@@ -288,7 +297,7 @@ class VariantRunner:
             self.gpu.learn(session)
         self.sessions[variant.label] = session
         self._finished += 1
-        attempt = replace(attempt_of(variant, session, rank), step=step, ahead=priority is not None)
+        attempt = replace(attempt_of(variant, session, rank), step=step, ahead=ahead)
         self.made.append(RunMade(step, variant.label, attempt.wall_s, not unwanted.is_set()))
         return attempt
 
