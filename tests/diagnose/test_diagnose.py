@@ -244,7 +244,9 @@ def test_aot_failure_is_blamed_on_aot_autograd(diagnosed):
     _assert_bundle(run, d)
     assert d["stage"] == "aot_autograd"
     assert d["stages"]["eager"] == "pass" and d["stages"]["aot_eager"] == "fail"
-    assert d["stages"]["aot_eager_decomp_partition"] == "skipped"
+    # above the rung that failed: stopped unused ("skipped"), or, where its program run ended before the stage step
+    # read the ladder (all rungs are queued at once), reported as it ran (`narrowing.stages`)
+    assert d["stages"]["aot_eager_decomp_partition"] in ("skipped", "fail")
 
 
 @pytest.mark.slow
