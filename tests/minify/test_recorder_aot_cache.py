@@ -2,7 +2,7 @@
 cache alone; the failure workflows (`diagnose`, `minify --script`) turn it off to see every
 after-AOT graph, but for diagnose's first run, which keeps it on as the user's run does and says which graphs it
 served (real Inductor compiles of a training step, on caches of the test's own); where no recorded graph shows the
-failure and the cache served one, diagnose records again with it off (`diagnose.reproduce.hidden_by_aot_cache`)."""
+failure and the cache served one, diagnose records again with it off (`diagnose.aot_cache.hidden_by_aot_cache`)."""
 
 import os
 import shutil
@@ -15,7 +15,7 @@ import torch._functorch.config as functorch_config
 
 from pt2doctor.capture.child import graph_recorder
 from pt2doctor.capture.process_meta import RunPaths
-from pt2doctor.diagnose.reproduce import hidden_by_aot_cache
+from pt2doctor.diagnose.aot_cache import hidden_by_aot_cache
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model import Category

@@ -21,7 +21,7 @@ the machine's state, never a flaky verdict; where the first run's repeat runs ou
 (`found.gpu_held`, exit 75), and where the second's does, the first run's failure stands, its repeat unchecked.
 `classify` takes the failure the first run ended with: its category (`analysis.failures`), a failure that may lie in
 a graph AOTAutograd's cache served the first run (which keeps that cache on, as the user's run does: one more
-recorded run with it off then stands for the failure, `hidden_by_aot_cache`), a CUDA kernel error tied
+recorded run with it off then stands for the failure, `diagnose.aot_cache`), a CUDA kernel error tied
 to the compiled graph that launched it (one more run with CUDA_LAUNCH_BLOCKING=1, which then stands for the
 failure), the rank of a job that failed first, and the backend and device the recording saw (`Classified`).
 """
@@ -37,6 +37,7 @@ from pathlib import Path
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.analysis.gpu_memory import HeldMemory, held_by_others
 from pt2doctor.capture.process_meta import RunPaths
+from pt2doctor.diagnose.aot_cache import record_what_the_cache_served
 from pt2doctor.diagnose.conclusions import flaky, gpu_held, success
 from pt2doctor.diagnose.forking import sets_environment
 from pt2doctor.diagnose.found import Found
@@ -49,7 +50,7 @@ from pt2doctor.model import Category
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
-from pt2doctor.model.recording import read_cached, read_failures, read_index
+from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 from pt2doctor.processes import launch
 from pt2doctor.processes.workers import Workers, start_workers
@@ -273,7 +274,8 @@ def _set_aside(found: Found) -> None:
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     a1, a2 = reproduce.first, reproduce.second
     found.category, found.error = a1.category or Category.UNCLASSIFIED, a1.error
-    a1 = _record_what_the_cache_served(ctx.runner, found, a1, reproduce.pending)
+    repeat = reproduce.pending
+    a1 = record_what_the_cache_served(ctx.runner, found, a1, repeat.start if repeat is not None else None)
     a1 = _tie_cuda_error_to_graph(ctx.runner, found, a1)
     name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2 is not None and a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
@@ -322,60 +324,6 @@ def _unless_recording_changed_it(runner: VariantRunner, found: Found, recorded: 
                        "graph is minified from the recording")
     found.session = runner.sessions.get(plain.label)
     return plain
-
-
-def _record_what_the_cache_served(runner: VariantRunner, found: Found, a1: Attempt, repeat: SecondRun | None
-                                  ) -> Attempt:
-    """The first run keeps AOTAutograd's cache on, as the user's run does (`Variant.original`): the graphs it serves
-    are recorded at the torch level only. Where the failure is, or may be, one of theirs (`hidden_by_aot_cache`), one
-    more recorded run with that cache off, every after-AOT graph traced, recorded and judged, stands for the failure
-    where it ends the same way. The first run's repeat starts just before it, so that, started after the control,
-    it is forked (`diagnose.forking`) and the two go side by side (warm float_floor_divide: 15.2 s against 14.4 s with
-    the cache off in the first run, where made after it the other 18.5 against 14.7)."""
-    why = hidden_by_aot_cache(runner.run_dir(a1.label), found.category,
-                              died=bool(found.session and found.session.exit.signal))
-    if why is None:
-        return a1
-    runner.reporter.status(f"{why}: recording it again with that cache off")
-    if repeat is not None:  # the control, started first: the run recorded again is forked once it runs
-        repeat.start()
-    with found.timed("aot_cache_off"):
-        again = runner.submit(Variant.every_aot_graph(DEFAULT_TOLERANCE)).result()
-    found.attempts.append(again)
-    if again.signature != a1.signature:
-        ended = again.error or again.outcome
-        found.notes.append(f"{why}; recorded again with that cache off, it ended otherwise ({ended}): the first run "
-                           "stands for the failure")
-        return a1
-    found.notes.append(f"{why}: one more recorded run with that cache off ({again.label}) stands for the failure")
-    found.session = runner.sessions.get(again.label)
-    found.category, found.error = again.category or found.category, again.error
-    return again
-
-
-def hidden_by_aot_cache(run_dir: Path, category: Category | None, died: bool) -> str | None:
-    """Why the failure may lie in, or be seen more precisely in, a graph whose after-AOT graphs AOTAutograd's cache
-    served to the run (none of them recorded, judged or watched as it ran: `model.recording.Cached`); None where the
-    recording stands as it is. Some graph was served, and: the graph that failed (its run, its accuracy check) is one
-    of them, whose after-AOT forward and backward name the culprit's aten ops where its Dynamo graph names torch
-    calls (the verdict is the one cold caches give); or no recorded graph shows a failure of a compiled graph (or of a
-    check of the program's own that a wrong graph may have failed: `Policy.judged_wrong`), as a wrong gradient or a
-    backward's run-time failure leaves it; or the process died of a signal (a served graph's kernel may have killed
-    it). A compile failure is never served (a failed compile is not cached): the program's other graphs come from the
-    cache, and nothing is made again."""
-    graphs = RunPaths(run_dir).graphs_dir
-    try:
-        served, failures = {c.graph for c in read_cached(graphs)}, read_failures(graphs)
-    except RecordError:  # a damaged recording: the minifier reports it when it reads the same file
-        return None
-    rule = policy(category or Category.UNCLASSIFIED)
-    failed = {f.graph for f in failures} & served
-    if not served or not (died or failed or not failures and (rule.graph or rule.judged_wrong)):
-        return None
-    what = ("the process died of a signal" if died else f"graph {sorted(failed)[0]}, which failed, is one of them"
-            if failed else "no recorded graph shows the failure")
-    return (f"AOTAutograd's cache served {len(served)} graph(s) to the first run, whose after-AOT graphs were neither "
-            f"recorded nor judged, and {what}")
 
 
 def _tie_cuda_error_to_graph(runner: VariantRunner, found: Found, a1: Attempt) -> Attempt:
