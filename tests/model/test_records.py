@@ -61,7 +61,7 @@ def test_every_record_round_trips_through_the_codec(record, tmp_path):
 def test_index_lines_keep_their_documented_keys_and_tag_the_input_specs():
     doc = json.loads(dumps(ENTRY))
     assert list(doc) == ["id", "stage", "compile_id", "parent", "aot_kind", "backend", "config", "inputs", "nodes",
-                         "constants", "submodules", "values", "origins"]
+                         "constants", "submodules", "values", "origins", "grad_enabled"]
     assert doc["inputs"][0]["kind"] == "tensor" and doc["inputs"][1] == {"kind": "scalar", "value": 4, "dynamic": True}
     assert doc["backend"] == {"kind": "named", "name": "inductor", "source": ""}
 

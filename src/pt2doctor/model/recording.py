@@ -27,7 +27,8 @@ FailurePhase = Literal["compile", "run", "accuracy"]
 class GraphEntry(msgspec.Struct, frozen=True):
     """One recorded graph: `id` (`g0003`) names its files; `parent` is the Dynamo graph an after-AOT
     graph came from; `values` the file of input values kept when it was recorded; `origins` where each
-    call node came from in the user's program."""
+    call node came from in the user's program; `grad_enabled` the grad mode it was compiled under (a Dynamo graph
+    compiled under `torch.no_grad()` is an inference graph to AOTAutograd: its repro runs it so too)."""
 
     id: str
     stage: Stage
@@ -42,6 +43,7 @@ class GraphEntry(msgspec.Struct, frozen=True):
     submodules: dict[str, str] = {}
     values: str | None = None
     origins: tuple[NodeOrigin, ...] = ()  # one per call node, in graph order (`reduce.fx_load` matches them back)
+    grad_enabled: bool = True
 
     @property
     def on_cuda(self) -> bool:

@@ -360,5 +360,5 @@ def context_from_entry(entry: GraphEntry, accuracy: bool, tolerance: float) -> R
     return ReproContext(
         stage=entry.stage, backend=entry.backend or BackendSpec(BackendKind.NAMED, "inductor"),
         config_lines=entry.config, accuracy=accuracy, tolerance=tolerance, header=header,
-        backward=entry.aot_kind == "backward",
+        backward=entry.aot_kind == "backward", grad_enabled=entry.grad_enabled,
     )

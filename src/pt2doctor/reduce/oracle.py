@@ -38,6 +38,7 @@ class ReproContext:
     backward: bool = False  # an after-AOT backward graph (`ReproScript.backward`)
     inductor_configs: str = "None"  # Stage.AOTI (`ReproScript.inductor_configs`)
     grads: bool = False  # a Dynamo graph judged with its backward (`ReproScript.grads`)
+    grad_enabled: bool = True  # the grad mode it was compiled under (`ReproScript.grad_enabled`)
 
 
 def script_for(case: FxCase, context: ReproContext) -> ReproScript:
@@ -45,7 +46,7 @@ def script_for(case: FxCase, context: ReproContext) -> ReproScript:
         stage=context.stage, forward_code=case.code, inputs=case.inputs, backend=context.backend,
         prelude=case.prelude, config_lines=context.config_lines, accuracy=context.accuracy,
         tolerance=context.tolerance, header=context.header, backward=context.backward,
-        inductor_configs=context.inductor_configs, grads=context.grads,
+        inductor_configs=context.inductor_configs, grads=context.grads, grad_enabled=context.grad_enabled,
     )
 
 

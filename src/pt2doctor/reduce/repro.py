@@ -71,6 +71,15 @@ class ReproScript:
     backward: bool = False  # an after-AOT backward graph: compiled as the backend's bw_compiler would
     inductor_configs: str = "None"  # Stage.AOTI: the `inductor_configs` argument of aoti_compile_and_package, as source
     grads: bool = False  # accuracy of a Dynamo graph judged with its backward too (`accuracy_rule.with_grads`)
+    grad_enabled: bool = True  # the grad mode the graph was compiled under (`without_grad`)
+
+    @property
+    def without_grad(self) -> bool:
+        """A Dynamo graph the program compiled under `torch.no_grad()` (or inference mode): both sides run so, its
+        inputs made as they were first (what required grad still does). AOTAutograd then traces an inference
+        graph, no joint forward and backward, as in the program: the graph the backend was handed, at a fraction
+        of the cost (ResNet's eval graph with `aot_eager`: 0.37 s against 1.0 s)."""
+        return not self.grad_enabled and self.stage is Stage.DYNAMO
 
 
 def render(script: ReproScript) -> str:
@@ -84,6 +93,7 @@ def render(script: ReproScript) -> str:
     constants = f"ACCURACY = True\nTOLERANCE = {script.tolerance!r}\n" if script.accuracy else ""
     constants += "GRADS = True  # judged with its backward (`with_grads`)\n" if script.accuracy and script.grads else ""
     check = (t.CHECK_ACCURACY if not script.grads else t.with_grads(t.CHECK_ACCURACY)) if script.accuracy else t.CHECK
+    check = t.without_grad(check) if script.without_grad else check
     parts = [
         _docstring(script),
         t.IMPORTS + (t.INDUCTOR_PRIMS if any(call in code for call in inductor_prim_calls()) else ""),
@@ -192,6 +202,7 @@ def _render_dynamic_dims(script: ReproScript) -> str:
     return f"DYNAMIC_DIMS = {dims!r}\n"
 
 
+NO_GRAD_NOTE = "Run under torch.no_grad(), as the program compiled it."
 HOW_TO_RUN = "Run `python repro.py`: it exits non-zero while the bug is present."
 
 
@@ -201,6 +212,8 @@ def _docstring(script: ReproScript) -> str:
     lines += [f"Stage: {script.stage.value}.", HOW_TO_RUN]
     if script.grads and script.accuracy:
         lines.append("Judged with its backward too: the gradients of the sum of its outputs, compiled against eager.")
+    if script.without_grad:
+        lines.append(NO_GRAD_NOTE)
     return '"""' + "\n".join(lines) + '\n"""\n'
 
 

@@ -25,6 +25,7 @@ another first recorded in aten ops by `make_fx`.
 
 A Dynamo graph judged with its backward (`ReproScript.grads`) calls each side through `grads(f, *args)` (`GRADS`):
 its outputs and the gradients of their sum with respect to the inputs that require grad, compared together.
+One the program compiled under `torch.no_grad()` makes both calls in a `with torch.no_grad():` block.
 A backward graph of Inductor's is its aten form compiled as `bw_compiler` compiled it (`inductor_alone` with
 `is_backward=True`), its inputs the saved activations and tangents it was given.
 
@@ -96,18 +97,24 @@ class _Pieces:
     draws: bool = False  # the graph draws random numbers: compiled code draws its own (Inductor's RNG)
     fresh: bool = False  # inputs are views of one tensor: made again for each call (`make_args`), not cloned
     grads: bool = False  # each call followed by its backward (`GRADS`), the gradients compared too
+    no_grad: bool = False  # both calls under `torch.no_grad()` (`ReproScript.without_grad`)
 
     def body(self, check: str) -> list[str]:
         compare = [_DRAWN, "actual, expected = [[(t.dtype, t.shape) for t in out] for out in (actual, expected)]",
                    check] if self.draws else [check]
         eager, compiled = ("grads(fn, ", f"grads({self.compiled}, ") if self.grads else ("fn(", f"{self.compiled}(")
+        made: list[str] = []
         if not self.inputs:
-            return [f"expected = {eager})", f"actual = {compiled})", *compare]
-        if self.fresh:
-            return [f"expected = {eager}*make_args())", f"actual = {compiled}*make_args())", *compare]
-        # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
-        copies = f"expected = {eager}*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])"
-        return [*self.inputs, copies, f"actual = {compiled}*args)", *compare]
+            calls = [f"expected = {eager})", f"actual = {compiled})"]
+        elif self.fresh:
+            calls = [f"expected = {eager}*make_args())", f"actual = {compiled}*make_args())"]
+        else:  # eager on copies: a graph that writes into its inputs must not change what the compiled call is given
+            made = self.inputs
+            calls = [f"expected = {eager}*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])",
+                     f"actual = {compiled}*args)"]
+        if self.no_grad:
+            calls = ["with torch.no_grad():  # as the program compiled it", *("    " + line for line in calls)]
+        return [*made, *calls, *compare]
 
     @property
     def make_args(self) -> str:
@@ -159,7 +166,7 @@ def _pieces(script: ReproScript, draws: bool) -> _Pieces | None:
     compiled = f"torch.compile(fn, backend={backend}, fullgraph=True)"
     config = "\n".join(line for line in script.config_lines if not line.startswith("import "))  # `_imports` has those
     return _Pieces(docstring, config, function, made, compiled, _backend_source(script)[1], draws, fresh=fresh,
-                   grads=grads)
+                   grads=grads, no_grad=script.without_grad)
 
 
 def _imports(script: ReproScript) -> str:

@@ -4,8 +4,8 @@
 Layout of `out_dir/graphs/` (read back by `reduce.fx_load`):
 - `index.jsonl`: one `GraphEntry` (`model.recording`) per graph, in compile order: its id (`g0003`),
   stage, compile id, Dynamo parent (an after-AOT graph), AOT kind, backend, config lines, inputs'
-  specs, node count, each call node's provenance (the user's call and line, `torch_compat.node_origin`)
-  and the files below.
+  specs, node count, each call node's provenance (the user's call and line, `torch_compat.node_origin`),
+  the grad mode it was compiled under (an eval step's `torch.no_grad()`: its repro runs so) and the files below.
 - `g0003.py`: the graph as Python (FX import block + `def forward(self, ...)`).
 - `g0003.<name>.py`: each graph submodule it reaches by get_attr (a higher-order op's branches:
   torch.cond, autograd.Function, checkpoint), nested ones under dotted names, as code too.
@@ -190,6 +190,8 @@ class GraphRecorder:
 
     def _write(self, stage: Stage, gm: Any, example_inputs: Any, backend: BackendSpec | None,
                aot_kind: AotKind | None, parent: str | None) -> str:
+        import torch
+
         graph_id = f"g{next(self.counter):04d}"
         (self.dir / f"{graph_id}.py").write_text(torch_compat.fx_module_source(gm))
         entry = GraphEntry(
@@ -202,6 +204,7 @@ class GraphRecorder:
             values=_save(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
             origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes
                           if n.op.startswith("call_")),
+            grad_enabled=torch.is_grad_enabled(),
         )
         append_line(self.index, entry)
         self.compile_ids[graph_id] = entry.compile_id
