@@ -2,6 +2,8 @@
 the GPU way, asked for here): a candidate that crashes or hangs takes
 only itself with it, and the pool keeps answering afterwards."""
 
+import time
+
 import pytest
 
 from pt2doctor.processes.pool import RunResult, WorkerPool
@@ -150,3 +152,14 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_run_until_cancels_what_is_no_longer_wanted_and_the_pool_answers_on(pool):
+    """Once `decided` holds, the candidates still running are ended (a forked child; a server's is left to end and
+    its late answer dropped) and the pool's next batch gets its own answers only."""
+    slow = HEADER + "def check():\n    time.sleep(2.0)\n"
+    started = time.monotonic()
+    results = pool.run_until([FAILS, slow], lambda answers: answers[0] is not None)
+    assert results == [RunResult("failed", "ValueError: boom"), None]
+    assert time.monotonic() - started < 1.5  # not waited for
+    assert pool.run([OK, FAILS]) == [RunResult("ok"), RunResult("failed", "ValueError: boom")]

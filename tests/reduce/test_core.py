@@ -79,3 +79,25 @@ def test_result_still_fails_and_second_reduction_is_a_no_op(items, needles):
     problem = toy_problem(first, interesting)
     assert reduce(problem, ALL) == first
     assert problem.stats.accepted == {}
+
+
+def test_first_failing_picks_the_same_candidate_and_caches_only_what_it_answered():
+    """The oracle's answers up to the first FAILS_SAME (None after it): that candidate wins, as with every answer;
+    a candidate left unanswered is asked again when it comes up."""
+    asked: list[tuple[int, ...]] = []
+
+    def first_failing(cands):
+        asked.extend(cands)
+        answers, found = [], False
+        for c in cands:
+            answers.append(None if found else Outcome.FAILS_SAME if 3 in c else Outcome.PASSES)
+            found = found or 3 in c
+        return answers
+
+    problem = ReductionProblem((1, 2, 3), lambda cs: [], key=tuple, sort_key=lambda c: (len(c), c), jobs=3,
+                               first_failing=first_failing)
+    assert problem.consider_first([(1,), (3,), (2,)])
+    assert problem.current == (3,) and problem.stats.cancelled == 1 and problem.stats.queries == 2
+    problem.current = (1, 2, 3)
+    assert not problem.consider_first([(2,)])
+    assert asked == [(1,), (3,), (2,), (2,)]  # (2,) unanswered the first time: asked again

@@ -14,7 +14,7 @@ import selectors
 from collections import deque
 
 from pt2doctor.capture import torch_compat
-from pt2doctor.processes.protocol import Answer, MessageReader, RunJob, Status, send
+from pt2doctor.processes.protocol import Answer, Cancel, MessageReader, RunJob, Status, send
 
 
 def warm_up(device: str = "cpu") -> None:
@@ -92,13 +92,21 @@ class Dispatcher:
         if not data:
             return False
         for message in self.reader.feed(data):
-            if not isinstance(message, RunJob):  # Quit
+            if isinstance(message, Cancel):
+                unwanted = set(message.jobs)
+                self.pending = deque(job for job in self.pending if job.job not in unwanted)
+                self.cancel(unwanted)
+            elif isinstance(message, RunJob):
+                self.pending.append(message)
+            else:  # Quit
                 return False
-            self.pending.append(message)
         return True
 
     def answer(self, answer: Answer) -> None:
         send(self.out_fd, answer)
+
+    def cancel(self, jobs: set[int]) -> None:
+        """Running `jobs` are no longer wanted: ended where that costs nothing else (`Forks`), else left to answer."""
 
     # How candidates run, defined by `Forks` and `Servers`: start queued jobs; read what a
     # selector key's `data` (a child, a server) wrote; when the next deadline is; kill the overdue.

@@ -88,6 +88,10 @@ class Forks(Dispatcher):
             self._reap(pid)
             self.answer(Answer(child.job_id, "timeout"))
 
+    def cancel(self, jobs: set[int]) -> None:
+        for pid in [pid for pid, child in self.children.items() if child.job_id in jobs]:
+            self._reap(pid)  # unanswered: the pool has dropped it
+
     def _reap(self, pid: int) -> int:
         child = self.children.pop(pid)
         self.selector.unregister(child.fd)

@@ -1,9 +1,11 @@
 """The parent side of the worker pool: send candidate scripts to the zygote, collect results.
 
 Contract: `WorkerPool.run(scripts)` returns one `RunResult` per script, in the order given,
-whatever order the forked children finish in. The zygote (`processes.zygote`) is started at
-construction and warms up while the caller prepares its first batch; `run` waits for it. The
-pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
+whatever order the forked children finish in; `run_until(scripts, decided)` the same, but once `decided` says the
+answers so far (None where none came yet) are all the caller needs, the rest are cancelled (`protocol.Cancel`: a
+forked child is ended) and stay None, and an answer of theirs that arrives later is dropped. The zygote
+(`processes.zygote`) is started at construction and warms up while the caller prepares its first batch; `run`
+waits for it. The pool is a context manager; closing it (or Ctrl-C, or the parent dying) ends the zygote and its
 children. `servers=True` makes it run candidates in warm servers (the GPU way, `processes.zygote`)
 without importing torch itself. `on_ready` is called once the zygote is warm (the verifier starts its own warm-up
 then). With `fork=True` the zygote is forked from this process instead of started as a new
@@ -33,7 +35,7 @@ from pt2doctor.capture.bytecode_cache import worker_env
 from pt2doctor.model.settings import settings
 from pt2doctor.processes import group as process_group
 from pt2doctor.processes import launch
-from pt2doctor.processes.protocol import Answer, Message, MessageReader, Quit, Ready, RunJob, Status, send
+from pt2doctor.processes.protocol import Answer, Cancel, Message, MessageReader, Quit, Ready, RunJob, Status, send
 from pt2doctor.processes.servers import MAX_SERVERS
 from pt2doctor.processes.zygote import serve_forked
 
@@ -94,6 +96,7 @@ class WorkerPool:
         self._inbox: list[Message] = []
         self._ready = False
         self._next_id = 0
+        self._dropped: set[int] = set()  # cancelled jobs, whose answers may still come
         self.warm_up_s = 0.0
 
     def _start_on(self, host: FreshForks, argv: list[str], env: dict[str, str], stdin: int, stdout: int,
@@ -140,6 +143,10 @@ class WorkerPool:
                 self._on_ready()
 
     def run(self, scripts: Sequence[str]) -> list[RunResult]:
+        return self.run_until(scripts, lambda _: False)  # type: ignore[return-value]  # every answer waited for
+
+    def run_until(self, scripts: Sequence[str], decided: Callable[[list[RunResult | None]], bool]
+                  ) -> list[RunResult | None]:
         self.wait_ready()
         ids = list(range(self._next_id, self._next_id + len(scripts)))
         self._next_id += len(scripts)
@@ -150,7 +157,16 @@ class WorkerPool:
             answer = self._receive()
             if not isinstance(answer, Answer):
                 raise WorkerPoolError(f"the worker sent {answer!r} where an answer was due")
+            if answer.job in self._dropped:
+                self._dropped.discard(answer.job)
+                continue
             results[answer.job] = RunResult(answer.status, answer.text)
+            so_far = [results.get(i) for i in ids]
+            if len(results) < len(ids) and decided(so_far):
+                unwanted = tuple(i for i in ids if i not in results)
+                send(self._request_fd, Cancel(unwanted))
+                self._dropped.update(unwanted)
+                return so_far
         return [results[i] for i in ids]
 
     def close(self) -> None:

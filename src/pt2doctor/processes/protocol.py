@@ -2,7 +2,9 @@
 `servers`): typed values, length-prefixed msgpack on a pipe.
 
 Contract: to a worker, `RunJob` (a candidate script, its timeout and the file it will be written as: its
-`__file__`) or `Quit`; from a worker, `Ready` once warm (or `StartFailed` with why, and it exits), then
+`__file__`), `Cancel` (jobs whose answers are no longer wanted: one not started never is; a running one is ended
+where its worker can end it alone, a forked child, else left to answer, and that answer is dropped) or `Quit`; from
+a worker, `Ready` once warm (or `StartFailed` with why, and it exits), then
 one `Answer` per job. `Answer.status` is `ok`, `failed` (text: the script's `describe_failure`),
 `signal` (text: the number), `timeout` or `error` (a worker-side problem, never a match). `send`
 writes one message whole; `MessageReader` decodes them from a non-blocking source as bytes arrive.
@@ -26,6 +28,10 @@ class RunJob(msgspec.Struct, frozen=True, tag=True):
     repro_file: str
 
 
+class Cancel(msgspec.Struct, frozen=True, tag=True):
+    jobs: tuple[int, ...]
+
+
 class Quit(msgspec.Struct, frozen=True, tag=True):
     pass
 
@@ -45,7 +51,7 @@ class Answer(msgspec.Struct, frozen=True, tag=True):
     last: bool = False  # a server's: it exits after this answer and takes no other job
 
 
-Message = RunJob | Quit | Ready | StartFailed | Answer
+Message = RunJob | Cancel | Quit | Ready | StartFailed | Answer
 
 _HEADER = struct.Struct("!I")
 _ENCODER = msgspec.msgpack.Encoder()

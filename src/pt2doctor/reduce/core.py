@@ -18,6 +18,9 @@ Invariants:
   the target shrinks under them.
 - Each canonical key is sent to the oracle at most once (the cache); `Stats.queries` counts real
   oracle calls, `Stats.cache_hits` the answers the cache gave.
+- Given `first_failing` (the oracle's answers in candidate order up to the first `FAILS_SAME`, None for the
+  candidates after it that it no longer waited for), `consider_first` asks it instead: the same candidate wins,
+  sooner; an unanswered candidate is not cached (`Stats.cancelled` counts them) and is asked again if it comes up.
 - Stopping early (Ctrl-C, deadline) raises `ReductionStopped`, which carries the best so far.
 """
 
@@ -43,6 +46,7 @@ class Outcome(str, Enum):
 
 
 Oracle = Callable[[Sequence[T]], Sequence[Outcome]]
+FirstFailing = Callable[[Sequence[T]], Sequence[Outcome | None]]
 Pass = Callable[["ReductionProblem[T]"], None]
 
 
@@ -72,6 +76,7 @@ class Stats:
 
     queries: int = 0
     cache_hits: int = 0
+    cancelled: int = 0
     accepted: dict[str, int] = field(default_factory=dict)
     outcomes: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
@@ -95,10 +100,12 @@ class ReductionProblem(Generic[T]):
         jobs: int = 1,
         reporter: ProgressReporter | None = None,
         deadline_s: float | None = None,
+        first_failing: FirstFailing[T] | None = None,
     ) -> None:
         self.initial = initial
         self.current = initial
         self.oracle = oracle
+        self.first_failing = first_failing
         self.key = key
         self.sort_key = sort_key
         self.size = size or (lambda c: sort_key(c)[0])
@@ -111,6 +118,9 @@ class ReductionProblem(Generic[T]):
 
     def test(self, candidates: Sequence[T]) -> list[Outcome]:
         """Judge candidates, asking the oracle (one batch) only for keys not seen before."""
+        return self._test(candidates, self.oracle)  # type: ignore[return-value]  # the oracle answers every one
+
+    def _test(self, candidates: Sequence[T], oracle: FirstFailing[T]) -> list[Outcome | None]:
         self._check_deadline()
         keys = [self.key(c) for c in candidates]
         missing: dict[Hashable, T] = {}
@@ -120,13 +130,16 @@ class ReductionProblem(Generic[T]):
             else:
                 missing.setdefault(k, c)
         if missing:
-            answers = self.oracle(list(missing.values()))
+            answers = oracle(list(missing.values()))
             for k, outcome in zip(missing, answers):
+                if outcome is None:
+                    self.stats.cancelled += 1
+                    continue
                 self._cache[k] = outcome
                 self.stats.queries += 1
                 self.stats.outcomes[outcome.value] = self.stats.outcomes.get(outcome.value, 0) + 1
             self._report()
-        return [self._cache[k] for k in keys]
+        return [self._cache.get(k) for k in keys]
 
     def is_better(self, candidate: T) -> bool:
         return self.sort_key(candidate) < self.sort_key(self.current)
@@ -140,7 +153,7 @@ class ReductionProblem(Generic[T]):
         useful = [c for c in candidates if self.is_better(c)]
         for start in range(0, len(useful), self.jobs):
             batch = useful[start:start + self.jobs]
-            for candidate, outcome in zip(batch, self.test(batch)):
+            for candidate, outcome in zip(batch, self._test(batch, self.first_failing or self.oracle)):
                 if outcome is Outcome.FAILS_SAME and self.is_better(candidate):
                     self._accept(candidate)
                     return True

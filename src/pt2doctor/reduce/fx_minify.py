@@ -111,9 +111,11 @@ def minify_case(initial: FxCase, context: ReproContext, options: MinifyOptions,
     try:
         known = _known_target(context, options)
         target = known or find_target(workers.pool, initial, context, None)
+        oracle = FxOracle(workers.pool, context, target)
         problem = ReductionProblem(
-            initial, FxOracle(workers.pool, context, target), key=case_key, sort_key=case_sort_key,
-            size=lambda c: c.node_count, jobs=workers.pool.jobs, reporter=reporter, deadline_s=options.deadline_s,
+            initial, oracle, key=case_key, sort_key=case_sort_key, size=lambda c: c.node_count,
+            jobs=workers.pool.jobs, reporter=reporter, deadline_s=options.deadline_s,
+            first_failing=oracle.first_failing,
         )
         stopped = None
         try:

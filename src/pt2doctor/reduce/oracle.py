@@ -7,6 +7,9 @@ Contract: `FxOracle(cases)` answers one `Outcome` per case, relative to the targ
 - it ran past the per-query timeout -> TIMEOUT; it finished cleanly -> PASSES.
 A candidate therefore fails "the same way" exactly when `python repro.py` on it would print the
 same `PT2DOCTOR REPRO FAILED` line (or die of the same signal), which is what `verify` checks.
+`FxOracle.first_failing(cases)` answers in order up to the first case that fails the same way and no further: the
+cases after it are cancelled once every one before it has answered (None), since the reducer takes the first
+(`reduce.core.ReductionProblem.consider_first`).
 """
 
 from __future__ import annotations
@@ -79,3 +82,16 @@ class FxOracle:
     def __call__(self, cases: Sequence[FxCase]) -> list[Outcome]:
         results = self.pool.run([render(script_for(c, self.context)) for c in cases])
         return [judge(r, self.target) for r in results]
+
+    def first_failing(self, cases: Sequence[FxCase]) -> list[Outcome | None]:
+        results = self.pool.run_until([render(script_for(c, self.context)) for c in cases], self._decided)
+        return [None if r is None else judge(r, self.target) for r in results]
+
+    def _decided(self, results: Sequence[RunResult | None]) -> bool:
+        """Whether a case fails the same way with every one before it answered: the rest cannot change the pick."""
+        for result in results:
+            if result is None:
+                return False
+            if judge(result, self.target) is Outcome.FAILS_SAME:
+                return True
+        return False
