@@ -10,7 +10,9 @@ import pytest
 from clihelp import SCRIPTS
 
 from pt2doctor.capture.runner import SilentReporter
+from pt2doctor.diagnose.aot_cache import keeps_aot_cache
 from pt2doctor.diagnose.forking import sets_environment
+from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner, run_a_copy
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.processes.fresh_forks import FreshForks
@@ -233,3 +235,20 @@ def test_a_fork_that_changes_the_outcome_is_caught_by_the_control_and_forking_st
     assert not any(a["forked"] for a in d["attempts"] if a["label"] != "original-2")
     assert d["category"] == "backend_failure" and not d["flaky"]
     assert any("made again in a new interpreter" in note for note in d["notes"])
+
+
+def test_the_first_run_keeps_aotautograds_cache_only_where_no_gpu_is_visible(tmp_path):
+    """Where a GPU is visible the runs are not forked, so a run recorded again with the cache off would stand on the
+    verdict's path for a whole run (`diagnose.aot_cache.keeps_aot_cache`): the first run keeps it off there."""
+    runner = VariantRunner(ScriptCall(SCRIPTS / "hang.py", (), tmp_path, timeout_s=120), jobs=2,
+                           reporter=SilentReporter())
+    try:
+        runner.gpu = GpuShare(gpu_visible=False, jobs=2)
+        assert keeps_aot_cache(runner)
+        runner.gpu = GpuShare(gpu_visible=True, jobs=2)
+        assert not keeps_aot_cache(runner)
+    finally:
+        runner.close()
+    assert Variant.original(1, record=True).keeps_aot_cache
+    assert not Variant.original(1, record=True, aot_cache=False).keeps_aot_cache
+    assert not Variant.original(2, record=True).keeps_aot_cache

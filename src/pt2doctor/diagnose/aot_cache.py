@@ -4,7 +4,10 @@ Contract: `record_what_the_cache_served(runner, found, first, start_repeat) -> A
 `diagnose.reproduce.classify`: the run that stands for the failure, the first (`Variant.original(1)`, which records
 the graphs the cache serves at the torch level only, `model.recording.Cached`) or, where `hidden_by_aot_cache` says
 why the failure is, or may be, one of theirs, one more recorded run with the cache off that ends the same way.
-`hidden_by_aot_cache(run_dir, category, died)` is the rule, on the recording alone.
+`hidden_by_aot_cache(run_dir, category, died)` is the rule, on the recording alone. `keeps_aot_cache(runner)`: whether
+the first run keeps the cache on at all: not where a GPU is visible, where the runs are not forked and the run recorded
+again would stand on the verdict's path for a whole run (tma_pointwise_add_illegal_address on an H200, a served
+graph's own failure: 125 s against 90 s with the cache off in the first run, 21 s of it that run).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import DEFAULT_TOLERANCE
 from pt2doctor.model.recording import read_cached, read_failures
 from pt2doctor.model.serialize import RecordError
+
+
+def keeps_aot_cache(runner: VariantRunner) -> bool:
+    """Whether diagnose's first run keeps AOTAutograd's cache on (see the contract)."""
+    return not runner.gpu.visible
 
 
 def record_what_the_cache_served(runner: VariantRunner, found: Found, a1: Attempt,

@@ -26,6 +26,7 @@ _USABLE = 0.9  # of the device's memory: the rest is the allocator's fragmentati
 class GpuShare:
     def __init__(self, gpu_visible: bool, jobs: int) -> None:
         self.jobs = max(1, jobs)
+        self.visible = gpu_visible
         self.limit: int | None = 1 if gpu_visible else None  # None: no limit
         self.peak: int | None = None
         self.total: int | None = None

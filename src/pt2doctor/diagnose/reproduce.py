@@ -37,7 +37,7 @@ from pathlib import Path
 from pt2doctor.analysis.failures import asynchronous_cuda_error
 from pt2doctor.analysis.gpu_memory import HeldMemory, held_by_others
 from pt2doctor.capture.process_meta import RunPaths
-from pt2doctor.diagnose.aot_cache import record_what_the_cache_served
+from pt2doctor.diagnose.aot_cache import keeps_aot_cache, record_what_the_cache_served
 from pt2doctor.diagnose.conclusions import flaky, gpu_held, success
 from pt2doctor.diagnose.forking import sets_environment
 from pt2doctor.diagnose.found import Found
@@ -126,7 +126,8 @@ class Classified:
 
 def reproduce(ctx: Context, found: Found) -> Reproduced:
     runner, options = ctx.runner, ctx.options
-    first = runner.submit(Variant.original(1, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
+    first = runner.submit(Variant.original(1, record=True, accuracy_tolerance=DEFAULT_TOLERANCE,
+                                           aot_cache=keeps_aot_cache(runner)))
     together = options.torchrun is not None  # a job: which rank failed first is read from both runs
     second = runner.submit(Variant.original(2)) if together else None
     workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False, fresh_forks=True)

@@ -39,12 +39,13 @@ class Variant:
     fork_control: bool = False  # forked before forks are trusted: the run that decides whether they are (`Forking`)
 
     @classmethod
-    def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None) -> Variant:
+    def original(cls, n: int, record: bool = False, accuracy_tolerance: float | None = None,
+                 aot_cache: bool = True) -> Variant:
         """The script as it is; recorded, each graph's first call may be judged against eager too. The first run
         (n=1) autotunes as the user's own run would, and keeps AOTAutograd's cache on as the user's run does where it
-        is recorded (`diagnose.reproduce`); a later one autotunes anew."""
+        is recorded and `aot_cache` (`diagnose.aot_cache`); a later one autotunes anew."""
         return cls(f"original-{n}", record=record, accuracy_tolerance=accuracy_tolerance, user_autotuning=n == 1,
-                   keeps_aot_cache=record and n == 1)
+                   keeps_aot_cache=record and n == 1 and aot_cache)
 
     @classmethod
     def every_aot_graph(cls, tolerance: float) -> Variant:
