@@ -97,7 +97,7 @@ def test_first_failing_picks_the_same_candidate_and_caches_only_what_it_answered
     problem = ReductionProblem((1, 2, 3), lambda cs: [], key=tuple, sort_key=lambda c: (len(c), c), jobs=3,
                                first_failing=first_failing)
     assert problem.consider_first([(1,), (3,), (2,)])
-    assert problem.current == (3,) and problem.stats.cancelled == 1 and problem.stats.queries == 2
+    assert problem.current == (3,) and problem.stats.cancelled == 1 and problem.stats.queries == 3
     problem.current = (1, 2, 3)
     assert not problem.consider_first([(2,)])
     assert asked == [(1,), (3,), (2,), (2,)]  # (2,) unanswered the first time: asked again

@@ -20,7 +20,8 @@ Invariants:
   oracle calls, `Stats.cache_hits` the answers the cache gave.
 - Given `first_failing` (the oracle's answers in candidate order up to the first `FAILS_SAME`, None for the
   candidates after it that it no longer waited for), `consider_first` asks it instead: the same candidate wins,
-  sooner; an unanswered candidate is not cached (`Stats.cancelled` counts them) and is asked again if it comes up.
+  sooner; an unanswered candidate is counted a query (it ran until it was no longer wanted), `cancelled` in
+  `Stats.cancelled` and `Stats.outcomes`, is not cached, and is asked again if it comes up.
 - Stopping early (Ctrl-C, deadline) raises `ReductionStopped`, which carries the best so far.
 """
 
@@ -132,12 +133,13 @@ class ReductionProblem(Generic[T]):
         if missing:
             answers = oracle(list(missing.values()))
             for k, outcome in zip(missing, answers):
+                self.stats.queries += 1  # asked: a cancelled one ran until it was no longer wanted
+                said = "cancelled" if outcome is None else outcome.value
+                self.stats.outcomes[said] = self.stats.outcomes.get(said, 0) + 1
                 if outcome is None:
                     self.stats.cancelled += 1
-                    continue
-                self._cache[k] = outcome
-                self.stats.queries += 1
-                self.stats.outcomes[outcome.value] = self.stats.outcomes.get(outcome.value, 0) + 1
+                else:
+                    self._cache[k] = outcome
             self._report()
         return [self._cache.get(k) for k in keys]
 
