@@ -46,3 +46,23 @@ def test_autotuning_anew_keeps_the_users_cached_graphs(tmp_path):
 
     assert compile_in_a_new_interpreter("plain") == (0, 1)
     assert compile_in_a_new_interpreter("anew") == (1, 0)
+
+
+def test_the_autotuning_caches_a_later_run_turns_off_are_not_in_a_recorded_graphs_config_lines():
+    """A diagnosis's runs after the first autotune anew (`autotune_anew_as_own`): a graph they record must not carry
+    those settings into the user's repro.py as the program's (arange_int64's repro had four such lines)."""
+    import torch._inductor.config as inductor_config
+
+    from pt2doctor.capture.torch_compat.observe import OWN_SETTINGS
+
+    saved, own = inductor_config.get_config_copy(), set(OWN_SETTINGS)
+    try:
+        torch_compat.autotune_anew_as_own()
+        assert not any("autotune" in line for line in torch_compat.config_lines())
+        assert not any("autotune" in key for key in torch_compat.config_diff())
+        inductor_config.max_autotune = True  # the program's own setting stays
+        assert "torch._inductor.config.max_autotune = True" in torch_compat.config_lines()
+    finally:
+        inductor_config.load_config(saved)
+        OWN_SETTINGS.clear()
+        OWN_SETTINGS.update(own)

@@ -108,7 +108,7 @@ def _install_hooks(spec: ChildSpec) -> None:
     # every hook's compile ids, and the trace's, tell a compile after `torch._dynamo.reset()` from one before
     after_import("torch._dynamo", torch_compat.count_dynamo_resets)
     if hooks.autotune_anew:  # once Inductor's config is imported (never imported for it), before the script sets it
-        after_import("torch._inductor.config", torch_compat.autotune_anew)
+        after_import("torch._inductor.config", torch_compat.autotune_anew_as_own)
     if hooks.accuracy_probe is not None:  # before the counter, whose wrapper must count only the program's calls
         from pt2doctor.capture.child import accuracy_probe
 

@@ -187,13 +187,18 @@ def judgeable(inputs: Any) -> bool:
 
 
 def config_lines() -> tuple[str, ...]:
-    """Non-default Inductor and Dynamo config as code lines (`codegen_config`, 2.13)."""
+    """Non-default Inductor and Dynamo config as code lines (`codegen_config`, 2.13), but pt2doctor's own settings
+    (`observe.OWN_SETTINGS`: the autotuning caches a diagnosis's later runs turn off put four lines of pt2doctor's
+    into the user's repro.py)."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
+    from pt2doctor.capture.torch_compat.observe import OWN_SETTINGS
+
+    own = tuple(f"{key} = " for key in OWN_SETTINGS)
     lines = []
     for module, name in ((inductor_config, "torch._inductor.config"), (dynamo_config, "torch._dynamo.config")):
-        body = [line for line in module.codegen_config().splitlines() if line.strip()]
+        body = [line for line in module.codegen_config().splitlines() if line.strip() and not line.startswith(own)]
         if body:
             lines += [f"import {name}", *body]
     return tuple(lines)
@@ -234,6 +239,19 @@ def forget_compiles() -> None:
     from torch._dynamo.utils import clear_compilation_metrics
 
     clear_compilation_metrics()
+
+
+def autotune_anew_as_own() -> None:
+    """`warm.autotune_anew` in a run of the program, its keys marked pt2doctor's (`observe.OWN_SETTINGS`): not the
+    user's settings, neither in an issue's config nor in a recorded graph's config lines."""
+    import torch._inductor.config as inductor_config
+
+    from pt2doctor.capture.torch_compat.observe import OWN_SETTINGS
+    from pt2doctor.capture.torch_compat.warm import AUTOTUNE_ANEW_KEYS, autotune_anew
+
+    autotune_anew()  # in a run forked from a fresh-forks server, done there already: the keys are marked all the same
+    OWN_SETTINGS.update(f"torch._inductor.config.{key}" for key in AUTOTUNE_ANEW_KEYS
+                        if hasattr(inductor_config, key) and not inductor_config._is_default(key))
 
 
 def disable_aot_autograd_cache() -> Callable[[], None]:

@@ -87,6 +87,10 @@ def autotune_anew() -> None:
         inductor_config.bundled_autotune_remote_cache = False
 
 
+# The keys `autotune_anew` may set (spelled out in it too: its source runs alone, `autotune_anew_source`).
+AUTOTUNE_ANEW_KEYS = ("autotune_local_cache", "autotune_remote_cache", "bundled_autotune_remote_cache")
+
+
 def autotune_anew_source() -> str:
     """The source a fresh interpreter runs to call `autotune_anew` (processes.fresh, processes.fresh_forks)."""
     return inspect.getsource(autotune_anew) + "\nautotune_anew()\n"
