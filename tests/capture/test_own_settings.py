@@ -62,6 +62,8 @@ def test_the_autotuning_caches_a_later_run_turns_off_are_not_in_a_recorded_graph
         assert not any("autotune" in key for key in torch_compat.config_diff())
         inductor_config.max_autotune = True  # the program's own setting stays
         assert "torch._inductor.config.max_autotune = True" in torch_compat.config_lines()
+        with inductor_config.patch(deterministic=inductor_config.deterministic):  # torch's own patch, to its value
+            assert not any("deterministic" in line for line in torch_compat.config_lines())
     finally:
         inductor_config.load_config(saved)
         OWN_SETTINGS.clear()

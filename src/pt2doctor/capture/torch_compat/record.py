@@ -187,18 +187,19 @@ def judgeable(inputs: Any) -> bool:
 
 
 def config_lines() -> tuple[str, ...]:
-    """Non-default Inductor and Dynamo config as code lines (`codegen_config`, 2.13), but pt2doctor's own settings
-    (`observe.OWN_SETTINGS`: the autotuning caches a diagnosis's later runs turn off put four lines of pt2doctor's
-    into the user's repro.py)."""
+    """Inductor and Dynamo config as code lines (`codegen_config`, 2.13), the keys `observe.config_diff` reports alone:
+    not pt2doctor's own settings (`OWN_SETTINGS`: the autotuning caches a diagnosis's later runs turn off put four
+    lines of pt2doctor's into the user's repro.py), nor a key torch's own `config.patch` left marked at its default
+    (`deterministic = False` in every recorded repro)."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
-    from pt2doctor.capture.torch_compat.observe import OWN_SETTINGS
+    from pt2doctor.capture.torch_compat.observe import config_diff
 
-    own = tuple(f"{key} = " for key in OWN_SETTINGS)
+    reported = config_diff()
     lines = []
     for module, name in ((inductor_config, "torch._inductor.config"), (dynamo_config, "torch._dynamo.config")):
-        body = [line for line in module.codegen_config().splitlines() if line.strip() and not line.startswith(own)]
+        body = [line for line in module.codegen_config().splitlines() if line.split(" = ", 1)[0] in reported]
         if body:
             lines += [f"import {name}", *body]
     return tuple(lines)
