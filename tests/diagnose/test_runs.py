@@ -15,6 +15,7 @@ from pt2doctor.diagnose.forking import sets_environment
 from pt2doctor.diagnose.gpu_share import GpuShare
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner, run_a_copy
 from pt2doctor.diagnose.variants import Variant
+from pt2doctor.processes import launch
 from pt2doctor.processes.fresh_forks import FreshForks
 
 HERE = Path(__file__).parent
@@ -252,3 +253,36 @@ def test_the_first_run_keeps_aotautograds_cache_only_where_no_gpu_is_visible(tmp
     assert Variant.original(1, record=True).keeps_aot_cache
     assert not Variant.original(1, record=True, aot_cache=False).keeps_aot_cache
     assert not Variant.original(2, record=True).keeps_aot_cache
+
+
+@pytest.mark.parametrize("users", [None, "ACTIVE"])
+def test_a_diagnosiss_runs_have_openmp_wait_passively_where_the_user_set_no_policy(tmp_path, monkeypatch, users):
+    """Issue 38: the runs share the cores, and a spinning OpenMP thread burns the core another run needs
+    (`launch.PASSIVE_WAIT`). The first run (anew), a later one forked from the fresh-forks server (which read the
+    policy as it imported torch: its forks keep it) and the server's own verification forks all wait passively; a
+    policy the user set stands; outside the diagnosis the environment is as it was."""
+    if users is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", users)
+    seen = tmp_path / "seen.txt"
+    script = tmp_path / "says.py"
+    script.write_text("import os\nimport torch\n"
+                      f"open({str(seen)!r}, 'a').write(os.environ.get('OMP_WAIT_POLICY', '-') + '\\n')\n"
+                      "raise RuntimeError('fails')\n")
+    runner = VariantRunner(ScriptCall(script, (), tmp_path / "out", timeout_s=120), jobs=1, reporter=SilentReporter())
+    with launch.threads_wait_passively():
+        forks = FreshForks(tmp_path / "fresh")
+        try:
+            first = runner.submit(Variant.original(1)).result(timeout=120)
+            runner.forking.server, runner.forking.first = forks, first.signature
+            runner.forking.control = runner.submit(Variant.repeat())
+            assert runner.forking.control.result(timeout=120).forked
+            verified = forks.run(script, timeout_s=120)
+            assert verified is not None and verified.returncode == 1
+        finally:
+            runner.close()
+            forks.close()
+    assert os.environ.get("OMP_WAIT_POLICY") == users
+    assert seen.read_text().splitlines() == [users or "PASSIVE"] * 3
+

@@ -23,6 +23,8 @@ Contract:
   autogroup takes the nice, so what the child starts, its compiler among it, shares it): background work, which
   takes the cores the work awaited leaves idle, until `urgent()` gives them normal priority (where the system lets
   a process raise a priority again: without privileges they stay where they were, and still get every idle core).
+- `threads_wait_passively()`: every process started inside it (from `os.environ`: what any child of pt2doctor starts
+  from) has OpenMP's idle threads sleep rather than spin (`PASSIVE_WAIT`), where the user set no wait policy.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -43,6 +45,13 @@ from pt2doctor.processes import group as process_group
 
 GRACE_S = 5.0
 COMPILE_CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+# OpenMP's threads (ATen's, oneDNN's, an Inductor kernel's `#pragma omp parallel`) wait for the next parallel region
+# by spinning where no policy is set (libgomp's default): alone, a program then gets its next region a little sooner;
+# beside another program on a few cores, its spinning threads burn the cores the other needs. Two forked runs of
+# ResNet's program side by side on 2 cores took 4.6-4.7 s and 4.3-4.5 CPU-s each spinning, 2.4 s and 2.1 CPU-s
+# passive (alone: 2.2 s either way). How a thread waits changes no value a kernel computes. Read by OpenMP as it
+# loads: a process forked after `import torch` keeps the policy of the process it was forked from.
+PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 Stream = int | IO[Any] | None
 
@@ -193,3 +202,18 @@ def run(argv: Sequence[str], *, timeout_s: float | None, cwd: Path | str | None 
 def compile_caches_in(folder: Path) -> dict[str, str]:
     inductor, triton = COMPILE_CACHE_VARS
     return {inductor: str(folder / "inductor"), triton: str(folder / "triton")}
+
+
+@contextmanager
+def threads_wait_passively() -> Iterator[None]:
+    """`PASSIVE_WAIT` in this process's environment while inside (see `PASSIVE_WAIT`), so every process started here
+    meanwhile has it, and every process forked from one of those; the user's own policy, where set, stands."""
+    name, value = next(iter(PASSIVE_WAIT.items()))
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)

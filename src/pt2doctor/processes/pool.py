@@ -53,15 +53,6 @@ class WorkerPoolError(RuntimeError):
     pass
 
 
-# The candidates' OpenMP threads sleep rather than spin while they wait: on a few cores the candidates run side by
-# side with each other and with the program's runs, each with a fresh interpreter's thread count, and a spinning
-# thread burns the core another process needs (GPT-2's stage ladder: 5.3-5.4 s, against 5.8-6.1 s spinning, three
-# diagnoses each). How a thread waits changes no value a kernel computes; the repro's verification runs in the
-# user's environment (`processes.fresh`). Where the user set a policy, theirs stands. Read by OpenMP as it loads: a
-# zygote forked from an interpreter that has loaded it keeps that interpreter's policy (on a fresh-forks server, the
-# user's: its forks are the program's runs; the import it saves weighs more, GPT-2's diagnosis 119 -> 82 CPU-s with the
-# bisector forked there too, against about half a second of its stage ladder).
-_PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 class WorkerPool:
@@ -78,7 +69,10 @@ class WorkerPool:
         self._lock = threading.Lock()  # `_pid` set by `_start_on`, `_closed` by `close`
         self._closed = False
         argv = ["pt2doctor.processes.zygote", str(self.jobs), *(["--servers"] if servers else [])]
-        zygote_env = worker_env({**_PASSIVE_WAIT, **os.environ, **(env or {})})
+        # the candidates' OpenMP threads sleep rather than spin while they wait (`launch.PASSIVE_WAIT`): they run
+        # side by side with each other and with the program's runs (GPT-2's stage ladder: 5.3-5.4 s, against 5.8-6.1 s
+        # spinning); a zygote forked from the fresh-forks server keeps the server's policy (a diagnosis's: passive too)
+        zygote_env = worker_env({**launch.PASSIVE_WAIT, **os.environ, **(env or {})})
         if fork:
             self._pid, self._request_fd, self._result_fd = _fork_zygote(self.jobs, quiet=not debug, env=env)
         elif host is not None and not servers:
