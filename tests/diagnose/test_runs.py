@@ -286,3 +286,42 @@ def test_a_diagnosiss_runs_have_openmp_wait_passively_where_the_user_set_no_poli
     assert os.environ.get("OMP_WAIT_POLICY") == users
     assert seen.read_text().splitlines() == [users or "PASSIVE"] * 3
 
+
+@pytest.mark.parametrize("fails", [True, False])
+def test_the_repeat_forked_while_the_first_run_goes_stands_only_where_the_first_failed(tmp_path, fails):
+    """Issue 38: the first run's repeat is forked as the control once the fork server is ready, while the first run
+    still goes (it takes the core the first leaves idle). Where the first failed it stands (the same failure, forked);
+    where the first passed it is stopped, ended, and the plain second run is made anew in its folder."""
+    from pt2doctor.diagnose.reproduce import SecondRun
+
+    go = tmp_path / "go"
+    script = tmp_path / "waits.py"
+    script.write_text("import os, time\nimport torch\n"
+                      f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
+                      + ("raise RuntimeError('fails')\n" if fails else "print('passes')\n"))
+    forks = FreshForks(tmp_path / "fresh")
+    runner = VariantRunner(ScriptCall(script, (), tmp_path / "out", timeout_s=120), jobs=2, reporter=SilentReporter())
+    try:
+        first = runner.submit(Variant.original(1))
+        repeat = SecondRun(runner)
+        repeat.start_early(forks, first)
+        deadline = time.monotonic() + 120
+        while runner.forking.control is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert runner.forking.control is not None and not first.done()  # started while the first still goes
+        go.write_text("")
+        a1 = first.result(timeout=120)
+        repeat.first_ended(a1, forks if fails else None)
+        if fails:
+            a2 = repeat.result()
+            assert a2.forked and a2.signature == a1.signature is not None
+            assert runner.forking.trusted() is True
+        else:
+            assert runner.forking.control is None and runner.forking.server is None
+            again = runner.submit(Variant.original(2)).result(timeout=120)
+            assert not again.forked and again.outcome == "pass"
+            assert (runner.run_dir("original-2") / "stdout.txt").read_text().strip() == "passes"
+    finally:
+        runner.close()
+        forks.close()
+    assert [m.label for m in runner.made].count("original-2") == (1 if fails else 2)  # the stopped one counted

@@ -3,14 +3,15 @@
 Contract: `reproduce` runs the unchanged script with the graph recorder on, each graph's first call judged against
 eager (so a wrong result's graph is known from this run: `diagnose.wrong_graph`), and starts the warm workers beside
 it (`processes.workers`: the stage ladder on the recorded graph, the minifier, the program reducer and the control
-run in them): the run that stands for the failure has the machine to itself but for their warm-up. When it
-failed, the second, plain run is made once the stage's evidence is in hand (`SecondRun`), at low priority until it is
-awaited, and checked after the hand-over (`repeated`), so neither the verdict, the minifier nor the hand-over waits for
-it (a run the hand-over forks
-before it ended stands only once it has: `diagnose.runs.Forking`); a job of several ranks runs both at once (which
-rank failed first needs both). It concludes
-(`STOP`) when both pass (nothing to diagnose) or, with both in hand, the failure does not repeat the same way
-(flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows decides
+run in them): the run that stands for the failure has the machine to itself but for their warm-up. The second,
+plain run (`SecondRun`) is forked as soon as the fork server's imports are done, while the first still goes, at low
+priority until it is awaited (it takes the core the first run leaves idle); where the first ended before that, it
+starts once the stage's evidence is in hand. It stands where the first failed and the later runs may fork (else it is
+stopped: a program that passed gets its plain second run anew), and is checked after the hand-over (`repeated`), so
+neither the verdict, the minifier nor the hand-over waits for it (a run the hand-over forks before it ended stands only
+once it has: `diagnose.runs.Forking`); a job of several ranks runs both at once (which rank failed first needs both).
+It concludes (`STOP`) when both pass (nothing to diagnose) or, with both in hand, the failure does not repeat the same
+way (flaky), and otherwise returns `Reproduced`. No stage run is queued behind them: what the recording shows decides
 whether the stage is found on a graph or needs runs of the program (`diagnose.narrowing.stage_evidence`).
 `repeated` checks the second run (after the hand-over, or once the procedure ended where a step concluded before
 it: `diagnose.procedure`): the same failure, or flaky (`STOP`, what the steps before concluded and handed over set
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,32 +54,67 @@ from pt2doctor.model.minify import DEFAULT_TOLERANCE, BackendSpec
 from pt2doctor.model.recording import read_failures, read_index
 from pt2doctor.model.serialize import RecordError
 from pt2doctor.processes import launch
+from pt2doctor.processes.fresh_forks import FreshForks
 from pt2doctor.processes.workers import Workers, start_workers
+
+_EARLY_READY_S = 600.0  # the fork server's imports, at low priority beside the first run
+_ENDED_S = 10.0  # a stopped run's process reaped, its attempt made
 
 
 class SecondRun:
-    """The plain run that checks a failure repeats, made once the verdict no longer needs the machine: `start()` (by
-    `diagnose.narrowing.stage_evidence`, once the stage's evidence is in hand or queued) and `result()` (by
-    `repeated`, which starts it if nothing did)."""
+    """The plain run that checks a failure repeats, at low priority until it is awaited: `start()` (by
+    `diagnose.narrowing.stage_evidence`, once the stage's evidence is in hand or queued; or sooner, `start_early`) and
+    `result()` (by `repeated`, which starts it if nothing did)."""
 
-    def __init__(self, runner: VariantRunner, first: Attempt) -> None:
+    def __init__(self, runner: VariantRunner) -> None:
         self._runner = runner
-        self._first = first
         self._future: Future[Attempt] | None = None
         self._priority: launch.Priority | None = None
         self._lock = threading.Lock()
+        self._first_ended = False  # `first_ended`: no start before it from here on
         self.checked = False  # `repeated` has compared it with the first
 
     def start(self) -> None:
         """At low priority until `result()` awaits it: beside the minifier and the workaround's run ahead it takes the
         cores they leave idle (ResNet: the diagnosis 17.5-17.6 s against 18.1-18.3 at normal priority, alternating)."""
-        with self._lock, self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        with self._runner.step("reproduce"):  # counted as the reproduction it is, whoever starts it
             if self._future is None:
                 forking = self._runner.forking
-                forking.first = self._first.signature
                 self._future, self._priority = self._runner.in_background(Variant.repeat())
                 if forking.server is not None:  # the control: the runs after it fork once it ended as the first
                     forking.control, forking.hurry = self._future, self._priority.urgent
+
+    def start_early(self, forks: FreshForks, first: Future[Attempt]) -> None:
+        """Forked as the control while the first run still goes, once the fork server is ready (a thread of its own
+        waits for it): at low priority it takes the core the first run leaves idle as it compiles and runs, one thread
+        at a time (GPT-2: one of the two cores idle for 4.5 s of its 11 s first run). Not once the first run ended:
+        then `start()`'s caller starts it, after the verdict."""
+        def when_ready() -> None:
+            if forks.wait_ready(_EARLY_READY_S):
+                with self._lock:
+                    if not self._first_ended and not first.done():
+                        self._runner.forking.server = forks
+                        self._start()
+
+        threading.Thread(target=when_ready, daemon=True, name="pt2doctor-repeat-early").start()
+
+    def first_ended(self, first: Attempt, forks: FreshForks | None) -> None:
+        """The first run ended (`first`: its failure is what the control must end with), and the later runs fork on
+        `forks` (None: they start anew: the first passed, or imported no torch). A repeat started early, forked, then
+        does not stand: it is stopped, and ended before its folder is written again (by the plain run of a program
+        that passed, or the repeat started as usual)."""
+        with self._lock:
+            self._first_ended = True
+            forking = self._runner.forking
+            forking.first, forking.server = first.signature, forks
+            if self._future is not None and forks is None:
+                self._runner.stop(self._future)
+                wait([self._future], timeout=launch.GRACE_S + _ENDED_S)
+                self._future = self._priority = forking.control = forking.hurry = None
 
     def running(self) -> bool:
         return self._future is None or not self._future.done()
@@ -132,6 +168,10 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
     second = runner.submit(Variant.original(2)) if together else None
     workers = start_workers(options.jobs, options.query_timeout_s, options.out_dir, fork=False, fresh_forks=True)
     importing = _load_graph_code_meanwhile()
+    repeat = SecondRun(runner) if second is None else None
+    forks = workers.forks if not sets_environment(options.script) else None
+    if repeat is not None and forks is not None:
+        repeat.start_early(forks, first)
     try:
         ended = first.result()
         # before anything here imports torch: two threads importing it at once can meet a module half-initialised
@@ -139,12 +179,14 @@ def reproduce(ctx: Context, found: Found) -> Reproduced:
         importing.join()
         a1, held = _unless_gpu_held(runner, found, ended,
                                     Variant.original(5, record=True, accuracy_tolerance=DEFAULT_TOLERANCE))
+        if repeat is not None:
+            session = runner.sessions.get(a1.label)
+            forked = held is None and a1.outcome == "fail" and session is not None and session.extras.torch_imported
+            repeat.first_ended(a1, forks if forked else None)
         if held is None:
             found.session = runner.sessions.get(a1.label)
-            if second is None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
-                if runner.sessions[a1.label].extras.torch_imported and not sets_environment(options.script):
-                    runner.forking.server = workers.forks
-                return Reproduced(a1, pending=SecondRun(runner, a1), workers=workers)
+            if repeat is not None and a1.outcome == "fail":  # made and checked beside the graph steps (`repeated`)
+                return Reproduced(a1, pending=repeat, workers=workers)
             a2, held = _unless_gpu_held(runner, found, (second or runner.submit(Variant.original(2))).result(),
                                         Variant.original(6))
     except BaseException:
