@@ -5,9 +5,10 @@ crashes, hangs, fails only sometimes, never compiles); every step's time is in `
 `runs`. The verdict is said and handed to `publish` as soon as it is known, then the diagnosis so far after every step
 (`diagnose.checkpoint`). A Ctrl-C, SIGTERM or SIGHUP stops the runs in flight and returns what was found so far
 (`stopped_by`, `interrupted=True`); so does `options.budget_s` running out, which concludes on what was found
-(`diagnose.stopping`). Every process the diagnosis starts has OpenMP's idle threads sleep rather than spin, where the
-user set no wait policy (`launch.threads_wait_passively`): its runs share the cores, and a spinning thread burns the
-core another run needs; it changes no value a kernel computes.
+(`diagnose.stopping`). Where no GPU is visible, every process the diagnosis starts has OpenMP's idle threads sleep
+rather than spin, where the user set no wait policy (`launch.threads_wait_passively`): its runs are forked side by
+side on the CPU, and a spinning thread burns the core another run needs; it changes no value a kernel computes. Where
+a GPU is visible the runs are not forked, compute on the GPU, and keep the user's policy (no gain measured there).
 
 The procedure is `STEPS`, run by `diagnose.step.run_steps`: each step is a function of the context, the
 verdict so far and the earlier steps' results it names as parameters, and returns its own result; a
@@ -165,7 +166,7 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     ctx = Context(options, runner, reporter, minify_reporter, checkpoint, started)
     try:
         with stoppable(_alarm_s(options.budget_s), on_stop=lambda: _end_runs(runner)) as stop, \
-                launch.threads_wait_passively():  # the runs share the cores (`launch.PASSIVE_WAIT`)
+                launch.threads_wait_passively(not runner.gpu.visible):  # the runs share the cores
             _run_procedure(ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
         _stopped_by(stop.reason(exc), found, runner)

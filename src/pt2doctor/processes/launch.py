@@ -23,7 +23,7 @@ Contract:
   autogroup takes the nice, so what the child starts, its compiler among it, shares it): background work, which
   takes the cores the work awaited leaves idle, until `urgent()` gives them normal priority (where the system lets
   a process raise a priority again: without privileges they stay where they were, and still get every idle core).
-- `threads_wait_passively()`: every process started inside it (from `os.environ`: what any child of pt2doctor starts
+- `threads_wait_passively(wanted)`: every process started inside it (from `os.environ`: what any child of pt2doctor starts
   from) has OpenMP's idle threads sleep rather than spin (`PASSIVE_WAIT`), where the user set no wait policy.
 """
 
@@ -205,11 +205,12 @@ def compile_caches_in(folder: Path) -> dict[str, str]:
 
 
 @contextmanager
-def threads_wait_passively() -> Iterator[None]:
+def threads_wait_passively(wanted: bool = True) -> Iterator[None]:
     """`PASSIVE_WAIT` in this process's environment while inside (see `PASSIVE_WAIT`), so every process started here
-    meanwhile has it, and every process forked from one of those; the user's own policy, where set, stands."""
+    meanwhile has it, and every process forked from one of those; the user's own policy, where set, stands; nothing
+    where not `wanted`."""
     name, value = next(iter(PASSIVE_WAIT.items()))
-    if name in os.environ:
+    if not wanted or name in os.environ:
         yield
         return
     os.environ[name] = value
