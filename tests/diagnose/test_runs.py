@@ -258,8 +258,8 @@ def test_the_first_run_keeps_aotautograds_cache_only_where_no_gpu_is_visible(tmp
 @pytest.mark.parametrize("users", [None, "ACTIVE"])
 def test_a_diagnosiss_runs_have_openmp_wait_passively_where_the_user_set_no_policy(tmp_path, monkeypatch, users):
     """Issue 38: where no GPU is visible the runs share the cores, and a spinning OpenMP thread burns the core another
-    run needs (`launch.PASSIVE_WAIT`). The first run (anew), a later one forked from the fresh-forks server (which read the
-    policy as it imported torch: its forks keep it) and the server's own verification forks all wait passively; a
+    run needs (`launch.PASSIVE_WAIT`). The first run (anew), a later one forked from the fresh-forks server (which read
+    the policy as it imported torch: its forks keep it) and the server's own verification forks all wait passively; a
     policy the user set stands; outside the diagnosis the environment is as it was."""
     if users is None:
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)

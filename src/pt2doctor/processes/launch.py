@@ -23,8 +23,8 @@ Contract:
   autogroup takes the nice, so what the child starts, its compiler among it, shares it): background work, which
   takes the cores the work awaited leaves idle, until `urgent()` gives them normal priority (where the system lets
   a process raise a priority again: without privileges they stay where they were, and still get every idle core).
-- `threads_wait_passively(wanted)`: every process started inside it (from `os.environ`: what any child of pt2doctor starts
-  from) has OpenMP's idle threads sleep rather than spin (`PASSIVE_WAIT`), where the user set no wait policy.
+- `threads_wait_passively(wanted)`: every process started inside it (from `os.environ`: what any child of pt2doctor
+  starts from) has OpenMP's idle threads sleep rather than spin (`PASSIVE_WAIT`), where the user set no wait policy.
 """
 
 from __future__ import annotations
