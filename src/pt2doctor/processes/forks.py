@@ -73,7 +73,9 @@ class Forks(Dispatcher):
         return max(0.0, min(c.deadline for c in self.children.values()) - time.monotonic())
 
     def readable(self, pid: object) -> None:
-        child = self.children[pid]  # type: ignore[index]
+        child = self.children.get(pid)  # type: ignore[call-overload]
+        if child is None:  # reaped by a `Cancel` read earlier in the same round of the selector's events
+            return
         data = os.read(child.fd, 1 << 16)
         if data:
             child.chunks.append(data)
