@@ -2,11 +2,13 @@
 the GPU way, asked for here): a candidate that crashes or hangs takes
 only itself with it, and the pool keeps answering afterwards."""
 
+import os
+import signal
 import time
 
 import pytest
 
-from pt2doctor.processes.pool import RunResult, WorkerPool
+from pt2doctor.processes.pool import RunResult, WorkerPool, WorkerPoolError
 
 HEADER = "import os, time\ndef describe_failure(exc):\n    return f'{type(exc).__name__}: {exc}'\n"
 OK = HEADER + "def check():\n    pass\n"
@@ -163,3 +165,37 @@ def test_run_until_cancels_what_is_no_longer_wanted_and_the_pool_answers_on(pool
     assert results == [RunResult("failed", "ValueError: boom"), None]
     assert time.monotonic() - started < 1.5  # not waited for
     assert pool.run([OK, FAILS]) == [RunResult("ok"), RunResult("failed", "ValueError: boom")]
+
+
+def test_a_pool_whose_zygote_ended_says_so_as_a_pool_error_when_asked_again(tmp_path):
+    """A zygote that ended (killed here; in a corpus run it exited with status 1) leaves its request pipe without a
+    reader: the next run raises `WorkerPoolError`, which the diagnosis's steps treat as the workers' end (the control
+    says it could not run), not `BrokenPipeError`, which ended the control step with pt2doctor's own error (exit 70)."""
+    with WorkerPool(1, timeout_s=60) as dead:
+        assert dead.run([OK])[0].status == "ok"
+        os.kill(dead._pid, signal.SIGKILL)
+        with pytest.raises(WorkerPoolError):
+            dead.run([OK])
+
+
+def test_a_candidate_cancelled_in_the_round_that_saw_its_end_is_not_read_again():
+    """The zygote's selector can return, in one round, the request pipe (a `Cancel` for a candidate, which reaps it)
+    before that candidate's own end: its event is then stale, and reading it ended the zygote with a KeyError (exit
+    status 1: the minifier, the control and the program reducer of two corpus bugs lost their workers)."""
+    from pt2doctor.processes.forks import Forks
+    from pt2doctor.processes.protocol import RunJob
+
+    answers_r, answers_w = os.pipe()
+    forks = Forks(1, answers_w)
+    try:
+        forks.pending.append(RunJob(0, "def check():\n    pass\n", 30.0, "repro.py"))
+        forks.dispatch()
+        (pid,) = forks.children
+        time.sleep(1.0)  # the candidate has ended: its pipe is at its end
+        forks.cancel({0})  # the Cancel, read first in the round
+        forks.readable(pid)  # that candidate's end, seen in the same round
+        assert not forks.children
+    finally:
+        forks.shutdown()
+        os.close(answers_r)
+        os.close(answers_w)

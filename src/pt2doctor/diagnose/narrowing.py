@@ -41,6 +41,7 @@ from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, FailingStage
 from pt2doctor.processes.fresh import verify
+from pt2doctor.processes.pool import WorkerPoolError
 from pt2doctor.reduce.program import target_of
 from pt2doctor.reduce.program_harness import ProgramRun, harness_text
 
@@ -184,9 +185,13 @@ def control(ctx: Context, found: Found, side_runs: SideRuns, classify: Classifie
     then the diagnosis is concluded on the environment (`STOP`), and whatever was minified meanwhile is no
     culprit."""
     target = target_of(classify.attempt.signature or "", False)
-    found.control = (side_runs.control.result() if side_runs.control is not None else
-                     control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
-                                ctx.options.out_dir))
+    try:
+        found.control = (side_runs.control.result() if side_runs.control is not None else
+                         control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
+                                    ctx.options.out_dir))
+    except WorkerPoolError as exc:  # the warm workers ended: no control, said so
+        found.notes.append(f"the one-op control could not run: {exc}")
+        return False
     if found.control is None or not found.control.fails_the_same_way:
         return False
     found.minify = None

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, wait
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,9 +97,10 @@ class SecondRun:
         def when_ready() -> None:
             if forks.wait_ready(_EARLY_READY_S):
                 with self._lock:
-                    if not self._first_ended and not first.done():
+                    if not self._first_ended and not first.done() and not self._runner.closed:
                         self._runner.forking.server = forks
-                        self._start()
+                        with suppress(RuntimeError):  # the runner closed meanwhile (a stop): its pool takes no run
+                            self._start()
 
         threading.Thread(target=when_ready, daemon=True, name="pt2doctor-repeat-early").start()
 

@@ -144,8 +144,11 @@ class WorkerPool:
         self.wait_ready()
         ids = list(range(self._next_id, self._next_id + len(scripts)))
         self._next_id += len(scripts)
-        for job_id, text in zip(ids, scripts):
-            send(self._request_fd, RunJob(job_id, text, self.timeout_s, self.repro_file))
+        try:
+            for job_id, text in zip(ids, scripts):
+                send(self._request_fd, RunJob(job_id, text, self.timeout_s, self.repro_file))
+        except OSError as exc:  # the zygote ended (its pipe has no reader): the same end as an answer never coming
+            raise WorkerPoolError(f"worker exited with status {self._wait(10.0)}") from exc
         results: dict[int, RunResult] = {}
         while len(results) < len(ids):
             answer = self._receive()
