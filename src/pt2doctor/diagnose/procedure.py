@@ -124,7 +124,7 @@ STEPS: tuple[Step, ...] = (
          writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
     Step("control", narrow.control, when=narrow.has_control,
-         writes="control minify headline next_steps user_frames hint"),
+         writes="control minify headline next_steps notes user_frames hint"),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
          "off", when=narrow.at_dynamo, writes="attempts category stage headline next_steps user_frames hint"),
     Step("refine", narrow.refine, writes="category notes user_frames hint"),
