@@ -294,7 +294,7 @@ def test_the_repeat_forked_while_the_first_run_goes_stands_only_where_the_first_
     """Issue 38: the first run's repeat is forked as the control once the fork server is ready, while the first run
     still goes (it takes the core the first leaves idle). Where the first failed it stands (the same failure, forked);
     where the first passed it is stopped, ended, and the plain second run is made anew in its folder."""
-    from pt2doctor.diagnose.reproduce import SecondRun
+    from pt2doctor.diagnose.repeat import SecondRun
 
     go = tmp_path / "go"
     script = tmp_path / "waits.py"

@@ -30,7 +30,7 @@ class Forking:
     None): the runs start anew from then on."""
 
     server: FreshForks | None = None
-    control: Future[Attempt] | None = None  # the first run's repeat, forked (`diagnose.reproduce.SecondRun`)
+    control: Future[Attempt] | None = None  # the first run's repeat, forked (`diagnose.repeat.SecondRun`)
     hurry: Callable[[], None] | None = None  # the control, started at low priority, at normal priority from then on
     first: str | None = None  # the first run's failure signature, which the control must end with
 

@@ -131,7 +131,7 @@ class VariantRunner:
 
     def in_background(self, variant: Variant) -> tuple[Future[Attempt], launch.Priority]:
         """`variant` started now in its turn, at low priority until the priority returned is made `urgent()`: a run
-        awaited only after the work beside it (the first run's repeat, `diagnose.reproduce.SecondRun`)."""
+        awaited only after the work beside it (the first run's repeat, `diagnose.repeat.SecondRun`)."""
         priority = launch.Priority()
         return self._submit(variant, priority, ahead=False), priority
 
