@@ -12,6 +12,7 @@ from pt2doctor.diagnose.checkpoint import Checkpoint, verdict_words
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import _judge
 from pt2doctor.diagnose.ledger import run_ledger
+from pt2doctor.diagnose.reported import HandOver
 from pt2doctor.diagnose.runs import RunMade
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Bisection, Diagnosis, FailingStage, RunLedger, StepRuns
@@ -74,11 +75,12 @@ def _minify(queries: int = 30) -> MinifyResult:
 
 
 def test_the_ledger_counts_every_whole_program_run_by_the_step_that_asked_for_it_stopped_ones_too():
-    found = Found(command=("x.py",), minify=_minify(), bisection=Bisection("inductor", "lowerings", queries=7))
+    found = Found(command=("x.py",), minify=_minify())
+    hand_over = HandOver(bisection=Bisection("inductor", "lowerings", queries=7))
     found.timings.update({"reproduce": 5.0, "stage_evidence": 1.0, "minify_early": 9.0, "hand_over": 8.0})
     made = [RunMade("reproduce", "original-1", 5.0, True), RunMade("reproduce", "original-2", 4.5, True),
             RunMade("workarounds", "workaround-call", 6.0, True), RunMade("stages", "aot_eager", 2.0, False)]
-    ledger = run_ledger(made, found, ladder_queries=4)
+    ledger = run_ledger(made, found, ladder_queries=4, hand_over=hand_over)
     assert (ledger.whole, ledger.whole_s, ledger.checks, ledger.graph) == (4, 17.5, 0, 4 + 30 + 2 + 7)
     by_step = {s.step: s for s in ledger.steps}
     assert by_step["reproduce"] == StepRuns("reproduce", whole=2, whole_s=9.5)

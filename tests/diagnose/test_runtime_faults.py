@@ -267,17 +267,17 @@ def _found_after_the_ladder(eager_signature: str | None) -> tuple[Found, Attempt
 
 def test_runs_that_fail_only_for_want_of_memory_leave_the_compiled_program_diagnosed():
     found, compiled = _found_after_the_ladder(OOM)
-    assert needs_the_compiler(found, compiled)
+    needs = needs_the_compiler(found, compiled)
     assert found.stage is FailingStage.INDUCTOR and found.stages["inductor"] == "fail"
-    assert found.needs_compiler is not None and found.needs_compiler.resource == "out of memory"
+    assert needs is not None and needs.resource == "out of memory"
     assert any("cannot run without the compiler" in note for note in found.notes)
 
 
 def test_the_same_failure_or_another_bug_below_is_not_a_missing_resource():
     for signature in (COMPILED_FAILURE, "TypeError: unsupported operand"):
         found, compiled = _found_after_the_ladder(signature)
-        assert not needs_the_compiler(found, compiled)
-        assert found.stage is FailingStage.DYNAMO and found.needs_compiler is None
+        assert needs_the_compiler(found, compiled) is None
+        assert found.stage is FailingStage.DYNAMO
 
 
 def test_a_compile_failure_is_not_what_the_runs_without_that_backend_show():
@@ -289,13 +289,13 @@ def test_a_compile_failure_is_not_what_the_runs_without_that_backend_show():
     found, _ = _found_after_the_ladder(own)
     compiled = Attempt("original-1", None, "fail", lowering, Category.BACKEND_FAILURE, 1, 1.0, "", error=lowering)
     found.attempts[:2] = [compiled, compiled]
-    assert needs_the_compiler(found, compiled)
+    needs = needs_the_compiler(found, compiled)
     assert found.stage is FailingStage.INDUCTOR and found.stages["eager"] == "fail"
-    assert found.needs_compiler is not None and found.needs_compiler.compile_failure
-    assert "fails in the backend's compile" in found.needs_compiler.describe()
+    assert needs is not None and needs.compile_failure
+    assert "fails in the backend's compile" in needs.describe()
     same, _ = _found_after_the_ladder(lowering)  # the same failure below: the lower rung is the stage
     same.attempts[:2] = [compiled, compiled]
-    assert not needs_the_compiler(same, compiled) and same.stage is FailingStage.DYNAMO
+    assert needs_the_compiler(same, compiled) is None and same.stage is FailingStage.DYNAMO
 
 
 def test_resource_shortage_words():

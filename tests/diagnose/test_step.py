@@ -10,9 +10,12 @@ import pytest
 
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.procedure import STEPS
-from pt2doctor.diagnose.step import STOP, Context, Step, UndeclaredWrite, run_steps
+from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Replayed, Reported
+from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
+from pt2doctor.model.diagnosis import Workaround
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.settings import STRICT
+from pt2doctor.model.source_refs import SourceRef
 
 
 class _Said:
@@ -242,11 +245,57 @@ def test_every_step_of_diagnose_declares_only_the_verdicts_fields():
 
 
 def test_the_design_docs_table_of_steps_is_the_tuple():
-    """docs/design/diagnose.md lists the steps in order with what each takes and writes, as `STEPS` says."""
+    """docs/design/diagnose.md lists the steps in order with what each takes (`?`: read where there is one, not
+    waited for) and writes, as `STEPS` says."""
     from pathlib import Path
 
     doc = (Path(__file__).parents[2] / "docs" / "design" / "diagnose.md").read_text()
     table = doc[doc.index("| step | module | takes | returns | writes"):].split("\n\n")[0].splitlines()[2:]
     rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in table]
     assert [(r[0], r[2], r[4]) for r in rows] == [
-        (s.name, ", ".join(s.wants()), " ".join(sorted(s.fields()))) for s in STEPS]
+        (s.name, ", ".join(w if w in s.needs() else f"{w}?" for w in s.wants()), " ".join(sorted(s.fields())))
+        for s in STEPS]
+
+
+def test_a_result_taken_with_a_default_is_passed_where_there_is_one_and_does_not_hold_the_step_back():
+    def nothing(ctx, found):
+        return None
+
+    def something(ctx, found):
+        return 3
+
+    def reads(ctx, found, something, nothing=None):
+        return (something, nothing)
+
+    step = Step("reads", reads)
+    assert step.wants() == ("something", "nothing") and step.needs() == ("something",)
+    results = run_steps((Step("nothing", nothing), Step("something", something), step), _context(), _found())
+    assert results["reads"] == (3, None)
+
+
+def test_a_step_that_concludes_with_a_result_keeps_it_and_ends_the_procedure():
+    def concludes(ctx, found):
+        return Concluded("what it found")
+
+    def after(ctx, found):
+        raise AssertionError("ran after the conclusion")
+
+    results = run_steps((Step("concludes", concludes), Step("after", after)), _context(), _found())
+    assert results == {"concludes": "what it found"}
+
+
+def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_the_procedure():
+    """`Reported` reads each field by the name of the step that returns it; a failure that did not repeat hands no
+    hand-over over; the export path's own hand-over and where to look stand where the procedure's steps did not run."""
+    names = {s.name for s in STEPS}
+    assert set(STEP_OF.values()) <= names
+    tried = HandOver((Workaround("a change", "", True, "ran to the end"),))
+    ref = SourceRef("lowering", "torch/_inductor/lowering.py", 1, "f")
+    results = {"hand_over": tried, "replay": Replayed("replay.py", True), "where_to_look": (ref,)}
+    reported = Reported.of(results)
+    assert reported.hand_over is tried and reported.replay.verified and reported.where_to_look == (ref,)
+    assert Reported.of(results, set_aside=True).hand_over == HandOver()
+    exported = Reported.of({"export": ExportConcluded(tried, (ref,))})
+    assert exported.workarounds == tried.workarounds and exported.where_to_look == (ref,)
+    diagnosis = _found().freeze(reported=reported)
+    assert diagnosis.workarounds == tried.workarounds and diagnosis.replay == "replay.py" and diagnosis.replay_verified

@@ -10,6 +10,7 @@ import pytest
 from pt2doctor.analysis.failures import dynamo_raise_site, torch_raise_site
 from pt2doctor.diagnose.conclusions import conclude
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.reported import Reported
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns
@@ -132,8 +133,8 @@ def test_what_the_program_reached_is_looked_up_beside_the_hand_over_and_joins_wh
     found.program = ProgramRepro(str(program), "AssertionError", "eager", "dynamo", 21, 11, 1, 0.1, 1.0, True,
                                  culprit_ops=("rng.randint",), backend_in_source=True)
     reached = start_reached(found, tmp_path)
-    look_where(found, tmp_path, tmp_path, reached=reached)
-    assert [r.function for r in found.where_to_look] == ["RandomVariable.call_method"], found.notes
+    refs = look_where(found, tmp_path, tmp_path, reached=reached)
+    assert [r.function for r in refs] == ["RandomVariable.call_method"], found.notes
     graph = Found(command=("g.py",), category=Category.ACCURACY, stage=FailingStage.INDUCTOR)
     assert start_reached(graph, tmp_path).result().refs == ()
     export = Found(command=("e.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.AOT_AUTOGRAD,
@@ -231,11 +232,12 @@ def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:
     found.minify = MinifyResult("g0001", Stage.AOT, FailureSignature(FailureKind.EXCEPTION, "RuntimeError: boom"), 9,
                                 1, ("aten.relu.default",), ("aten.relu.default",), 12, 3, 4.5, True, str(repro),
                                 verify_runs=VerifyRuns(2, 2))
-    found.where_to_look = [SourceRef("Inductor lowering of aten.relu.default", "torch/_inductor/lowering.py", 7972,
-                                     "make_pointwise.<locals>.inner")]
-    conclude(found)
-    diagnosis = found.freeze()
-    assert diagnosis.where_to_look == tuple(found.where_to_look)
+    lowering = SourceRef("Inductor lowering of aten.relu.default", "torch/_inductor/lowering.py", 7972,
+                         "make_pointwise.<locals>.inner")
+    reported = Reported(where_to_look=(lowering,))
+    conclude(found, reported)
+    diagnosis = found.freeze(reported=reported)
+    assert diagnosis.where_to_look == reported.where_to_look
     write_bundle(diagnosis, None, tmp_path)
     issue = (tmp_path / "issue.md").read_text()
     assert "**Where to look** in PyTorch's source" in issue
@@ -264,8 +266,8 @@ def test_a_dynamo_failure_is_located_by_its_trace_artifact_not_the_trimmed_trace
     found = Found(command=("train.py",), category=Category.GRAPH_BREAK, stage=FailingStage.DYNAMO)
     failure = Failure(Category.GRAPH_BREAK, "torch._dynamo.exc.Unsupported", "x", traceback=TRIMMED)
     found.session = Session(SCHEMA, "2.13", ("train.py",), ExitInfo(1), failures=(failure,))
-    look_where(found, tmp_path, tmp_path)
-    assert [r.file for r in found.where_to_look] == ["torch/_dynamo/variables/builtin.py"] and not found.notes
+    refs = look_where(found, tmp_path, tmp_path)
+    assert [r.file for r in refs] == ["torch/_dynamo/variables/builtin.py"] and not found.notes
 
 
 def test_an_ops_inductor_lowering_is_no_place_to_look_before_inductor(sources) -> None:

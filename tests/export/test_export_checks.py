@@ -80,6 +80,6 @@ def test_a_package_that_computes_on_inputs_its_program_rejects_is_said_to_check_
     finding = ExportFinding(EntryPoint.EXPORT_NON_STRICT, None, ExportFailureKind.WRONG_RESULT, unchecked_inputs=True)
     assert "AOTI_RUNTIME_CHECK_INPUTS=1" in unchecked_inputs_steps(finding)[0]
     found = Found(command=("aoti.py",), export=finding)
-    look_where(found, tmp_path, tmp_path)
+    refs = look_where(found, tmp_path, tmp_path)
     assert any(r.function.endswith("generate_input_output_runtime_checks") and "AOTI_RUNTIME_CHECK_INPUTS" in r.what
-               for r in found.where_to_look), found.where_to_look
+               for r in refs), refs

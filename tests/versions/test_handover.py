@@ -7,6 +7,7 @@ from __future__ import annotations
 from pt2doctor.analysis.versions import conclude
 from pt2doctor.diagnose.conclusions import conclude as conclude_diagnosis
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.reported import HandOver, Reported, Upgrade
 from pt2doctor.diagnose.upgrade import upgrade_workaround
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Diagnosis, FailingStage, Workaround
@@ -32,20 +33,22 @@ def _result() -> VersionsResult:
 
 
 def _found() -> Found:
-    found = Found(command=("bug.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
-                  error="BackendCompilerFailed: LoweringException", original_backend="inductor",
-                  stages={"eager": "pass", "aot_eager": "pass", "inductor": "fail"})
-    found.workarounds.append(Workaround("`@torch.compiler.disable` on `f`", "--- a\n+++ b\n", True, "ran to the end"))
-    return found
+    return Found(command=("bug.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
+                 error="BackendCompilerFailed: LoweringException", original_backend="inductor",
+                 stages={"eager": "pass", "aot_eager": "pass", "inductor": "fail"})
+
+
+def _reported(result: VersionsResult | None = None) -> Reported:
+    """The script's workaround the hand-over verified; with `result`, what the `versions` step returns beside it."""
+    tried = HandOver((Workaround("`@torch.compiler.disable` on `f`", "--- a\n+++ b\n", True, "ran to the end"),))
+    return Reported(hand_over=tried, upgrade=Upgrade(result, upgrade_workaround(result)) if result else None)
 
 
 def test_the_fixing_release_is_offered_first_verified_on_the_repro_and_said_so():
     found = _found()
     result = _result()
     assert result.fixed == Boundary("2.14.0", "2.14.1", exact=True)
-    found.workarounds.insert(0, upgrade_workaround(result))  # what `check_versions` does
-    found.versions = result
-    conclude_diagnosis(found)
+    conclude_diagnosis(found, _reported(result))
     first, second = found.next_steps[:2]
     assert first.startswith("Workaround, verified on the repro (not on your whole program): upgrade torch to 2.14.1")
     assert "2.14.1+cu130" in first and second.startswith("Workaround, verified on a copy of your script")
@@ -65,10 +68,7 @@ def test_no_upgrade_is_offered_when_no_newer_release_passes():
 
 
 def test_issue_md_has_the_releases_table_and_the_upgrade_apart_from_the_script_workaround():
-    found = _found()
-    found.workarounds.insert(0, upgrade_workaround(_result()))
-    found.versions = _result()
-    text = render_issue(found.freeze(), None)
+    text = render_issue(_found().freeze(reported=_reported(_result())), None)
     assert "**Upgrade** (verified on the repro, not on the whole program" in text
     assert "upgrade torch to 2.14.1." in text
     assert "**Workaround** (verified: a copy of the program" in text and "`@torch.compiler.disable` on `f`" in text
@@ -86,9 +86,7 @@ def test_a_regression_names_the_last_release_that_passed():
 
 
 def test_diagnosis_json_and_the_html_section_carry_the_search():
-    found = _found()
-    found.versions = _result()
-    diagnosis = found.freeze()
+    diagnosis = _found().freeze(reported=_reported(_result()))
     again = loads(dumps(diagnosis), Diagnosis)
     assert again.versions == _result() and again.versions.fixed.after == "2.14.1"
     section = diagnosis_section(diagnosis)

@@ -8,7 +8,7 @@ repeats, has not ended yet: `diagnose.reproduce.repeated`). After every step, th
 `publish` (the CLI writes it as diagnosis.json, `report.issue.write_diagnosis`), with the steps still to come
 (`Diagnosis.pending`) and the runs made so far: a diagnosis stopped from outside, or killed, leaves what it had
 found. `frozen()` is the diagnosis as it stands, by the same rule (`Found.freeze` with the run ledger,
-`diagnose.ledger`).
+`diagnose.ledger`, and what the steps returned for the report, `diagnose.reported`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ledger import run_ledger
+from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.model import Category
 from pt2doctor.model.category_policy import refined
@@ -47,7 +48,12 @@ class Checkpoint:
     def frozen(self, pending: tuple[str, ...] = ()) -> Diagnosis:
         evidence = self.results.get("stage_evidence")
         ladder = evidence.graph.queries if evidence is not None and evidence.graph is not None else 0
-        return self.found.freeze(run_ledger(self.runner.made, self.found, ladder), pending)
+        reported = self.reported()
+        runs = run_ledger(self.runner.made, self.found, ladder, reported.hand_over)
+        return self.found.freeze(runs, pending, reported)
+
+    def reported(self) -> Reported:
+        return Reported.of(self.results, self.found.set_aside)
 
 
 def verdict_words(found: Found) -> str | None:

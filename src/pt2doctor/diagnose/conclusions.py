@@ -1,7 +1,8 @@
 """How what `diagnose` established is said: headline, category refinements, user frames and next steps.
 
-Contract: each function reads what the runs established in a `diagnose.found.Found` and writes its headline,
-category, user frames, hint and next steps: no runs, no I/O. `conclude` is the procedure's last step; the others
+Contract: each function reads what the runs established in a `diagnose.found.Found` (and, to conclude, what the
+steps returned for the report: `diagnose.reported.Reported`) and writes its headline, category, user frames, hint
+and next steps: no runs, no I/O. `conclude` is the procedure's last step; the others
 conclude early (success, flaky, a user error, a stop, the environment at fault) or refine as steps go.
 """
 
@@ -15,6 +16,7 @@ from pt2doctor.analysis.recompiles import recompile_chains
 from pt2doctor.capture.process_meta import is_user_file
 from pt2doctor.diagnose import next_steps
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.stages import GRAPH_STAGES, blame, ladder
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, SourceLoc
@@ -84,7 +86,7 @@ _STOPPED = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "stopped (SIGTERM)", "S
             BUDGET: "stopped at its --budget"}
 
 
-def stopped(found: Found) -> None:
+def stopped(found: Found, reported: Reported) -> None:
     """What a stop leaves (Ctrl-C, SIGTERM, SIGHUP, the budget): the stage table of the runs that finished (a stage is
     blamed only when every rung below the failing one passed), and a headline saying how far it got. A diagnosis
     stopped at its budget with its verdict known concludes on what it found (the hand-over it had time for)."""
@@ -98,7 +100,7 @@ def stopped(found: Found) -> None:
         found.stages.update({b: "skipped" for b, _ in rungs[first_unknown:]})
     if found.stopped_by == BUDGET and found.category is not None and found.stage is not None and not found.headline:
         refine_category(found)
-        conclude(found)
+        conclude(found, reported)
         found.headline = f"{words}: {found.headline}"
         found.next_steps.append("Run `pt2doctor diagnose` again with a larger --budget for the rest of the hand-over.")
         return
@@ -185,14 +187,15 @@ _CARRIED = {BackendKind.SOURCE: "; repro.py defines it from your source",
                               "recorded error"}
 
 
-def conclude(found: Found) -> None:
+def conclude(found: Found, reported: Reported) -> None:
     stage_title = STAGE_TITLES[found.stage] if found.stage else "an unknown stage"
     backend = found.original_backend or "the original backend"
     category = found.category.value if found.category else Category.UNCLASSIFIED.value
     on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
     found.headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     _flaky_repro(found)
-    next_steps.workaround_steps(found)
+    workarounds = reported.workarounds
+    next_steps.workaround_steps(found, workarounds)
     if found.category is Category.RECOMPILATION:
         _recompile_limit_steps(found)
     elif found.stage is FailingStage.DYNAMO and found.category is Category.ACCURACY:
@@ -200,7 +203,7 @@ def conclude(found: Found) -> None:
         found.next_steps.append("Dynamo itself changes the result (it is wrong with backend='eager' too and right with "
                                 f"compilation off): file it as a Dynamo correctness bug with issue.md, which holds "
                                 f"{holds}.")
-        if not any(w.verified for w in found.workarounds):
+        if not any(w.verified for w in workarounds):
             found.next_steps.append("Until it is fixed, keeping the function out of the graph "
                                     "(`@torch.compiler.disable`) may help (not tried as a workaround).")
     elif found.stage is FailingStage.DYNAMO:
@@ -210,13 +213,13 @@ def conclude(found: Found) -> None:
                                 "so no backend is involved.")
         if found.hint:
             found.next_steps.append(found.hint)
-        if found.replay_verified:
-            found.next_steps.append(f"`python {found.replay}` compiles that one frame again and fails the same way: "
+        if (replay := reported.replay) is not None and replay.verified:
+            found.next_steps.append(f"`python {replay.path}` compiles that one frame again and fails the same way: "
                                     "attach it (with its frames/*.pkl recording) to the issue, or step through it.")
         found.next_steps.append("If the code there is valid PyTorch, file it as a Dynamo bug with issue.md.")
     elif found.stage in GRAPH_STAGES:
         passed = [b for b, r in found.stages.items() if r == "pass"]
-        if not any(w.verified for w in found.workarounds) and passed:
+        if not any(w.verified for w in workarounds) and passed:
             cost = ("without your backend" if found.stage is FailingStage.BACKEND
                     else "without Inductor's code generation")
             found.next_steps.append(f"Until it is fixed, torch.compile(..., backend={passed[-1]!r}) may run the script "
@@ -233,8 +236,8 @@ def conclude(found: Found) -> None:
         if m is not None and not verified and not (found.program and found.program.verified):
             found.next_steps.append("The repro did not verify in a fresh interpreter: do not file it as minimal.")
     next_steps.program_steps(found)
-    if found.bisection and found.bisection.subsystem:
-        found.next_steps.append(f"CompilerBisector: disabling {found.bisection.describe()} makes it pass.")
+    if (b := reported.hand_over.bisection) and b.subsystem:
+        found.next_steps.append(f"CompilerBisector: disabling {b.describe()} makes it pass.")
 
 
 def environment_fails(found: Found, control: Control) -> None:

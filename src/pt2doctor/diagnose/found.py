@@ -1,8 +1,10 @@
-"""What `diagnose` has established: the accumulator.
+"""What `diagnose` has established that every step reads: the verdict, the runs, the repro in hand.
 
 Contract: `Found` is mutable while the procedure (`diagnose.procedure`) runs and is frozen into a
-`Diagnosis` at the end (`freeze`, with the exit code); `timed(step)` adds a step's seconds to
-`timings`. How it is said (headline, refinements, next steps) is `diagnose.conclusions`.
+`Diagnosis` at the end (`freeze`, with the exit code and what the steps returned for the report alone:
+`diagnose.reported.Reported`, the owner's hand-over, replay.py, where to look, other releases); `timed(step)`
+adds a step's seconds to `timings`. How it is said (headline, refinements, next steps) is
+`diagnose.conclusions`.
 """
 
 from __future__ import annotations
@@ -12,28 +14,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
+from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.diagnosis import (
     Attempt,
-    Bisection,
     Control,
     Diagnosis,
     FailingStage,
     ProgramRepro,
     RunLedger,
     ShortForm,
-    SourceRef,
     StageOutcome,
-    Workaround,
 )
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.minify import BackendKind, MinifyResult, source_calls
-from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
-from pt2doctor.model.versions import VersionsResult
+from pt2doctor.model.runtime import RuntimeTriage
 
 
 @dataclass
@@ -45,6 +43,7 @@ class Found:
     stage: FailingStage | None = None
     stages: dict[str, StageOutcome] = field(default_factory=dict)
     flaky: bool = False
+    set_aside: bool = False  # the first failure did not repeat: what was drawn from it is not handed over
     attempts: list[Attempt] = field(default_factory=list)
     headline: str = ""
     error: str = ""
@@ -53,10 +52,6 @@ class Found:
     user_frames: list[SourceLoc] = field(default_factory=list)
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # the program reduced (`reduce.program`)
-    bisection: Bisection | None = None
-    settings: SettingSearch | None = None  # tried on the minimal graph or program (`diagnose.setting_search`)
-    replay: str | None = None
-    replay_verified: bool = False
     next_steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -72,13 +67,8 @@ class Found:
     control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
     harness_test: str | None = None  # test_repro.py of the harness form, where no short form reproduced
-    # tried on copies, narrowest first (`diagnose.workarounds`)
-    workarounds: list[Workaround] = field(default_factory=list)
-    where_to_look: list[SourceRef] = field(default_factory=list)  # PyTorch's source for it (`diagnose.where_to_look`)
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
     runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)
-    needs_compiler: NeedsCompiler | None = None  # the program cannot run uncompiled (`diagnose.stage_signatures`)
-    versions: VersionsResult | None = None  # repro.py under other torch releases (`diagnose.upgrade`)
     internal_errors: list[str] = field(default_factory=list)  # steps that raised: pt2doctor's own errors
 
     @contextmanager
@@ -122,9 +112,10 @@ class Found:
         """Stopped by a signal (not by its budget, after which it hands over what it found as a conclusion)."""
         return self.stopped_by not in ("", BUDGET)
 
-    def freeze(self, runs: RunLedger | None = None, pending: tuple[str, ...] = ()) -> Diagnosis:
+    def freeze(self, runs: RunLedger | None = None, pending: tuple[str, ...] = (),
+               reported: Reported | None = None) -> Diagnosis:
         """The verdict as a value; `runs`: what it cost (`diagnose.ledger`); `pending`: the steps still to come,
-        when it is written before the end."""
+        when it is written before the end; `reported`: what the steps returned for the report."""
         m, p = self.minify, self.program
         environment = self.session.environment if self.session else Environment()
         chosen = self.chosen_repro()
@@ -136,23 +127,25 @@ class Found:
             test = p.test if p is not None and chosen is p else None
         repro, verified = (short.repro if short else chosen.repro_path, chosen.verified) if chosen else (None, False)
         ops = self.culprit_ops()
+        r = reported or Reported()
+        b = r.hand_over.bisection
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
-            subsystem=self.bisection.subsystem if self.bisection else None, flaky=self.flaky,
+            subsystem=b.subsystem if b else None, flaky=self.flaky,
             repro=repro, repro_verified=verified, repro_runs=chosen.verify_runs if chosen else None,
-            replay=self.replay, replay_verified=self.replay_verified,
+            replay=r.replay.path if r.replay else None, replay_verified=bool(r.replay and r.replay.verified),
             minified_nodes=m.nodes_after if m and graph else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and graph else (),
             input_needs=m.input_needs if m and graph else (), short=short, test=test,
             user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
-            original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=self.bisection,
-            settings=self.settings,
+            original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=b,
+            settings=r.hand_over.settings,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
-            workarounds=tuple(self.workarounds), where_to_look=tuple(self.where_to_look), runtime=self.runtime,
-            needs_compiler=self.needs_compiler, versions=self.versions, runs=runs, pending=pending,
-            stopped_by=self.stopped_by,
+            workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=self.runtime,
+            needs_compiler=r.needs_compiler, versions=r.upgrade.versions if r.upgrade else None, runs=runs,
+            pending=pending, stopped_by=self.stopped_by,
         )
 
     def culprit_ops(self) -> tuple[str, ...]:

@@ -5,9 +5,10 @@ minimal graph (else on the reduced program) searched first in the warm workers (
 changes tried on copies of the script (`diagnose.workarounds`), beside the maintainers' hand-over (they share nothing,
 so they run side by side), and once the bisection has named what it blames, that turned off by a config: repro.py in
 PyTorch's idiom with a regression test (`diagnose.short_repro`), beside the compiler bisected on a copy of the
-minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form is repro.py). `where_to_look`
-looks up where the installed torch handles the culprit ops, the bisected subsystem and a Dynamo failure
-(`diagnose.where_to_look`), for issue.md's "Where to look".
+minifier's harness form (`found.minify.repro_path`, repro_graph.py once the short form is repro.py); what the owner
+is handed is its result (`diagnose.reported.HandOver`). `where_to_look` looks up where the installed torch handles
+the culprit ops, the bisected subsystem and a Dynamo failure (`diagnose.where_to_look`), for issue.md's "Where to
+look".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import dynamo_graph_script
 from pt2doctor.diagnose.narrowing import SideRuns
 from pt2doctor.diagnose.recording import Recording
+from pt2doctor.diagnose.reported import HandOver
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.setting_search import applies as settings_apply
@@ -32,8 +34,8 @@ from pt2doctor.diagnose.setting_search import program_applies, search_on_program
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
-from pt2doctor.diagnose.workarounds import find_workarounds, start_fallback, tried, try_config
-from pt2doctor.model.diagnosis import Bisection, FailingStage, Workaround
+from pt2doctor.diagnose.workarounds import Tried, find_workarounds, start_fallback, tries_workarounds, try_config
+from pt2doctor.model.diagnosis import Bisection, FailingStage
 from pt2doctor.model.minify import FailureSignature, MinifyResult
 from pt2doctor.model.source_refs import SourceRef
 
@@ -45,31 +47,33 @@ _BISECT_START = {FailingStage.INDUCTOR: "inductor", FailingStage.DECOMP_PARTITIO
 
 
 def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns, recording: Recording,
-              reproduce: Reproduced) -> tuple[Workaround, ...]:
+              reproduce: Reproduced) -> HandOver:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
+    tried = Tried()
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
-        arounds = side.submit(_owner, ctx, found, reproduce.workers, text, recording)
-        _for_maintainers(ctx, found, classify, side_runs)
+        arounds = side.submit(_owner, ctx, found, tried, reproduce.workers, text, recording)
+        tried.bisection = _for_maintainers(ctx, found, classify, side_runs)
         arounds.result()
-    _try_workarounds(ctx, found, try_config)  # what the bisection blamed, turned off: known only now
-    return tuple(found.workarounds)
+    _try_workarounds(ctx, found, tried, try_config)  # what the bisection blamed, turned off: known only now
+    return tried.frozen()
 
 
-def _owner(ctx: Context, found: Found, workers: Workers | None, text: str | None, recording: Recording) -> None:
+def _owner(ctx: Context, found: Found, tried: Tried, workers: Workers | None, text: str | None,
+           recording: Recording) -> None:
     """The compiler settings searched on the minimal graph (else the reduced program) in the warm workers, then the
     workarounds on copies of the script, those settings among them; where the next candidate after the settings is
     the stage's backend, its run goes ahead beside the search (`start_fallback`)."""
     graph = text if settings_apply(found) else None
     if ctx.options.workarounds and (graph is not None or program_applies(found)) and not ctx.runner.closed:
-        _try_workarounds(ctx, found, start_fallback)
+        _try_workarounds(ctx, found, tried, start_fallback)
         ctx.reporter.status(f"trying compiler settings on the {'minimal graph' if graph else 'reduced program'}")
         with found.timed("settings"), _warm_pool(ctx, workers) as pool:
-            found.settings = (search_on_program(pool, found, ctx.options.script) if graph is None else
+            tried.settings = (search_on_program(pool, found, ctx.options.script) if graph is None else
                               search_settings(pool, found, graph, lambda: _dynamo_graph(ctx, recording)))
-        if found.settings is not None:
-            found.notes.append(found.settings.describe())
-    _try_workarounds(ctx, found, find_workarounds)
+        if tried.settings is not None:
+            found.notes.append(tried.settings.describe())
+    _try_workarounds(ctx, found, tried, find_workarounds)
     ctx.runner.drop_ahead()
 
 
@@ -104,18 +108,20 @@ def _minimal_graph_text(found: Found) -> str | None:
         return None
 
 
-def _try_workarounds(ctx: Context, found: Found, tries: Callable[[VariantRunner, Found, bool], None]) -> None:
-    if tried(ctx.options):
+def _try_workarounds(ctx: Context, found: Found, tried: Tried,
+                     tries: Callable[[VariantRunner, Found, Tried, bool], None]) -> None:
+    if tries_workarounds(ctx.options):
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
-            tries(ctx.runner, found, ctx.options.cost)
+            tries(ctx.runner, found, tried, ctx.options.cost)
 
 
-def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> None:
+def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns) -> Bisection | None:
     """repro.py in PyTorch's idiom, verified, and the compiler bisected on the harness form, side by side: the
-    bisection works on a copy (`_bisected_copy`), so the short form taking repro.py's name cannot reach it."""
+    bisection works on a copy (`_bisected_copy`), so the short form taking repro.py's name cannot reach it; what the
+    bisection blamed."""
     m = found.minify
     if m is None or not m.verified:
-        return
+        return None
     options, reporter = ctx.options, ctx.reporter
     bisects = found.stage in _BISECT_START and options.bisect
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-bisect") as side:
@@ -125,10 +131,12 @@ def _for_maintainers(ctx: Context, found: Found, classify: Classified, side_runs
         with found.timed("short_repro"):
             hand_over_short(found, options.out_dir, classify.attempt.signature or "", options.query_timeout_s,
                             side_runs.workers.forks if side_runs.workers else None)
-        if bisection is not None:
-            found.bisection, seconds = bisection.result()
-            found.took("bisect", seconds)
-            reporter.status(f"bisection: {found.bisection.describe()}")
+        if bisection is None:
+            return None
+        bisected, seconds = bisection.result()
+        found.took("bisect", seconds)
+        reporter.status(f"bisection: {bisected.describe()}")
+        return bisected
 
 
 def _bisect(ctx: Context, backend: str, repro: Path, target: str, pending: PendingBisection | None
@@ -160,9 +168,8 @@ def reached(ctx: Context, found: Found) -> Reached:
     return start_reached(found, ctx.options.out_dir)
 
 
-def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns,
-                  reached: Reached) -> tuple[SourceRef, ...]:
+def where_to_look(ctx: Context, found: Found, classify: Classified, side_runs: SideRuns, reached: Reached,
+                  hand_over: HandOver | None = None) -> tuple[SourceRef, ...]:
     workers = side_runs.workers
-    look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir,
-               workers.pool if workers is not None else None, reached)
-    return tuple(found.where_to_look)
+    return look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir, hand_over,
+                      workers.pool if workers is not None else None, reached)

@@ -34,6 +34,7 @@ from pt2doctor.diagnose.control import ControlKind, ControlRun, control_in, star
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
 from pt2doctor.diagnose.recording import Recording
+from pt2doctor.diagnose.reported import Replayed
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Context
@@ -226,9 +227,8 @@ def replays(ctx: Context, found: Found) -> bool:
     return found.stage is FailingStage.DYNAMO and policy(found.category).compilation_off
 
 
-def replay(ctx: Context, found: Found, classify: Classified) -> str | None:
-    """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter
-    (`found.replay_verified`)."""
+def replay(ctx: Context, found: Found, classify: Classified) -> Replayed | None:
+    """replay.py for the recorded failing frame, checked to fail alone in a fresh interpreter."""
     try:
         return _replay(ctx, found, ctx.runner.run_dir(classify.attempt.label), classify.attempt.signature or "")
     except (OSError, ValueError, KeyError) as exc:
@@ -236,7 +236,7 @@ def replay(ctx: Context, found: Found, classify: Classified) -> str | None:
         return None
 
 
-def _replay(ctx: Context, found: Found, run_dir: Path, signature: str) -> str | None:
+def _replay(ctx: Context, found: Found, run_dir: Path, signature: str) -> Replayed | None:
     from pt2doctor.capture.child.frame_recorder import write_replay
 
     records = sorted((run_dir / "frames").glob("frame-*.pkl"))
@@ -245,16 +245,14 @@ def _replay(ctx: Context, found: Found, run_dir: Path, signature: str) -> str | 
         return None
     ctx.reporter.status("replaying the failing frame alone (frame recording)")
     replayed = write_replay(records[0], ctx.options.script.resolve().parent, ctx.options.out_dir / "replay.py")
-    found.replay = str(replayed)
     # judged as every repro is: run as `python replay.py` under the harness that prints its failure's identity
     check = ctx.options.out_dir / "replay_check" / "replay.py"
     check.parent.mkdir(exist_ok=True)
     check.write_text(harness_text(replayed.read_text(),
                                   ProgramRun(str(replayed), str(replayed.parent), (replayed.name,))))
     ran = verify(check, target_of(signature, False), timeout_s=max(60.0, ctx.options.query_timeout_s), runs=1)
-    found.replay_verified = ran.verified
     if not ran.verified:
         found.notes.append("replay.py does not fail the same way (" + (
             "it did not finish in time" if ran.returncode is None and ran.seen is None else
             f"exit {ran.returncode}: {ran.seen.text if ran.seen else 'no failure'}") + ")")
-    return found.replay
+    return Replayed(str(replayed), ran.verified)

@@ -1,8 +1,8 @@
 """The hand-over's next steps: the verified workaround with its cost, and what the reduced program shows.
 
-Contract: `workaround_steps(found)` puts the verified workarounds first among `found.next_steps` (an upgrade of
-torch, verified on the repro, then the change to the script `model.diagnosis.handed_over` picks) and notes the
-ones that did not hold; `program_steps(found)` says what the reduced program (repro.py when no graph repro
+Contract: `workaround_steps(found, workarounds)` puts the verified workarounds first among `found.next_steps` (an
+upgrade of torch, verified on the repro, then the change to the script `model.diagnosis.handed_over` picks) and notes
+the ones that did not hold; `program_steps(found)` says what the reduced program (repro.py when no graph repro
 verified) shows and how to file it. Text only: they read what the steps established.
 """
 
@@ -17,20 +17,19 @@ from pt2doctor.model.minify import MinifyResult
 class _Established(Protocol):
     """What these read and write of `diagnose.found.Found` (`diagnose.conclusions` calls them: no import back)."""
 
-    workarounds: list[Workaround]
     next_steps: list[str]
     notes: list[str]
     program: ProgramRepro | None
     minify: MinifyResult | None
 
 
-def workaround_steps(found: _Established) -> None:
+def workaround_steps(found: _Established, workarounds: tuple[Workaround, ...]) -> None:
     """The verified workarounds first among the next steps: an upgrade of torch (verified on the repro), then the
     change to the script handed over (`handed_over`), with what it costs; the ones that did not hold after."""
-    shown = [w for w in (verified_upgrade(found.workarounds), handed_over(found.workarounds)) if w is not None]
+    shown = [w for w in (verified_upgrade(workarounds), handed_over(workarounds)) if w is not None]
     for w in reversed(shown):
         found.next_steps.insert(0, _verified_step(w))
-    for w in found.workarounds:
+    for w in workarounds:
         if not w.verified:
             found.notes.append(f"workaround tried and not kept: {w.change}: {w.outcome}")
 

@@ -36,6 +36,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.recording import pick_recording
+from pt2doctor.diagnose.reported import ExportConcluded, HandOver, Replayed, Reported, Upgrade
 from pt2doctor.diagnose.reproduce import (
     Classified,
     Reproduced,
@@ -48,10 +49,10 @@ from pt2doctor.diagnose.reproduce import (
 from pt2doctor.diagnose.runs import ScriptCall, VariantRunner
 from pt2doctor.diagnose.runtime_triage import runtime_triage, triage_flaky, triages
 from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
-from pt2doctor.diagnose.step import STOP, Context, Step, run_steps
+from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, run_steps
 from pt2doctor.diagnose.stopping import Stop, shielded, stoppable
 from pt2doctor.diagnose.where_to_look import look_where
-from pt2doctor.diagnose.workarounds import try_export
+from pt2doctor.diagnose.workarounds import Tried, try_export
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
@@ -61,23 +62,25 @@ from pt2doctor.processes import launch
 __all__ = ["STEPS", "DiagnoseOptions", "diagnose", "recorded_backend_spec"]
 
 
-def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> bool:
-    """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude."""
+def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classified) -> Concluded | None:
+    """torch.export or AOTInductor failed: its own steps (`export.diagnose.steps`) conclude, with the workaround tried
+    and where to look."""
     def known() -> None:  # said and written before the program is reduced, the repeat made beside the reduction
         if reproduce.pending is not None:
             reproduce.pending.start()
         if ctx.after_step is not None:
             ctx.after_step("export")
 
-    done = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known)
-    if done and ctx.options.workarounds:
+    if not diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known):
+        return None
+    tried = Tried()
+    if ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
-            try_export(ctx.runner, found, ctx.options.cost)
-        workaround_steps(found)
-    if done:  # the procedure's own where-to-look step does not run after this one
-        with found.timed("where_to_look"):
-            look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
-    return STOP if done else False
+            try_export(ctx.runner, found, tried, ctx.options.cost)
+        workaround_steps(found, tuple(tried.workarounds))
+    with found.timed("where_to_look"):  # the procedure's own where-to-look step does not run after this one
+        refs = look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
+    return Concluded(ExportConcluded(tried.frozen(), refs))
 
 
 def _reproduce(ctx: Context, found: Found) -> Reproduced:
@@ -104,8 +107,10 @@ def _triage_flaky(ctx: Context, found: Found) -> None:
         triage_flaky(ctx.options, ctx.runner, found, recorded, spec, on_cuda)
 
 
-def _conclude(ctx: Context, found: Found) -> bool:
-    conclude(found)
+def _conclude(ctx: Context, found: Found, replay: Replayed | None = None, hand_over: HandOver | None = None,
+              versions: Upgrade | None = None) -> bool:
+    conclude(found, Reported(replay=replay, hand_over=HandOver() if hand_over is None else hand_over,
+                             upgrade=versions))
     return True
 
 
@@ -114,7 +119,7 @@ STEPS: tuple[Step, ...] = (
                                          "recording_changed_outcome notes original_backend backend_kind runtime"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
     Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
-                                   "stage user_frames where_to_look workarounds"),
+                                   "stage user_frames"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
     Step("recording", pick_recording, writes="attempts notes"),
@@ -122,28 +127,26 @@ STEPS: tuple[Step, ...] = (
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
     Step("stages", narrow.stages, "finding the failing stage", when=narrow.on_the_program,
          writes="attempts notes stage stages"),
-    Step("needs_compiler", compare_stage_signatures, writes="needs_compiler notes stage stages"),
+    Step("needs_compiler", compare_stage_signatures, writes="notes stage stages"),
     Step("control", narrow.control, when=narrow.has_control,
          writes="control minify headline next_steps notes user_frames hint"),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
          "off", when=narrow.at_dynamo, writes="attempts category stage headline next_steps user_frames hint"),
     Step("refine", narrow.refine, writes="category notes user_frames hint"),
-    Step("replay", narrow.replay, when=narrow.replays, writes="notes replay replay_verified"),
+    Step("replay", narrow.replay, when=narrow.replays, writes="notes"),
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
     Step("program_reduction", reduction.program_reduction, when=reduction.reduces_the_program,
          writes="program minify notes"),
     Step("reached", over.reached),
-    Step("hand_over", over.hand_over,
-         writes="attempts workarounds notes minify program short harness_test bisection settings"),
+    Step("hand_over", over.hand_over, writes="attempts notes minify program short harness_test"),
     Step("program_for_short", reduction.program_for_short, when=reduction.harness_too_long,
          writes="program minify notes short"),
     Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames runtime "
-                                      "original_backend backend_kind workarounds short harness_test bisection "
-                                      "settings"),
+                                      "original_backend backend_kind short harness_test set_aside"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
-         writes="notes versions workarounds"),
-    Step("where_to_look", over.where_to_look, writes="notes where_to_look"),
+         writes="notes"),
+    Step("where_to_look", over.where_to_look, writes="notes"),
     Step("conclude", _conclude, writes="headline next_steps notes flaky"),
 )
 
@@ -169,10 +172,10 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
                 launch.threads_wait_passively(not runner.gpu.visible):  # the runs share the cores
             _run_procedure(ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
-        _stopped_by(stop.reason(exc), found, runner)
+        _stopped_by(stop.reason(exc), found, runner, checkpoint.reported())
     except Exception as exc:  # pt2doctor's own error between the steps (`run_steps` keeps a step's): nothing is lost
         if runner.closed:  # what met the runner the stop had closed
-            _stopped_by(stop.reason(KeyboardInterrupt()), found, runner)
+            _stopped_by(stop.reason(KeyboardInterrupt()), found, runner, checkpoint.reported())
         elif settings().strict:
             raise
         else:
@@ -193,13 +196,13 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     return checkpoint.frozen()
 
 
-def _stopped_by(why: str, found: Found, runner: VariantRunner) -> None:
+def _stopped_by(why: str, found: Found, runner: VariantRunner, reported: Reported) -> None:
     with shielded():
         found.stopped_by = why
         found.notes.append(f"{why}: the steps above it are complete, the rest did not run")
         labels = {a.label for a in found.attempts}
         found.attempts += [a for label, a in runner.finished.items() if label not in labels]
-        stopped(found)
+        stopped(found, reported)
 
 
 def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.short_repro import hand_over_program, repro_lines
 from pt2doctor.diagnose.stages import GRAPH_STAGES, REFERENCE
 from pt2doctor.diagnose.step import Context
-from pt2doctor.diagnose.workarounds import start_call, tried
+from pt2doctor.diagnose.workarounds import start_call, tries_workarounds
 from pt2doctor.model.diagnosis import FailingStage, ProgramReason
 from pt2doctor.model.minify import MinifyResult
 
@@ -33,8 +33,9 @@ def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Rec
     verified graph came of it: the workarounds then go by the reduced program)."""
     if side_runs.bisector is not None:
         side_runs.bisector.start()
+    narrowed = partial(start_call, ctx.runner, found) if tries_workarounds(ctx.options) else None
     minify_graph(ctx.options, found, ctx.reporter, ctx.minify_reporter, recording, side_runs.workers,
-                 ctx.reduction_s(), narrowed=partial(start_call, ctx.runner, found) if tried(ctx.options) else None)
+                 ctx.reduction_s(), narrowed=narrowed)
     if not (found.minify and found.minify.verified):
         ctx.runner.drop_ahead()
     return found.minify

@@ -241,7 +241,7 @@ def _set_aside(found: Found) -> None:
     was drawn from it, the hand-over among it, go (the runs made stay, as evidence)."""
     found.category, found.stage, found.stages, found.user_frames, found.hint = None, None, {}, [], ""
     found.minify, found.program, found.control, found.headline, found.next_steps = None, None, None, "", []
-    found.workarounds, found.short, found.harness_test, found.bisection, found.settings = [], None, None, None, None
+    found.short, found.harness_test, found.set_aside = None, None, True  # the hand-over: not reported
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:

@@ -4,8 +4,10 @@ Contract: a step is a function `(ctx, found, **earlier) -> result`. `ctx` is wha
 none changes (`Context`: the options, the runner of script variants, the reporters). Its other parameters
 are earlier steps' results, named as those steps are: the loop passes each from the results so far, and
 skips the step when one of them is missing or None (what it needs was not established), or when its
-`when` (called the same way) says it does not apply. What a step returns is its own typed result, handed
-to the steps after it by its name; `STOP` ends the procedure: the step concluded.
+`when` (called the same way) says it does not apply; a parameter with a default is a result the step reads
+where there is one (None where that step did not run or found nothing), and does not hold the step back.
+What a step returns is its own typed result, handed to the steps after it by its name; `STOP` ends the
+procedure: the step concluded (`Concluded(result)`: concluded, with a result kept as any other).
 `found` is the verdict so far (`diagnose.found`): a step reads all of it and sets only the fields its
 `Step.writes` names (what the report says it established: the category, the stage, notes, next steps);
 it gets a `StepView` of it in which, under `PT2DOCTOR_STRICT` (the test suite), every other field is
@@ -76,6 +78,13 @@ class _Stop:
 STOP: Any = _Stop()  # a step's result that concludes the procedure
 
 
+@dataclass(frozen=True)
+class Concluded:
+    """A step's result that concludes the procedure and is kept under the step's name, as any other."""
+
+    result: Any
+
+
 def _always(ctx: Context, found: Found) -> bool:
     return True
 
@@ -99,9 +108,14 @@ class Step:
         """The earlier results it takes: the parameters after `ctx` and `found` of `run` and of `when`."""
         return tuple(dict.fromkeys((*_parameters(self.run), *_parameters(self.when))))
 
+    def needs(self) -> tuple[str, ...]:
+        """The earlier results without which it does not run: those of `wants` that have no default."""
+        return tuple(dict.fromkeys((*_parameters(self.run, needed=True), *_parameters(self.when, needed=True))))
 
-def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
-    return tuple(inspect.signature(fn).parameters)[2:]
+
+def _parameters(fn: Callable[..., Any], needed: bool = False) -> tuple[str, ...]:
+    taken = list(inspect.signature(fn).parameters.values())[2:]
+    return tuple(p.name for p in taken if not needed or p.default is inspect.Parameter.empty)
 
 
 def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[str, Any] | None = None
@@ -120,7 +134,7 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[s
             assert not unknown, f"step {step.name} takes {unknown}, which no step before it returns"
             assert step.fields() <= verdict, f"step {step.name} writes {step.fields() - verdict}, not the verdict's"
             earlier = {w: results.get(w) for w in step.wants()}
-            if any(value is None for value in earlier.values()) or not _call(step.when, ctx, StepView(found), earlier):
+            if any(earlier[w] is None for w in step.needs()) or not _call(step.when, ctx, StepView(found), earlier):
                 continue
             if step.status:
                 ctx.reporter.status(step.status)
@@ -133,11 +147,12 @@ def run_steps(steps: Sequence[Step], ctx: Context, found: Found, results: dict[s
                     raise
                 found.internal_errors.append(f"step {step.name!r}: {type(exc).__name__}: {exc}")
                 continue
+            concluded = result is STOP or isinstance(result, Concluded)
             if result is not STOP:
-                results[step.name] = result
+                results[step.name] = result.result if isinstance(result, Concluded) else result
             if ctx.after_step is not None:
                 ctx.after_step(step.name)
-            if result is STOP:
+            if concluded:
                 break
     finally:
         for result in results.values():

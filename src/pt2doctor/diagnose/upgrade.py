@@ -4,8 +4,8 @@ Contract: the step `versions` (`wanted` when `--versions` was given) runs after 
 repro is verified and the workarounds on copies of the script were tried (it needs repro.py as it is handed
 over); `check_versions(options, found, reporter)` is its work. With `options.versions` unset,
 or no verified repro, it does nothing (a note says why when it was asked for). Otherwise it runs the
-search (`versions.search.search_versions`, its logs in `out_dir/versions/`) and keeps its result in
-`found.versions`; when a newer release fixes it, "upgrade torch to X" goes first among the workarounds,
+search (`versions.search.search_versions`, its logs in `out_dir/versions/`) and returns it as an
+`Upgrade` (`diagnose.reported`); when a newer release fixes it, "upgrade torch to X" goes first among the workarounds,
 verified on the repro only (`Workaround.verified_on == "repro"`): repro.py passed there, the whole program
 was not run under it. A regression is said in the notes, with the last release where the repro passed.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.reported import HandOver, Upgrade
 from pt2doctor.diagnose.step import Context
 from pt2doctor.model.diagnosis import Workaround
 from pt2doctor.model.versions import VersionsResult
@@ -27,30 +28,27 @@ def wanted(ctx: Context, found: Found) -> bool:
     return ctx.options.versions is not None
 
 
-def versions(ctx: Context, found: Found, hand_over: tuple[Workaround, ...]) -> VersionsResult | None:
+def versions(ctx: Context, found: Found, hand_over: HandOver) -> Upgrade | None:
     """The step (after the hand-over: repro.py as handed over, the workarounds tried)."""
-    check_versions(ctx.options, found, ctx.reporter)
-    return found.versions
+    return check_versions(ctx.options, found, ctx.reporter)
 
 
-def check_versions(options: DiagnoseOptions, found: Found, reporter: Reporter) -> None:
+def check_versions(options: DiagnoseOptions, found: Found, reporter: Reporter) -> Upgrade | None:
     if options.versions is None:
-        return
+        return None
     repro = _verified_repro(found)
     if repro is None:
         found.notes.append("--versions: no verified repro.py to run under other torch releases")
-        return
+        return None
     from pt2doctor.versions.search import search_versions
 
-    found.versions = search_versions(repro, options.versions, options.out_dir / "versions", reporter)
-    upgrade = upgrade_workaround(found.versions, found.command)
-    if upgrade is not None:
-        found.workarounds.insert(0, upgrade)
-    if found.versions.regressed is not None:
-        r = found.versions.regressed
+    result = search_versions(repro, options.versions, options.out_dir / "versions", reporter)
+    if result.regressed is not None:
+        r = result.regressed
         between = "" if r.exact else " (releases between them were not run)"
         found.notes.append(f"regressed in torch {r.after}: repro.py passes under torch {r.before} and fails the same "
                            f"way under {r.after}{between}")
+    return Upgrade(result, upgrade_workaround(result, found.command))
 
 
 def upgrade_workaround(result: VersionsResult, command: tuple[str, ...] = ()) -> Workaround | None:

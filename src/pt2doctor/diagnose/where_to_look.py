@@ -1,8 +1,8 @@
 """Where to look in PyTorch's source for what the diagnosis found (issue #27, point 4).
 
-Contract: `look_where(found, run_dir, out_dir, pool, reached)` never raises; it fills `found.where_to_look` and adds a
-note when a look-up fails. Five things are looked up, each only where the diagnosis found it:
-- the compiler settings the settings search found to remove the failure (`found.settings`): where the installed
+Contract: `look_where(found, run_dir, out_dir, hand_over, pool, reached)` never raises; it returns the references
+found and adds a note when a look-up fails. Five things are looked up, each only where the diagnosis found it:
+- the compiler settings the settings search found to remove the failure (`HandOver.settings`): where the installed
   torch's config defines each, the one verified on the whole program first;
 - the culprits of a verified repro (aten ops; a reduced program's torch-level calls by their aten name,
   `aten_names`; an op's Inductor lowering only where the failing stage is Inductor's or a backend's) and the
@@ -37,6 +37,7 @@ from pt2doctor.capture.source_lookup import look_up
 from pt2doctor.capture.trace import events as ev
 from pt2doctor.capture.trace.trace_reader import TraceError, read_trace
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.reported import HandOver
 from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import Setting
@@ -84,16 +85,18 @@ def start_reached(found: Found, out_dir: Path) -> Reached:
                                 reached_by=reached_by))
 
 
-def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | None = None,
-               reached: Reached | None = None) -> None:
-    """`pool`: warm workers still open (the minifier's), where the look-up is one forked child rather than a new
-    interpreter importing torch; `reached`: the look-up of what the reduced program reached, started earlier."""
+def look_where(found: Found, run_dir: Path, out_dir: Path, hand_over: HandOver | None = None,
+               pool: WorkerPool | None = None, reached: Reached | None = None) -> tuple[SourceRef, ...]:
+    """`hand_over`: what the bisection blamed, the settings the search found; `pool`: warm workers still open (the
+    minifier's), where the look-up is one forked child rather than a new interpreter importing torch; `reached`: the
+    look-up of what the reduced program reached, started earlier."""
+    hand_over = hand_over or HandOver()
     chosen = found.chosen_repro()
     dynamo = found.stage is FailingStage.DYNAMO
     # at the Dynamo stage no decomposition or lowering ran (eager fails): what the program reached stands for its calls
     ops = aten_names(found.culprit_ops()) if chosen and chosen.verified and not dynamo else ()
-    b = found.bisection
-    settings = tuple(s.name for s in _verified_settings(found))
+    b = hand_over.bisection
+    settings = tuple(s.name for s in _verified_settings(hand_over))
     # a package that ran on inputs its exported program rejects: AOTInductor's checks of its inputs
     unchecked = found.export is not None and found.export.unchecked_inputs
     refs: list[SourceRef] = []
@@ -114,17 +117,17 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, pool: WorkerPool | No
         site = _raise_site(found, run_dir, dynamo)
         if site is not None:
             refs.append(site)
-    found.where_to_look = refs
+    return tuple(refs)
 
 
 _LOWERED = (FailingStage.INDUCTOR, FailingStage.BACKEND)  # stages whose failure may be in Inductor's lowering
 
 
-def _verified_settings(found: Found) -> list[Setting]:
+def _verified_settings(hand_over: HandOver) -> list[Setting]:
     """The settings the search found to remove the failure on the minimal graph, the one verified on the whole program
     first."""
-    verified = {w.change for w in found.workarounds if w.verified and w.kind == "config"}
-    rows = found.settings.passed_settings if found.settings else ()
+    verified = {w.change for w in hand_over.workarounds if w.verified and w.kind == "config"}
+    rows = hand_over.settings.passed_settings if hand_over.settings else ()
     return sorted(rows, key=lambda s: not any(f"`{s.line}`" in change for change in verified))
 
 

@@ -8,7 +8,7 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    experimental path, a tuning mode) left out, so that key keeps torch's default (how many graphs stay compiled
    is counted, as for every candidate); each, in the script's order, up to three
    (`analysis.workaround_edits.own_settings`); then the compiler settings the settings search found to remove the
-   failure on the minimal graph or the reduced program (`found.settings`, `diagnose.setting_search`), each set at
+   failure on the minimal graph or the reduced program (`Tried.settings`, `diagnose.setting_search`), each set at
    the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting turns
    off;
 1. a culprit call (one the minimal graph's nodes came from; where no graph verified, one the reduced program names,
@@ -29,7 +29,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    first three sites): the code it compiled runs as written, every other site stays compiled.
 `try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
 tried without that call (the exported program as traced, kind `call`).
-`try_config(runner, found)` is called once `CompilerBisector` has named what it blames (`found.bisection`): where a
+`try_config(runner, found, tried)` is called once `CompilerBisector` has named what it blames (`Tried.bisection`):
+where a
 setting turns that off alone (`model.compiler_settings.for_subsystem`: a pattern pass, `fallback_random`,
 `emulate_precision_casts`, ...) and no setting verified already, it is set at the top of a copy too: the narrowest
 kind of all, every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
@@ -37,7 +38,8 @@ Each `Workaround` carries the change, a unified diff of the user's file, how its
 the script's own backend still compiled, and its cost: that run's time (the whole run, the compiled regions' steady
 state), against the script's run with compilation off where there is one (the procedure's own at the Dynamo stage;
 with `cost`, `--cost`, one run beside the first candidate: one more run of the program, which the verdict and the
-hand-over do not need). `found.workarounds` holds every candidate tried, the verified one last.
+hand-over do not need). `Tried` holds every candidate tried, the verified one last (the hand-over's result,
+`Tried.frozen`, a `diagnose.reported.HandOver`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pt2doctor.analysis.workaround_edits import (
@@ -65,37 +67,51 @@ from pt2doctor.analysis.workaround_edits import (
 )
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.options import DiagnoseOptions
+from pt2doctor.diagnose.reported import HandOver
 from pt2doctor.diagnose.runs import VariantRunner, run_a_copy, steady_state_s
 from pt2doctor.diagnose.stages import GRAPH_STAGES
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT, Setting, for_subsystem
-from pt2doctor.model.diagnosis import Attempt, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
+from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT, Setting, SettingSearch, for_subsystem
+from pt2doctor.model.diagnosis import Attempt, Bisection, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
 from pt2doctor.model.export import ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
 
-def tried(options: DiagnoseOptions) -> bool:
+def tries_workarounds(options: DiagnoseOptions) -> bool:
     """Whether this diagnosis tries workarounds on copies of the script: asked for, and not a job (a job's copy would
     need torchrun's launch too)."""
     return options.workarounds and options.torchrun is None
 
 
-def find_workarounds(runner: VariantRunner, found: Found, cost: bool = False) -> None:
+@dataclass
+class Tried:
+    """What the owner's hand-over tried and found as it goes: every workaround tried on a copy, the verified one
+    last; the compiler settings the search found (candidates of their own); what the bisection blamed."""
+
+    workarounds: list[Workaround] = field(default_factory=list)
+    settings: SettingSearch | None = None
+    bisection: Bisection | None = None
+
+    def frozen(self) -> HandOver:
+        return HandOver(tuple(self.workarounds), self.settings, self.bisection)
+
+
+def find_workarounds(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
     if not _applies(found):
         return
     script = runner.call.script.resolve()
     source = script.read_text()
     baseline = _Baseline(runner, found, cost)
-    for kind, change, text in _candidates(found, script, source):
-        if _try(runner, found, kind, change, source, text, baseline) is not False:
+    for kind, change, text in _candidates(found, script, source, tried.settings):
+        if _try(runner, found, tried, kind, change, source, text, baseline) is not False:
             return
-    if runner.closed or _stage_backend(runner, found, source, script.name, baseline):
+    if runner.closed or _stage_backend(runner, found, tried, source, script.name, baseline):
         return
     for text, site, line in uncompile(source)[:_MAX_SITES]:
         change = (f"`{site}` at {script.name}:{line} compiling nothing: Dynamo leaves that code alone, "
                   "other compiles stay")
-        if _try(runner, found, "site", change, source, text, baseline) is not False:
+        if _try(runner, found, tried, "site", change, source, text, baseline) is not False:
             return
 
 
@@ -122,7 +138,7 @@ class _Baseline:
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
 
 
-def try_export(runner: VariantRunner, found: Found, cost: bool = False) -> None:
+def try_export(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
     """The failing export step left out of a copy, where it can be (see the module docstring)."""
     finding = found.export
     if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
@@ -134,21 +150,21 @@ def try_export(runner: VariantRunner, found: Found, cost: bool = False) -> None:
     if text is not None:
         change = ("every `.run_decompositions(...)` call left out: the exported program runs as traced, its ops not "
                   "decomposed")
-        _try(runner, found, "call", change, source, text, _Baseline(runner, found, cost))
+        _try(runner, found, tried, "call", change, source, text, _Baseline(runner, found, cost))
 
 
-def try_config(runner: VariantRunner, found: Found, cost: bool = False) -> None:
+def try_config(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
     """The setting that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
-    b = found.bisection
+    b = tried.bisection
     setting = for_subsystem(b.subsystem) if b is not None and b.subsystem else None
     if setting is None or not _applies(found):
         return
-    if any(w.verified and w.kind == "config" for w in found.workarounds):
+    if any(w.verified and w.kind == "config" for w in tried.workarounds):
         return  # a setting verified already: the search's, as narrow
     source = runner.call.script.resolve().read_text()
     text = set_config(source, setting.module, setting.line)
     if text is not None:
-        _try(runner, found, "config", _setting_change(setting, "what the bisection blamed"), source, text,
+        _try(runner, found, tried, "config", _setting_change(setting, "what the bisection blamed"), source, text,
              _Baseline(runner, found, cost))
 
 
@@ -156,63 +172,64 @@ def _setting_change(setting: Setting, why: str) -> str:
     return f"`{setting.line}` at the top of the script: every graph stays compiled, {setting.effect} ({why})"
 
 
-def _try(runner: VariantRunner, found: Found, kind: WorkaroundKind, change: str, source: str, text: str,
-         baseline: _Baseline) -> bool | None:
+def _try(runner: VariantRunner, found: Found, tried: Tried, kind: WorkaroundKind, change: str, source: str,
+         text: str, baseline: _Baseline) -> bool | None:
     """Whether the candidate verified; None when the diagnosis is being stopped (its run, ended by the stop, says
     nothing about the candidate, and no other is tried)."""
     if runner.closed:
         return None
     runner.reporter.status(f"trying a workaround on a copy of the script: {change}")
     baseline.start()
-    attempt, copy_runner = run_a_copy(runner, *_copy_place(runner, found, kind), text)
+    attempt, copy_runner = run_a_copy(runner, *_copy_place(runner, kind, tried), text)
     found.attempts.append(attempt)
     if runner.closed:
         return None
     session = copy_runner.sessions.get(attempt.label)
     kept = sum(1 for c in session.compiles if c.status == "ok") if session else None
-    tried = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt,
-                        baseline.result(), kept)
-    found.workarounds.append(tried)
-    return tried.verified
+    workaround = _workaround(kind, change, unified_patch(source, text, runner.call.script.name), attempt,
+                             baseline.result(), kept)
+    tried.workarounds.append(workaround)
+    return workaround.verified
 
 
-def _copy_place(runner: VariantRunner, found: Found, kind: WorkaroundKind) -> tuple[Path, str]:
-    """The folder and label of the run of a candidate of `kind`: the kind's earlier candidates keep theirs."""
-    earlier = sum(1 for w in found.workarounds if w.kind == kind)
+def _copy_place(runner: VariantRunner, kind: WorkaroundKind, tried: Tried | None = None) -> tuple[Path, str]:
+    """The folder and label of the run of a candidate of `kind`: the kind's earlier candidates keep theirs (none
+    before the hand-over)."""
+    earlier = sum(1 for w in tried.workarounds if w.kind == kind) if tried is not None else 0
     name = f"{kind}-{earlier + 1}" if earlier else kind
     return runner.call.out_dir / "workaround" / name, f"workaround-{name}"
 
 
-def _candidates(found: Found, script: Path, source: str, origins: Sequence[NodeOrigin] | None = None
-                ) -> list[tuple[WorkaroundKind, str, str]]:
+def _candidates(found: Found, script: Path, source: str, settings: SettingSearch | None = None,
+                origins: Sequence[NodeOrigin] | None = None) -> list[tuple[WorkaroundKind, str, str]]:
     """(kind, change in words, the script changed), narrowest first: the script's own compiler settings left out,
-    the culprit call kept out of the graph, then the function holding it; `origins`: the culprit's, where they are
-    known before `found` holds them (`start_call`)."""
+    those the search found (`settings`), the culprit call kept out of the graph, then the function holding it;
+    `origins`: the culprit's, where they are known before `found` holds them (`start_call`)."""
     out: list[tuple[WorkaroundKind, str, str]] = [
         ("config", f"`{text}` ({script.name}:{line}) left out, so that setting keeps torch's default",
          leave_out(source, line))
         for line, text in own_settings(source)[:_MAX_SETTINGS]]
-    if found.settings is not None:
-        found_on = f"found on {found.settings.on}"
-        for setting in found.settings.passed_settings[:TRIED_ON_THE_SCRIPT]:
+    if settings is not None:
+        found_on = f"found on {settings.on}"
+        for setting in settings.passed_settings[:TRIED_ON_THE_SCRIPT]:
             edited = set_config(source, setting.module, setting.line)
             if edited is not None:
                 out.append(("config", _setting_change(setting, found_on), edited))
     origins = sorted(_culprit_origins(found, script, source) if origins is None else
                      _in_script(source_calls(origins), script),
                      key=lambda o: bool(_FACTORY.search(o.call)))
-    tried: set[str] = set()
+    kept_out: set[str] = set()
     breaks = not fullgraph_everywhere(source)  # a call kept out is a graph break: a run in vain under fullgraph=True
     for origin in origins if breaks else ():
-        if len(tried) == _MAX_CALLS:
+        if len(kept_out) == _MAX_CALLS:
             break
         text, call = disable_call(source, origin.line, origin.call) if origin.call else None, origin.call
         if text is None and origin.call:  # an operator (`a // b`: `operator.floordiv`)
             text = disable_operator(source, origin.line, origin.call)
         if text is None:  # a module's call (`gn(t)`), a library's method (`d.sample()`) ran the culprit
             text, call = disable_line_call(source, origin.line, origin.module) or (None, "")
-        if text is not None and text not in tried:
-            tried.add(text)
+        if text is not None and text not in kept_out:
+            kept_out.add(text)
             out.append(("call", f"`{call}` at {script.name}:{origin.line} called through "
                                 "`torch.compiler.disable(...)`: Dynamo runs that call eagerly, "
                                 "the rest stays compiled",
@@ -271,7 +288,7 @@ def _failing_line(found: Found, script: Path) -> int | None:
     return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
 
 
-def start_fallback(runner: VariantRunner, found: Found, cost: bool = False) -> None:
+def start_fallback(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
     """The run that verifies the stage's passing backend for every compile (`_stage_backend`), started ahead at low
     priority (`VariantRunner.ahead`) where it is the next candidate but for the compiler settings a search is still
     looking for: the script makes no setting of its own, and no culprit call or function of the script's can be kept
@@ -284,7 +301,7 @@ def start_fallback(runner: VariantRunner, found: Found, cost: bool = False) -> N
             or any(a.backend == backend for a in found.attempts)):
         return
     script = runner.call.script.resolve()
-    if not _candidates(found, script, script.read_text()):
+    if not _candidates(found, script, script.read_text(), tried.settings):
         runner.ahead(Variant.with_backend(backend))
 
 
@@ -302,11 +319,11 @@ def start_call(runner: VariantRunner, found: Found, origins: Sequence[NodeOrigin
         return
     script = runner.call.script.resolve()
     source = script.read_text()
-    candidates = _candidates(found, script, source, origins)
+    candidates = _candidates(found, script, source, origins=origins)
     if candidates and candidates[0][0] in ("call", "function"):
         kind, _, text = candidates[0]
         runner.reporter.status("the minifier's first cut names the culprit: its workaround's run starts ahead")
-        runner.copy_ahead(*_copy_place(runner, found, kind), text)
+        runner.copy_ahead(*_copy_place(runner, kind), text)
 
 
 def _passing_backend(found: Found) -> str | None:
@@ -315,7 +332,8 @@ def _passing_backend(found: Found) -> str | None:
     return passed[-1] if passed else None
 
 
-def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, baseline: _Baseline) -> bool:
+def _stage_backend(runner: VariantRunner, found: Found, tried: Tried, source: str, name: str,
+                   baseline: _Baseline) -> bool:
     """The stage's passing backend for every compile: a stage run of the program already made is the verification;
     where the stage was found on the recorded graph, the program runs once with that backend forced (as the patch
     writes it into every `torch.compile` call), or the run started ahead for it (`start_fallback`) is taken."""
@@ -334,9 +352,9 @@ def _stage_backend(runner: VariantRunner, found: Found, source: str, name: str, 
     patch = unified_patch(source, pinned, name) if pinned else ""
     change = (f"`torch.compile(..., backend={backend!r})` for every compile: without "
               + ("your backend" if found.stage is FailingStage.BACKEND else "the failing stage") + " everywhere")
-    tried = _workaround("backend", change, patch, run, baseline.result(), 0)
-    found.workarounds.append(tried)
-    return tried.verified
+    workaround = _workaround("backend", change, patch, run, baseline.result(), 0)
+    tried.workarounds.append(workaround)
+    return workaround.verified
 
 
 def _workaround(kind: WorkaroundKind, change: str, patch: str, attempt: Attempt, off: Attempt | None,
