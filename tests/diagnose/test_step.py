@@ -14,6 +14,7 @@ from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Repl
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
 from pt2doctor.model.diagnosis import Workaround
 from pt2doctor.model.exit_codes import ExitCode
+from pt2doctor.model.runtime import RuntimeTriage
 from pt2doctor.model.settings import STRICT
 from pt2doctor.model.source_refs import SourceRef
 
@@ -288,7 +289,7 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     """`Reported` reads each field by the name of the step that returns it; a failure that did not repeat hands no
     hand-over over; the export path's own hand-over and where to look stand where the procedure's steps did not run."""
     names = {s.name for s in STEPS}
-    assert set(STEP_OF.values()) <= names
+    assert {step for steps in STEP_OF.values() for step in steps} <= names
     tried = HandOver((Workaround("a change", "", True, "ran to the end"),))
     ref = SourceRef("lowering", "torch/_inductor/lowering.py", 1, "f")
     results = {"hand_over": tried, "replay": Replayed("replay.py", True), "where_to_look": (ref,)}
@@ -299,3 +300,8 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     assert exported.workarounds == tried.workarounds and exported.where_to_look == (ref,)
     diagnosis = _found().freeze(reported=reported)
     assert diagnosis.workarounds == tried.workarounds and diagnosis.replay == "replay.py" and diagnosis.replay_verified
+    # the runtime triage: its step's, else that of a flaky failure, which the first run's repeat concluded with
+    triaged, flaky = RuntimeTriage(seconds=1.0), RuntimeTriage(seconds=2.0)
+    assert Reported.of({"runtime_triage": triaged, "repeated": flaky}).runtime is triaged
+    assert Reported.of({"reproduce": None, "repeated": flaky}).runtime is flaky
+    assert _found().freeze(reported=Reported.of({"reproduce": flaky})).runtime == flaky

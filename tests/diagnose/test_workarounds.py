@@ -192,7 +192,7 @@ def test_the_stages_backend_goes_ahead_only_where_it_is_next_but_for_a_setting_t
     """GPT-2's wrong kernel: the culprit (a relu) is a library's call, the script sets no compiler setting, so after the
     settings search the next candidate is the passing backend for every compile: its run starts ahead, at low
     priority, beside the search. Where a call of the script's own can be kept out it is tried first: nothing ahead."""
-    from pt2doctor.diagnose.workarounds import Tried, start_fallback
+    from pt2doctor.diagnose.workarounds import HandOverSoFar, start_fallback
     from pt2doctor.model import Category
     from pt2doctor.model.diagnosis import FailingStage
 
@@ -215,7 +215,7 @@ def test_the_stages_backend_goes_ahead_only_where_it_is_next_but_for_a_setting_t
         found.category, found.stage = Category.ACCURACY, FailingStage.INDUCTOR
         found.stages = {"eager": "pass", "aot_eager": "pass", "aot_eager_decomp_partition": "pass", "inductor": "fail"}
         runner = Runner(script)
-        start_fallback(runner, found, Tried())  # type: ignore[arg-type]
+        start_fallback(runner, found, HandOverSoFar())  # type: ignore[arg-type]
         assert runner.started == started
 
 

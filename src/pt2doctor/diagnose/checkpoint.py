@@ -20,6 +20,7 @@ from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.reported import Reported
+from pt2doctor.diagnose.reproduce import Reproduced
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.model import Category
 from pt2doctor.model.category_policy import refined
@@ -39,7 +40,8 @@ class Checkpoint:
         if not self.said and (words := verdict_words(self.found)):
             self.said = True
             reproduced = self.results.get("reproduce")
-            pending = reproduced is not None and reproduced.pending is not None and reproduced.pending.running()
+            pending = (isinstance(reproduced, Reproduced) and reproduced.pending is not None
+                       and reproduced.pending.running())
             checking = "the second run, which checks that it repeats, is still running; " if pending else ""
             self.reporter.status(f"verdict: {words} ({checking}what follows is the hand-over: repro, workarounds)")
         if self.publish is not None:

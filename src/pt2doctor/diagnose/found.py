@@ -31,7 +31,6 @@ from pt2doctor.model.diagnosis import (
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.minify import BackendKind, MinifyResult, source_calls
-from pt2doctor.model.runtime import RuntimeTriage
 
 
 @dataclass
@@ -68,7 +67,6 @@ class Found:
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
     harness_test: str | None = None  # test_repro.py of the harness form, where no short form reproduced
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
-    runtime: RuntimeTriage | None = None  # the first bad kernel of a checked re-run (`diagnose.runtime_triage`)
     internal_errors: list[str] = field(default_factory=list)  # steps that raised: pt2doctor's own errors
 
     @contextmanager
@@ -143,7 +141,7 @@ class Found:
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
-            workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=self.runtime,
+            workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=r.runtime,
             needs_compiler=r.needs_compiler, versions=r.upgrade.versions if r.upgrade else None, runs=runs,
             pending=pending, stopped_by=self.stopped_by,
         )

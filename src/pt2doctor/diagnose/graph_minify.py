@@ -26,15 +26,18 @@ from pt2doctor.diagnose.stages import REFERENCE
 
 if TYPE_CHECKING:
     from pt2doctor.model.minify import NodeOrigin
+    from pt2doctor.model.runtime import KernelFault
     from pt2doctor.processes.workers import Workers
 
 
 def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, minify_reporter: Any,
                  recording: Recording, workers: Workers | None = None, deadline_s: float | None = None,
-                 narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None = None) -> None:
+                 narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None = None,
+                 fault: KernelFault | None = None) -> None:
     """`workers`: the warm ones the stage ladder ran in (`diagnose.narrowing.SideRuns`), else started here;
     `deadline_s`: the reduction's share of the diagnosis's budget (its best so far is kept when it runs out);
-    `narrowed`: told where the nodes came from once the minifier's first passes cut the graph (`MinifyOptions`)."""
+    `narrowed`: told where the nodes came from once the minifier's first passes cut the graph (`MinifyOptions`);
+    `fault`: the first bad kernel the runtime triage found, whose nodes the minifier starts from in its graph."""
     from pt2doctor.model.minify import Stage
     from pt2doctor.reduce.fx_load import NothingToMinify, load_failing
     from pt2doctor.reduce.fx_minify import CannotReproduce
@@ -54,7 +57,7 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
                     recording.run_dir, recorded.graph_id, found.session)):
                 return
             found.minify = _minify_recorded(options, found, recorded, minify_reporter, workers, deadline_s,
-                                            simpler=not dynamo, narrowed=narrowed)
+                                            simpler=not dynamo, narrowed=narrowed, fault=fault)
         except CannotReproduce as exc:
             if last or (recorded.context.stage is not Stage.AOT and not grads):
                 found.notes.append(f"not minified: {exc}")
@@ -85,7 +88,6 @@ def minify_graph(options: DiagnoseOptions, found: Found, reporter: Reporter, min
             raise KeyboardInterrupt
         word = "verified" if m.verified else "NOT verified"
         reporter.status(f"minified {m.nodes_before} -> {m.nodes_after} nodes {list(m.ops)} ({word})")
-        fault = found.runtime.fault if found.runtime else None
         if fault is not None and fault.graph == m.graph:
             kernel = f"the first bad kernel ({fault.kernel}, {len(fault.nodes)} node(s))"
             found.notes.append(f"minified from {kernel}, with the calls that feed it where it needs them, rather than "
@@ -118,7 +120,7 @@ def _torch_level_first(recording: Recording) -> bool:
 
 def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, minify_reporter: Any,
                      workers: Workers | None, deadline_s: float | None, simpler: bool,
-                     narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None) -> Any:
+                     narrowed: Callable[[tuple[NodeOrigin, ...]], None] | None, fault: KernelFault | None) -> Any:
     """Minify `recorded` (a `reduce.fx_load.RecordedFailure`); `simpler`: a Dynamo graph whose failure shows
     with the stage's simpler backend is minified with that backend (faster queries, the stage isolated)."""
     from pt2doctor.model.minify import BackendKind, BackendSpec, Stage
@@ -128,7 +130,6 @@ def _minify_recorded(options: DiagnoseOptions, found: Found, recorded: Any, mini
     stage_backend = next((b for b, s in REFERENCE if s == found.stage), None)
     if simpler and stage_backend and context.stage is Stage.DYNAMO and context.backend.kind is BackendKind.NAMED:
         context, expected = replace(context, backend=BackendSpec(BackendKind.NAMED, stage_backend)), None
-    fault = found.runtime.fault if found.runtime else None
     start = recorded.case_nodes(fault.nodes) if fault is not None and fault.graph == recorded.graph_id else ()
     # a diagnosis stopped (Ctrl-C, SIGTERM, its budget) writes the minifier's best and ends: not verified
     minify_options = MinifyOptions(options.out_dir, options.jobs, options.query_timeout_s, deadline_s=deadline_s,

@@ -34,7 +34,13 @@ from pt2doctor.diagnose.setting_search import program_applies, search_on_program
 from pt2doctor.diagnose.short_repro import hand_over_short
 from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.where_to_look import Reached, look_where, start_reached
-from pt2doctor.diagnose.workarounds import Tried, find_workarounds, start_fallback, tries_workarounds, try_config
+from pt2doctor.diagnose.workarounds import (
+    HandOverSoFar,
+    find_workarounds,
+    start_fallback,
+    tries_workarounds,
+    try_config,
+)
 from pt2doctor.model.diagnosis import Bisection, FailingStage
 from pt2doctor.model.minify import FailureSignature, MinifyResult
 from pt2doctor.model.source_refs import SourceRef
@@ -50,7 +56,7 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
               reproduce: Reproduced) -> HandOver:
     """The owner's workarounds (runs of copies of the script) beside the maintainers' repro, test and bisection."""
     text = _minimal_graph_text(found)  # read before the short form may take repro.py's name
-    tried = Tried()
+    tried = HandOverSoFar()
     with ThreadPoolExecutor(1, thread_name_prefix="pt2doctor-workarounds") as side:
         arounds = side.submit(_owner, ctx, found, tried, reproduce.workers, text, recording)
         tried.bisection = _for_maintainers(ctx, found, classify, side_runs)
@@ -59,7 +65,7 @@ def hand_over(ctx: Context, found: Found, classify: Classified, side_runs: SideR
     return tried.frozen()
 
 
-def _owner(ctx: Context, found: Found, tried: Tried, workers: Workers | None, text: str | None,
+def _owner(ctx: Context, found: Found, tried: HandOverSoFar, workers: Workers | None, text: str | None,
            recording: Recording) -> None:
     """The compiler settings searched on the minimal graph (else the reduced program) in the warm workers, then the
     workarounds on copies of the script, those settings among them; where the next candidate after the settings is
@@ -108,8 +114,8 @@ def _minimal_graph_text(found: Found) -> str | None:
         return None
 
 
-def _try_workarounds(ctx: Context, found: Found, tried: Tried,
-                     tries: Callable[[VariantRunner, Found, Tried, bool], None]) -> None:
+def _try_workarounds(ctx: Context, found: Found, tried: HandOverSoFar,
+                     tries: Callable[[VariantRunner, Found, HandOverSoFar, bool], None]) -> None:
     if tries_workarounds(ctx.options):
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             tries(ctx.runner, found, tried, ctx.options.cost)

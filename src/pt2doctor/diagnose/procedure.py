@@ -52,7 +52,7 @@ from pt2doctor.diagnose.stage_signatures import compare_stage_signatures
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, run_steps
 from pt2doctor.diagnose.stopping import Stop, shielded, stoppable
 from pt2doctor.diagnose.where_to_look import look_where
-from pt2doctor.diagnose.workarounds import Tried, try_export
+from pt2doctor.diagnose.workarounds import HandOverSoFar, try_export
 from pt2doctor.export.diagnose.steps import diagnose_export
 from pt2doctor.model import Category, SourceLoc
 from pt2doctor.model.diagnosis import Diagnosis
@@ -73,7 +73,7 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
 
     if not diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known):
         return None
-    tried = Tried()
+    tried = HandOverSoFar()
     if ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             try_export(ctx.runner, found, tried, ctx.options.cost)
@@ -83,28 +83,28 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
     return Concluded(ExportConcluded(tried.frozen(), refs))
 
 
-def _reproduce(ctx: Context, found: Found) -> Reproduced:
+def _reproduce(ctx: Context, found: Found) -> Reproduced | Concluded:
     """The failure reproduced; when it did not repeat (flaky), on CUDA, runtime triage looks for a kernel touching
     memory outside its buffers before the procedure ends."""
     reproduced = reproduce(ctx, found)
-    if reproduced is STOP:
-        _triage_flaky(ctx, found)
-    return reproduced
+    return _triage_flaky(ctx, found) if reproduced is STOP else reproduced
 
 
-def _repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart:
+def _repeated(ctx: Context, found: Found, reproduce: Reproduced) -> bool | Restart | Concluded:
     """The second run compared with the first; flaky on CUDA: runtime triage, as after `_reproduce`."""
     outcome = repeated(ctx, found, reproduce)
-    if outcome is STOP:
-        _triage_flaky(ctx, found)
-    return outcome
+    return _triage_flaky(ctx, found) if outcome is STOP else outcome
 
 
-def _triage_flaky(ctx: Context, found: Found) -> None:
+def _triage_flaky(ctx: Context, found: Found) -> Concluded:
+    """The procedure ends on a failure that did not repeat (or on the first run's verdict): the runtime triage of a
+    flaky one (`diagnose.runtime_triage.triage_flaky`) is the concluding step's result, None where none ran."""
+    triage = None
     if found.flaky:
         recorded = found.attempts[0]
         spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(recorded.label))
-        triage_flaky(ctx.options, ctx.runner, found, recorded, spec, on_cuda)
+        triage = triage_flaky(ctx.options, ctx.runner, found, recorded, spec, on_cuda)
+    return Concluded(triage)
 
 
 def _conclude(ctx: Context, found: Found, replay: Replayed | None = None, hand_over: HandOver | None = None,
@@ -116,12 +116,12 @@ def _conclude(ctx: Context, found: Found, replay: Replayed | None = None, hand_o
 
 STEPS: tuple[Step, ...] = (
     Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error gpu_held "
-                                         "recording_changed_outcome notes original_backend backend_kind runtime"),
+                                         "recording_changed_outcome notes original_backend backend_kind"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
     Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
                                    "stage user_frames"),
     Step("side_runs", narrow.side_runs),
-    Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps runtime"),
+    Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps"),
     Step("recording", pick_recording, writes="attempts notes"),
     Step("stage_evidence", narrow.stage_evidence, writes="notes stage stages"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
@@ -142,7 +142,7 @@ STEPS: tuple[Step, ...] = (
     Step("program_for_short", reduction.program_for_short, when=reduction.harness_too_long,
          writes="program minify notes short"),
     Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
-                                      "program recording_changed_outcome session stage stages user_frames runtime "
+                                      "program recording_changed_outcome session stage stages user_frames "
                                       "original_backend backend_kind short harness_test set_aside"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes"),
@@ -215,6 +215,8 @@ def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:
         reproduced = results.get("reproduce")
         if not isinstance(outcome, Restart) and isinstance(reproduced, Reproduced):
             outcome = _repeated(ctx, found, reproduced)
+            if isinstance(outcome, Concluded):
+                results["repeated"] = outcome.result
         if not isinstance(outcome, Restart):
             return
         found.restart_from_plain_runs()

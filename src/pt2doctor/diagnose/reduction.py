@@ -20,22 +20,25 @@ from pt2doctor.diagnose.step import Context
 from pt2doctor.diagnose.workarounds import start_call, tries_workarounds
 from pt2doctor.model.diagnosis import FailingStage, ProgramReason
 from pt2doctor.model.minify import MinifyResult
+from pt2doctor.model.runtime import RuntimeTriage
 
 
 def minifies_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> bool:
     return side_runs.early and recording.usable
 
 
-def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
+def minify_early(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording,
+                 runtime_triage: RuntimeTriage | None = None) -> MinifyResult | None:
     """A recorded graph failed: minified now, in the workers the stage ladder ran in (while the program's stage runs
     go on, where the graph did not decide the stage); the bisector warms up meanwhile, and once the minifier's first
     passes name the culprit, the first workaround's run goes ahead (`workarounds.start_call`; stopped where no
-    verified graph came of it: the workarounds then go by the reduced program)."""
+    verified graph came of it: the workarounds then go by the reduced program). Where the runtime triage named the
+    first bad kernel, the minifier starts from its nodes."""
     if side_runs.bisector is not None:
         side_runs.bisector.start()
     narrowed = partial(start_call, ctx.runner, found) if tries_workarounds(ctx.options) else None
     minify_graph(ctx.options, found, ctx.reporter, ctx.minify_reporter, recording, side_runs.workers,
-                 ctx.reduction_s(), narrowed=narrowed)
+                 ctx.reduction_s(), narrowed=narrowed, fault=runtime_triage.fault if runtime_triage else None)
     if not (found.minify and found.minify.verified):
         ctx.runner.drop_ahead()
     return found.minify
@@ -45,8 +48,9 @@ def minifies_now(ctx: Context, found: Found, side_runs: SideRuns, recording: Rec
     return found.stage in GRAPH_STAGES and ctx.options.minify and not side_runs.early and recording.usable
 
 
-def minify(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> MinifyResult | None:
-    return minify_early(ctx, found, side_runs, recording)
+def minify(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording,
+           runtime_triage: RuntimeTriage | None = None) -> MinifyResult | None:
+    return minify_early(ctx, found, side_runs, recording, runtime_triage)
 
 
 def reduces_the_program(ctx: Context, found: Found) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.diagnosis import Bisection, Workaround
-from pt2doctor.model.runtime import NeedsCompiler
+from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.source_refs import SourceRef
 from pt2doctor.model.versions import VersionsResult
 
@@ -59,9 +59,11 @@ class Upgrade:
     upgrade: Workaround | None = None
 
 
-# The step whose result each field is.
-STEP_OF = {"replay": "replay", "needs_compiler": "needs_compiler", "hand_over": "hand_over", "export": "export",
-           "upgrade": "versions", "where_to_look": "where_to_look"}
+# The steps whose result each field is, the first that returned one: the runtime triage is its step's, or, for a
+# failure that did not repeat, the result the first run's repeat concluded with (`diagnose.procedure._triage_flaky`).
+STEP_OF = {"replay": ("replay",), "needs_compiler": ("needs_compiler",), "hand_over": ("hand_over",),
+           "export": ("export",), "upgrade": ("versions",), "where_to_look": ("where_to_look",),
+           "runtime": ("runtime_triage", "reproduce", "repeated")}
 
 
 @dataclass(frozen=True)
@@ -71,18 +73,19 @@ class Reported:
     hand_over: HandOver = HandOver()
     upgrade: Upgrade | None = None
     where_to_look: tuple[SourceRef, ...] = field(default=())
+    runtime: RuntimeTriage | None = None
 
     @classmethod
     def of(cls, results: Mapping[str, Any], set_aside: bool = False) -> Reported:
         def result(name: str, kind: type) -> Any:
-            value = results.get(STEP_OF[name])
-            return value if isinstance(value, kind) else None
+            return next((v for step in STEP_OF[name] if isinstance(v := results.get(step), kind)), None)
 
         export = result("export", ExportConcluded)
         hand_over = result("hand_over", HandOver) or (export.hand_over if export else HandOver())
         return cls(replay=result("replay", Replayed), needs_compiler=result("needs_compiler", NeedsCompiler),
                    hand_over=HandOver() if set_aside else hand_over, upgrade=result("upgrade", Upgrade),
-                   where_to_look=result("where_to_look", tuple) or (export.where_to_look if export else ()))
+                   where_to_look=result("where_to_look", tuple) or (export.where_to_look if export else ()),
+                   runtime=result("runtime", RuntimeTriage))
 
     @property
     def workarounds(self) -> tuple[Workaround, ...]:

@@ -14,7 +14,8 @@ kernel runs synchronously anyway), every kernel checked as it runs (`capture.chi
 budget (`budget_s`): when it runs out the run is stopped and what its records hold is kept (`out_of_time`).
 It names the first bad kernel (`analysis.runtime_faults`: the checked run's, weighed against memcheck's
 finding, or memcheck's alone) with the FX nodes fused into it, the user's lines and the fault in plain words,
-and sets `found.runtime`. Progress goes to the runner's reporter. It never raises for what the script does.
+and returns it (a `RuntimeTriage`: the step's result, which the minifier starts from and the report reads).
+Progress goes to the runner's reporter. It never raises for what the script does.
 """
 
 from __future__ import annotations
@@ -100,14 +101,13 @@ def triages(ctx: Context, found: Found, classify: Classified) -> bool:
 
 def runtime_triage(ctx: Context, found: Found, classify: Classified) -> RuntimeTriage | None:
     """The step (`diagnose.procedure`): the failing run of `classify` is the one triaged."""
-    triage_runtime(ctx.options, ctx.runner, found, classify.attempt, classify.on_cuda)
-    return found.runtime
+    return triage_runtime(ctx.options, ctx.runner, found, classify.attempt, classify.on_cuda)
 
 
 def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found, failed: Attempt,
-                   on_cuda: bool) -> None:
+                   on_cuda: bool) -> RuntimeTriage | None:
     if not wanted(found, on_cuda):
-        return
+        return None
     budget, started = budget_s(options, failed), time.monotonic()
     where = "CUDA launches blocking, no caching allocator, a sync after every kernel" if on_cuda else "C++ kernels"
     checking = f"re-running with every kernel checked for faults and NaN/Inf ({where}; budget {budget:.0f} s)"
@@ -135,7 +135,6 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
             triage = RuntimeTriage(sanitizer=finding, seconds=round(time.monotonic() - started, 3), budget_s=budget,
                                    notes=(f"the wrong values are finite and {said}: the kernels were not re-run "
                                           "checked (the checked run looks for faults and NaN/Inf)",))
-    found.runtime = triage
     fault = triage.fault
     if fault is not None:
         lines = ", ".join(dict.fromkeys(f"{Path(o.file).name}:{o.line}" for o in fault.sources if o.file))
@@ -144,25 +143,27 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
                                 f"{fault.words}.")
     said = fault.words if fault else "no kernel was found at fault"
     runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
+    return triage
 
 
 def triage_flaky(options: DiagnoseOptions, runner: VariantRunner, found: Found, recorded: Attempt,
-                 backend: BackendSpec | None, on_cuda: bool) -> None:
+                 backend: BackendSpec | None, on_cuda: bool) -> RuntimeTriage | None:
     """A flaky failure on CUDA (`recorded`: its recorded run, compiled with `backend`): a kernel reading or
     writing outside its buffers makes runs differ (what it finds or overwrites there changes, and so may whether
     it faults). The triage, compute-sanitizer first, looks for one; what it finds leads the headline and the
     next steps."""
     if not on_cuda or backend is None:
-        return
+        return None
     found.original_backend, found.backend_kind = backend.name, backend.kind
     before = len(found.next_steps)
-    triage_runtime(options, runner, found, recorded, on_cuda)
-    fault = found.runtime.fault if found.runtime else None
+    triage = triage_runtime(options, runner, found, recorded, on_cuda)
+    fault = triage.fault if triage else None
     if fault is None or fault.kind not in _ACCESS_FAULTS:
-        return
+        return triage
     found.headline += (f" A likely cause: kernel {fault.kernel} ({fault.kind.value.replace('_', ' ')}), "
                        "whose reads or writes outside its buffers can end otherwise from run to run.")
     found.next_steps[:] = found.next_steps[before:] + found.next_steps[:before]
+    return triage
 
 
 def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: float, started: float,

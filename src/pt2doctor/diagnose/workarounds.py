@@ -8,9 +8,9 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    experimental path, a tuning mode) left out, so that key keeps torch's default (how many graphs stay compiled
    is counted, as for every candidate); each, in the script's order, up to three
    (`analysis.workaround_edits.own_settings`); then the compiler settings the settings search found to remove the
-   failure on the minimal graph or the reduced program (`Tried.settings`, `diagnose.setting_search`), each set at
-   the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting turns
-   off;
+   failure on the minimal graph or the reduced program (`HandOverSoFar.settings`, `diagnose.setting_search`), each
+   set at the top of a copy, in the table's order, up to two: every graph stays compiled, without what that setting
+   turns off;
 1. a culprit call (one the minimal graph's nodes came from; where no graph verified, one the reduced program names,
    where the script makes it as written) made through `torch.compiler.disable(...)` at its
    line (an operator's use, `a // b` made `torch.compiler.disable(operator.floordiv)(a, b)`; where its name is not
@@ -29,17 +29,17 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    first three sites): the code it compiled runs as written, every other site stays compiled.
 `try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
 tried without that call (the exported program as traced, kind `call`).
-`try_config(runner, found, tried)` is called once `CompilerBisector` has named what it blames (`Tried.bisection`):
-where a
-setting turns that off alone (`model.compiler_settings.for_subsystem`: a pattern pass, `fallback_random`,
-`emulate_precision_casts`, ...) and no setting verified already, it is set at the top of a copy too: the narrowest
-kind of all, every graph stays compiled (`model.diagnosis.handed_over` picks the narrowest verified one).
+`try_config(runner, found, tried)` is called once `CompilerBisector` has named what it blames
+(`HandOverSoFar.bisection`): where a setting turns that off alone (`model.compiler_settings.for_subsystem`: a
+pattern pass, `fallback_random`, `emulate_precision_casts`, ...) and no setting verified already, it is set at the
+top of a copy too: the narrowest kind of all, every graph stays compiled (`model.diagnosis.handed_over` picks the
+narrowest verified one).
 Each `Workaround` carries the change, a unified diff of the user's file, how its run ended, how many graphs
 the script's own backend still compiled, and its cost: that run's time (the whole run, the compiled regions' steady
 state), against the script's run with compilation off where there is one (the procedure's own at the Dynamo stage;
 with `cost`, `--cost`, one run beside the first candidate: one more run of the program, which the verdict and the
-hand-over do not need). `Tried` holds every candidate tried, the verified one last (the hand-over's result,
-`Tried.frozen`, a `diagnose.reported.HandOver`).
+hand-over do not need). `HandOverSoFar` holds every candidate tried, the verified one last (the hand-over's result,
+`HandOverSoFar.frozen`, a `diagnose.reported.HandOver`).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def tries_workarounds(options: DiagnoseOptions) -> bool:
 
 
 @dataclass
-class Tried:
+class HandOverSoFar:
     """What the owner's hand-over tried and found as it goes: every workaround tried on a copy, the verified one
     last; the compiler settings the search found (candidates of their own); what the bisection blamed."""
 
@@ -97,7 +97,7 @@ class Tried:
         return HandOver(tuple(self.workarounds), self.settings, self.bisection)
 
 
-def find_workarounds(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
+def find_workarounds(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: bool = False) -> None:
     if not _applies(found):
         return
     script = runner.call.script.resolve()
@@ -138,7 +138,7 @@ class _Baseline:
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
 
 
-def try_export(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
+def try_export(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: bool = False) -> None:
     """The failing export step left out of a copy, where it can be (see the module docstring)."""
     finding = found.export
     if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
@@ -153,7 +153,7 @@ def try_export(runner: VariantRunner, found: Found, tried: Tried, cost: bool = F
         _try(runner, found, tried, "call", change, source, text, _Baseline(runner, found, cost))
 
 
-def try_config(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
+def try_config(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: bool = False) -> None:
     """The setting that turns off what the bisection blamed, tried on a copy (see the module docstring)."""
     b = tried.bisection
     setting = for_subsystem(b.subsystem) if b is not None and b.subsystem else None
@@ -172,7 +172,7 @@ def _setting_change(setting: Setting, why: str) -> str:
     return f"`{setting.line}` at the top of the script: every graph stays compiled, {setting.effect} ({why})"
 
 
-def _try(runner: VariantRunner, found: Found, tried: Tried, kind: WorkaroundKind, change: str, source: str,
+def _try(runner: VariantRunner, found: Found, tried: HandOverSoFar, kind: WorkaroundKind, change: str, source: str,
          text: str, baseline: _Baseline) -> bool | None:
     """Whether the candidate verified; None when the diagnosis is being stopped (its run, ended by the stop, says
     nothing about the candidate, and no other is tried)."""
@@ -192,7 +192,7 @@ def _try(runner: VariantRunner, found: Found, tried: Tried, kind: WorkaroundKind
     return workaround.verified
 
 
-def _copy_place(runner: VariantRunner, kind: WorkaroundKind, tried: Tried | None = None) -> tuple[Path, str]:
+def _copy_place(runner: VariantRunner, kind: WorkaroundKind, tried: HandOverSoFar | None = None) -> tuple[Path, str]:
     """The folder and label of the run of a candidate of `kind`: the kind's earlier candidates keep theirs (none
     before the hand-over)."""
     earlier = sum(1 for w in tried.workarounds if w.kind == kind) if tried is not None else 0
@@ -288,7 +288,7 @@ def _failing_line(found: Found, script: Path) -> int | None:
     return next((f.line for f in found.user_frames if Path(f.file).resolve() == script), None)
 
 
-def start_fallback(runner: VariantRunner, found: Found, tried: Tried, cost: bool = False) -> None:
+def start_fallback(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: bool = False) -> None:
     """The run that verifies the stage's passing backend for every compile (`_stage_backend`), started ahead at low
     priority (`VariantRunner.ahead`) where it is the next candidate but for the compiler settings a search is still
     looking for: the script makes no setting of its own, and no culprit call or function of the script's can be kept
@@ -332,7 +332,7 @@ def _passing_backend(found: Found) -> str | None:
     return passed[-1] if passed else None
 
 
-def _stage_backend(runner: VariantRunner, found: Found, tried: Tried, source: str, name: str,
+def _stage_backend(runner: VariantRunner, found: Found, tried: HandOverSoFar, source: str, name: str,
                    baseline: _Baseline) -> bool:
     """The stage's passing backend for every compile: a stage run of the program already made is the verification;
     where the stage was found on the recorded graph, the program runs once with that backend forced (as the patch
