@@ -12,7 +12,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.procedure import STEPS
 from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Replayed, Reported
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
-from pt2doctor.model.diagnosis import Workaround
+from pt2doctor.model.diagnosis import Control, Workaround
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.runtime import RuntimeTriage
 from pt2doctor.model.settings import STRICT
@@ -305,3 +305,7 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     assert Reported.of({"runtime_triage": triaged, "repeated": flaky}).runtime is triaged
     assert Reported.of({"reproduce": None, "repeated": flaky}).runtime is flaky
     assert _found().freeze(reported=Reported.of({"reproduce": flaky})).runtime == flaky
+    # the one-op control: the control step's, else the export path's; not where the failure did not repeat
+    ran = Control("torch.compile(torch.add)", "control.py", True, "failed the same way")
+    assert Reported.of({"control": ran}).control is ran and Reported.of({"control": ran}, set_aside=True).control is None
+    assert _found().freeze(reported=Reported.of({"export": ExportConcluded(control=ran)})).control == ran

@@ -243,7 +243,6 @@ def conclude(found: Found, reported: Reported) -> None:
 def environment_fails(found: Found, control: Control) -> None:
     """The trivial program of the same kind fails the same way on this machine: the environment is at fault,
     not the program. Said in the headline with the control's words; nothing is minified and no culprit named."""
-    found.control = control
     found.headline = (f"the environment, not your program: {control.program} fails the same way on this machine "
                       f"({found.error})")
     found.next_steps += [

@@ -18,16 +18,7 @@ from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.diagnosis import (
-    Attempt,
-    Control,
-    Diagnosis,
-    FailingStage,
-    ProgramRepro,
-    RunLedger,
-    ShortForm,
-    StageOutcome,
-)
+from pt2doctor.model.diagnosis import Attempt, Diagnosis, FailingStage, ProgramRepro, RunLedger, ShortForm, StageOutcome
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.minify import BackendKind, MinifyResult, source_calls
@@ -63,7 +54,6 @@ class Found:
     torchrun: tuple[str, ...] | None = None  # the script runs as a job, through torchrun with these flags
     rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
     ranks: int | None = None  # a job: how many ranks ran
-    control: Control | None = None  # a trivial program of the failing kind, run here (`diagnose.control`)
     short: ShortForm | None = None  # repro.py in PyTorch's idiom, verified (`diagnose.short_repro`)
     harness_test: str | None = None  # test_repro.py of the harness form, where no short form reproduced
     _timing: set[str] = field(default_factory=set, repr=False)  # the steps being timed now
@@ -140,7 +130,7 @@ class Found:
             settings=r.hand_over.settings,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
-            torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=self.control,
+            torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=r.control,
             workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=r.runtime,
             needs_compiler=r.needs_compiler, versions=r.upgrade.versions if r.upgrade else None, runs=runs,
             pending=pending, stopped_by=self.stopped_by,

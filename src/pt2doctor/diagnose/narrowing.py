@@ -37,10 +37,10 @@ from pt2doctor.diagnose.recording import Recording
 from pt2doctor.diagnose.reported import Replayed
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.stages import blame, ladder
-from pt2doctor.diagnose.step import STOP, Context
+from pt2doctor.diagnose.step import STOP, Concluded, Context
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
-from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, FailingStage
+from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Control, FailingStage
 from pt2doctor.processes.fresh import verify
 from pt2doctor.processes.pool import WorkerPoolError
 from pt2doctor.reduce.program import target_of
@@ -181,24 +181,24 @@ def has_control(ctx: Context, found: Found, side_runs: SideRuns) -> bool:
     return side_runs.control is not None or (side_runs.workers is not None and _wants_control(found))
 
 
-def control(ctx: Context, found: Found, side_runs: SideRuns, classify: Classified) -> bool:
-    """Whether the one-op control (run beside the steps so far, or now in the warm workers) failed the same way:
-    then the diagnosis is concluded on the environment (`STOP`), and whatever was minified meanwhile is no
+def control(ctx: Context, found: Found, side_runs: SideRuns, classify: Classified) -> Control | Concluded | None:
+    """The one-op control (run beside the steps so far, or now in the warm workers); where it failed the same way,
+    the diagnosis is concluded on the environment (`Concluded`), and whatever was minified meanwhile is no
     culprit."""
     target = target_of(classify.attempt.signature or "", False)
     try:
-        found.control = (side_runs.control.result() if side_runs.control is not None else
-                         control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
-                                    ctx.options.out_dir))
+        ran = (side_runs.control.result() if side_runs.control is not None else
+               control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
+                          ctx.options.out_dir))
     except WorkerPoolError as exc:  # the warm workers ended: no control, said so
         found.notes.append(f"the one-op control could not run: {exc}")
-        return False
-    if found.control is None or not found.control.fails_the_same_way:
-        return False
+        return None
+    if ran is None or not ran.fails_the_same_way:
+        return ran
     found.minify = None
     where(found)
-    environment_fails(found, found.control)
-    return STOP
+    environment_fails(found, ran)
+    return Concluded(ran)
 
 
 def at_dynamo(ctx: Context, found: Found) -> bool:

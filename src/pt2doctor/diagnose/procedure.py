@@ -71,7 +71,8 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
         if ctx.after_step is not None:
             ctx.after_step("export")
 
-    if not diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known):
+    exported = diagnose_export(ctx.runner, found, classify.attempt, ctx.options, ctx.minify_reporter, known)
+    if exported is None:
         return None
     tried = HandOverSoFar()
     if ctx.options.workarounds:
@@ -80,7 +81,7 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
         workaround_steps(found, tuple(tried.workarounds))
     with found.timed("where_to_look"):  # the procedure's own where-to-look step does not run after this one
         refs = look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
-    return Concluded(ExportConcluded(tried.frozen(), refs))
+    return Concluded(ExportConcluded(tried.frozen(), refs, exported.control))
 
 
 def _reproduce(ctx: Context, found: Found) -> Reproduced | Concluded:
@@ -118,7 +119,7 @@ STEPS: tuple[Step, ...] = (
     Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error gpu_held "
                                          "recording_changed_outcome notes original_backend backend_kind"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
-    Step("export", _export, writes="attempts category control export headline hint minify next_steps notes program "
+    Step("export", _export, writes="attempts category export headline hint minify next_steps notes program "
                                    "stage user_frames"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps"),
@@ -129,7 +130,7 @@ STEPS: tuple[Step, ...] = (
          writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="notes stage stages"),
     Step("control", narrow.control, when=narrow.has_control,
-         writes="control minify headline next_steps notes user_frames hint"),
+         writes="minify headline next_steps notes user_frames hint"),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
          "off", when=narrow.at_dynamo, writes="attempts category stage headline next_steps user_frames hint"),
     Step("refine", narrow.refine, writes="category notes user_frames hint"),
@@ -141,7 +142,7 @@ STEPS: tuple[Step, ...] = (
     Step("hand_over", over.hand_over, writes="attempts notes minify program short harness_test"),
     Step("program_for_short", reduction.program_for_short, when=reduction.harness_too_long,
          writes="program minify notes short"),
-    Step("repeated", _repeated, writes="attempts category control error flaky headline hint minify next_steps notes "
+    Step("repeated", _repeated, writes="attempts category error flaky headline hint minify next_steps notes "
                                       "program recording_changed_outcome session stage stages user_frames "
                                       "original_backend backend_kind short harness_test set_aside"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,

@@ -5,7 +5,7 @@ What one step finds for the report alone is that step's typed result, and `Repor
 the procedure's results by the name of the step that returns it (`STEP_OF`: one table, checked against
 `diagnose.procedure.STEPS` by the tests); `Found.freeze` writes them into the `Diagnosis`. A step that did not run,
 or found nothing, leaves its field empty. Where the first failure did not repeat (`Found.set_aside`), what was drawn
-from it (the owner's hand-over) is not reported.
+from it (the owner's hand-over, the control) is not reported.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pt2doctor.model.compiler_settings import SettingSearch
-from pt2doctor.model.diagnosis import Bisection, Workaround
+from pt2doctor.model.diagnosis import Bisection, Control, Workaround
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.source_refs import SourceRef
 from pt2doctor.model.versions import VersionsResult
@@ -44,10 +44,11 @@ class HandOver:
 @dataclass(frozen=True)
 class ExportConcluded:
     """The export path concluded (`export.diagnose.steps`): its hand-over and where to look, which the procedure's
-    own steps for them, after it, do not look for."""
+    own steps for them, after it, do not look for; its one-op control, where AOTInductor failed."""
 
     hand_over: HandOver = HandOver()
     where_to_look: tuple[SourceRef, ...] = ()
+    control: Control | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Upgrade:
 # failure that did not repeat, the result the first run's repeat concluded with (`diagnose.procedure._triage_flaky`).
 STEP_OF = {"replay": ("replay",), "needs_compiler": ("needs_compiler",), "hand_over": ("hand_over",),
            "export": ("export",), "upgrade": ("versions",), "where_to_look": ("where_to_look",),
-           "runtime": ("runtime_triage", "reproduce", "repeated")}
+           "runtime": ("runtime_triage", "reproduce", "repeated"), "control": ("control",)}
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Reported:
     upgrade: Upgrade | None = None
     where_to_look: tuple[SourceRef, ...] = field(default=())
     runtime: RuntimeTriage | None = None
+    control: Control | None = None  # the one-op program of the failing kind, where one ran (`diagnose.control`)
 
     @classmethod
     def of(cls, results: Mapping[str, Any], set_aside: bool = False) -> Reported:
@@ -85,7 +87,8 @@ class Reported:
         return cls(replay=result("replay", Replayed), needs_compiler=result("needs_compiler", NeedsCompiler),
                    hand_over=HandOver() if set_aside else hand_over, upgrade=result("upgrade", Upgrade),
                    where_to_look=result("where_to_look", tuple) or (export.where_to_look if export else ()),
-                   runtime=result("runtime", RuntimeTriage))
+                   runtime=result("runtime", RuntimeTriage),
+                   control=None if set_aside else result("control", Control) or (export.control if export else None))
 
     @property
     def workarounds(self) -> tuple[Workaround, ...]:

@@ -240,8 +240,8 @@ def _set_aside(found: Found) -> None:
     """What the steps before concluded from a failure that may not repeat is not the diagnosis: its verdict and what
     was drawn from it, the hand-over among it, go (the runs made stay, as evidence)."""
     found.category, found.stage, found.stages, found.user_frames, found.hint = None, None, {}, [], ""
-    found.minify, found.program, found.control, found.headline, found.next_steps = None, None, None, "", []
-    found.short, found.harness_test, found.set_aside = None, None, True  # the hand-over: not reported
+    found.minify, found.program, found.headline, found.next_steps = None, None, "", []
+    found.short, found.harness_test, found.set_aside = None, None, True  # the hand-over, the control: not reported
 
 
 def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:

@@ -143,8 +143,6 @@ def try_export(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: 
     finding = found.export
     if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
         return
-    if found.control is not None and found.control.fails_the_same_way:
-        return
     source = runner.call.script.resolve().read_text()
     text = skip_decompositions(source)
     if text is not None:
@@ -250,10 +248,9 @@ def _compilation_off(found: Found) -> Attempt | None:
 
 
 def _applies(found: Found) -> bool:
-    """A compiler stage is at fault (not the script, not the machine) and the failure repeats."""
+    """A compiler stage is at fault (not the script) and the failure repeats. (Not the machine either: a control
+    that fails the same way concludes the diagnosis before the hand-over, `diagnose.narrowing.control`.)"""
     if found.flaky or not policy(found.category).workarounds:
-        return False
-    if found.control is not None and found.control.fails_the_same_way:
         return False
     return found.stage in GRAPH_STAGES or found.stage is FailingStage.DYNAMO
 

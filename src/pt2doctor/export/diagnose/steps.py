@@ -3,10 +3,11 @@
 Contract: `diagnose_export(runner, found, failed_run)` is called by the procedure once the
 failure is reproduced. It reads the export steps the failing run went through (`export.jsonl`,
 `model.export`) and the programs judged in it (`export-checks.jsonl`, `model.export_draft`), and
-returns False, touching nothing, when the failure is not in the export path (no step failed, no
+returns None, touching nothing, when the failure is not in the export path (no step failed, no
 program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
 procedure goes on.
-Otherwise it makes the runs that tell the kinds apart, concludes `found` (`Found.export`) and returns True:
+Otherwise it makes the runs that tell the kinds apart, concludes `found` (`Found.export`) and returns
+`ExportDiagnosed` (with the one-op control where one ran):
 - every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
   against the program it came from, in the run: an accuracy failure of that step, no further run;
 - every step passed, nothing was judged wrong and no package ran, but the script failed after tracing:
@@ -31,7 +32,7 @@ torch itself is at fault (an internal error, a wrong result, AOTInductor).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pt2doctor.analysis.failures import raised_in_torch
@@ -56,7 +57,7 @@ from pt2doctor.export.diagnose.verdict import (
 from pt2doctor.export.diagnose.verify import verify_failure_fixes
 from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
-from pt2doctor.model.diagnosis import Attempt
+from pt2doctor.model.diagnosis import Attempt, Control
 from pt2doctor.model.export import (
     AOTI_STEPS,
     STEP_TITLES,
@@ -80,19 +81,20 @@ def export_events(run_dir: Path) -> list[ExportEvent]:
 
 
 def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, options: DiagnoseOptions | None = None,
-                    minify_reporter: object = None, known: Callable[[], object] | None = None) -> bool:
-    """True where the export path concluded; `known` is called once the category and the stage are (before the
-    program is reduced: the verdict first)."""
+                    minify_reporter: object = None, known: Callable[[], object] | None = None
+                    ) -> ExportDiagnosed | None:
+    """Where the export path concluded, what it ran for the report; `known` is called once the category and the stage
+    are (before the program is reduced: the verdict first)."""
     events = export_events(runner.run_dir(failed_run.label))
     failed = failing_step(events)
     if failed is not None and not _ended_with(failed, failed_run):
-        return False  # the script went on after a failed step (caught it) and failed elsewhere
+        return None  # the script went on after a failed step (caught it) and failed elsewhere
     wrong = failed_checks(records(RunPaths(runner.run_dir(failed_run.label)).export_checks, ExportCheck))
     traced = next((s for s in steps_passed(events) if s in TRACE_STEPS), None)
     after_trace = failed is None and not wrong and ExportStep.AOTI_RUN not in steps_passed(events)
     if after_trace and (traced is None or not _passes_with_export_off(runner, found)):
-        return False
-    entry = entry_point(events)
+        return None
+    entry, control = entry_point(events), None
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:
             _tracing(runner, found, entry, failed)
@@ -103,20 +105,27 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
             _wrong_program(found, entry, wrong[0])
         else:
             found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
-            _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
+            control = _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
             if wrong and found.export is not None:
                 found.export = replace(found.export, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
                 found.next_steps += unchecked_inputs_steps(found.export)
     if known is not None:
         known()
-    if options is not None and options.minify and _wants_a_repro(found):
+    if options is not None and options.minify and _wants_a_repro(found, control):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran
         with runner.gpu.whole():  # its workers and verification runs are the program's too
             reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
                                runner.gpu.limit)
         program_steps(found)
-    return True
+    return ExportDiagnosed(control)
+
+
+@dataclass(frozen=True)
+class ExportDiagnosed:
+    """The export path concluded: `control`, the one-op package run where AOTInductor failed (`_control`)."""
+
+    control: Control | None = None
 
 
 _EXPORT_OFF = ("with export off (torch.export.export returning a stand-in whose module() is the module itself, run "
@@ -133,13 +142,13 @@ def _passes_with_export_off(runner: VariantRunner, found: Found) -> bool:
     return attempt.outcome == "pass"
 
 
-def _wants_a_repro(found: Found) -> bool:
-    """No verified repro yet, and the failure is torch's to fix: not one a verified change of the program
-    (a fix, the other tracing mode) already answers."""
+def _wants_a_repro(found: Found, control: Control | None) -> bool:
+    """No verified repro yet, and the failure is torch's to fix: not the machine's (`control`), nor one a verified
+    change of the program (a fix, the other tracing mode) already answers."""
     finding = found.export
     if finding is None or finding.repro_verified or (found.minify and found.minify.verified):
         return False
-    if found.control is not None and found.control.fails_the_same_way:  # the machine's, not the program's
+    if control is not None and control.fails_the_same_way:  # the machine's, not the program's
         return False
     answered = any(f.verified for f in finding.fixes) or finding.other_mode_passes is True
     return finding.kind in _TORCHS or not answered
@@ -187,7 +196,8 @@ def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
 
 
 def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None,
-          failed_run: Attempt, options: DiagnoseOptions | None, minify_reporter: object) -> None:
+          failed_run: Attempt, options: DiagnoseOptions | None, minify_reporter: object) -> Control | None:
+    """The one-op control, where it ran."""
     runner.reporter.status("running it with compilation off (the AOTInductor package replaced by the exported "
                            "program, run eagerly)")
     off = runner.submit(Variant.compilation_off()).result()
@@ -196,11 +206,13 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
     if off.outcome == "fail":
         user_error(found, off)
         found.export = ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False)
-        return
+        return None
     kind = failure_kind(failed)
-    if kind is not ExportFailureKind.WRONG_RESULT and _environment_fails(runner, found, failed_run):
+    control = _control(runner, found, failed_run) if kind is not ExportFailureKind.WRONG_RESULT else None
+    if control is not None and control.fails_the_same_way:  # the environment is at fault, said so
+        environment_fails(found, control)
         found.export = ExportFinding(entry, step, kind, eager_passes=True)
-        return
+        return control
     finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
     if options is not None:
         finding = minify_export(options, runner.run_dir(failed_run.label), found, finding, runner.reporter,
@@ -209,21 +221,17 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
     if kind is ExportFailureKind.WRONG_RESULT:
         found.notes.append("every export step passed, the script's own check failed after the package ran, and "
                            "passes with the exported program run eagerly instead: the package computes otherwise")
+    return control
 
 
-def _environment_fails(runner: VariantRunner, found: Found, failed_run: Attempt) -> bool:
-    """Whether a one-op program fails the same way through AOTInductor on this machine (`diagnose.control`):
-    then the environment is at fault (packages that do not load here), and the diagnosis says so."""
+def _control(runner: VariantRunner, found: Found, failed_run: Attempt) -> Control | None:
+    """A one-op program through AOTInductor on this machine (`diagnose.control`): where it fails the same way, the
+    environment is at fault (packages that do not load here)."""
     device = "cuda" if found.session and found.session.environment.gpu else "cpu"
     runner.reporter.status(f"AOTInductor failed: does a one-op package fail the same way here ({device})?")
     with found.timed("control"):
-        control = start_control(ControlKind.AOTI, device, target_of(failed_run.signature or "", False),
-                                runner.call.out_dir, runner.call.timeout_s or _REPRO_TIMEOUT_S).result()
-    found.control = control
-    if control is None or not control.fails_the_same_way:
-        return False
-    environment_fails(found, control)
-    return True
+        return start_control(ControlKind.AOTI, device, target_of(failed_run.signature or "", False),
+                             runner.call.out_dir, runner.call.timeout_s or _REPRO_TIMEOUT_S).result()
 
 
 def _with_repro(runner: VariantRunner, found: Found, failed_run: Attempt, failed: ExportEvent | None,
