@@ -14,6 +14,7 @@ from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Repl
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
 from pt2doctor.model.diagnosis import Control, Workaround
 from pt2doctor.model.exit_codes import ExitCode
+from pt2doctor.model.export import EntryPoint, ExportFailureKind, ExportFinding
 from pt2doctor.model.runtime import RuntimeTriage
 from pt2doctor.model.settings import STRICT
 from pt2doctor.model.source_refs import SourceRef
@@ -296,7 +297,7 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     reported = Reported.of(results)
     assert reported.hand_over is tried and reported.replay.verified and reported.where_to_look == (ref,)
     assert Reported.of(results, set_aside=True).hand_over == HandOver()
-    exported = Reported.of({"export": ExportConcluded(tried, (ref,))})
+    exported = Reported.of({"export": ExportConcluded(hand_over=tried, where_to_look=(ref,))})
     assert exported.workarounds == tried.workarounds and exported.where_to_look == (ref,)
     diagnosis = _found().freeze(reported=reported)
     assert diagnosis.workarounds == tried.workarounds and diagnosis.replay == "replay.py" and diagnosis.replay_verified
@@ -307,5 +308,9 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     assert _found().freeze(reported=Reported.of({"reproduce": flaky})).runtime == flaky
     # the one-op control: the control step's, else the export path's; not where the failure did not repeat
     ran = Control("torch.compile(torch.add)", "control.py", True, "failed the same way")
-    assert Reported.of({"control": ran}).control is ran and Reported.of({"control": ran}, set_aside=True).control is None
+    assert Reported.of({"control": ran}).control is ran
+    assert Reported.of({"control": ran}, set_aside=True).control is None
     assert _found().freeze(reported=Reported.of({"export": ExportConcluded(control=ran)})).control == ran
+    # what the export path found is its result too
+    finding = ExportFinding(EntryPoint.EXPORT_NON_STRICT, None, ExportFailureKind.WRONG_RESULT)
+    assert _found().freeze(reported=Reported.of({"export": ExportConcluded(finding)})).export == finding

@@ -79,7 +79,6 @@ def test_a_package_that_computes_on_inputs_its_program_rejects_is_said_to_check_
     assert (check.verdict, check.rejected) == ("fail", True) and "rejects these inputs" in check.detail
     finding = ExportFinding(EntryPoint.EXPORT_NON_STRICT, None, ExportFailureKind.WRONG_RESULT, unchecked_inputs=True)
     assert "AOTI_RUNTIME_CHECK_INPUTS=1" in unchecked_inputs_steps(finding)[0]
-    found = Found(command=("aoti.py",), export=finding)
-    refs = look_where(found, tmp_path, tmp_path)
+    refs = look_where(Found(command=("aoti.py",)), tmp_path, tmp_path, export=finding)
     assert any(r.function.endswith("generate_input_output_runtime_checks") and "AOTI_RUNTIME_CHECK_INPUTS" in r.what
                for r in refs), refs

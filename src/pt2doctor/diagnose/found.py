@@ -20,7 +20,6 @@ from pt2doctor.model import Category, Environment, Session, SourceLoc
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt, Diagnosis, FailingStage, ProgramRepro, RunLedger, ShortForm, StageOutcome
 from pt2doctor.model.exit_codes import ExitCode
-from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.minify import BackendKind, MinifyResult, source_calls
 
 
@@ -50,7 +49,6 @@ class Found:
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
-    export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`export.diagnose.steps`)
     torchrun: tuple[str, ...] | None = None  # the script runs as a job, through torchrun with these flags
     rank: str | None = None  # a job: the rank diagnosed (the first whose failure ended)
     ranks: int | None = None  # a job: how many ranks ran
@@ -129,7 +127,7 @@ class Found:
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=b,
             settings=r.hand_over.settings,
             minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
-            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=self.export,
+            environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=r.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=r.control,
             workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=r.runtime,
             needs_compiler=r.needs_compiler, versions=r.upgrade.versions if r.upgrade else None, runs=runs,

@@ -77,11 +77,12 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
     tried = HandOverSoFar()
     if ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
-            try_export(ctx.runner, found, tried, ctx.options.cost)
+            try_export(ctx.runner, found, exported.finding, tried, ctx.options.cost)
         workaround_steps(found, tuple(tried.workarounds))
     with found.timed("where_to_look"):  # the procedure's own where-to-look step does not run after this one
-        refs = look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir)
-    return Concluded(ExportConcluded(tried.frozen(), refs, exported.control))
+        refs = look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir,
+                          export=exported.finding)
+    return Concluded(ExportConcluded(exported.finding, tried.frozen(), refs, exported.control))
 
 
 def _reproduce(ctx: Context, found: Found) -> Reproduced | Concluded:
@@ -119,7 +120,7 @@ STEPS: tuple[Step, ...] = (
     Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error gpu_held "
                                          "recording_changed_outcome notes original_backend backend_kind"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
-    Step("export", _export, writes="attempts category export headline hint minify next_steps notes program "
+    Step("export", _export, writes="attempts category headline hint minify next_steps notes program "
                                    "stage user_frames"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps"),

@@ -16,6 +16,7 @@ from typing import Any
 
 from pt2doctor.model.compiler_settings import SettingSearch
 from pt2doctor.model.diagnosis import Bisection, Control, Workaround
+from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.runtime import NeedsCompiler, RuntimeTriage
 from pt2doctor.model.source_refs import SourceRef
 from pt2doctor.model.versions import VersionsResult
@@ -43,9 +44,10 @@ class HandOver:
 
 @dataclass(frozen=True)
 class ExportConcluded:
-    """The export path concluded (`export.diagnose.steps`): its hand-over and where to look, which the procedure's
-    own steps for them, after it, do not look for; its one-op control, where AOTInductor failed."""
+    """The export path concluded (`export.diagnose.steps`): what it found, its hand-over and where to look (which the
+    procedure's own steps for them, after it, do not look for), its one-op control where AOTInductor failed."""
 
+    finding: ExportFinding | None = None
     hand_over: HandOver = HandOver()
     where_to_look: tuple[SourceRef, ...] = ()
     control: Control | None = None
@@ -76,6 +78,7 @@ class Reported:
     where_to_look: tuple[SourceRef, ...] = field(default=())
     runtime: RuntimeTriage | None = None
     control: Control | None = None  # the one-op program of the failing kind, where one ran (`diagnose.control`)
+    export: ExportFinding | None = None  # a failure in torch.export / AOTInductor (`export.diagnose.steps`)
 
     @classmethod
     def of(cls, results: Mapping[str, Any], set_aside: bool = False) -> Reported:
@@ -88,7 +91,8 @@ class Reported:
                    hand_over=HandOver() if set_aside else hand_over, upgrade=result("upgrade", Upgrade),
                    where_to_look=result("where_to_look", tuple) or (export.where_to_look if export else ()),
                    runtime=result("runtime", RuntimeTriage),
-                   control=None if set_aside else result("control", Control) or (export.control if export else None))
+                   control=None if set_aside else result("control", Control) or (export.control if export else None),
+                   export=export.finding if export else None)
 
     @property
     def workarounds(self) -> tuple[Workaround, ...]:

@@ -42,6 +42,7 @@ from pt2doctor.diagnose.stages import REFERENCE
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import Setting
 from pt2doctor.model.diagnosis import FailingStage
+from pt2doctor.model.export import ExportFinding
 from pt2doctor.model.serialize import RecordError, dumps, read_record
 from pt2doctor.model.source_refs import SourceLookup, SourceLookupResult, SourceRef
 
@@ -86,10 +87,11 @@ def start_reached(found: Found, out_dir: Path) -> Reached:
 
 
 def look_where(found: Found, run_dir: Path, out_dir: Path, hand_over: HandOver | None = None,
-               pool: WorkerPool | None = None, reached: Reached | None = None) -> tuple[SourceRef, ...]:
+               pool: WorkerPool | None = None, reached: Reached | None = None, export: ExportFinding | None = None
+               ) -> tuple[SourceRef, ...]:
     """`hand_over`: what the bisection blamed, the settings the search found; `pool`: warm workers still open (the
     minifier's), where the look-up is one forked child rather than a new interpreter importing torch; `reached`: the
-    look-up of what the reduced program reached, started earlier."""
+    look-up of what the reduced program reached, started earlier; `export`: what the export path found."""
     hand_over = hand_over or HandOver()
     chosen = found.chosen_repro()
     dynamo = found.stage is FailingStage.DYNAMO
@@ -98,7 +100,7 @@ def look_where(found: Found, run_dir: Path, out_dir: Path, hand_over: HandOver |
     b = hand_over.bisection
     settings = tuple(s.name for s in _verified_settings(hand_over))
     # a package that ran on inputs its exported program rejects: AOTInductor's checks of its inputs
-    unchecked = found.export is not None and found.export.unchecked_inputs
+    unchecked = export is not None and export.unchecked_inputs
     refs: list[SourceRef] = []
     if ops or (b is not None and b.subsystem) or settings or unchecked:
         request = SourceLookup(str(out_dir / "where_to_look.json"), ops, b.backend if b else None,

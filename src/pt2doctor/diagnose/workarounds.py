@@ -27,8 +27,8 @@ of every diagnose run: the copy runs to the end and its own checks pass. It stop
    beside the settings search where nothing but a setting comes before it: `start_fallback`);
 4. where no backend passes (Dynamo itself is at fault), one `torch.compile` site at a time compiling nothing (its
    first three sites): the code it compiled runs as written, every other site stays compiled.
-`try_export(runner, found)` is called once the export path has concluded: a failure in `run_decompositions` is
-tried without that call (the exported program as traced, kind `call`).
+`try_export(runner, found, finding, tried)` is called once the export path has concluded: a failure in
+`run_decompositions` is tried without that call (the exported program as traced, kind `call`).
 `try_config(runner, found, tried)` is called once `CompilerBisector` has named what it blames
 (`HandOverSoFar.bisection`): where a setting turns that off alone (`model.compiler_settings.for_subsystem`: a
 pattern pass, `fallback_random`, `emulate_precision_casts`, ...) and no setting verified already, it is set at the
@@ -74,7 +74,7 @@ from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.compiler_settings import TRIED_ON_THE_SCRIPT, Setting, SettingSearch, for_subsystem
 from pt2doctor.model.diagnosis import Attempt, Bisection, FailingStage, Workaround, WorkaroundCost, WorkaroundKind
-from pt2doctor.model.export import ExportStep
+from pt2doctor.model.export import ExportFinding, ExportStep
 from pt2doctor.model.minify import NodeOrigin, source_calls
 
 
@@ -138,10 +138,10 @@ class _Baseline:
 _MAX_SITES = 3  # one run each: a script with more compile sites is tried on its first three
 
 
-def try_export(runner: VariantRunner, found: Found, tried: HandOverSoFar, cost: bool = False) -> None:
-    """The failing export step left out of a copy, where it can be (see the module docstring)."""
-    finding = found.export
-    if finding is None or finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
+def try_export(runner: VariantRunner, found: Found, finding: ExportFinding, tried: HandOverSoFar,
+               cost: bool = False) -> None:
+    """The failing export step (`finding`) left out of a copy, where it can be (see the module docstring)."""
+    if finding.step is not ExportStep.RUN_DECOMPOSITIONS or found.flaky:
         return
     source = runner.call.script.resolve().read_text()
     text = skip_decompositions(source)

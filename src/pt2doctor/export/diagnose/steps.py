@@ -6,8 +6,8 @@ failure is reproduced. It reads the export steps the failing run went through (`
 returns None, touching nothing, when the failure is not in the export path (no step failed, no
 program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
 procedure goes on.
-Otherwise it makes the runs that tell the kinds apart, concludes `found` (`Found.export`) and returns
-`ExportDiagnosed` (with the one-op control where one ran):
+Otherwise it makes the runs that tell the kinds apart, concludes `found` (its verdict and words) and returns
+`ExportDiagnosed`: the finding (`model.export.ExportFinding`), with the one-op control where one ran:
 - every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
   against the program it came from, in the run: an accuracy failure of that step, no further run;
 - every step passed, nothing was judged wrong and no package ran, but the script failed after tracing:
@@ -97,34 +97,36 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
     entry, control = entry_point(events), None
     with found.timed("export"):
         if failed is not None and failed.step not in AOTI_STEPS:
-            _tracing(runner, found, entry, failed)
+            finding = _tracing(runner, found, entry, failed)
         elif after_trace and traced is not None:
-            conclude_export(found, ExportFinding(entry, traced, ExportFailureKind.WRONG_RESULT, judged=_EXPORT_OFF,
-                                                 eager_passes=True), Category.ACCURACY)
+            finding = conclude_export(found, ExportFinding(entry, traced, ExportFailureKind.WRONG_RESULT,
+                                                           judged=_EXPORT_OFF, eager_passes=True), Category.ACCURACY)
         elif failed is None and wrong and wrong[0].step not in AOTI_STEPS:
-            _wrong_program(found, entry, wrong[0])
+            finding = _wrong_program(found, entry, wrong[0])
         else:
             found.notes += [f"judged in the run: {STEP_TITLES[c.step]} against {c.against}: {c.detail}" for c in wrong]
-            control = _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
-            if wrong and found.export is not None:
-                found.export = replace(found.export, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
-                found.next_steps += unchecked_inputs_steps(found.export)
+            finding, control = _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
+            if wrong:
+                finding = replace(finding, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
+                found.next_steps += unchecked_inputs_steps(finding)
     if known is not None:
         known()
-    if options is not None and options.minify and _wants_a_repro(found, control):
+    if options is not None and options.minify and _wants_a_repro(found, finding, control):
         step = failed.step if failed is not None else wrong[0].step if wrong else traced if after_trace else None
         # no step failed or was judged wrong, not after tracing: the script's check failed after the package ran
         with runner.gpu.whole():  # its workers and verification runs are the program's too
             reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
                                runner.gpu.limit)
         program_steps(found)
-    return ExportDiagnosed(control)
+    return ExportDiagnosed(finding, control)
 
 
 @dataclass(frozen=True)
 class ExportDiagnosed:
-    """The export path concluded: `control`, the one-op package run where AOTInductor failed (`_control`)."""
+    """The export path concluded: what it found (the entry point, the step, the kind, the repro, the fixes tried) and
+    `control`, the one-op package run where AOTInductor failed (`_control`)."""
 
+    finding: ExportFinding
     control: Control | None = None
 
 
@@ -142,11 +144,10 @@ def _passes_with_export_off(runner: VariantRunner, found: Found) -> bool:
     return attempt.outcome == "pass"
 
 
-def _wants_a_repro(found: Found, control: Control | None) -> bool:
+def _wants_a_repro(found: Found, finding: ExportFinding, control: Control | None) -> bool:
     """No verified repro yet, and the failure is torch's to fix: not the machine's (`control`), nor one a verified
     change of the program (a fix, the other tracing mode) already answers."""
-    finding = found.export
-    if finding is None or finding.repro_verified or (found.minify and found.minify.verified):
+    if finding.repro_verified or (found.minify and found.minify.verified):
         return False
     if control is not None and control.fails_the_same_way:  # the machine's, not the program's
         return False
@@ -158,11 +159,11 @@ _TORCHS = (ExportFailureKind.EXPORT_INTERNAL, ExportFailureKind.WRONG_RESULT, Ex
            ExportFailureKind.AOTI_LOAD, ExportFailureKind.AOTI_RUNTIME)
 
 
-def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> None:
+def _wrong_program(found: Found, entry: EntryPoint, check: ExportCheck) -> ExportFinding:
     """A program the script derived was judged wrong in the run itself (`export.capture.checks`): no
     run with compilation off is needed, the reference ran beside it on copies of the same inputs."""
     finding = ExportFinding(entry, check.step, ExportFailureKind.WRONG_RESULT, judged=_judged(check))
-    conclude_export(found, finding, Category.ACCURACY)
+    return conclude_export(found, finding, Category.ACCURACY)
 
 
 def _judged(check: ExportCheck) -> str:
@@ -174,7 +175,7 @@ def _ended_with(failed: ExportEvent, run: Attempt) -> bool:
     return failed.phase is Phase.STARTED or failed.error_type.rsplit(".", 1)[-1] in run.error
 
 
-def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent) -> None:
+def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent) -> ExportFinding:
     failure = found.session.failures[0] if found.session and found.session.failures else None
     kind = failure_kind(failed, in_torch=failure is not None and raised_in_torch(failure.traceback))
     strict = failed.step is ExportStep.STRICT_TRACE
@@ -183,7 +184,7 @@ def _tracing(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Exp
     line = user_line(found.session.failures[0] if found.session and found.session.failures else None)
     fixes = verify_failure_fixes(runner, found, kind, failed, line)
     finding = ExportFinding(entry, failed.step, kind, line, fixes, other_mode_passes=other)
-    conclude_export(found, finding, category_of(kind, failed))
+    return conclude_export(found, finding, category_of(kind, failed))
 
 
 def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
@@ -196,8 +197,9 @@ def _other_mode(runner: VariantRunner, found: Found, strict: bool) -> bool:
 
 
 def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: ExportEvent | None,
-          failed_run: Attempt, options: DiagnoseOptions | None, minify_reporter: object) -> Control | None:
-    """The one-op control, where it ran."""
+          failed_run: Attempt, options: DiagnoseOptions | None, minify_reporter: object
+          ) -> tuple[ExportFinding, Control | None]:
+    """The finding, and the one-op control where it ran."""
     runner.reporter.status("running it with compilation off (the AOTInductor package replaced by the exported "
                            "program, run eagerly)")
     off = runner.submit(Variant.compilation_off()).result()
@@ -205,23 +207,21 @@ def _aoti(runner: VariantRunner, found: Found, entry: EntryPoint, failed: Export
     step = failed.step if failed is not None else None
     if off.outcome == "fail":
         user_error(found, off)
-        found.export = ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False)
-        return None
+        return ExportFinding(entry, step, ExportFailureKind.USER_CODE, eager_passes=False), None
     kind = failure_kind(failed)
     control = _control(runner, found, failed_run) if kind is not ExportFailureKind.WRONG_RESULT else None
     if control is not None and control.fails_the_same_way:  # the environment is at fault, said so
         environment_fails(found, control)
-        found.export = ExportFinding(entry, step, kind, eager_passes=True)
-        return control
+        return ExportFinding(entry, step, kind, eager_passes=True), control
     finding = _with_repro(runner, found, failed_run, failed, ExportFinding(entry, step, kind, eager_passes=True))
     if options is not None:
         finding = minify_export(options, runner.run_dir(failed_run.label), found, finding, runner.reporter,
                                 minify_reporter)
-    conclude_export(found, finding, category_of(kind, failed))
+    finding = conclude_export(found, finding, category_of(kind, failed))
     if kind is ExportFailureKind.WRONG_RESULT:
         found.notes.append("every export step passed, the script's own check failed after the package ran, and "
                            "passes with the exported program run eagerly instead: the package computes otherwise")
-    return control
+    return finding, control
 
 
 def _control(runner: VariantRunner, found: Found, failed_run: Attempt) -> Control | None:

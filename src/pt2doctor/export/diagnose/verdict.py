@@ -5,8 +5,8 @@ table that matches the exception's type and message; AOTInductor steps by the st
 `CATEGORIES` maps each kind to the failure category `run` and `diagnose` use everywhere (a planted
 AOTInductor compile error is a `kernel_failure`, as an Inductor one is). `user_line(failure)` is the
 user's line the tracer was at (Dynamo's "from user code" block under strict export, the innermost user
-frame of the traceback under non-strict). `conclude_export(found, finding, category)` writes the headline
-and the next steps from a finding.
+frame of the traceback under non-strict). `conclude_export(found, finding, category)` writes the verdict (stage,
+category, frames), the headline and the next steps from a finding, and returns it.
 """
 
 from __future__ import annotations
@@ -96,8 +96,7 @@ def user_line(failure: Failure | None) -> SourceLoc | None:
     return failure.user_frames[-1] if failure.user_frames else None
 
 
-def conclude_export(found: Found, finding: ExportFinding, category: Category) -> None:
-    found.export = finding
+def conclude_export(found: Found, finding: ExportFinding, category: Category) -> ExportFinding:
     found.stage = STEP_STAGES[finding.step] if finding.step else FailingStage.INDUCTOR  # the package's result
     found.category = category
     where = STEP_TITLES[finding.step] if finding.step else "the package's result (every export step passed)"
@@ -106,6 +105,7 @@ def conclude_export(found: Found, finding: ExportFinding, category: Category) ->
     if finding.user_line is not None:
         found.user_frames = [finding.user_line, *(f for f in found.user_frames if f != finding.user_line)]
     found.next_steps += _STEPS[finding.kind](finding)
+    return finding
 
 
 def _at(finding: ExportFinding) -> str:
