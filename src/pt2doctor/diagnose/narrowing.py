@@ -123,9 +123,14 @@ def _stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: 
     ladder_on_graph = None
     if side_runs.workers is not None and recording.usable:
         ctx.reporter.status("finding the failing stage on the recorded graph (each backend of the ladder on it alone)")
-        ladder_on_graph = climb_on_graph(side_runs.workers.pool, recording, found.original_backend,
-                                         ctx.options.out_dir)
-        if ladder_on_graph.conclusive:
+        try:
+            ladder_on_graph = climb_on_graph(side_runs.workers.pool, recording, found.original_backend,
+                                             ctx.options.out_dir)
+        except WorkerPoolError as exc:  # the warm workers did not start or ended: the program's stage runs decide
+            found.notes.append(f"the stage is found on the whole program: the warm workers could not run the "
+                               f"recorded graph ({exc})")
+            ladder_on_graph = None
+        if ladder_on_graph is not None and ladder_on_graph.conclusive:
             found.stage, found.stages = blame(ladder(found.original_backend), ladder_on_graph.outcomes)
             how = ("by the script's backend as AOTAutograd handed it over, its compiled run judged against its eager "
                    "one (the lower rungs do not apply past AOTAutograd: skipped)" if ladder_on_graph.after_aot else
@@ -135,7 +140,8 @@ def _stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: 
                                f"({runs} graph-level run{'s' if runs != 1 else ''} in warm workers), not by running "
                                "the program again")
             return StageEvidence(ladder_on_graph, {})
-        found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
+        if ladder_on_graph is not None:
+            found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
     rungs = ladder(found.original_backend)[:-1]  # the top rung is the original run, which failed
     return StageEvidence(ladder_on_graph, {backend: ctx.runner.submit(Variant.with_backend(backend))
                                            for backend, _ in rungs})
@@ -190,9 +196,9 @@ def control(ctx: Context, found: Found, side_runs: SideRuns, classify: Classifie
         ran = (side_runs.control.result() if side_runs.control is not None else
                control_in(side_runs.workers.pool, ControlKind.INDUCTOR, _device(classify), target,  # type: ignore[union-attr]
                           ctx.options.out_dir))
-    except WorkerPoolError as exc:  # the warm workers ended: no control, said so
-        found.notes.append(f"the one-op control could not run: {exc}")
-        return None
+    except WorkerPoolError as exc:  # the warm workers did not start or ended: the control in an interpreter of its own
+        found.notes.append(f"the one-op control ran in a fresh interpreter: the warm workers could not run it ({exc})")
+        ran = start_control(ControlKind.INDUCTOR, _device(classify), target, ctx.options.out_dir).result()
     if ran is None or not ran.fails_the_same_way:
         return ran
     found.minify = None
