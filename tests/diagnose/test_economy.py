@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pt2doctor.diagnose.checkpoint import Checkpoint, verdict_words
+from pt2doctor.diagnose.checkpoint import Checkpoint
+from pt2doctor.diagnose.conclusions import verdict_words
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import _judge
 from pt2doctor.diagnose.ledger import run_ledger

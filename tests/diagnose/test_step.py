@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from pt2doctor.diagnose.endings import Diagnosed
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.procedure import STEPS
 from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Replayed, Reported
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
+from pt2doctor.model import SourceLoc
 from pt2doctor.model.diagnosis import Control, Workaround
 from pt2doctor.model.exit_codes import ExitCode
 from pt2doctor.model.export import EntryPoint, ExportFailureKind, ExportFinding
@@ -84,16 +86,16 @@ def test_stop_ends_the_procedure_and_what_runs_in_the_background_is_closed():
         return running
 
     def conclude(ctx, found):
-        found.headline = "concluded"
+        found.ending = Diagnosed()
         return STOP
 
     def after(ctx, found):
         raise AssertionError("ran after the conclusion")
 
     found = _found()
-    run_steps((Step("start", start), Step("conclude", conclude, writes="headline"), Step("after", after)), _context(),
+    run_steps((Step("start", start), Step("conclude", conclude, writes="ending"), Step("after", after)), _context(),
               found)
-    assert found.headline == "concluded" and running.closed == [True]
+    assert found.ending == Diagnosed() and running.closed == [True]
 
 
 def test_an_interrupt_propagates_after_closing_what_runs():
@@ -159,7 +161,7 @@ def test_diagnoses_steps_are_read_off_one_tuple_each_taking_only_earlier_results
 
 def test_a_step_sets_only_the_verdicts_fields_it_declares_and_reads_all():
     def declared(ctx, found):
-        found.headline = "said"
+        found.ending = Diagnosed()
         found.notes.append("noted")
         return found.error
 
@@ -167,33 +169,33 @@ def test_a_step_sets_only_the_verdicts_fields_it_declares_and_reads_all():
         found.category = None
 
     def undeclared_list(ctx, found):
-        found.next_steps.append("advice")
+        found.user_frames.append(SourceLoc("x.py", 1))
 
     found = _found()
     found.error = "boom"
-    assert run_steps((Step("declared", declared, writes="headline notes"),), _context(), found) == {"declared": "boom"}
-    assert found.headline == "said" and found.notes == ["noted"]
+    assert run_steps((Step("declared", declared, writes="ending notes"),), _context(), found) == {"declared": "boom"}
+    assert found.ending == Diagnosed() and found.notes == ["noted"]
     for step in (undeclared_field, undeclared_list):
         with pytest.raises((UndeclaredWrite, AttributeError)):
             run_steps((Step("undeclared", step),), _context(), found)
-    assert found.next_steps == []
+    assert found.user_frames == []
 
 
 def test_for_a_user_a_slip_in_a_steps_declaration_costs_nothing(monkeypatch):
     """Outside the tests (no PT2DOCTOR_STRICT) the view passes every write through: the step's work stands."""
     def undeclared(ctx, found):
-        found.next_steps.append("advice")
+        found.user_frames.append(SourceLoc("x.py", 1))
         found.category = None
 
     monkeypatch.delenv(STRICT)
     found = _found()
     run_steps((Step("undeclared", undeclared),), _context(), found)
-    assert found.next_steps == ["advice"] and not found.internal_errors
+    assert found.user_frames == [SourceLoc("x.py", 1)] and not found.internal_errors
 
 
 def test_a_step_may_only_declare_the_verdicts_fields():
-    with pytest.raises(AssertionError, match="headlin"):
-        run_steps((Step("typo", lambda ctx, found: None, writes="headlin"),), _context(), _found())
+    with pytest.raises(AssertionError, match="endin"):
+        run_steps((Step("typo", lambda ctx, found: None, writes="endin"),), _context(), _found())
 
 
 def test_a_step_that_raises_is_kept_and_the_procedure_goes_on_without_its_result(monkeypatch):
@@ -206,15 +208,15 @@ def test_a_step_that_raises_is_kept_and_the_procedure_goes_on_without_its_result
         raise AssertionError("ran without its input")
 
     def concludes(ctx, found):
-        found.headline = "concluded"
+        found.ending = Diagnosed()
 
-    steps = (Step("broken", broken), Step("needs_broken", needs_broken), Step("conclude", concludes, writes="headline"))
+    steps = (Step("broken", broken), Step("needs_broken", needs_broken), Step("conclude", concludes, writes="ending"))
     with pytest.raises(TypeError):
         run_steps(steps, _context(), _found())
     monkeypatch.delenv(STRICT)
     found = _found()
     assert run_steps(steps, _context(), found) == {"conclude": None}
-    assert found.headline == "concluded" and found.internal_errors == ["step 'broken': TypeError: a bug of ours"]
+    assert found.ending == Diagnosed() and found.internal_errors == ["step 'broken': TypeError: a bug of ours"]
     assert found.freeze().exit_code == ExitCode.INTERNAL
 
 

@@ -235,7 +235,7 @@ def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:
     lowering = SourceRef("Inductor lowering of aten.relu.default", "torch/_inductor/lowering.py", 7972,
                          "make_pointwise.<locals>.inner")
     reported = Reported(where_to_look=(lowering,))
-    conclude(found, reported)
+    conclude(found)
     diagnosis = found.freeze(reported=reported)
     assert diagnosis.where_to_look == reported.where_to_look
     write_bundle(diagnosis, None, tmp_path)

@@ -48,8 +48,8 @@ def test_the_fixing_release_is_offered_first_verified_on_the_repro_and_said_so()
     found = _found()
     result = _result()
     assert result.fixed == Boundary("2.14.0", "2.14.1", exact=True)
-    conclude_diagnosis(found, _reported(result))
-    first, second = found.next_steps[:2]
+    conclude_diagnosis(found)
+    first, second = found.freeze(reported=_reported(result)).next_steps[:2]
     assert first.startswith("Workaround, verified on the repro (not on your whole program): upgrade torch to 2.14.1")
     assert "2.14.1+cu130" in first and second.startswith("Workaround, verified on a copy of your script")
 

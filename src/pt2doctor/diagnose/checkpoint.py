@@ -1,14 +1,15 @@
 """The verdict first: said and written as soon as it is known, the hand-over after it (issue #38).
 
 Contract: a `Checkpoint` is called by `diagnose.step.run_steps` after each step (`Context.after_step`). Once the
-verdict is known (the category and the stage, the category refined by the stage as the final diagnosis refines it;
-at the Dynamo stage only once the run with compilation off told a Dynamo bug from the script's own) it is said once,
-as a progress line `verdict: ...` (saying so when the second run of the program, which checks that the failure
-repeats, has not ended yet: `diagnose.reproduce.repeated`). After every step, the diagnosis so far is handed to
-`publish` (the CLI writes it as diagnosis.json, `report.issue.write_diagnosis`), with the steps still to come
-(`Diagnosis.pending`) and the runs made so far: a diagnosis stopped from outside, or killed, leaves what it had
-found. `frozen()` is the diagnosis as it stands, by the same rule (`Found.freeze` with the run ledger,
-`diagnose.ledger`, and what the steps returned for the report, `diagnose.reported`).
+verdict is known (`diagnose.conclusions.verdict_words`: the category and the stage, the category refined by the stage
+as the final diagnosis refines it; at the Dynamo stage only once the run with compilation off told a Dynamo bug from
+the script's own) it is said once, as a progress line `verdict: ...` (saying so when the second run of the program,
+which checks that the failure repeats, has not ended yet: `diagnose.reproduce.repeated`). After every step, the
+diagnosis so far is handed to `publish` (the CLI writes it as diagnosis.json, `report.issue.write_diagnosis`), with
+the steps still to come (`Diagnosis.pending`) and the runs made so far, its headline the verdict until the diagnosis
+concludes: a diagnosis stopped from outside, or killed, leaves what it had found. `frozen()` is the diagnosis as it
+stands, by the same rule (`Found.freeze` with the run ledger, `diagnose.ledger`, and what the steps returned for the
+report, `diagnose.reported`).
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pt2doctor.capture.runner import Reporter
+from pt2doctor.diagnose.conclusions import verdict_words
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.reproduce import Reproduced
 from pt2doctor.diagnose.runs import VariantRunner
-from pt2doctor.model import Category
-from pt2doctor.model.category_policy import refined
-from pt2doctor.model.diagnosis import STAGE_TITLES, Diagnosis, FailingStage
+from pt2doctor.model.diagnosis import Diagnosis
 
 Publish = Callable[[Diagnosis], object]  # what it returns is not read
 
@@ -57,15 +57,3 @@ class Checkpoint:
     def reported(self) -> Reported:
         return Reported.of(self.results, self.found.set_aside)
 
-
-def verdict_words(found: Found) -> str | None:
-    """`backend_failure in the custom backend: NotImplementedError: ...`, once the verdict is known (see the
-    contract); None before."""
-    if found.flaky or found.category is None:
-        return None
-    if found.category is Category.USER_ERROR and found.stage is None and "compilation_off" in found.timings:
-        return f"{Category.USER_ERROR.value}: the script fails with compilation off too: {found.error}"
-    if found.stage is None or (found.stage is FailingStage.DYNAMO and "compilation_off" not in found.timings):
-        return None
-    category = refined(found.category, found.stage)
-    return f"{category.value if category else '?'} in {STAGE_TITLES[found.stage]}: {found.error}"

@@ -1,10 +1,10 @@
 """What `diagnose` has established that every step reads: the verdict, the runs, the repro in hand.
 
 Contract: `Found` is mutable while the procedure (`diagnose.procedure`) runs and is frozen into a
-`Diagnosis` at the end (`freeze`, with the exit code and what the steps returned for the report alone:
-`diagnose.reported.Reported`, the owner's hand-over, replay.py, where to look, other releases); `timed(step)`
-adds a step's seconds to `timings`. How it is said (headline, refinements, next steps) is
-`diagnose.conclusions`.
+`Diagnosis` after every step and at the end (`freeze`, with the exit code and what the steps returned for the report
+alone: `diagnose.reported.Reported`, the owner's hand-over, replay.py, where to look, other releases); `timed(step)`
+adds a step's seconds to `timings`. It holds no words: how it ended is `ending` (`diagnose.endings`), and the headline
+and next steps are said from the facts as they stand each time it is frozen (`diagnose.conclusions.said`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
+from pt2doctor.diagnose.conclusions import said
+from pt2doctor.diagnose.endings import Ending, GpuHeld
 from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.stopping import BUDGET
 from pt2doctor.model import Category, Environment, Session, SourceLoc
@@ -34,18 +36,16 @@ class Found:
     flaky: bool = False
     set_aside: bool = False  # the first failure did not repeat: what was drawn from it is not handed over
     attempts: list[Attempt] = field(default_factory=list)
-    headline: str = ""
+    ending: Ending | None = None  # how it concluded (`diagnose.endings`): None while it goes on
     error: str = ""
     hint: str = ""
     original_backend: str | None = None
     user_frames: list[SourceLoc] = field(default_factory=list)
     minify: MinifyResult | None = None
     program: ProgramRepro | None = None  # the program reduced (`reduce.program`)
-    next_steps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     stopped_by: str = ""  # what stopped it early: a signal's name (SIGINT: Ctrl-C) or "budget" (`diagnose.stopping`)
-    gpu_held: str = ""  # not diagnosed: other processes held the GPU's memory in two runs, in words (exit 75)
     recording_changed_outcome: bool = False  # the recorded run failed otherwise than the plain runs
     backend_kind: BackendKind | None = None  # how the recording could carry the script's backend
     session: Session | None = None
@@ -115,6 +115,7 @@ class Found:
         ops = self.culprit_ops()
         r = reported or Reported()
         b = r.hand_over.bisection
+        words = said(self, r, pending)
         return Diagnosis(
             command=self.command, category=self.category, stage=self.stage, stages=dict(self.stages),  # type: ignore[arg-type]
             subsystem=b.subsystem if b else None, flaky=self.flaky,
@@ -123,10 +124,11 @@ class Found:
             minified_nodes=m.nodes_after if m and graph else None, culprit_ops=ops,
             culprit_sources=source_calls(m.origins) if m and graph else (),
             input_needs=m.input_needs if m and graph else (), short=short, test=test,
-            user_frames=tuple(self.user_frames), headline=self.headline, error=self.error, hint=self.hint,
+            user_frames=tuple(self.user_frames), headline=words.headline, error=self.error, hint=self.hint,
             original_backend=self.original_backend, attempts=tuple(self.attempts), bisection=b,
             settings=r.hand_over.settings,
-            minify=m, program=p, next_steps=tuple(self.next_steps), notes=tuple(self.notes), timings=dict(self.timings),
+            minify=m, program=p, next_steps=words.next_steps, notes=(*self.notes, *words.notes),
+            timings=dict(self.timings),
             environment=environment, interrupted=self.interrupted, exit_code=_exit_code(self), export=r.export,
             torchrun=self.torchrun, rank=self.rank, ranks=self.ranks, control=r.control,
             workarounds=r.workarounds, where_to_look=r.where_to_look, runtime=r.runtime,
@@ -151,7 +153,7 @@ def _exit_code(found: Found) -> int:
         return _STOPPED_EXIT.get(found.stopped_by, ExitCode.INTERRUPTED)
     if found.internal_errors:
         return ExitCode.INTERNAL
-    if found.gpu_held:
+    if isinstance(found.ending, GpuHeld):
         return ExitCode.GPU_HELD
     if found.category is None:  # nothing failed; or the budget ran out before anything did: not known
         return ExitCode.TIMEOUT if found.stopped_by == BUDGET else ExitCode.OK

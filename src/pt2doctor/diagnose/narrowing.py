@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pt2doctor.bisect.driver import PendingBisection
-from pt2doctor.diagnose.conclusions import environment_fails, refine_category, user_error, where
+from pt2doctor.diagnose.conclusions import environment_fails, refine_category, user_error
 from pt2doctor.diagnose.control import ControlKind, ControlRun, control_in, start_control
 from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.graph_stages import GraphLadder, climb_on_graph
@@ -38,6 +38,7 @@ from pt2doctor.diagnose.reported import Replayed
 from pt2doctor.diagnose.reproduce import Classified, Reproduced
 from pt2doctor.diagnose.stages import blame, ladder
 from pt2doctor.diagnose.step import STOP, Concluded, Context
+from pt2doctor.diagnose.user_frames import where
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import STAGE_TITLES, Attempt, Control, FailingStage

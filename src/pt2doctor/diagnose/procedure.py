@@ -32,11 +32,11 @@ from pt2doctor.diagnose import narrowing as narrow
 from pt2doctor.diagnose import reduction, upgrade
 from pt2doctor.diagnose.checkpoint import Checkpoint, Publish
 from pt2doctor.diagnose.conclusions import conclude, stopped
+from pt2doctor.diagnose.endings import Unparsed
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.next_steps import workaround_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.recording import pick_recording
-from pt2doctor.diagnose.reported import ExportConcluded, HandOver, Replayed, Reported, Upgrade
+from pt2doctor.diagnose.reported import ExportConcluded
 from pt2doctor.diagnose.reproduce import (
     Classified,
     Reproduced,
@@ -78,7 +78,6 @@ def _export(ctx: Context, found: Found, reproduce: Reproduced, classify: Classif
     if ctx.options.workarounds:
         with found.timed("workarounds"), ctx.runner.step("workarounds"):
             try_export(ctx.runner, found, exported.finding, tried, ctx.options.cost)
-        workaround_steps(found, tuple(tried.workarounds))
     with found.timed("where_to_look"):  # the procedure's own where-to-look step does not run after this one
         refs = look_where(found, ctx.runner.run_dir(classify.attempt.label), ctx.options.out_dir,
                           export=exported.finding)
@@ -109,21 +108,18 @@ def _triage_flaky(ctx: Context, found: Found) -> Concluded:
     return Concluded(triage)
 
 
-def _conclude(ctx: Context, found: Found, replay: Replayed | None = None, hand_over: HandOver | None = None,
-              versions: Upgrade | None = None) -> bool:
-    conclude(found, Reported(replay=replay, hand_over=HandOver() if hand_over is None else hand_over,
-                             upgrade=versions))
+def _conclude(ctx: Context, found: Found) -> bool:
+    conclude(found)
     return True
 
 
 STEPS: tuple[Step, ...] = (
-    Step("reproduce", _reproduce, writes="attempts session headline next_steps flaky category error gpu_held "
-                                         "recording_changed_outcome notes original_backend backend_kind"),
+    Step("reproduce", _reproduce, writes="attempts session ending flaky category error recording_changed_outcome "
+                                         "notes original_backend backend_kind"),
     Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
-    Step("export", _export, writes="attempts category headline hint minify next_steps notes program "
-                                   "stage user_frames"),
+    Step("export", _export, writes="attempts category ending hint minify notes program stage user_frames"),
     Step("side_runs", narrow.side_runs),
-    Step("runtime_triage", runtime_triage, when=triages, writes="attempts next_steps"),
+    Step("runtime_triage", runtime_triage, when=triages, writes="attempts"),
     Step("recording", pick_recording, writes="attempts notes"),
     Step("stage_evidence", narrow.stage_evidence, writes="notes stage stages"),
     Step("minify_early", reduction.minify_early, when=reduction.minifies_early, writes="attempts minify notes"),
@@ -131,9 +127,9 @@ STEPS: tuple[Step, ...] = (
          writes="attempts notes stage stages"),
     Step("needs_compiler", compare_stage_signatures, writes="notes stage stages"),
     Step("control", narrow.control, when=narrow.has_control,
-         writes="minify headline next_steps notes user_frames hint"),
+         writes="minify ending notes user_frames hint"),
     Step("compilation_off", narrow.compilation_off, "it fails with backend='eager' too: running it with compilation "
-         "off", when=narrow.at_dynamo, writes="attempts category stage headline next_steps user_frames hint"),
+         "off", when=narrow.at_dynamo, writes="attempts category stage ending user_frames hint"),
     Step("refine", narrow.refine, writes="category notes user_frames hint"),
     Step("replay", narrow.replay, when=narrow.replays, writes="notes"),
     Step("minify", reduction.minify, when=reduction.minifies_now, writes="attempts minify notes"),
@@ -143,13 +139,13 @@ STEPS: tuple[Step, ...] = (
     Step("hand_over", over.hand_over, writes="attempts notes minify program short harness_test"),
     Step("program_for_short", reduction.program_for_short, when=reduction.harness_too_long,
          writes="program minify notes short"),
-    Step("repeated", _repeated, writes="attempts category error flaky headline hint minify next_steps notes "
+    Step("repeated", _repeated, writes="attempts category error flaky ending hint minify notes "
                                       "program recording_changed_outcome session stage stages user_frames "
                                       "original_backend backend_kind short harness_test set_aside"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes"),
     Step("where_to_look", over.where_to_look, writes="notes"),
-    Step("conclude", _conclude, writes="headline next_steps notes flaky"),
+    Step("conclude", _conclude, writes="ending flaky"),
 )
 
 
@@ -174,10 +170,10 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
                 launch.threads_wait_passively(not runner.gpu.visible):  # the runs share the cores
             _run_procedure(ctx, found, results)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP or the budget (`diagnose.stopping`)
-        _stopped_by(stop.reason(exc), found, runner, checkpoint.reported())
+        _stopped_by(stop.reason(exc), found, runner)
     except Exception as exc:  # pt2doctor's own error between the steps (`run_steps` keeps a step's): nothing is lost
         if runner.closed:  # what met the runner the stop had closed
-            _stopped_by(stop.reason(KeyboardInterrupt()), found, runner, checkpoint.reported())
+            _stopped_by(stop.reason(KeyboardInterrupt()), found, runner)
         elif settings().strict:
             raise
         else:
@@ -191,20 +187,17 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
             found.notes += [f"pt2doctor's own error in its {error}: the steps that needed that step's result did "
                             "not run, what the others found stands (exit status 70); please report it with this "
                             "bundle" for error in found.internal_errors]
-            if found.internal_errors and not found.headline:
-                found.headline = (f"pt2doctor's own error in its {found.internal_errors[0]} stopped the diagnosis "
-                                  "before its conclusion: what was found is in this bundle")
             found.timings["total"] = round(time.monotonic() - started, 3)
     return checkpoint.frozen()
 
 
-def _stopped_by(why: str, found: Found, runner: VariantRunner, reported: Reported) -> None:
+def _stopped_by(why: str, found: Found, runner: VariantRunner) -> None:
     with shielded():
         found.stopped_by = why
         found.notes.append(f"{why}: the steps above it are complete, the rest did not run")
         labels = {a.label for a in found.attempts}
         found.attempts += [a for label, a in runner.finished.items() if label not in labels]
-        stopped(found, reported)
+        stopped(found)
 
 
 def _run_procedure(ctx: Context, found: Found, results: dict[str, Any]) -> None:
@@ -253,7 +246,6 @@ def _syntax_error(script: Path, found: Found) -> bool:
         found.category = Category.USER_ERROR
         found.error = f"SyntaxError: {exc.msg}"
         found.user_frames = [SourceLoc(str(script), exc.lineno or 0, "<module>", (exc.text or "").strip())]
-        found.headline = f"the script does not parse: {exc.msg} at {script}:{exc.lineno} (nothing was run)"
-        found.next_steps.append("Fix the syntax error, then run pt2doctor diagnose again.")
+        found.ending = Unparsed(exc.msg, exc.lineno or 0)
         return True
     return False

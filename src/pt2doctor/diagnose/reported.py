@@ -5,7 +5,8 @@ What one step finds for the report alone is that step's typed result, and `Repor
 the procedure's results by the name of the step that returns it (`STEP_OF`: one table, checked against
 `diagnose.procedure.STEPS` by the tests); `Found.freeze` writes them into the `Diagnosis`. A step that did not run,
 or found nothing, leaves its field empty. Where the first failure did not repeat (`Found.set_aside`), what was drawn
-from it (the owner's hand-over, the control) is not reported.
+from it (the owner's hand-over, the control, the upgrade verified on its repro, the runtime triage of its step, what
+the export path found) is not reported.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Upgrade:
 STEP_OF = {"replay": ("replay",), "needs_compiler": ("needs_compiler",), "hand_over": ("hand_over",),
            "export": ("export",), "upgrade": ("versions",), "where_to_look": ("where_to_look",),
            "runtime": ("runtime_triage", "reproduce", "repeated"), "control": ("control",)}
+SET_ASIDE = ("hand_over", "control", "versions", "runtime_triage", "export")  # drawn from a failure that did not repeat
 
 
 @dataclass(frozen=True)
@@ -82,16 +84,19 @@ class Reported:
 
     @classmethod
     def of(cls, results: Mapping[str, Any], set_aside: bool = False) -> Reported:
+        skipped = SET_ASIDE if set_aside else ()
+
         def result(name: str, kind: type) -> Any:
-            return next((v for step in STEP_OF[name] if isinstance(v := results.get(step), kind)), None)
+            steps = (step for step in STEP_OF[name] if step not in skipped)
+            return next((v for step in steps if isinstance(v := results.get(step), kind)), None)
 
         export = result("export", ExportConcluded)
-        hand_over = result("hand_over", HandOver) or (export.hand_over if export else HandOver())
         return cls(replay=result("replay", Replayed), needs_compiler=result("needs_compiler", NeedsCompiler),
-                   hand_over=HandOver() if set_aside else hand_over, upgrade=result("upgrade", Upgrade),
+                   hand_over=result("hand_over", HandOver) or (export.hand_over if export else HandOver()),
+                   upgrade=result("upgrade", Upgrade),
                    where_to_look=result("where_to_look", tuple) or (export.where_to_look if export else ()),
                    runtime=result("runtime", RuntimeTriage),
-                   control=None if set_aside else result("control", Control) or (export.control if export else None),
+                   control=result("control", Control) or (export.control if export else None),
                    export=export.finding if export else None)
 
     @property

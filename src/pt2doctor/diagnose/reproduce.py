@@ -19,7 +19,8 @@ aside), or the
 recording changed the outcome (`Restart`: the procedure runs again from `classify` on the plain runs).
 A run that ran out of GPU memory that other processes held (`analysis.gpu_memory`) is made once more in its place:
 the machine's state, never a flaky verdict; where the first run's repeat runs out again, nothing is diagnosed
-(`found.gpu_held`, exit 75), and where the second's does, the first run's failure stands, its repeat unchecked.
+(`diagnose.endings.GpuHeld`, exit 75), and where the second's does, the first run's failure stands, its repeat
+unchecked.
 `classify` takes the failure the first run ended with: its category (`analysis.failures`), a failure that may lie in
 a graph AOTAutograd's cache served the first run (which keeps that cache on, as the user's run does: one more
 recorded run with it off then stands for the failure, `diagnose.aot_cache`), a CUDA kernel error tied
@@ -240,7 +241,7 @@ def _set_aside(found: Found) -> None:
     """What the steps before concluded from a failure that may not repeat is not the diagnosis: its verdict and what
     was drawn from it, the hand-over among it, go (the runs made stay, as evidence)."""
     found.category, found.stage, found.stages, found.user_frames, found.hint = None, None, {}, [], ""
-    found.minify, found.program, found.headline, found.next_steps = None, None, "", []
+    found.minify, found.program, found.ending = None, None, None
     found.short, found.harness_test, found.set_aside = None, None, True  # the hand-over, the control: not reported
 
 

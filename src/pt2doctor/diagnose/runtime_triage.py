@@ -48,7 +48,6 @@ from pt2doctor.model.category_policy import policy
 from pt2doctor.model.diagnosis import Attempt
 from pt2doctor.model.minify import BackendSpec
 from pt2doctor.model.runtime import (
-    FaultKind,
     RuntimeTriage,
     SanitizerFinding,
     read_compiled,
@@ -70,7 +69,6 @@ _RELATIVE = re.compile(r"relative difference: (nan|inf)\b", re.I)
 _MIN_BUDGET_S = 120.0  # a cold Inductor compile (the FX graph cache is off in this run) on a loaded machine
 _BUDGET_FACTOR = 4.0  # the checked run copies inputs and runs graphs eagerly beside them: slower than the original
 _SANITIZER_DIRS = ("/usr/local/cuda/bin",)
-_ACCESS_FAULTS = (FaultKind.BAD_ACCESS, FaultKind.MEMORY_CORRUPTION, FaultKind.OUT_OF_BOUNDS)
 
 
 def wanted(found: Found, on_cuda: bool) -> bool:
@@ -136,11 +134,6 @@ def triage_runtime(options: DiagnoseOptions, runner: VariantRunner, found: Found
                                    notes=(f"the wrong values are finite and {said}: the kernels were not re-run "
                                           "checked (the checked run looks for faults and NaN/Inf)",))
     fault = triage.fault
-    if fault is not None:
-        lines = ", ".join(dict.fromkeys(f"{Path(o.file).name}:{o.line}" for o in fault.sources if o.file))
-        found.next_steps.append(f"The first kernel that goes wrong is {fault.kernel} (graph {fault.graph}), fusing "
-                                f"{', '.join(fault.ops) or 'unknown ops'} from {lines or 'lines unknown'}: "
-                                f"{fault.words}.")
     said = fault.words if fault else "no kernel was found at fault"
     runner.reporter.status(f"runtime triage ({triage.seconds:.1f} s): {said}")
     return triage
@@ -155,15 +148,7 @@ def triage_flaky(options: DiagnoseOptions, runner: VariantRunner, found: Found, 
     if not on_cuda or backend is None:
         return None
     found.original_backend, found.backend_kind = backend.name, backend.kind
-    before = len(found.next_steps)
-    triage = triage_runtime(options, runner, found, recorded, on_cuda)
-    fault = triage.fault if triage else None
-    if fault is None or fault.kind not in _ACCESS_FAULTS:
-        return triage
-    found.headline += (f" A likely cause: kernel {fault.kernel} ({fault.kind.value.replace('_', ' ')}), "
-                       "whose reads or writes outside its buffers can end otherwise from run to run.")
-    found.next_steps[:] = found.next_steps[before:] + found.next_steps[:before]
-    return triage
+    return triage_runtime(options, runner, found, recorded, on_cuda)
 
 
 def _conclude(run_dir: Path, session: Session | None, checked: Attempt, budget: float, started: float,

@@ -133,6 +133,11 @@ class FaultKind(str, Enum):
     DEVICE_ERROR = "device_error"  # the kernel's launch or sync raised (a device-side assert, a CUDA error)
 
 
+# a kernel that reads or writes outside its buffers: what it finds or overwrites there changes from run to run, and so
+# may whether it faults (a likely cause of a failure that does not repeat)
+ACCESS_FAULTS = (FaultKind.BAD_ACCESS, FaultKind.MEMORY_CORRUPTION, FaultKind.OUT_OF_BOUNDS)
+
+
 class KernelFault(msgspec.Struct, frozen=True):
     """The first kernel that went wrong (`analysis.runtime_faults`): in recorded graph `graph`, the FX nodes
     fused into it, their ops, the user's calls and lines they came from, and the fault in plain words."""

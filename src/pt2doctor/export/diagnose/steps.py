@@ -6,7 +6,7 @@ failure is reproduced. It reads the export steps the failing run went through (`
 returns None, touching nothing, when the failure is not in the export path (no step failed, no
 program was judged wrong, and no AOTInductor package ran before the failure): the torch.compile
 procedure goes on.
-Otherwise it makes the runs that tell the kinds apart, concludes `found` (its verdict and words) and returns
+Otherwise it makes the runs that tell the kinds apart, concludes `found` (its verdict and ending) and returns
 `ExportDiagnosed`: the finding (`model.export.ExportFinding`), with the one-op control where one ran:
 - every step passed and a program the script derived (a `run_decompositions` result) was judged wrong
   against the program it came from, in the run: an accuracy failure of that step, no further run;
@@ -40,20 +40,13 @@ from pt2doctor.capture.process_meta import RunPaths, records
 from pt2doctor.diagnose.conclusions import environment_fails, user_error
 from pt2doctor.diagnose.control import ControlKind, start_control
 from pt2doctor.diagnose.found import Found
-from pt2doctor.diagnose.next_steps import program_steps
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.program import reduce_the_program
 from pt2doctor.diagnose.runs import VariantRunner
 from pt2doctor.diagnose.variants import Variant
 from pt2doctor.export.diagnose.minify import minify_export
 from pt2doctor.export.diagnose.repro import export_repro
-from pt2doctor.export.diagnose.verdict import (
-    category_of,
-    conclude_export,
-    failure_kind,
-    unchecked_inputs_steps,
-    user_line,
-)
+from pt2doctor.export.diagnose.verdict import category_of, conclude_export, failure_kind, user_line
 from pt2doctor.export.diagnose.verify import verify_failure_fixes
 from pt2doctor.model import Category
 from pt2doctor.model.child import Overrides
@@ -108,7 +101,6 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
             finding, control = _aoti(runner, found, entry, failed, failed_run, options, minify_reporter)
             if wrong:
                 finding = replace(finding, judged=_judged(wrong[0]), unchecked_inputs=wrong[0].rejected)
-                found.next_steps += unchecked_inputs_steps(finding)
     if known is not None:
         known()
     if options is not None and options.minify and _wants_a_repro(found, finding, control):
@@ -117,7 +109,6 @@ def diagnose_export(runner: VariantRunner, found: Found, failed_run: Attempt, op
         with runner.gpu.whole():  # its workers and verification runs are the program's too
             reduce_the_program(options, found, runner.reporter, failed_run, None, "export", step or ExportStep.AOTI_RUN,
                                runner.gpu.limit)
-        program_steps(found)
     return ExportDiagnosed(finding, control)
 
 

@@ -6,15 +6,18 @@ table that matches the exception's type and message; AOTInductor steps by the st
 AOTInductor compile error is a `kernel_failure`, as an Inductor one is). `user_line(failure)` is the
 user's line the tracer was at (Dynamo's "from user code" block under strict export, the innermost user
 frame of the traceback under non-strict). `conclude_export(found, finding, category)` writes the verdict (stage,
-category, frames), the headline and the next steps from a finding, and returns it.
+category, frames) of a finding and ends the diagnosis on it (`diagnose.endings.Exported`), and returns the finding;
+`export_said(category, error, finding)` is how that ending is said (`diagnose.conclusions.said`): the headline and
+the next steps.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from pt2doctor.diagnose.conclusions import traced_frames
-from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.endings import Exported
+from pt2doctor.diagnose.user_frames import traced_frames
 from pt2doctor.model import Category, Failure, SourceLoc
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.export import (
@@ -28,6 +31,9 @@ from pt2doctor.model.export import (
     ExportStep,
     Phase,
 )
+
+if TYPE_CHECKING:
+    from pt2doctor.diagnose.found import Found
 
 _Kind = ExportFailureKind
 
@@ -99,13 +105,18 @@ def user_line(failure: Failure | None) -> SourceLoc | None:
 def conclude_export(found: Found, finding: ExportFinding, category: Category) -> ExportFinding:
     found.stage = STEP_STAGES[finding.step] if finding.step else FailingStage.INDUCTOR  # the package's result
     found.category = category
-    where = STEP_TITLES[finding.step] if finding.step else "the package's result (every export step passed)"
-    entry = "" if finding.step in TRACE_STEPS else f" ({finding.entry.value})"
-    found.headline = f"{found.category.value} in {where}{entry}: {found.error}"
     if finding.user_line is not None:
         found.user_frames = [finding.user_line, *(f for f in found.user_frames if f != finding.user_line)]
-    found.next_steps += _STEPS[finding.kind](finding)
+    found.ending = Exported()
     return finding
+
+
+def export_said(category: Category | None, error: str, finding: ExportFinding) -> tuple[str, list[str]]:
+    """The headline and the next steps of a diagnosis that concluded on `finding`."""
+    where = STEP_TITLES[finding.step] if finding.step else "the package's result (every export step passed)"
+    entry = "" if finding.step in TRACE_STEPS else f" ({finding.entry.value})"
+    said = category.value if category else Category.UNCLASSIFIED.value
+    return f"{said} in {where}{entry}: {error}", _STEPS[finding.kind](finding)
 
 
 def _at(finding: ExportFinding) -> str:
