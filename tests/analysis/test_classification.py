@@ -12,6 +12,7 @@ import pytest
 from pt2doctor.analysis.failures import classify
 from pt2doctor.diagnose.conclusions import conclude, refine_category
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.model import Category, Failure
 from pt2doctor.model.diagnosis import FailingStage
 from pt2doctor.model.minify import FailureKind, FailureSignature, MinifyResult, Stage, VerifyRuns
@@ -176,7 +177,7 @@ def test_a_repro_that_fails_only_in_some_of_its_verification_runs_makes_the_diag
                   error="RuntimeError: boom", stages={"aot_eager_decomp_partition": "pass", "inductor": "fail"})
     found.minify = _minified(VerifyRuns(1, 2), tmp_path / "repro.py")
     conclude(found)
-    diagnosis = found.freeze()
+    diagnosis = freeze(found)
     assert diagnosis.flaky and diagnosis.exit_code == 3 and not diagnosis.repro_verified
     assert diagnosis.headline.startswith("flaky: repro.py failed the same way in 1/2 runs")
     assert diagnosis.repro_runs == VerifyRuns(1, 2)
@@ -191,7 +192,7 @@ def test_a_repro_that_fails_in_every_verification_run_is_verified(tmp_path):
                   error="RuntimeError: boom", stages={"aot_eager_decomp_partition": "pass", "inductor": "fail"})
     found.minify = _minified(VerifyRuns(2, 2), tmp_path / "repro.py")
     conclude(found)
-    diagnosis = found.freeze()
+    diagnosis = freeze(found)
     assert not diagnosis.flaky and diagnosis.exit_code == 1 and diagnosis.repro_verified
     assert not diagnosis.headline.startswith("flaky")
 

@@ -11,6 +11,7 @@ import sys
 from pt2doctor.diagnose.checkpoint import Checkpoint
 from pt2doctor.diagnose.conclusions import verdict_words
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.graph_stages import _judge
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.reported import HandOver
@@ -149,11 +150,11 @@ def test_the_checkpoint_writes_the_diagnosis_so_far_with_the_steps_to_come_and_s
 def test_a_stop_of_the_diagnosis_exits_as_a_shell_reports_the_signal():
     for why, code in (("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)):
         found = Found(command=("x.py",), category=Category.KERNEL_FAILURE, stopped_by=why)
-        assert found.interrupted and found.freeze().exit_code == code
+        assert found.interrupted and freeze(found).exit_code == code
     budget = Found(command=("x.py",), category=Category.KERNEL_FAILURE, stopped_by="budget")
-    assert not budget.interrupted and budget.freeze().exit_code == 1
+    assert not budget.interrupted and freeze(budget).exit_code == 1
     # its budget ran out before the failure was reproduced: not "nothing fails" (0), as coreutils' `timeout` exits
-    assert Found(command=("x.py",), stopped_by="budget").freeze().exit_code == 124
+    assert freeze(Found(command=("x.py",), stopped_by="budget")).exit_code == 124
 
 
 def test_the_diagnose_command_starts_its_first_run_before_the_parent_imports_torch():

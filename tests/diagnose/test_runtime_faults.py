@@ -18,7 +18,7 @@ from pt2doctor.diagnose.found import Found
 from pt2doctor.diagnose.stage_signatures import needs_the_compiler
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Attempt, FailingStage
-from pt2doctor.model.minify import NodeOrigin
+from pt2doctor.model.minify import BackendKind, BackendSpec, NodeOrigin
 from pt2doctor.model.runtime import (
     BadTensor,
     CompiledKernels,
@@ -257,7 +257,7 @@ COMPILED_FAILURE = "AssertionError: NaN in the compiled result"
 
 def _found_after_the_ladder(eager_signature: str | None) -> tuple[Found, Attempt]:
     compiled = _attempt("original-1", None, COMPILED_FAILURE)
-    found = Found(command=("x.py",), original_backend="inductor", stage=FailingStage.DYNAMO,
+    found = Found(command=("x.py",), backend=BackendSpec(BackendKind.NAMED, "inductor"), stage=FailingStage.DYNAMO,
                   stages={"eager": "fail", "aot_eager": "skipped", "aot_eager_decomp_partition": "skipped",
                           "inductor": "skipped"})
     found.attempts = [compiled, _attempt("original-2", None, COMPILED_FAILURE),

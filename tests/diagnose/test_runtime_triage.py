@@ -184,9 +184,11 @@ def test_a_wrong_result_is_triaged_for_nonfinite_values_not_for_an_infinite_rela
     from pt2doctor.diagnose.found import Found
     from pt2doctor.diagnose.runtime_triage import wanted
     from pt2doctor.model import SCHEMA, Category, Session
+    from pt2doctor.model.minify import BackendKind, BackendSpec
     from pt2doctor.model.session import ExitInfo, Failure
 
     failure = Failure(Category.ACCURACY, "AssertionError", "Tensor-likes are not close!\n" + said)
-    found = Found(command=("python", "train.py"), category=Category.ACCURACY, original_backend="inductor",
+    found = Found(command=("python", "train.py"), category=Category.ACCURACY,
+                  backend=BackendSpec(BackendKind.NAMED, "inductor"),
                   session=Session(SCHEMA, "2.13.0", ("train.py",), ExitInfo(1), failures=(failure,)))
     assert wanted(found, on_cuda=False) is triaged

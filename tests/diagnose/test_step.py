@@ -10,6 +10,7 @@ import pytest
 
 from pt2doctor.diagnose.endings import Diagnosed
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.procedure import STEPS
 from pt2doctor.diagnose.reported import STEP_OF, ExportConcluded, HandOver, Replayed, Reported
 from pt2doctor.diagnose.step import STOP, Concluded, Context, Step, UndeclaredWrite, run_steps
@@ -217,7 +218,7 @@ def test_a_step_that_raises_is_kept_and_the_procedure_goes_on_without_its_result
     found = _found()
     assert run_steps(steps, _context(), found) == {"conclude": None}
     assert found.ending == Diagnosed() and found.internal_errors == ["step 'broken': TypeError: a bug of ours"]
-    assert found.freeze().exit_code == ExitCode.INTERNAL
+    assert freeze(found).exit_code == ExitCode.INTERNAL
 
 
 def test_a_diagnosis_a_bug_of_ours_stopped_says_so_in_its_headline_and_keeps_what_it_found(tmp_path, monkeypatch):
@@ -301,18 +302,18 @@ def test_what_the_report_reads_off_the_results_is_each_the_result_of_a_step_of_t
     assert Reported.of(results, set_aside=True).hand_over == HandOver()
     exported = Reported.of({"export": ExportConcluded(hand_over=tried, where_to_look=(ref,))})
     assert exported.workarounds == tried.workarounds and exported.where_to_look == (ref,)
-    diagnosis = _found().freeze(reported=reported)
+    diagnosis = freeze(_found(), reported=reported)
     assert diagnosis.workarounds == tried.workarounds and diagnosis.replay == "replay.py" and diagnosis.replay_verified
     # the runtime triage: its step's, else that of a flaky failure, which the first run's repeat concluded with
     triaged, flaky = RuntimeTriage(seconds=1.0), RuntimeTriage(seconds=2.0)
     assert Reported.of({"runtime_triage": triaged, "repeated": flaky}).runtime is triaged
     assert Reported.of({"reproduce": None, "repeated": flaky}).runtime is flaky
-    assert _found().freeze(reported=Reported.of({"reproduce": flaky})).runtime == flaky
+    assert freeze(_found(), reported=Reported.of({"reproduce": flaky})).runtime == flaky
     # the one-op control: the control step's, else the export path's; not where the failure did not repeat
     ran = Control("torch.compile(torch.add)", "control.py", True, "failed the same way")
     assert Reported.of({"control": ran}).control is ran
     assert Reported.of({"control": ran}, set_aside=True).control is None
-    assert _found().freeze(reported=Reported.of({"export": ExportConcluded(control=ran)})).control == ran
+    assert freeze(_found(), reported=Reported.of({"export": ExportConcluded(control=ran)})).control == ran
     # what the export path found is its result too
     finding = ExportFinding(EntryPoint.EXPORT_NON_STRICT, None, ExportFailureKind.WRONG_RESULT)
-    assert _found().freeze(reported=Reported.of({"export": ExportConcluded(finding)})).export == finding
+    assert freeze(_found(), reported=Reported.of({"export": ExportConcluded(finding)})).export == finding

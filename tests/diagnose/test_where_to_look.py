@@ -10,6 +10,7 @@ import pytest
 from pt2doctor.analysis.failures import dynamo_raise_site, torch_raise_site
 from pt2doctor.diagnose.conclusions import conclude
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.reported import Reported
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import FailingStage
@@ -236,7 +237,7 @@ def test_issue_md_lists_where_to_look(tmp_path: Path) -> None:
                          "make_pointwise.<locals>.inner")
     reported = Reported(where_to_look=(lowering,))
     conclude(found)
-    diagnosis = found.freeze(reported=reported)
+    diagnosis = freeze(found, reported=reported)
     assert diagnosis.where_to_look == reported.where_to_look
     write_bundle(diagnosis, None, tmp_path)
     issue = (tmp_path / "issue.md").read_text()

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pt2doctor.analysis.versions import conclude
 from pt2doctor.diagnose.conclusions import conclude as conclude_diagnosis
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.reported import HandOver, Reported, Upgrade
 from pt2doctor.diagnose.upgrade import upgrade_workaround
 from pt2doctor.model import Category
 from pt2doctor.model.diagnosis import Diagnosis, FailingStage, Workaround
+from pt2doctor.model.minify import BackendKind, BackendSpec
 from pt2doctor.model.serialize import dumps, loads
 from pt2doctor.model.versions import Boundary, ReleaseOutcome, ReleaseRun, VersionsResult
 from pt2doctor.report.html_diagnosis import diagnosis_section
@@ -34,7 +36,7 @@ def _result() -> VersionsResult:
 
 def _found() -> Found:
     return Found(command=("bug.py",), category=Category.BACKEND_FAILURE, stage=FailingStage.INDUCTOR,
-                 error="BackendCompilerFailed: LoweringException", original_backend="inductor",
+                 error="BackendCompilerFailed: LoweringException", backend=BackendSpec(BackendKind.NAMED, "inductor"),
                  stages={"eager": "pass", "aot_eager": "pass", "inductor": "fail"})
 
 
@@ -49,7 +51,7 @@ def test_the_fixing_release_is_offered_first_verified_on_the_repro_and_said_so()
     result = _result()
     assert result.fixed == Boundary("2.14.0", "2.14.1", exact=True)
     conclude_diagnosis(found)
-    first, second = found.freeze(reported=_reported(result)).next_steps[:2]
+    first, second = freeze(found, reported=_reported(result)).next_steps[:2]
     assert first.startswith("Workaround, verified on the repro (not on your whole program): upgrade torch to 2.14.1")
     assert "2.14.1+cu130" in first and second.startswith("Workaround, verified on a copy of your script")
 
@@ -68,7 +70,7 @@ def test_no_upgrade_is_offered_when_no_newer_release_passes():
 
 
 def test_issue_md_has_the_releases_table_and_the_upgrade_apart_from_the_script_workaround():
-    text = render_issue(_found().freeze(reported=_reported(_result())), None)
+    text = render_issue(freeze(_found(), reported=_reported(_result())), None)
     assert "**Upgrade** (verified on the repro, not on the whole program" in text
     assert "upgrade torch to 2.14.1." in text
     assert "**Workaround** (verified: a copy of the program" in text and "`@torch.compiler.disable` on `f`" in text
@@ -86,7 +88,7 @@ def test_a_regression_names_the_last_release_that_passed():
 
 
 def test_diagnosis_json_and_the_html_section_carry_the_search():
-    diagnosis = _found().freeze(reported=_reported(_result()))
+    diagnosis = freeze(_found(), reported=_reported(_result()))
     again = loads(dumps(diagnosis), Diagnosis)
     assert again.versions == _result() and again.versions.fixed.after == "2.14.1"
     section = diagnosis_section(diagnosis)

@@ -8,8 +8,8 @@ which checks that the failure repeats, has not ended yet: `diagnose.reproduce.re
 diagnosis so far is handed to `publish` (the CLI writes it as diagnosis.json, `report.issue.write_diagnosis`), with
 the steps still to come (`Diagnosis.pending`) and the runs made so far, its headline the verdict until the diagnosis
 concludes: a diagnosis stopped from outside, or killed, leaves what it had found. `frozen()` is the diagnosis as it
-stands, by the same rule (`Found.freeze` with the run ledger, `diagnose.ledger`, and what the steps returned for the
-report, `diagnose.reported`).
+stands, by the same rule (`diagnose.frozen.freeze` with the run ledger, `diagnose.ledger`, and what the steps
+returned for the report, `diagnose.reported`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from pt2doctor.capture.runner import Reporter
 from pt2doctor.diagnose.conclusions import verdict_words
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.ledger import run_ledger
 from pt2doctor.diagnose.reported import Reported
 from pt2doctor.diagnose.reproduce import Reproduced
@@ -52,7 +53,7 @@ class Checkpoint:
         ladder = evidence.graph.queries if evidence is not None and evidence.graph is not None else 0
         reported = self.reported()
         runs = run_ledger(self.runner.made, self.found, ladder, reported.hand_over)
-        return self.found.freeze(runs, pending, reported)
+        return freeze(self.found, runs, pending, reported)
 
     def reported(self) -> Reported:
         return Reported.of(self.results, self.found.set_aside)

@@ -3,7 +3,7 @@
 Contract: the ending functions (`gpu_held`, `success`, `flaky`, `user_error`, `environment_fails`, `conclude`, and
 `stopped` for a stop) set what a conclusion settles (the category, the stage, flakiness) and `found.ending`
 (`diagnose.endings`); `refine_category` refines the category by the stage as the steps go. `said(found, reported,
-pending)` is the one place the words are made, each time the diagnosis is frozen (`Found.freeze`): the headline and
+pending)` is the one place the words are made, each time the diagnosis is frozen (`diagnose.frozen`): the headline and
 the next steps of its ending (while steps are `pending` and nothing has ended it, the verdict so far), the verified
 workarounds first and the runtime triage's kernel next, then the ending's own steps and what the reduced program and
 the bisector showed; a stop says how far it got. No runs, no I/O.
@@ -285,7 +285,7 @@ def _concluded_words(found: Found, reported: Reported) -> tuple[str, list[str]]:
     """The procedure's conclusion: the verdict in the headline; what to do at the stage that failed."""
     stage_title = STAGE_TITLES[found.stage] if found.stage else "an unknown stage"
     category = found.category.value if found.category else Category.UNCLASSIFIED.value
-    on_rank = f" on {found.rank} (the first of {found.ranks} ranks to fail)" if found.rank else ""
+    on_rank = f" on {found.rank.label} (the first of {found.rank.ranks} ranks to fail)" if found.rank else ""
     headline = f"{category} in {stage_title}{on_rank}: {found.error}"
     steps: list[str] = []
     chosen = found.chosen_repro()
@@ -330,7 +330,7 @@ def _graph_stage_steps(found: Found, verified_workaround: bool) -> list[str]:
     verified = m is not None and m.verified
     if found.stage is FailingStage.BACKEND:  # the user's own backend: nothing to file with PyTorch
         backend = found.original_backend or "the original backend"
-        carried = _CARRIED.get(found.backend_kind, "") if found.backend_kind else ""
+        carried = _CARRIED.get(found.backend.kind, "") if found.backend is not None else ""
         shows = f" (`python repro.py` shows it on {m.nodes_after} node(s))" if m is not None and verified else ""
         steps.append(f"The failure is inside {backend}{shows}: fix it there{carried}.")
     elif m is not None and verified:

@@ -34,6 +34,7 @@ from pt2doctor.diagnose.checkpoint import Checkpoint, Publish
 from pt2doctor.diagnose.conclusions import conclude, stopped
 from pt2doctor.diagnose.endings import Unparsed
 from pt2doctor.diagnose.found import Found
+from pt2doctor.diagnose.frozen import freeze
 from pt2doctor.diagnose.options import DiagnoseOptions
 from pt2doctor.diagnose.recording import pick_recording
 from pt2doctor.diagnose.reported import ExportConcluded
@@ -115,8 +116,8 @@ def _conclude(ctx: Context, found: Found) -> bool:
 
 STEPS: tuple[Step, ...] = (
     Step("reproduce", _reproduce, writes="attempts session ending flaky category error recording_changed_outcome "
-                                         "notes original_backend backend_kind"),
-    Step("classify", classify, writes="category error attempts notes session rank ranks original_backend backend_kind"),
+                                         "notes backend"),
+    Step("classify", classify, writes="category error attempts notes session rank backend"),
     Step("export", _export, writes="attempts category ending hint minify notes program stage user_frames"),
     Step("side_runs", narrow.side_runs),
     Step("runtime_triage", runtime_triage, when=triages, writes="attempts"),
@@ -141,7 +142,7 @@ STEPS: tuple[Step, ...] = (
          writes="program minify notes short"),
     Step("repeated", _repeated, writes="attempts category error flaky ending hint minify notes "
                                       "program recording_changed_outcome session stage stages user_frames "
-                                      "original_backend backend_kind short harness_test set_aside"),
+                                      "backend short harness_test set_aside"),
     Step("versions", upgrade.versions, "running repro.py under other torch releases (--versions)", when=upgrade.wanted,
          writes="notes"),
     Step("where_to_look", over.where_to_look, writes="notes"),
@@ -156,7 +157,7 @@ def diagnose(options: DiagnoseOptions, reporter: Reporter | None = None, minify_
     found = Found(command=(str(options.script), *options.args))
     started = time.monotonic()
     if _syntax_error(options.script, found):
-        return found.freeze()
+        return freeze(found)
     env = {"TORCHDYNAMO_DEBUG_FUNCTION": options.function} if options.function else {}
     call = ScriptCall(options.script, options.args, options.out_dir, options.timeout_s, env, options.torchrun)
     found.torchrun = options.torchrun

@@ -18,7 +18,7 @@ from pt2doctor.capture.process_meta import RunPaths
 from pt2doctor.diagnose.found import Found
 from pt2doctor.model import Session
 from pt2doctor.model.diagnosis import Attempt
-from pt2doctor.model.job import Job
+from pt2doctor.model.job import FirstRank, Job
 from pt2doctor.model.recording import read_index
 from pt2doctor.model.serialize import RecordError
 
@@ -27,7 +27,7 @@ def name_rank(found: Found, job: Job | None, attempt: Attempt, again: Attempt | 
     """`attempt` (the reproduction diagnosed) stands for one rank of `job`: say which, and what the others did."""
     if attempt.rank is None or job is None:
         return
-    found.rank, found.ranks = attempt.rank, len(job.processes)
+    found.rank = FirstRank(attempt.rank, len(job.processes))
     others = [f"{p.label} {_ended(p.session)}" for p in job.processes if p.label != attempt.rank]
     found.notes.append(f"{attempt.rank} of {len(job.processes)} failed first; its failure is the one diagnosed, from "
                        f"its own trace and recorded graphs (the others: {'; '.join(others) or 'none'})")
@@ -62,12 +62,13 @@ def needs_ranks(found: Found, graph_id: str, collectives: tuple[str, ...]) -> bo
     """True (and said in the notes) when the failing graph of a job cannot be reproduced in one process."""
     if found.rank is None:
         return False
+    rank = found.rank.label
     if collectives:
-        found.notes.append(f"not minified: {found.rank}'s failing graph ({graph_id}) issues {', '.join(collectives)}, "
-                           f"so a repro needs a process group of {found.ranks or 'several'} ranks, which a standalone "
-                           "repro.py does not have; run the job again with `pt2doctor diagnose` after changing it, "
-                           "or file the job's script")
+        found.notes.append(f"not minified: {rank}'s failing graph ({graph_id}) issues {', '.join(collectives)}, so a "
+                           f"repro needs a process group of {found.rank.ranks} ranks, which a standalone repro.py does "
+                           "not have; run the job again with `pt2doctor diagnose` after changing it, or file the job's "
+                           "script")
         return True
-    found.notes.append(f"{found.rank}'s failing graph ({graph_id}) issues no collective: repro.py reproduces it in a "
-                       "single process, without torchrun")
+    found.notes.append(f"{rank}'s failing graph ({graph_id}) issues no collective: repro.py reproduces it in a single "
+                       "process, without torchrun")
     return False

@@ -3,7 +3,7 @@
 Contract: `Found` (`diagnose.found`) holds the facts every step reads: the verdict, the runs, the repro in hand.
 What one step finds for the report alone is that step's typed result, and `Reported.of(results)` reads each off
 the procedure's results by the name of the step that returns it (`STEP_OF`: one table, checked against
-`diagnose.procedure.STEPS` by the tests); `Found.freeze` writes them into the `Diagnosis`. A step that did not run,
+`diagnose.procedure.STEPS` by the tests); `diagnose.frozen` writes them into the `Diagnosis`. A step that did not run,
 or found nothing, leaves its field empty. Where the first failure did not repeat (`Found.set_aside`), what was drawn
 from it (the owner's hand-over, the control, the upgrade verified on its repro, the runtime triage of its step, what
 the export path found) is not reported.

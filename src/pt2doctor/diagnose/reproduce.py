@@ -253,7 +253,7 @@ def classify(ctx: Context, found: Found, reproduce: Reproduced) -> Classified:
     a1 = _tie_cuda_error_to_graph(ctx.runner, found, a1)
     name_rank(found, ctx.runner.jobs.get(a1.label), a1, a2 if a2 is not None and a2.label != a1.label else None)
     spec, on_cuda = recorded_backend_spec(ctx.runner.run_dir(a1.label))
-    found.original_backend, found.backend_kind = (spec.name, spec.kind) if spec else (None, None)
+    found.backend = spec
     _judged_wrong(ctx.runner.run_dir(a1.label), found)
     return Classified(a1, spec, on_cuda)
 

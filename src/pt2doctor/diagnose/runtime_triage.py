@@ -147,7 +147,7 @@ def triage_flaky(options: DiagnoseOptions, runner: VariantRunner, found: Found, 
     next steps."""
     if not on_cuda or backend is None:
         return None
-    found.original_backend, found.backend_kind = backend.name, backend.kind
+    found.backend = backend
     return triage_runtime(options, runner, found, recorded, on_cuda)
 
 

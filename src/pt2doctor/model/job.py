@@ -21,6 +21,14 @@ JOB_SCHEMA = "pt2doctor.job/1"
 
 
 @dataclass(frozen=True, slots=True)
+class FirstRank:
+    """The rank of a job whose failure ended first (`rank 1`): the one `diagnose` diagnoses, of `ranks` that ran."""
+
+    label: str
+    ranks: int
+
+
+@dataclass(frozen=True, slots=True)
 class ProcessSession:
     label: str  # `rank 3`, or `pid 4242` for a process that is not a rank
     rank: int | None
