@@ -121,31 +121,36 @@ def stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: R
 
 
 def _stage_evidence(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> StageEvidence:
-    ladder_on_graph = None
-    if side_runs.workers is not None and recording.usable:
-        ctx.reporter.status("finding the failing stage on the recorded graph (each backend of the ladder on it alone)")
-        try:
-            ladder_on_graph = climb_on_graph(side_runs.workers.pool, recording, found.original_backend,
-                                             ctx.options.out_dir)
-        except WorkerPoolError as exc:  # the warm workers did not start or ended: the program's stage runs decide
-            found.notes.append(f"the stage is found on the whole program: the warm workers could not run the "
-                               f"recorded graph ({exc})")
-            ladder_on_graph = None
-        if ladder_on_graph is not None and ladder_on_graph.conclusive:
-            found.stage, found.stages = blame(ladder(found.original_backend), ladder_on_graph.outcomes)
-            how = ("by the script's backend as AOTAutograd handed it over, its compiled run judged against its eager "
-                   "one (the lower rungs do not apply past AOTAutograd: skipped)" if ladder_on_graph.after_aot else
-                   "with each backend of the ladder")
-            runs = ladder_on_graph.queries
-            found.notes.append(f"the stage was found on recorded graph {ladder_on_graph.graph}, compiled alone {how} "
-                               f"({runs} graph-level run{'s' if runs != 1 else ''} in warm workers), not by running "
-                               "the program again")
-            return StageEvidence(ladder_on_graph, {})
-        if ladder_on_graph is not None:
-            found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
+    ladder_on_graph = _climb(ctx, found, side_runs, recording)
+    if ladder_on_graph is not None and ladder_on_graph.conclusive:
+        found.stage, found.stages = blame(ladder(found.original_backend), ladder_on_graph.outcomes)
+        how = ("by the script's backend as AOTAutograd handed it over, its compiled run judged against its eager "
+               "one (the lower rungs do not apply past AOTAutograd: skipped)" if ladder_on_graph.after_aot else
+               "with each backend of the ladder")
+        runs = ladder_on_graph.queries
+        found.notes.append(f"the stage was found on recorded graph {ladder_on_graph.graph}, compiled alone {how} "
+                           f"({runs} graph-level run{'s' if runs != 1 else ''} in warm workers), not by running "
+                           "the program again")
+        return StageEvidence(ladder_on_graph, {})
+    if ladder_on_graph is not None:
+        found.notes.append(f"the stage is found on the whole program: {ladder_on_graph.why}")
     rungs = ladder(found.original_backend)[:-1]  # the top rung is the original run, which failed
     return StageEvidence(ladder_on_graph, {backend: ctx.runner.submit(Variant.with_backend(backend))
                                            for backend, _ in rungs})
+
+
+def _climb(ctx: Context, found: Found, side_runs: SideRuns, recording: Recording) -> GraphLadder | None:
+    """The stage ladder on the recorded graph, in the warm workers; None where there are none, the recording cannot
+    be used, or the workers could not run it (said: the program's stage runs decide)."""
+    if side_runs.workers is None or not recording.usable:
+        return None
+    ctx.reporter.status("finding the failing stage on the recorded graph (each backend of the ladder on it alone)")
+    try:
+        return climb_on_graph(side_runs.workers.pool, recording, found.original_backend, ctx.options.out_dir)
+    except WorkerPoolError as exc:  # the warm workers did not start or ended
+        found.notes.append(f"the stage is found on the whole program: the warm workers could not run the recorded "
+                           f"graph ({exc})")
+        return None
 
 
 def on_the_program(ctx: Context, found: Found, stage_evidence: StageEvidence) -> bool:

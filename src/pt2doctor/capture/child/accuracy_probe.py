@@ -38,6 +38,7 @@ from typing import Any
 
 from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child import graph_recorder
+from pt2doctor.capture.child.graph_modules import graph_copy
 from pt2doctor.model.accuracy import DivergentNode, Errors, GraphAccuracy
 from pt2doctor.model.child import AccuracyProbeSpec
 from pt2doctor.model.serialize import append_line
@@ -59,7 +60,7 @@ class AccuracyProbe:
 
     def on_backend_call(self, original: Callable[..., Any], output_graph: Any, gm: Any, example_inputs: Any) -> Any:
         graph_id = torch_compat.current_compile_id() or "?"
-        eager = graph_recorder.graph_copy(gm)  # the backend may rewrite gm's graph
+        eager = graph_copy(gm)  # the backend may rewrite gm's graph
         compiled = original(output_graph, gm, example_inputs)
         backend = output_graph.compiler_fn
         name = backend_name(backend)
@@ -192,7 +193,7 @@ def localize(gm: Any, backend: Any, args: list[Any], tol: float) -> tuple[list[D
         return [], 0
     with torch.no_grad():
         inputs = [a.detach() if isinstance(a, torch.Tensor) else a for a in torch_compat.copy_inputs(args)]
-        compiled = backend(graph_recorder.graph_copy(probe), inputs)  # the backend may rewrite its graph
+        compiled = backend(graph_copy(probe), inputs)  # the backend may rewrite its graph
         rng = torch_compat.rng_state()
         values = {}
         for name, fn in (("eager", probe), ("fp64", None), ("compiled", compiled)):

@@ -93,6 +93,7 @@ from pt2doctor.capture import torch_compat
 from pt2doctor.capture.child.backend_source import backend_spec, callable_backend_spec  # noqa: F401 (re-exported)
 from pt2doctor.capture.child.call_counter import mark_raised_by
 from pt2doctor.capture.child.graph_inputs import input_specs
+from pt2doctor.capture.child.graph_modules import graph_copy, save_constants, submodules
 from pt2doctor.capture.child.graph_runs import accuracy_checked, aot_checked, runtime_checked
 from pt2doctor.capture.input_values import save_values
 from pt2doctor.capture.process_meta import is_user_file
@@ -199,7 +200,7 @@ class GraphRecorder:
             parent=(parent or self.current_dynamo) if stage is Stage.AOT else None, aot_kind=aot_kind, backend=backend,
             config=tuple(torch_compat.config_lines()), inputs=tuple(input_specs(gm, example_inputs)),
             nodes=sum(1 for n in gm.graph.nodes if n.op.startswith("call_")),
-            constants=_save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
+            constants=save_constants(gm, self.dir / f"{graph_id}.constants.pt"),
             submodules=self._save_submodules(gm, graph_id),
             values=_save(example_inputs, self.dir / values_files(graph_id)[0], INDEX_VALUES_BYTES, indices_only=True),
             origins=tuple(torch_compat.node_origin(n, is_user_file) for n in gm.graph.nodes
@@ -220,7 +221,7 @@ class GraphRecorder:
         """The graph modules `gm` reaches by get_attr (a higher-order op's branches), nested ones
         too, each as code like the graph itself (`<id>.<name>.py`): {qualified name: file}, parents first."""
         files = {}
-        for name, sub in _graph_attrs(gm):
+        for name, sub in submodules(gm):
             files[name] = f"{graph_id}.{name}.py"
             (self.dir / files[name]).write_text(torch_compat.fx_module_source(sub))
         return files
@@ -238,51 +239,6 @@ def _described(exc: BaseException) -> str:
     inner = torch_compat.unwrap_backend_exception(exc)
     lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
     return f"{type(inner).__name__}: {lines[0] if lines else ''}"
-
-
-def _save_constants(gm: Any, path: Path) -> str | None:
-    """The get_attr tensors of `gm` and of its graph submodules (by qualified name, `cond_true_0.c`):
-    tensors only, so `torch.load(weights_only=True)` reads them back; the submodules are code."""
-    import torch
-
-    modules = [("", gm), *_graph_attrs(gm)]
-    values = {
-        f"{prefix}.{n.target}".lstrip("."): _attr(module, str(n.target))
-        for prefix, module in modules for n in module.graph.nodes if n.op == "get_attr"
-    }
-    values = {name: value for name, value in values.items() if isinstance(value, torch.Tensor)}
-    if not values:
-        return None
-    torch.save(values, path)
-    return path.name
-
-
-def _attr(module: Any, target: str) -> Any:
-    for part in target.split("."):
-        module = getattr(module, part)
-    return module
-
-
-def _graph_attrs(gm: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """(qualified name, graph module) for every graph module `gm` reaches by get_attr, recursively, parents first."""
-    import torch.fx
-
-    found = []
-    for node in gm.graph.nodes:
-        value = _attr(gm, str(node.target)) if node.op == "get_attr" else None
-        if isinstance(value, torch.fx.GraphModule):
-            name = f"{prefix}{node.target}"
-            found += [(name, value), *_graph_attrs(value, f"{name}.")]
-    return list(dict(found).items())
-
-
-def graph_copy(gm: Any) -> Any:
-    """A GraphModule sharing `gm`'s parameters with a graph of its own (a backend may rewrite the one it is given)."""
-    import copy
-
-    import torch.fx
-
-    return torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
 
 
 def last_after_aot_graph() -> str | None:

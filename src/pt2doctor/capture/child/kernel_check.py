@@ -84,7 +84,8 @@ class KernelChecker:
 
     def on_inner_compile(self, original: Callable[..., Any], gm: Any, example_inputs: Any, *args: Any,
                          **kwargs: Any) -> Any:
-        from pt2doctor.capture.child.graph_recorder import graph_copy, last_after_aot_graph
+        from pt2doctor.capture.child.graph_modules import graph_copy
+        from pt2doctor.capture.child.graph_recorder import last_after_aot_graph
 
         eager = graph_copy(gm)  # Inductor's passes rewrite gm in place
         known = torch_compat.kernel_provenance_keys()
