@@ -312,8 +312,11 @@ def test_a_config_is_set_after_the_last_import_before_any_code_runs():
     changed = set_config(SOURCE, setting.module, setting.line)
     assert changed == SOURCE.replace("import torch.nn.functional as F\n", "import torch.nn.functional as F\n"
                                      "import torch._inductor.config\ntorch._inductor.config.fallback_random = True\n")
+    import torch._inductor.config as inductor_config
+
     namespace: dict = {}
-    exec(compile("\n".join(line for line in changed.splitlines()[:4]), "x.py", "exec"), namespace)  # it runs as written
+    with inductor_config.patch(fallback_random=inductor_config.fallback_random):  # put back: later tests read it
+        exec(compile("\n".join(changed.splitlines()[:4]), "x.py", "exec"), namespace)  # it runs as written
 
 
 def test_the_scripts_own_compiler_settings_are_found_however_it_names_the_config_and_left_out_in_place():
